@@ -1,0 +1,41 @@
+// Exact conversions between the data types of ISA section 2, on raw bit patterns.
+//
+// Every conversion goes through one exact intermediate (sign, integer significand, binary
+// exponent) and one rounding step, so results are correctly rounded (to nearest, ties to even)
+// and never double-rounded:
+//   float -> float: RNE; into f16/bf16/f32/f64 overflow gives +-inf and NaN stays NaN; into
+//                   types of <= 8 bits overflow (and +-inf) saturates to +-max, NaN becomes the
+//                   format's NaN or +0 if it has none; subnormals produced; sign of zero kept.
+//   float -> int:   toward zero, saturating, NaN -> 0.
+//   int -> float:   RNE (saturating as above for <= 8-bit floats).
+//   int -> int:     keep the low N bits; signed sub-byte values sign-extend from bit N-1.
+//   bool -> number: 0 or 1; number -> bool: x != 0.
+#pragma once
+
+#include "isa/dtype.h"
+
+#include <cstdint>
+
+namespace tilus {
+
+/// Mask of the low `bits` bits.
+inline uint64_t bitMask(int bits) { return bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1; }
+
+/// Convert the value with bit pattern `bits` of type `from` to type `to`.
+uint64_t convertBits(uint64_t bits, DataType from, DataType to);
+
+/// The value as a double (exact for every type except 64-bit integers beyond 2^53).
+double toDouble(uint64_t bits, DataType type);
+/// The double converted to `type` by the rules above (as from f64).
+uint64_t fromDouble(double value, DataType type);
+/// Integer value of an integer or bool pattern (sign-extended for signed types).
+int64_t toInt64(uint64_t bits, DataType type);
+/// An integer converted to `type` by the rules above (as from i64).
+uint64_t fromInt64(int64_t value, DataType type);
+
+/// Whether a float pattern is NaN (false for types without NaN and for non-floats).
+bool isNaN(uint64_t bits, DataType type);
+/// Largest finite value of a float type, as a bit pattern.
+uint64_t maxFinite(DataType type);
+
+} // namespace tilus

@@ -1,0 +1,94 @@
+// The program IR: one in-memory representation of a module that every stage shares.
+// The assembler and the bytecode decoder produce it; the checker (loader/) verifies it and
+// derives types; the interpreter and the JIT consume only checked programs.
+//
+// A program has variables (parameters, scalars, tensors), an arena of scalar expressions, an
+// arena of instructions and a structured body of statements (for / if / while / break /
+// continue, scalar assignments and instructions). Control flow stays structured, as in the
+// source: the JIT lowers it to LLVM branches, the interpreter walks it.
+#pragma once
+
+#include "isa/instruction.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilus {
+
+struct Variable {
+  std::string name;
+  VarKind kind = VarKind::Scalar;
+  /// Element type for Scalar and Pointer variables (tensor types are derived by the checker).
+  DataType dtype;
+  /// Whether this variable is a program parameter.
+  bool isParam = false;
+};
+
+/// Scalar expression operators. Integer `/` and `%` truncate toward zero; CeilDiv rounds up.
+/// Shr is arithmetic for signed types. Comparisons and logical operators give bool.
+enum class ExprOp : uint8_t {
+  Const = 0, Var, Add, Sub, Mul, Div, Mod, Shl, Shr, BitAnd, BitOr, BitXor, BitNot, Neg,
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalNot, Select, Min, Max, CeilDiv, Cast
+};
+const char *exprOpName(ExprOp op);
+/// Number of operands of an operator (0 for Const and Var).
+int exprOpArity(ExprOp op);
+
+struct ExprNode {
+  ExprOp op = ExprOp::Const;
+  DataType dtype;              // type of the result
+  uint32_t operands[3] = {kNoId, kNoId, kNoId}; // Select: cond, then, else
+  uint64_t bits = 0;           // Const: the value's bit pattern in dtype
+  VarId var = kNoId;           // Var: a Scalar or Pointer variable
+};
+
+enum class StmtKind : uint8_t {
+  Instruction = 0, // instructions[index]
+  Assign = 1,      // vars[var] = exprs[expr]   (scalar)
+  For = 2,         // for var in range(expr, stop, step): body
+  If = 3,          // if expr: body else: orelse
+  While = 4,       // while expr: body
+  Break = 5,
+  Continue = 6,
+};
+
+struct Stmt {
+  StmtKind kind = StmtKind::Instruction;
+  SourceLoc loc;
+  uint32_t index = kNoId; // Instruction: index into Program::instructions
+  VarId var = kNoId;      // Assign target, For loop variable
+  ExprId expr = kNoId;    // Assign value, If/While condition, For start
+  ExprId stop = kNoId;    // For
+  ExprId step = kNoId;    // For
+  std::vector<Stmt> body;
+  std::vector<Stmt> orelse; // If
+};
+
+struct Program {
+  std::string name;
+  std::vector<VarId> params;  // in declaration order
+  std::vector<ExprId> grid;   // 1 to 3 expressions of constants and scalar parameters
+  uint32_t threads = 0;       // 0: inferred from register layouts by the checker
+  SourceLoc loc;              // of the `def`
+  std::vector<Variable> vars;
+  std::vector<ExprNode> exprs;
+  std::vector<Instruction> instructions;
+  std::vector<Stmt> body;
+
+  const Variable &var(VarId id) const { return vars[id]; }
+  const ExprNode &expr(ExprId id) const { return exprs[id]; }
+};
+
+struct Module {
+  std::vector<Program> programs;
+  /// Debug info (tilus-asm -g): the source text and its file name; empty without.
+  bool hasDebugInfo = false;
+  std::string sourceName;
+  std::string sourceText;
+
+  /// The program called `name`, or nullptr.
+  const Program *findProgram(std::string_view name) const;
+};
+
+} // namespace tilus
