@@ -1,0 +1,2 @@
+// Implementation in progress.
+int main() { return 2; }
