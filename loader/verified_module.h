@@ -48,7 +48,19 @@ struct PointerExtent {
 struct ProgramInfo {
   uint32_t threads = 0;         // threads per block
   std::vector<VarType> vars;    // indexed by VarId
-  int64_t sharedBytes = 0;      // the block's shared-memory footprint
+  /// The block's shared-memory footprint in bytes: every AllocateShared root (each at its
+  /// VarType::sharedByteOffset, aligned to 128 bytes, allocated in program order without reuse)
+  /// followed by the scratch area.
+  int64_t sharedBytes = 0;
+  /// Scratch area that the JIT may use for cross-thread exchanges (generic Dot, ConvertLayout,
+  /// Reduce): starts at scratchByteOffset (aligned to 128), scratchBytes long, where
+  /// scratchBytes is the maximum over instructions of
+  ///   Dot:           M*K*storageBytes(a) + K*N*storageBytes(b)
+  ///   ConvertLayout: elements(a) * storageBytes(a)
+  ///   Reduce:        elements(a) * 8
+  /// each rounded up to 16 (storageBytes of a sub-byte type is 1). 0 when none occurs.
+  int64_t scratchByteOffset = 0;
+  int64_t scratchBytes = 0;
   std::vector<PointerExtent> extents; // one per pointer parameter, in parameter order
   bool usesWorkspace = false;   // has AllocateGlobal
 };
