@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Runs every test registered with meson in a build directory and prints one summary line.
+
+Each test executable is a doctest runner; its "[doctest] test cases:" line gives the counts.
+Other tests count as one case each, passed or failed by exit status. The last line printed is
+"N passed, N failed, N skipped" over all test cases.
+"""
+import json
+import re
+import subprocess
+import sys
+import time
+
+DOCTEST = re.compile(
+    r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed\s*\|\s*(\d+) skipped")
+
+
+def main() -> int:
+    build_dir = sys.argv[1] if len(sys.argv) > 1 else "build"
+    only = set(sys.argv[2:])
+    tests = json.loads(subprocess.check_output(["meson", "introspect", "--tests", build_dir]))
+    passed = failed = skipped = 0
+    broken = []
+    for t in tests:
+        if only and t["name"] not in only:
+            continue
+        start = time.monotonic()
+        proc = subprocess.run(t["cmd"], cwd=t.get("workdir") or None, env=None,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace", timeout=t.get("timeout") or 1800)
+        elapsed = time.monotonic() - start
+        out = proc.stdout
+        m = None
+        for m in DOCTEST.finditer(out):
+            pass
+        if m:
+            p, f, s = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        else:
+            p, f, s = (1, 0, 0) if proc.returncode == 0 else (0, 1, 0)
+        if proc.returncode != 0 and f == 0:
+            f = 1  # crashed or failed outside a test case
+        passed, failed, skipped = passed + p, failed + f, skipped + s
+        status = "ok" if proc.returncode == 0 else "FAIL"
+        print(f"{t['name']:<12} {status:<4} {p} passed, {f} failed, {s} skipped  ({elapsed:.1f}s)",
+              flush=True)
+        if proc.returncode != 0:
+            broken.append(t["name"])
+            print(out[-20000:], flush=True)
+        elif s:
+            for line in out.splitlines():
+                if "skipped" in line.lower() and "[doctest]" not in line:
+                    print("  " + line)
+    if broken:
+        print("failing: " + ", ".join(broken))
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
