@@ -1,0 +1,52 @@
+// Internal to isa/: the constants of the bytecode format (docs/bytecode.md) and the functions
+// that the encoder and decoder files share. The public API is isa/bytecode.h.
+#pragma once
+
+#include "isa/bytecode.h"
+#include "isa/bytecode_io.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace tilus::bytecode {
+
+inline constexpr uint8_t kMagic[4] = {'T', 'L', 'B', 'C'};
+inline constexpr size_t kHeaderBytes = 32;
+inline constexpr uint32_t kFlagDebugInfo = 1u << 0;
+inline constexpr size_t kMaxProducerBytes = 64;
+/// Modes of one register layout: each has size >= 2 and their product is bounded, so this is
+/// never reached by a layout within maxLayoutElements; it caps the count before allocating.
+inline constexpr uint32_t kMaxLayoutModes = 64;
+/// Swizzle parameters: bits, base, shift <= 62 and bits + base <= 62 keep every mask and shift
+/// of the offset computation inside int64.
+inline constexpr uint64_t kMaxSwizzleParam = 62;
+
+enum SectionId : uint8_t {
+  kSectionProducer = 1,
+  kSectionPrograms = 2,
+  kSectionDebug = 3,
+};
+
+/// Work done on layouts while decoding one module (elements summed over every layout built).
+struct LayoutBudget {
+  int64_t used = 0;
+};
+
+// bytecode_layout.cpp
+void writeRegisterLayout(ByteWriter &w, const RegisterLayout &layout);
+void writeSharedLayout(ByteWriter &w, const SharedLayout &layout);
+std::optional<RegisterLayout> readRegisterLayout(ByteReader &r, const BytecodeLimits &limits,
+                                                 LayoutBudget &budget);
+std::optional<SharedLayout> readSharedLayout(ByteReader &r, const BytecodeLimits &limits,
+                                             LayoutBudget &budget);
+
+// bytecode_write.cpp: section payloads.
+void writeProgramsPayload(ByteWriter &w, const Module &module);
+void writeDebugPayload(ByteWriter &w, const Module &module);
+
+// bytecode_read.cpp: section payloads; the reader's limit is the section's end.
+void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &module);
+void readDebugPayload(ByteReader &r, const BytecodeLimits &limits, Module &module);
+
+} // namespace tilus::bytecode
