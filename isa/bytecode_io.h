@@ -92,6 +92,8 @@ public:
   DataType dtype(const char *what);
   /// Raw bytes.
   std::span<const uint8_t> raw(const char *what, size_t n);
+  /// The bytes read since absolute offset `start`.
+  std::span<const uint8_t> since(size_t start) const { return data_.subspan(start, pos_ - start); }
 
 private:
   bool need(size_t n, const char *what);

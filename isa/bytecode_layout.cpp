@@ -125,6 +125,16 @@ std::vector<int32_t> readModeList(ByteReader &r, size_t numModes, const char *wh
   return list;
 }
 
+/// Whether the bytes read since `start` are exactly what `write` produces for the value built
+/// from them: the factories may normalise (e.g. A.(B.C) becomes (A.B).C), and only the
+/// normal form is accepted, so that every accepted encoding re-encodes to the same bytes.
+template <typename F> bool isCanonical(const ByteReader &r, size_t start, F write) {
+  ByteWriter w;
+  write(w);
+  std::span<const uint8_t> read = r.since(start);
+  return std::equal(read.begin(), read.end(), w.data().begin(), w.data().end());
+}
+
 } // namespace
 
 std::optional<RegisterLayout> readRegisterLayout(ByteReader &r, const BytecodeLimits &limits,
@@ -165,11 +175,9 @@ std::optional<RegisterLayout> readRegisterLayout(ByteReader &r, const BytecodeLi
     r.failAt(start, "register layout: " + built.status().first().message);
     return std::nullopt;
   }
-  const RegisterLayout &l = *built;
-  if (l.rank() != rank || l.shape() != shape || l.modes() != modes ||
-      l.spatialModes() != spatial || l.localModes() != local) {
+  if (!isCanonical(r, start, [&](ByteWriter &w) { writeRegisterLayout(w, *built); })) {
     r.failAt(start, "register layout is not in canonical form (canonical: " +
-                        l.canonicalString() + ")");
+                        built->canonicalString() + ")");
     return std::nullopt;
   }
   return std::move(built).value();
@@ -318,8 +326,15 @@ std::optional<SharedLayout> readShared(ByteReader &r, const BytecodeLimits &limi
 
 std::optional<SharedLayout> readSharedLayout(ByteReader &r, const BytecodeLimits &limits,
                                              LayoutBudget &budget) {
+  size_t start = r.offset();
   SharedBound bound;
-  return readShared(r, limits, budget, 1, bound);
+  std::optional<SharedLayout> layout = readShared(r, limits, budget, 1, bound);
+  if (layout && !isCanonical(r, start, [&](ByteWriter &w) { writeSharedLayout(w, *layout); })) {
+    r.failAt(start, "shared layout is not in canonical form (canonical: " + layout->toString() +
+                        ")");
+    return std::nullopt;
+  }
+  return layout;
 }
 
 } // namespace tilus::bytecode
