@@ -9,7 +9,10 @@
 //   float -> int:   toward zero, saturating, NaN -> 0.
 //   int -> float:   RNE (saturating as above for <= 8-bit floats).
 //   int -> int:     keep the low N bits; signed sub-byte values sign-extend from bit N-1.
-//   bool -> number: 0 or 1; number -> bool: x != 0.
+//   bool -> number: 0 or 1; number -> bool: x != 0 (NaN is true, -0 is false).
+// Source patterns are read from their low `bits` bits only; results use only the low `bits`
+// bits of the target (bool: 0 or 1). Converting a type to itself returns the pattern unchanged
+// (NaN payloads included); every other conversion that yields NaN yields canonicalNaN(to).
 #pragma once
 
 #include "isa/dtype.h"
@@ -35,7 +38,16 @@ uint64_t fromInt64(int64_t value, DataType type);
 
 /// Whether a float pattern is NaN (false for types without NaN and for non-floats).
 bool isNaN(uint64_t bits, DataType type);
-/// Largest finite value of a float type, as a bit pattern.
+/// Whether a float pattern is +-inf (false for types without infinities and for non-floats).
+bool isInf(uint64_t bits, DataType type);
+/// Largest finite value of a float type, as a bit pattern (for integers and bool: the largest
+/// value).
 uint64_t maxFinite(DataType type);
+/// The NaN that conversions and scalar arithmetic produce: positive, quiet, no payload
+/// (f16 0x7E00, bf16 0x7FC0, f32 0x7FC00000, f64 0x7FF8000000000000, f8e5m2 0x7E,
+/// f8e4m3 0x7F); 0 (+0) for types without NaN.
+uint64_t canonicalNaN(DataType type);
+/// The low `n` bits of `bits` read as an n-bit two's-complement value (1 <= n <= 64).
+int64_t signExtend(uint64_t bits, int n);
 
 } // namespace tilus

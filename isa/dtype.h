@@ -21,9 +21,9 @@ namespace tilus {
 enum class TypeKind : uint8_t { Bool = 0, Int = 1, UInt = 2, Float = 3 };
 
 enum class FloatStyle : uint8_t {
-  Ieee,     // f16 bf16 f32 f64 f8e5m2: inf and NaN
-  OcpE4M3,  // f8e4m3: NaN = S.1111.111 only, no inf
-  Finite,   // generic fNeEmM: no inf, no NaN
+  Ieee,    // f16 bf16 f32 f64 f8e5m2: inf and NaN
+  OcpE4M3, // f8e4m3: NaN = S.1111.111 only, no inf
+  Finite,  // generic fNeEmM: no inf, no NaN
 };
 
 struct DataType {
@@ -56,6 +56,7 @@ struct DataType {
   /// Types on which arithmetic is defined (ISA section 5): bool, 8-64 bit integers,
   /// f16 bf16 f32 f64.
   bool isArithmetic() const;
+  /// The special-value style of a float type (Finite for non-floats, which have none).
   FloatStyle floatStyle() const;
   /// Bits an element occupies in memory: 8 for bool, `bits` otherwise.
   int storageBits() const { return isBool() ? 8 : bits; }

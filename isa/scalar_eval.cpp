@@ -1,1 +1,414 @@
-// Implementation in progress.
+// Scalar expression semantics (ISA section 4 "Scalars"), shared by every stage that needs a
+// value: the assembler folds constants with applyScalarOp, the checker evaluates grids and
+// shapes, and the interpreter evaluates scalar statements and applies elementwise operators.
+// Having one implementation means that folding at assembly time and evaluating at run time can
+// never disagree.
+//
+// Integers wrap in their width; `/` and `%` truncate toward zero and give 0 for a zero divisor.
+// Floats narrower than f64 are computed in double and rounded once into their type: for + - * /
+// a 53-bit intermediate is at least 2p + 2 bits for p <= 24, so that single extra rounding is
+// innocuous and the result is the correctly rounded one. A NaN result is the canonical NaN of
+// its type (isa/convert.h), so results never depend on the host's NaN propagation.
+#include "isa/scalar_eval.h"
+
+#include "isa/convert.h"
+
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+namespace tilus {
+
+namespace {
+
+bool truth(uint64_t bits, DataType type) {
+  return convertBits(bits, type, DataType::boolean()) != 0;
+}
+
+bool isComparison(ExprOp op) {
+  return op == ExprOp::Eq || op == ExprOp::Ne || op == ExprOp::Lt || op == ExprOp::Le ||
+         op == ExprOp::Gt || op == ExprOp::Ge;
+}
+
+bool isLogical(ExprOp op) {
+  return op == ExprOp::LogicalAnd || op == ExprOp::LogicalOr || op == ExprOp::LogicalNot;
+}
+
+/// A comparison operator (precondition: isComparison(op)) on two ordered values.
+bool compareOrdered(ExprOp op, auto x, auto y) {
+  assert(isComparison(op));
+  if (op == ExprOp::Eq)
+    return x == y;
+  if (op == ExprOp::Ne)
+    return x != y;
+  if (op == ExprOp::Lt)
+    return x < y;
+  if (op == ExprOp::Le)
+    return x <= y;
+  if (op == ExprOp::Gt)
+    return x > y;
+  return x >= y;
+}
+
+bool compare(ExprOp op, DataType t, uint64_t x, uint64_t y) {
+  if (t.isFloat())
+    return compareOrdered(op, toDouble(x, t), toDouble(y, t)); // exact; NaN unordered
+  if (t.isSigned())
+    return compareOrdered(op, signExtend(x, t.bits), signExtend(y, t.bits));
+  return compareOrdered(op, x & bitMask(t.bits), y & bitMask(t.bits));
+}
+
+/// Shift amount of an integer operand; negative amounts count as "at least the width".
+uint64_t shiftAmount(uint64_t y, DataType t) {
+  if (t.isSigned() && signExtend(y, t.bits) < 0)
+    return ~uint64_t(0);
+  return y & bitMask(t.bits);
+}
+
+uint64_t intDivide(ExprOp op, DataType t, uint64_t x, uint64_t y) {
+  if (!t.isSigned()) {
+    uint64_t ux = x & bitMask(t.bits), uy = y & bitMask(t.bits);
+    if (uy == 0)
+      return 0;
+    if (op == ExprOp::Div)
+      return ux / uy;
+    if (op == ExprOp::Mod)
+      return ux % uy;
+    return ux / uy + (ux % uy != 0);
+  }
+  int64_t sx = signExtend(x, t.bits), sy = signExtend(y, t.bits);
+  if (sy == 0)
+    return 0;
+  if (sy == -1) // avoids INT64_MIN / -1; the quotient -x wraps like every other result
+    return op == ExprOp::Mod ? 0 : uint64_t(0) - uint64_t(sx);
+  int64_t q = sx / sy, r = sx % sy;
+  if (op == ExprOp::Div)
+    return uint64_t(q);
+  if (op == ExprOp::Mod)
+    return uint64_t(r);
+  return uint64_t(q + (r != 0 && (sx < 0) == (sy < 0))); // CeilDiv
+}
+
+uint64_t intShift(ExprOp op, DataType t, uint64_t x, uint64_t y) {
+  uint64_t amount = shiftAmount(y, t);
+  if (op == ExprOp::Shl)
+    return amount >= t.bits ? 0 : x << amount;
+  if (!t.isSigned())
+    return amount >= t.bits ? 0 : (x & bitMask(t.bits)) >> amount;
+  int64_t sx = signExtend(x, t.bits);
+  if (amount >= t.bits)
+    return sx < 0 ? ~uint64_t(0) : 0;
+  return uint64_t(sx >> amount);
+}
+
+/// An arithmetic or bitwise operator on integers of type t (also the raw bits of floats for
+/// the bitwise operators); the result is masked to the width by the caller.
+uint64_t intOp(ExprOp op, DataType t, uint64_t x, uint64_t y) {
+  switch (op) {
+  case ExprOp::Add:
+    return x + y;
+  case ExprOp::Sub:
+    return x - y;
+  case ExprOp::Mul:
+    return x * y;
+  case ExprOp::Div:
+  case ExprOp::Mod:
+  case ExprOp::CeilDiv:
+    return intDivide(op, t, x, y);
+  case ExprOp::Shl:
+  case ExprOp::Shr:
+    return intShift(op, t, x, y);
+  case ExprOp::BitAnd:
+    return x & y;
+  case ExprOp::BitOr:
+    return x | y;
+  case ExprOp::BitXor:
+    return x ^ y;
+  case ExprOp::BitNot:
+    return ~x;
+  case ExprOp::Neg:
+    return uint64_t(0) - x;
+  case ExprOp::Min:
+    return compare(ExprOp::Lt, t, y, x) ? y : x;
+  case ExprOp::Max:
+    return compare(ExprOp::Gt, t, y, x) ? y : x;
+  case ExprOp::Const:
+  case ExprOp::Var:
+  case ExprOp::Eq:
+  case ExprOp::Ne:
+  case ExprOp::Lt:
+  case ExprOp::Le:
+  case ExprOp::Gt:
+  case ExprOp::Ge:
+  case ExprOp::LogicalAnd:
+  case ExprOp::LogicalOr:
+  case ExprOp::LogicalNot:
+  case ExprOp::Select:
+  case ExprOp::Cast:
+    break; // not arithmetic: applyScalarOp handles these
+  }
+  assert(false && "not an arithmetic operator");
+  return 0;
+}
+
+/// A double result rounded once into float type t, NaN made canonical.
+uint64_t roundResult(double r, DataType t) {
+  if (std::isnan(r))
+    return canonicalNaN(t);
+  return fromDouble(r, t);
+}
+
+/// IEEE 754 minNum/maxNum: a NaN operand yields the other operand, and -0 < +0.
+uint64_t floatMinMax(bool isMax, DataType t, uint64_t x, uint64_t y) {
+  double fx = toDouble(x, t), fy = toDouble(y, t);
+  if (std::isnan(fx))
+    return std::isnan(fy) ? canonicalNaN(t) : y;
+  if (std::isnan(fy))
+    return x;
+  if (fx == fy) // equal values differ at most in the sign of zero
+    return (std::signbit(fx) != isMax) ? x : y;
+  return (fx < fy) != isMax ? x : y;
+}
+
+uint64_t floatOp(ExprOp op, DataType t, uint64_t x, uint64_t y) {
+  double fx = toDouble(x, t), fy = toDouble(y, t);
+  switch (op) {
+  case ExprOp::Add:
+    return roundResult(fx + fy, t);
+  case ExprOp::Sub:
+    return roundResult(fx - fy, t);
+  case ExprOp::Mul:
+    return roundResult(fx * fy, t);
+  case ExprOp::Div:
+    return roundResult(fx / fy, t);
+  case ExprOp::Mod:
+    return roundResult(std::fmod(fx, fy), t); // exact
+  case ExprOp::CeilDiv:                       // ceiling of the quotient rounded into t
+    return roundResult(std::ceil(toDouble(roundResult(fx / fy, t), t)), t);
+  case ExprOp::Neg:
+    return roundResult(-fx, t);
+  case ExprOp::Min:
+    return floatMinMax(false, t, x, y);
+  case ExprOp::Max:
+    return floatMinMax(true, t, x, y);
+  case ExprOp::Shl:
+  case ExprOp::Shr:
+  case ExprOp::BitAnd:
+  case ExprOp::BitOr:
+  case ExprOp::BitXor:
+  case ExprOp::BitNot:
+    return intOp(op, DataType::u(t.bits), x, y); // on the raw bits
+  case ExprOp::Const:
+  case ExprOp::Var:
+  case ExprOp::Eq:
+  case ExprOp::Ne:
+  case ExprOp::Lt:
+  case ExprOp::Le:
+  case ExprOp::Gt:
+  case ExprOp::Ge:
+  case ExprOp::LogicalAnd:
+  case ExprOp::LogicalOr:
+  case ExprOp::LogicalNot:
+  case ExprOp::Select:
+  case ExprOp::Cast:
+    break; // not arithmetic: applyScalarOp handles these
+  }
+  assert(false && "not an arithmetic operator");
+  return 0;
+}
+
+/// Arithmetic on bool operands: on the values 0 and 1 as i64, then != 0; `not` is logical.
+uint64_t boolOp(ExprOp op, uint64_t x, uint64_t y) {
+  x &= 1;
+  y &= 1;
+  if (op == ExprOp::BitNot)
+    return x ^ 1;
+  return intOp(op, DataType::i64(), x, y) != 0;
+}
+
+uint64_t arithmetic(ExprOp op, DataType t, const uint64_t *operands) {
+  uint64_t x = operands[0];
+  uint64_t y = exprOpArity(op) >= 2 ? operands[1] : 0;
+  if (t.isBool())
+    return boolOp(op, x, y);
+  if (t.isFloat())
+    return floatOp(op, t, x, y) & bitMask(t.bits);
+  return intOp(op, t, x, y) & bitMask(t.bits);
+}
+
+uint64_t logical(ExprOp op, DataType t, const uint64_t *operands) {
+  bool x = truth(operands[0], t);
+  if (op == ExprOp::LogicalNot)
+    return !x;
+  bool y = truth(operands[1], t);
+  return op == ExprOp::LogicalAnd ? (x && y) : (x || y);
+}
+
+} // namespace
+
+uint64_t applyScalarOp(ExprOp op, DataType operandType, DataType resultType,
+                       const uint64_t *operands) {
+  DataType boolType = DataType::boolean();
+  switch (op) {
+  case ExprOp::Const:
+  case ExprOp::Var:
+    assert(false && "Const and Var are not operators");
+    return 0;
+  case ExprOp::Cast:
+    return convertBits(operands[0], operandType, resultType);
+  case ExprOp::Select:
+    return (operands[0] != 0 ? operands[1] : operands[2]) & bitMask(resultType.bits);
+  case ExprOp::Eq:
+  case ExprOp::Ne:
+  case ExprOp::Lt:
+  case ExprOp::Le:
+  case ExprOp::Gt:
+  case ExprOp::Ge:
+    return convertBits(compare(op, operandType, operands[0], operands[1]), boolType, resultType);
+  case ExprOp::LogicalAnd:
+  case ExprOp::LogicalOr:
+  case ExprOp::LogicalNot:
+    return convertBits(logical(op, operandType, operands), boolType, resultType);
+  case ExprOp::Add:
+  case ExprOp::Sub:
+  case ExprOp::Mul:
+  case ExprOp::Div:
+  case ExprOp::Mod:
+  case ExprOp::Shl:
+  case ExprOp::Shr:
+  case ExprOp::BitAnd:
+  case ExprOp::BitOr:
+  case ExprOp::BitXor:
+  case ExprOp::BitNot:
+  case ExprOp::Neg:
+  case ExprOp::Min:
+  case ExprOp::Max:
+  case ExprOp::CeilDiv:
+    return convertBits(arithmetic(op, operandType, operands), operandType, resultType);
+  }
+  return 0;
+}
+
+std::optional<DataType> promoteScalarTypes(DataType a, DataType b) {
+  if (!a.valid() || !b.valid() || !a.isArithmetic() || !b.isArithmetic())
+    return std::nullopt;
+  if (a.isBool())
+    a = DataType::i32();
+  if (b.isBool())
+    b = DataType::i32();
+  if (a == b)
+    return a;
+  if (a.isFloat() && b.isFloat()) // f16 with bf16 meets in f32
+    return (a == DataType::f64() || b == DataType::f64()) ? DataType::f64() : DataType::f32();
+  if (a.isFloat())
+    return a;
+  if (b.isFloat())
+    return b;
+  if (a.isSigned() == b.isSigned())
+    return a.bits >= b.bits ? a : b;
+  DataType s = a.isSigned() ? a : b;
+  DataType u = a.isSigned() ? b : a;
+  return u.bits >= s.bits ? u : s; // C's usual arithmetic conversions
+}
+
+namespace {
+
+uint64_t leafValue(const Program &program, const ExprNode &node, const VarValueFn &varValue) {
+  if (node.op == ExprOp::Const)
+    return node.bits & bitMask(node.dtype.bits);
+  const Variable &var = program.var(node.var);
+  uint64_t value = varValue(node.var);
+  if (var.kind == VarKind::Pointer)
+    return value; // an address, not a value of the pointee type
+  return convertBits(value, var.dtype, node.dtype);
+}
+
+/// The type operands are converted to before `node`'s operator applies to them.
+DataType operandTypeOf(const Program &program, const ExprNode &node) {
+  if (node.op == ExprOp::Cast)
+    return program.expr(node.operands[0]).dtype;
+  if (isLogical(node.op))
+    return DataType::boolean();
+  if (!isComparison(node.op))
+    return node.dtype; // arithmetic is done in the node's type
+  DataType a = program.expr(node.operands[0]).dtype;
+  DataType b = program.expr(node.operands[1]).dtype;
+  if (std::optional<DataType> common = promoteScalarTypes(a, b))
+    return *common;
+  if (a == b)
+    return a;
+  return (a.isFloat() || b.isFloat()) ? DataType::f64() : DataType::i64();
+}
+
+/// Apply `node`'s operator to operand values given in their own node types.
+uint64_t applyNode(const Program &program, const ExprNode &node, const uint64_t *raw) {
+  int arity = exprOpArity(node.op);
+  uint64_t converted[3] = {0, 0, 0};
+  if (node.op == ExprOp::Select) {
+    const ExprNode &cond = program.expr(node.operands[0]);
+    converted[0] = truth(raw[0], cond.dtype);
+    for (int k = 1; k < 3; ++k)
+      converted[k] = convertBits(raw[k], program.expr(node.operands[k]).dtype, node.dtype);
+    return applyScalarOp(node.op, node.dtype, node.dtype, converted);
+  }
+  DataType operandType = operandTypeOf(program, node);
+  for (int k = 0; k < arity; ++k) {
+    DataType own = program.expr(node.operands[k]).dtype;
+    converted[k] = node.op == ExprOp::Cast ? raw[k] : convertBits(raw[k], own, operandType);
+  }
+  return applyScalarOp(node.op, operandType, node.dtype, converted);
+}
+
+struct Frame {
+  ExprId id;
+  int next; // next operand to evaluate
+};
+
+/// Work stacks reused across calls; each call works above the sizes it found, so a nested call
+/// (from inside a VarValueFn) leaves the outer call's entries alone.
+struct EvalStacks {
+  std::vector<Frame> frames;
+  std::vector<uint64_t> values;
+};
+thread_local EvalStacks evalStacks;
+
+} // namespace
+
+uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varValue) {
+  const ExprNode &root = program.expr(id);
+  if (exprOpArity(root.op) == 0)
+    return leafValue(program, root, varValue);
+  // Iterative post-order walk, so that deep expressions cannot exhaust the native stack.
+  EvalStacks &s = evalStacks;
+  size_t frameBase = s.frames.size();
+  size_t valueBase = s.values.size();
+  s.frames.push_back({id, 0});
+  while (s.frames.size() > frameBase) {
+    Frame frame = s.frames.back();
+    const ExprNode &node = program.expr(frame.id);
+    int arity = exprOpArity(node.op);
+    if (frame.next < arity) {
+      ExprId child = node.operands[frame.next];
+      s.frames.back().next++;
+      const ExprNode &childNode = program.expr(child);
+      if (exprOpArity(childNode.op) == 0) {
+        uint64_t value = leafValue(program, childNode, varValue);
+        s.values.push_back(value);
+      } else {
+        s.frames.push_back({child, 0});
+      }
+      continue;
+    }
+    size_t first = s.values.size() - size_t(arity);
+    uint64_t result = applyNode(program, node, s.values.data() + first);
+    s.values.resize(first);
+    s.values.push_back(result);
+    s.frames.pop_back();
+  }
+  uint64_t result = s.values.back();
+  s.values.resize(valueBase);
+  return result;
+}
+
+} // namespace tilus
