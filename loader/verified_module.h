@@ -15,8 +15,12 @@ namespace tilus {
 struct VarType {
   VarKind kind = VarKind::Scalar;
   DataType dtype;
-  /// Register and shared tensors: the static shape. Global tensors: empty (see globalShape).
+  /// Register and shared tensors: the static shape. Global tensors: empty (their extents are
+  /// scalar expressions of the ViewGlobal / AllocateGlobal root and the SliceGlobal chain).
   std::vector<int64_t> shape;
+  /// Number of dimensions of a tensor of any kind (shape.size() for register and shared
+  /// tensors; the only static shape fact of a global tensor). 0 for scalars and pointers.
+  size_t rank = 0;
   /// Register tensors.
   std::optional<RegisterLayout> layout;
   /// Shared and global tensors are views. `root` is the variable created by AllocateShared,
@@ -38,10 +42,14 @@ struct PointerExtent {
   struct View {
     std::vector<ExprId> shape;
     std::vector<ExprId> strides; // empty: row-major over shape
+    /// The view's element type (ViewGlobal's dtype=, default the pointer's). When it differs
+    /// from the pointer's, evaluateExtent converts: ceil(elements * bits(view) / bits(pointer)).
+    DataType dtype;
+    uint32_t instruction = kNoId; // the ViewGlobal (index into Program::instructions)
   };
   std::vector<View> views;
   /// False when some view's shape or strides depend on something other than parameters and
-  /// constants; then the extent cannot be computed before launch.
+  /// constants, or a view has no shape; then the extent cannot be computed before launch.
   bool computable = true;
 };
 

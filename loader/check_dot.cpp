@@ -1,0 +1,184 @@
+// The typing rules of Dot (ISA section 5 and the dot-* codes of section 6).
+//
+//   shapes   a [M, K], b [K, N], c [M, N]; the result d is c's type (or out='s)   dot-shape
+//   dtypes   a == b, and (a, c) in the table: f16 -> f32|f16, bf16 -> f32,        dot-dtype
+//            i8|u8 -> i32, f8e4m3|f8e5m2 -> f32, f32 -> f32, f64 -> f64
+//   layouts  either the per-thread rule: every owner thread of d[m, n] owns c[m, n],
+//            and a[m, k], b[k, n] for every k (any thread can then compute its own
+//            outputs from its own registers), or an mma atom division: a, b, c, d divide
+//            on the right by the atom's A, B, C fragments, and the outer layouts satisfy
+//            the same rule with each warp as one "thread" (outer thread = warp index).
+//
+// Atoms (PTX ISA, mma.sync fragment layouts for one warp):
+//   m16n8k16 (f16, bf16):
+//     A 16x16 column_local(2, 2).spatial(8, 4).local(1, 2)
+//     B 16x8  local(2, 1).column_spatial(4, 8).local(2, 1)
+//     C 16x8  local(2, 1).spatial(8, 4).local(1, 2)
+//   m16n8k32 (i8, u8, f8e4m3, f8e5m2): four 8-bit k-consecutive values per 32-bit register
+//     A 16x32 column_local(2, 2).spatial(8, 4).local(1, 4)
+//       row = lane/4 + 8*((i/4) % 2), col = 4*(lane%4) + i%4 + 16*(i/8)
+//     B 32x8  local(2, 1).column_spatial(4, 8).local(4, 1)
+//       row = 4*(lane%4) + i%4 + 16*(i/4), col = lane/4
+//     C 16x8  local(2, 1).spatial(8, 4).local(1, 2)
+// Example: the pipelined matmul's acc spatial(2, 2).local(2, 4).<C> divides into the outer
+// spatial(2, 2).local(2, 4) (4 warps, 4x8 tiles): warp w holds tile rows 2(w/2)+{0,1} and
+// columns 4(w%2)+{0..3}; a's outer spatial(2, 1).replicate(2).local(2, 2) gives warp w tile rows
+// 2(w/2)+{0,1} for every k-tile, b's outer replicate(2).spatial(1, 2).local(2, 4) tile columns
+// 4(w%2)+{0..3} for every k-tile: the warp-level rule holds.
+#include "loader/checker_impl.h"
+
+#include <cassert>
+
+namespace tilus::detail {
+
+namespace {
+
+RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
+  std::optional<RegisterLayout> l;
+  for (const Expected<RegisterLayout> &p : parts) {
+    assert(p.ok() && "mma atom primitives are valid");
+    if (!l) {
+      l = *p;
+      continue;
+    }
+    Expected<RegisterLayout> next = l->product(*p);
+    assert(next.ok() && "mma atom products are valid");
+    l = *next;
+  }
+  return *l;
+}
+
+using L = RegisterLayout;
+
+const MmaAtom &atomK16() {
+  static const MmaAtom atom{
+      "m16n8k16",
+      chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 2})}),
+      chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({2, 1})}),
+      chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
+  return atom;
+}
+
+const MmaAtom &atomK32() {
+  static const MmaAtom atom{
+      "m16n8k32",
+      chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 4})}),
+      chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({4, 1})}),
+      chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
+  return atom;
+}
+
+bool dotTypesAllowed(DataType ab, DataType c) {
+  if (ab == DataType::f16())
+    return c == DataType::f32() || c == DataType::f16();
+  if (ab == DataType::bf16() || ab == DataType::f8e4m3() || ab == DataType::f8e5m2() ||
+      ab == DataType::f32())
+    return c == DataType::f32();
+  if (ab == DataType::i(8) || ab == DataType::u(8))
+    return c == DataType::i32();
+  if (ab == DataType::f64())
+    return c == DataType::f64();
+  return false;
+}
+
+std::string describe(const DotFailure &f, const char *unit) {
+  std::string who = std::string(unit) + " " + std::to_string(f.thread) + " owns d[" +
+                    std::to_string(f.m) + ", " + std::to_string(f.n) + "] but not ";
+  switch (f.missing) {
+  case 'c':
+    return who + "c[" + std::to_string(f.m) + ", " + std::to_string(f.n) + "]";
+  case 'a':
+    return who + "a[" + std::to_string(f.m) + ", " + std::to_string(f.k) + "]";
+  default:
+    return who + "b[" + std::to_string(f.k) + ", " + std::to_string(f.n) + "]";
+  }
+}
+
+} // namespace
+
+const MmaAtom *mmaAtomFor(DataType t) {
+  if (t == DataType::f16() || t == DataType::bf16())
+    return &atomK16();
+  if (t == DataType::i(8) || t == DataType::u(8) || t == DataType::f8e4m3() ||
+      t == DataType::f8e5m2())
+    return &atomK32();
+  return nullptr;
+}
+
+bool ProgramChecker::checkDot(const Instruction &inst, Results &r) {
+  const VarType *a = tensorArg(inst, "a", VarKind::Register);
+  const VarType *b = a ? tensorArg(inst, "b", VarKind::Register) : nullptr;
+  const VarType *c = b ? tensorArg(inst, "c", VarKind::Register) : nullptr;
+  if (!c)
+    return false;
+  std::string shapes = "a " + shapeString(a->shape) + ", b " + shapeString(b->shape) + ", c " +
+                       shapeString(c->shape);
+  if (a->rank != 2 || b->rank != 2 || c->rank != 2)
+    return fail(ErrorCode::DotShape, "Dot operands must be matrices: " + shapes);
+  const int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
+  if (b->shape[0] != k || c->shape[0] != m || c->shape[1] != n)
+    return fail(ErrorCode::DotShape, "Dot shapes " + shapes + " are not [M, K], [K, N], [M, N]");
+  if (a->dtype != b->dtype || !dotTypesAllowed(a->dtype, c->dtype))
+    return fail(ErrorCode::DotDtype,
+                std::string("Dot of ") + a->dtype.name() + " x " + b->dtype.name() + " into " +
+                    c->dtype.name() +
+                    " is not supported (f16 -> f32|f16, bf16 -> f32, i8|u8 -> i32, "
+                    "f8e4m3|f8e5m2 -> f32, f32 -> f32, f64 -> f64)");
+  const VarType *target = outTarget(inst);
+  if (target && target->dtype != c->dtype)
+    return fail(ErrorCode::DtypeMismatch, std::string("Dot gives ") + c->dtype.name() +
+                                              " but the out= target is " + target->dtype.name());
+  if (target && target->shape != c->shape)
+    return fail(ErrorCode::ShapeMismatch, "Dot gives shape " + shapeString(c->shape) +
+                                              " but the out= target has shape " +
+                                              shapeString(target->shape));
+  const RegisterLayout &d = target ? *target->layout : *c->layout;
+  if (!checkDotLayouts(a->dtype, *a->layout, *b->layout, *c->layout, d))
+    return false;
+  int64_t bytesA = std::max(1, a->dtype.storageBits() / 8);
+  int64_t bytesB = std::max(1, b->dtype.storageBits() / 8);
+  noteScratch(m * k * bytesA + k * n * bytesB);
+  r[0] = registerType(c->dtype, d);
+  return true;
+}
+
+bool ProgramChecker::checkDotLayouts(DataType operandType, const RegisterLayout &a,
+                                     const RegisterLayout &b, const RegisterLayout &c,
+                                     const RegisterLayout &d) {
+  std::string atomWhy;
+  if (const MmaAtom *atom = mmaAtomFor(operandType)) {
+    std::optional<RegisterLayout> ao = a.divideRight(atom->a);
+    std::optional<RegisterLayout> bo = b.divideRight(atom->b);
+    std::optional<RegisterLayout> co = c.divideRight(atom->c);
+    std::optional<RegisterLayout> dout = d.divideRight(atom->c);
+    auto noDivide = [&](const char *what, const RegisterLayout &h, const RegisterLayout &g) {
+      return std::string(what) + " " + h.toString() + " does not divide by the " + atom->name +
+             " fragment " + g.toString();
+    };
+    if (!ao)
+      atomWhy = noDivide("a", a, atom->a);
+    else if (!bo)
+      atomWhy = noDivide("b", b, atom->b);
+    else if (!co)
+      atomWhy = noDivide("c", c, atom->c);
+    else if (!dout)
+      atomWhy = noDivide("d", d, atom->c);
+    else if (ao->numThreads() != bo->numThreads() || ao->numThreads() != co->numThreads() ||
+             ao->numThreads() != dout->numThreads())
+      atomWhy = "the outer layouts have different warp counts";
+    else if (std::optional<DotFailure> f = oracle_.dotPerThread(*ao, *bo, *co, *dout))
+      atomWhy = std::string("with ") + atom->name + " tiles, " + describe(*f, "warp");
+    else
+      return true;
+  } else {
+    atomWhy = std::string("no mma atom exists for ") + operandType.name();
+  }
+  std::optional<DotFailure> f = oracle_.dotPerThread(a, b, c, d);
+  if (!f)
+    return true;
+  return fail(ErrorCode::DotLayout, "Dot layouts satisfy neither the per-thread rule (" +
+                                        describe(*f, "thread") + ") nor an mma atom division (" +
+                                        atomWhy + ")");
+}
+
+} // namespace tilus::detail

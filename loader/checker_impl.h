@@ -1,0 +1,233 @@
+// Internal to the checker (loader/check*.cpp): the per-program checking state and the layout
+// ownership oracle. Not part of the loader's public API.
+//
+// One ProgramChecker walks one program's statements in program order. Each instruction goes
+// through the same steps: structural validation of its arguments and results, liveness of the
+// variables it reads, the thread count of its layout arguments, then one small function per
+// opcode (the dispatcher in checker.cpp is a switch over Opcode without `default`) that derives
+// the result types and reports the first rule it breaks. Results of a failing instruction are
+// *poisoned*: later instructions that read them are skipped silently, so one mistake gives one
+// diagnostic rather than a cascade.
+#pragma once
+
+#include "loader/checker.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tilus::detail {
+
+/// "[16, 8]".
+std::string shapeString(const std::vector<int64_t> &shape);
+/// Product of the dimensions, saturating at INT64_MAX.
+int64_t shapeElements(const std::vector<int64_t> &shape);
+/// Row-major multi-index of a linear index within `shape`.
+std::vector<int64_t> unravelIndex(int64_t linear, const std::vector<int64_t> &shape);
+/// numpy broadcasting of two shapes; nullopt when they do not broadcast.
+std::optional<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
+                                                    const std::vector<int64_t> &b);
+/// An integer or bool value from its bit pattern (sign-extended for signed types; u64 values
+/// above INT64_MAX saturate).
+int64_t integerValue(uint64_t bits, DataType type);
+/// The type of a register tensor of `dtype` in `layout` (its shape is the layout's).
+VarType registerType(DataType dtype, const RegisterLayout &layout);
+
+/// Why a cover check failed: `thread` owns result element `resultIndex` (row-major linear
+/// index in the result's shape) but not operand element `operandIndex`.
+struct CoverFailure {
+  int64_t thread = 0;
+  int64_t resultIndex = 0;
+  int64_t operandIndex = 0;
+};
+
+/// Why the per-thread Dot rule failed: `thread` owns d[m, n] but not `missing` (one of
+/// "c", "a", "b"); for "a" it lacks some a[m, k], for "b" some b[k, n].
+struct DotFailure {
+  int64_t thread = 0;
+  int64_t m = 0;
+  int64_t n = 0;
+  char missing = 'c';
+  int64_t k = 0; // the first missing k for "a" / "b"
+};
+
+/// Memoised ownership questions about register layouts. Both questions depend only on the
+/// layouts involved, so the answers are cached by layout (hash() / ==): a program of 100,000
+/// instructions over a handful of layouts does the per-thread work a handful of times.
+class LayoutOracle {
+public:
+  LayoutOracle();
+  ~LayoutOracle();
+  LayoutOracle(const LayoutOracle &) = delete;
+  LayoutOracle &operator=(const LayoutOracle &) = delete;
+
+  /// The owner cover rule: nullopt when, for every element e of `result`, every owner thread
+  /// of e owns the element of `operand` that e broadcasts from (numpy alignment on the right,
+  /// operand dimensions of size 1 broadcast). Precondition: equal thread counts and an operand
+  /// shape that broadcasts to the result's.
+  std::optional<CoverFailure> cover(const RegisterLayout &result, const RegisterLayout &operand);
+
+  /// The per-thread Dot rule over a [M,K], b [K,N], c and d [M,N] (equal thread counts): nullopt
+  /// when every owner thread of d[m, n] owns c[m, n], and a[m, k] and b[k, n] for every k.
+  std::optional<DotFailure> dotPerThread(const RegisterLayout &a, const RegisterLayout &b,
+                                         const RegisterLayout &c, const RegisterLayout &d);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The mma atoms that Dot layouts may divide by (ISA section 6, dot-layout).
+struct MmaAtom {
+  const char *name; // "m16n8k16"
+  RegisterLayout a, b, c;
+};
+/// The atom for an operand dtype, or nullptr (f32, f64 and the rest have none).
+const MmaAtom *mmaAtomFor(DataType operandType);
+
+/// A diagnostic with the key it is sorted by (diagnostics are reported ordered by location).
+struct SortedDiagnostic {
+  size_t program = 0;
+  uint32_t line = 0;
+  uint32_t column = 0;
+  int64_t instruction = -1;
+  size_t sequence = 0;
+  Diagnostic diagnostic;
+};
+
+/// Facts about one scalar expression node, computed once per program by a pass over the arena.
+struct ExprFacts {
+  bool constant = false;     // every leaf is a Const
+  bool paramsOnly = false;   // every leaf is a Const or a scalar parameter
+  std::optional<int64_t> value; // integer value when constant and of integer / bool type
+  std::string error;         // typing error of this node itself (empty when well typed)
+  ErrorCode errorCode = ErrorCode::DtypeMismatch;
+};
+
+enum class VarState : uint8_t { Undeclared, Live, Dead };
+
+class ProgramChecker {
+public:
+  ProgramChecker(const Module &module, size_t programIndex, const CheckOptions &options,
+                 LayoutOracle &oracle, std::vector<SortedDiagnostic> &diagnostics);
+
+  /// Check the program; the result is meaningful only when no diagnostic was added.
+  ProgramInfo run();
+
+private:
+  using Results = std::vector<VarType>;
+
+  // --- checker.cpp: driver, diagnostics, expressions, scopes, statements, results ---
+  void analyseExprs();
+  void checkHeader();
+  uint32_t inferThreads();
+  void checkBlock(const std::vector<Stmt> &body);
+  void checkStmt(const Stmt &stmt);
+  void checkAssign(const Stmt &stmt);
+  void checkFor(const Stmt &stmt);
+  void checkCondition(const Stmt &stmt, const char *what);
+  void checkInstructionStmt(const Stmt &stmt);
+  bool checkStructure(const Instruction &inst);
+  bool checkReads(const Instruction &inst, bool &poisoned);
+  bool checkExprUse(ExprId id, bool &poisoned);
+  bool checkVarRead(VarId var, bool &poisoned);
+  bool checkLayoutThreads(const Instruction &inst);
+  bool dispatch(const Instruction &inst, Results &results);
+  bool checkOut(const Instruction &inst, const VarType &computed);
+  void commitResults(const Instruction &inst, const Results &results);
+  void writeVar(VarId var, const VarType &type, bool scalarAssign);
+  void poisonResults(const Instruction &inst);
+  void openScope();
+  void closeScope();
+  void finishSharedPlan();
+  void collectExtents();
+
+  bool fail(ErrorCode code, std::string message);
+  void report(ErrorCode code, std::string message, SourceLoc loc, int64_t instruction);
+  std::string varName(VarId var) const;
+  std::string exprTypeName(ExprId id) const;
+  std::optional<int64_t> constValue(ExprId id) const;
+  bool isIntegerExpr(ExprId id) const;
+  const VarType &typeOf(VarId var) const { return info_.vars[var]; }
+  /// A required tensor argument of kind `kind` (scope error otherwise).
+  const VarType *tensorArg(const Instruction &inst, const char *name, VarKind kind);
+  const RegisterLayout *layoutArg(const Instruction &inst, const char *name) const;
+  const Argument *optionalArg(const Instruction &inst, const char *name) const;
+  /// The out= target's type, or nullptr without out=.
+  const VarType *outTarget(const Instruction &inst) const;
+  bool checkLayoutShape(const RegisterLayout &layout, const std::vector<int64_t> &shape,
+                        const char *what);
+  bool checkCover(const RegisterLayout &result, const RegisterLayout &operand,
+                  const char *operandName, const char *resultName);
+  void noteScratch(int64_t bytes);
+
+  // --- check_compute.cpp: creation, elementwise, conversions, reduction ---
+  bool checkBlockIndices(const Instruction &inst, Results &results);
+  bool checkAllocateRegister(const Instruction &inst, Results &results);
+  bool checkIota(const Instruction &inst, Results &results);
+  bool checkElementwise(const Instruction &inst, Results &results);
+  bool checkWhere(const Instruction &inst, Results &results);
+  bool checkCast(const Instruction &inst, Results &results);
+  bool checkView(const Instruction &inst, Results &results);
+  bool checkPermute(const Instruction &inst, Results &results);
+  bool checkConvertLayout(const Instruction &inst, Results &results);
+  bool checkReduce(const Instruction &inst, Results &results);
+  bool checkPrint(const Instruction &inst);
+  bool checkElementwiseDtype(const Instruction &inst, DataType dtype);
+  bool elementwiseResult(const Instruction &inst, const std::vector<const VarType *> &operands,
+                         const std::vector<const char *> &names, DataType resultType,
+                         Results &results);
+
+  // --- check_memory.cpp: memory tensors, views, offsets, transfers, shared plan ---
+  bool checkAllocateShared(const Instruction &inst, Results &results);
+  bool checkAllocateGlobal(const Instruction &inst, Results &results);
+  bool checkViewGlobal(const Instruction &inst, Results &results);
+  bool checkSliceGlobal(const Instruction &inst, Results &results);
+  bool checkSliceShared(const Instruction &inst, Results &results);
+  bool checkLoadGlobal(const Instruction &inst, Results &results);
+  bool checkLoadShared(const Instruction &inst, Results &results);
+  bool checkStoreGlobal(const Instruction &inst);
+  bool checkStoreShared(const Instruction &inst);
+  bool checkCopyAsync(const Instruction &inst);
+  bool checkCopyAsyncWaitGroup(const Instruction &inst);
+  bool checkIntExprs(const std::vector<ExprId> &exprs, const char *what);
+  bool checkAccess(const Instruction &inst, const VarType &memory, const char *memoryName,
+                   const std::vector<int64_t> &tileShape, const char *tileName);
+
+  // --- check_dot.cpp ---
+  bool checkDot(const Instruction &inst, Results &results);
+  bool checkDotLayouts(DataType operandType, const RegisterLayout &a, const RegisterLayout &b,
+                       const RegisterLayout &c, const RegisterLayout &d);
+
+  const Module &module_;
+  const Program &prog_;
+  size_t programIndex_;
+  const CheckOptions &options_;
+  LayoutOracle &oracle_;
+  std::vector<SortedDiagnostic> &diagnostics_;
+  size_t firstDiagnostic_;
+
+  ProgramInfo info_;
+  std::vector<ExprFacts> exprFacts_;
+  std::vector<VarState> state_;
+  std::vector<uint8_t> poisoned_;
+  std::vector<uint8_t> loopVar_;
+  std::vector<uint8_t> instructionSeen_;
+  std::vector<std::vector<VarId>> scopes_;
+  int loopDepth_ = 0;
+
+  // The instruction being checked (for diagnostics).
+  SourceLoc curLoc_;
+  int64_t curInstruction_ = -1;
+
+  uint32_t threads_ = 0;
+  int64_t sharedEnd_ = 0;
+  int64_t scratchBytes_ = 0;
+  bool capacityReported_ = false;
+  // ViewGlobal instructions per pointer parameter, in program order.
+  std::vector<std::pair<VarId, uint32_t>> views_;
+};
+
+} // namespace tilus::detail
