@@ -104,6 +104,8 @@ public:
   }
 
 private:
+  friend struct LayoutAccess; // isa/layout_internal.h: the one constructor of canonical forms
+
   int rank_ = 0;
   std::vector<int64_t> shape_;
   std::vector<LayoutMode> modes_; // grouped by dimension, most significant first; then replicas
