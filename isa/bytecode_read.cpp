@@ -264,7 +264,10 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
     a.intValue = r_.boolean("bool argument") ? 1 : 0;
     return;
   case ArgKind::ReduceOp:
-    a.intValue = int64_t(r_.bounded("reduce op", uint64_t(ReduceOp::All)));
+    a.intValue = r_.u8("reduce op");
+    if (r_.ok() && a.intValue > int64_t(ReduceOp::All))
+      r_.failAt(at, "reduce op " + std::to_string(a.intValue) + " exceeds " +
+                        std::to_string(int(ReduceOp::All)));
     return;
   case ArgKind::DType:
     a.dtype = r_.dtype("dtype argument");
