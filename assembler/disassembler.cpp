@@ -1,0 +1,213 @@
+// The disassembler: Module -> `.tasm`. The output is meant for people (names kept, `elif`,
+// `return`, keyword arguments as in the ISA examples) and for the round trip of ISA section 7:
+// for every module the assembler produced, assembling the printed text gives a module whose
+// bytecode is identical. The round trip rests on printing each construct so that re-parsing
+// appends variables, expressions and instructions in the original order:
+//   - temporaries of nested calls are printed as statements of their own (`_t0 = Sub(x, m)`);
+//     the assembler treats names `_t<N>` as always-declaring, so they rebind exactly;
+//   - arguments are printed in table order (the order the assembler lowers them in);
+//   - `range(n)` is printed short only when its implicit start 0 and step 1 were emitted after
+//     the stop expression, which is what the short form re-creates;
+//   - constants are printed by printConst (exact dtype and bits); layouts by their toString().
+// Constants of the source are gone (bytecode holds only their values) and so are comments.
+#include "assembler/assembler.h"
+
+#include "assembler/expr_printer.h"
+
+namespace tilus {
+
+namespace {
+
+using namespace tasm;
+
+class Printer {
+public:
+  explicit Printer(const Program &p) : p_(p) {}
+
+  void program(std::string &out) const;
+
+private:
+  std::string name(VarId id) const {
+    return id < p_.vars.size() ? p_.vars[id].name : "<var " + std::to_string(id) + ">";
+  }
+  std::string expr(ExprId id, int minPrec = kPrecTernary) const {
+    return printExpr(p_, id, minPrec);
+  }
+  void body(const std::vector<Stmt> &stmts, int indent, std::string &out) const;
+  void stmt(const Stmt &s, int indent, std::string &out) const;
+  void ifChain(const Stmt &s, int indent, const char *keyword, std::string &out) const;
+  std::string rangeArgs(const Stmt &s) const;
+  std::string instruction(const Instruction &inst) const;
+  std::string argument(const ArgSpec &spec, const Argument &arg) const;
+  bool isConst(ExprId id, uint64_t bits) const {
+    return id < p_.exprs.size() && p_.exprs[id].op == ExprOp::Const && p_.exprs[id].bits == bits;
+  }
+
+  const Program &p_;
+};
+
+void Printer::program(std::string &out) const {
+  out += "def " + p_.name + "<";
+  for (size_t k = 0; k < p_.grid.size(); ++k)
+    out += (k ? ", " : "") + expr(p_.grid[k], kPrecBitOr);
+  out += ">(";
+  for (size_t k = 0; k < p_.params.size(); ++k) {
+    const Variable &v = p_.vars[p_.params[k]];
+    out += (k ? ", " : "") + v.dtype.name() + (v.kind == VarKind::Pointer ? "* " : " ") + v.name;
+  }
+  out += ")";
+  if (p_.threads != 0)
+    out += " threads=" + std::to_string(p_.threads);
+  out += ":\n";
+  body(p_.body, 1, out);
+}
+
+void Printer::body(const std::vector<Stmt> &stmts, int indent, std::string &out) const {
+  if (stmts.empty()) {
+    out += std::string(size_t(indent) * 4, ' ') + "pass\n";
+    return;
+  }
+  for (const Stmt &s : stmts)
+    stmt(s, indent, out);
+}
+
+void Printer::stmt(const Stmt &s, int indent, std::string &out) const {
+  std::string pad(size_t(indent) * 4, ' ');
+  switch (s.kind) {
+  case StmtKind::Instruction:
+    out += pad +
+           (s.index < p_.instructions.size() ? instruction(p_.instructions[s.index])
+                                             : "<instruction " + std::to_string(s.index) + ">") +
+           "\n";
+    return;
+  case StmtKind::Assign:
+    out += pad + name(s.var) + " = " + expr(s.expr) + "\n";
+    return;
+  case StmtKind::For:
+    out += pad + "for " + name(s.var) + " in range(" + rangeArgs(s) + "):\n";
+    body(s.body, indent + 1, out);
+    return;
+  case StmtKind::If:
+    ifChain(s, indent, "if", out);
+    return;
+  case StmtKind::While:
+    out += pad + "while " + expr(s.expr) + ":\n";
+    body(s.body, indent + 1, out);
+    return;
+  case StmtKind::Break:
+    out += pad + "break\n";
+    return;
+  case StmtKind::Continue:
+    out += pad + "continue\n";
+    return;
+  }
+}
+
+void Printer::ifChain(const Stmt &s, int indent, const char *keyword, std::string &out) const {
+  std::string pad(size_t(indent) * 4, ' ');
+  out += pad + keyword + " " + expr(s.expr) + ":\n";
+  body(s.body, indent + 1, out);
+  if (s.orelse.size() == 1 && s.orelse[0].kind == StmtKind::If) {
+    ifChain(s.orelse[0], indent, "elif", out);
+  } else if (!s.orelse.empty()) {
+    out += pad + "else:\n";
+    body(s.orelse, indent + 1, out);
+  }
+}
+
+std::string Printer::rangeArgs(const Stmt &s) const {
+  bool stepImplicit = s.step > s.stop && isConst(s.step, 1);
+  if (stepImplicit && s.expr > s.stop && s.expr < s.step && isConst(s.expr, 0))
+    return expr(s.stop);
+  if (stepImplicit && s.expr < s.stop)
+    return expr(s.expr) + ", " + expr(s.stop);
+  return expr(s.expr) + ", " + expr(s.stop) + ", " + expr(s.step);
+}
+
+std::string Printer::instruction(const Instruction &inst) const {
+  const InstructionSpec &spec = inst.spec();
+  if (inst.opcode == Opcode::Exit && inst.results.empty())
+    return "return";
+  std::string lhs;
+  if (!inst.out) {
+    for (size_t k = 0; k < inst.results.size(); ++k)
+      lhs += (k ? ", " : "") + name(inst.results[k]);
+    if (!lhs.empty())
+      lhs += " = ";
+  }
+  std::string args;
+  bool positional = true;
+  for (size_t k = 0; k < spec.args.size() && k < inst.args.size(); ++k) {
+    const ArgSpec &a = spec.args[k];
+    if (!inst.args[k].present) {
+      positional = false;
+      continue;
+    }
+    positional = positional && a.required &&
+                 (a.kind == ArgKind::Value || a.kind == ArgKind::DType || spec.args.size() == 1);
+    args += args.empty() ? "" : ", ";
+    if (!positional)
+      args += std::string(a.name) + "=";
+    args += argument(a, inst.args[k]);
+  }
+  if (inst.out && !inst.results.empty())
+    args += (args.empty() ? "" : ", ") + std::string("out=") + name(inst.results[0]);
+  return lhs + spec.name + "(" + args + ")";
+}
+
+std::string Printer::argument(const ArgSpec &spec, const Argument &arg) const {
+  auto join = [](const std::vector<std::string> &items) {
+    std::string s = "[";
+    for (size_t k = 0; k < items.size(); ++k)
+      s += (k ? ", " : "") + items[k];
+    return s + "]";
+  };
+  std::vector<std::string> items;
+  switch (spec.kind) {
+  case ArgKind::Value:
+    return arg.var != kNoId ? name(arg.var) : expr(arg.expr);
+  case ArgKind::Expr:
+    return expr(arg.expr);
+  case ArgKind::Int:
+    return printInteger(arg.intValue);
+  case ArgKind::Bool:
+    return arg.intValue ? "True" : "False";
+  case ArgKind::DType:
+    return arg.dtype.name();
+  case ArgKind::RegLayout:
+    return arg.regLayout ? arg.regLayout->toString() : "<no layout>";
+  case ArgKind::SharedLayout:
+    return arg.sharedLayout ? arg.sharedLayout->toString() : "<no layout>";
+  case ArgKind::IntList:
+    for (int64_t v : arg.ints)
+      items.push_back(printInteger(v));
+    return join(items);
+  case ArgKind::ExprList:
+    for (ExprId e : arg.exprs)
+      items.push_back(expr(e));
+    return join(items);
+  case ArgKind::Offset:
+    for (const OffsetEntry &o : arg.offsets)
+      items.push_back(expr(o.expr) + (o.slice ? ":" : ""));
+    return join(items);
+  case ArgKind::ReduceOp:
+    return reduceOpName(ReduceOp(arg.intValue));
+  case ArgKind::String:
+    return quoteString(arg.text);
+  }
+  return "?";
+}
+
+} // namespace
+
+std::string disassemble(const Module &module) {
+  std::string out;
+  for (size_t k = 0; k < module.programs.size(); ++k) {
+    if (k)
+      out += "\n";
+    Printer(module.programs[k]).program(out);
+  }
+  return out;
+}
+
+} // namespace tilus

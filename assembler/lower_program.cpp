@@ -1,0 +1,306 @@
+// Lowering of a program's header and statements to the structured Program IR (docs/ir.md):
+// parameters become the first variables, grid expressions the first expressions, and each
+// statement becomes a Stmt in source order, with `for`/`if`/`while` bodies in scopes of their
+// own. The assembler reports the errors it can see with a source position; typing of tensors
+// (shapes, layouts) is left to the checker.
+//
+// Decisions where ISA section 4 is silent (also in docs/assembly.md):
+//   - parameters and loop variables are read-only; assigning one is `redefined`;
+//   - `threads=` takes an integer constant expression and is checked here (`threads`);
+//   - `range()` arguments are integers; the loop variable has their promoted type and every
+//     bound is converted to it; `range(n)` is start 0, step 1 of that type;
+//   - `NAME: DTYPE = expr` converts the value to DTYPE.
+#include "assembler/lowering.h"
+
+#include "isa/convert.h"
+#include "isa/scalar_eval.h"
+
+namespace tilus::tasm {
+
+bool ProgramLowering::isInstructionCall(const AstExpr &ast) {
+  return ast.kind == AstKind::Call && findInstruction(ast.text) != nullptr;
+}
+
+ExprContext ProgramLowering::exprContext(bool inGrid) const {
+  ExprContext ctx;
+  ctx.fileName = file_;
+  ctx.inGrid = inGrid;
+  ctx.lookup = [this](const std::string &name) {
+    NameMeaning m;
+    VarId id = scopes_.find(name);
+    if (id != kNoId) {
+      const Variable &v = program_.vars[id];
+      m.kind = NameMeaning::Kind::Variable;
+      m.var = id;
+      m.varKind = v.kind;
+      m.dtype = v.dtype;
+      return m;
+    }
+    if (const ConstValue *c = scopes_.findConstant(name)) {
+      m.kind = NameMeaning::Kind::Constant;
+      m.dtype = c->dtype;
+      m.bits = c->bits;
+    }
+    return m;
+  };
+  return ctx;
+}
+
+Status ProgramLowering::lower(const AstProgram &ast) {
+  program_.name = ast.name.name;
+  program_.loc = loc(ast.pos);
+  scopes_.push(); // parameters
+  TILUSVM_TRY(header(ast));
+  scopes_.push(); // body
+  Status errors;
+  for (const AstStmt &s : ast.body) {
+    Status st = statement(s, program_.body);
+    errors.append(st);
+  }
+  return errors;
+}
+
+Status ProgramLowering::header(const AstProgram &ast) {
+  Status errors;
+  for (const AstParam &p : ast.params) {
+    std::optional<DataType> dt = DataType::parse(p.dtype.name);
+    if (!dt) {
+      errors.append(error(ErrorCode::Syntax, p.dtype.pos,
+                          "unknown data type '" + p.dtype.name + "'"));
+      continue;
+    }
+    if (const ConstValue *c = scopes_.findConstant(p.name.name)) {
+      errors.append(error(ErrorCode::Redefined, p.name.pos,
+                          "parameter '" + p.name.name + "' redefines the constant declared at line " +
+                              std::to_string(c->pos.line)));
+      continue;
+    }
+    VarId prev = scopes_.find(p.name.name);
+    if (prev != kNoId) {
+      errors.append(error(ErrorCode::Redefined, p.name.pos,
+                          "parameter '" + p.name.name + "' is declared twice (first at column " +
+                              std::to_string(scopes_.declaredAt(prev).column) + ")"));
+      continue;
+    }
+    VarId id = scopes_.declare(p.name, p.pointer ? VarKind::Pointer : VarKind::Scalar, *dt, true,
+                               true);
+    program_.params.push_back(id);
+  }
+  if (!errors.ok())
+    return errors;
+  ExprContext gridCtx = exprContext(true);
+  for (const AstExprPtr &g : ast.grid) {
+    auto e = buildScalar(*g, gridCtx);
+    if (!e) {
+      errors.append(e.status());
+      continue;
+    }
+    if (!e->dtype.isInt()) {
+      errors.append(error(ErrorCode::DtypeMismatch, g->pos,
+                          "grid dimension must be an integer, got " + e->dtype.name()));
+      continue;
+    }
+    program_.grid.push_back(emitExpr(program_, *e));
+  }
+  if (ast.threads) {
+    auto t = buildIntConstant(*ast.threads, exprContext(), ErrorCode::Threads, "threads");
+    if (!t) {
+      errors.append(t.status());
+    } else if (*t < 32 || *t > 1024 || *t % 32 != 0) {
+      errors.append(error(ErrorCode::Threads, ast.threads->pos,
+                          "threads=" + std::to_string(*t) +
+                              " is not a multiple of 32 in [32, 1024]"));
+    } else {
+      program_.threads = uint32_t(*t);
+    }
+  }
+  return errors;
+}
+
+Status ProgramLowering::statement(const AstStmt &s, std::vector<Stmt> &out) {
+  switch (s.kind) {
+  case AstStmtKind::Assign:
+    return assignment(s, out);
+  case AstStmtKind::Call:
+    if (!isInstructionCall(*s.value)) {
+      if (s.value->text == "min" || s.value->text == "max" || s.value->text == "cdiv" ||
+          DataType::parse(s.value->text))
+        return error(ErrorCode::UnknownInstruction, s.value->pos,
+                     "'" + s.value->text + "' is a scalar function, not an instruction; its "
+                                           "value must be assigned");
+      return error(ErrorCode::UnknownInstruction, s.value->pos,
+                   "unknown instruction '" + s.value->text + "'");
+    }
+    return instruction(*s.value, {}, s.pos, out, nullptr);
+  case AstStmtKind::For:
+    return forLoop(s, out);
+  case AstStmtKind::If:
+  case AstStmtKind::While:
+    return conditional(s, out);
+  case AstStmtKind::Break:
+  case AstStmtKind::Continue: {
+    bool isBreak = s.kind == AstStmtKind::Break;
+    if (loopDepth_ == 0)
+      return error(ErrorCode::BreakOutsideLoop, s.pos,
+                   std::string("'") + (isBreak ? "break" : "continue") + "' outside a loop");
+    Stmt st;
+    st.kind = isBreak ? StmtKind::Break : StmtKind::Continue;
+    st.loc = loc(s.pos);
+    out.push_back(std::move(st));
+    return Status::success();
+  }
+  case AstStmtKind::Return: {
+    Instruction inst;
+    inst.opcode = Opcode::Exit;
+    inst.loc = loc(s.pos);
+    program_.instructions.push_back(std::move(inst));
+    Stmt st;
+    st.kind = StmtKind::Instruction;
+    st.loc = loc(s.pos);
+    st.index = uint32_t(program_.instructions.size() - 1);
+    out.push_back(std::move(st));
+    return Status::success();
+  }
+  case AstStmtKind::Pass:
+    return Status::success();
+  }
+  return error(ErrorCode::Syntax, s.pos, "malformed statement");
+}
+
+void ProgramLowering::declareAfterFailure(const std::vector<AstName> &targets, VarKind kind) {
+  for (const AstName &t : targets)
+    if (scopes_.find(t.name) == kNoId && !scopes_.findConstant(t.name))
+      (void)scopes_.bindTarget(t, kind, DataType::i32());
+}
+
+Status ProgramLowering::assignment(const AstStmt &s, std::vector<Stmt> &out) {
+  if (isInstructionCall(*s.value)) {
+    if (!s.annotation.name.empty())
+      return error(ErrorCode::Syntax, s.annotation.pos,
+                   "a type annotation applies only to scalar assignments");
+    return instruction(*s.value, s.targets, s.pos, out, nullptr);
+  }
+  if (s.targets.size() != 1) {
+    declareAfterFailure(s.targets, VarKind::Scalar);
+    return error(ErrorCode::Syntax, s.targets[1].pos,
+                 "assigning " + std::to_string(s.targets.size()) +
+                     " targets needs an instruction that returns several values");
+  }
+  auto e = buildScalar(*s.value, exprContext());
+  if (!e) {
+    declareAfterFailure(s.targets, VarKind::Scalar);
+    return e.takeStatus();
+  }
+  TypedExpr value = std::move(*e);
+  if (!s.annotation.name.empty()) {
+    std::optional<DataType> dt = DataType::parse(s.annotation.name);
+    if (!dt) {
+      declareAfterFailure(s.targets, VarKind::Scalar);
+      return error(ErrorCode::Syntax, s.annotation.pos,
+                   "unknown data type '" + s.annotation.name + "'");
+    }
+    value = castTo(std::move(value), *dt);
+  }
+  auto var = scopes_.bindTarget(s.targets[0], VarKind::Scalar, value.dtype);
+  if (!var)
+    return var.takeStatus();
+  Stmt st;
+  st.kind = StmtKind::Assign;
+  st.loc = loc(s.pos);
+  st.var = *var;
+  st.expr = emitExpr(program_, value);
+  out.push_back(std::move(st));
+  return Status::success();
+}
+
+Status ProgramLowering::forLoop(const AstStmt &s, std::vector<Stmt> &out) {
+  std::vector<TypedExpr> bounds;
+  ExprContext ctx = exprContext();
+  for (const AstExprPtr &a : s.rangeArgs) {
+    auto e = buildScalar(*a, ctx);
+    if (!e)
+      return e.takeStatus();
+    if (!e->dtype.isInt())
+      return error(ErrorCode::DtypeMismatch, a->pos,
+                   "range() arguments must be integers, got " + e->dtype.name());
+    bounds.push_back(std::move(*e));
+  }
+  DataType t = bounds[0].dtype;
+  for (size_t k = 1; k < bounds.size(); ++k) {
+    std::optional<DataType> p = t == bounds[k].dtype ? t : promoteScalarTypes(t, bounds[k].dtype);
+    if (!p || !p->isInt())
+      return error(ErrorCode::DtypeMismatch, s.rangeArgs[k]->pos,
+                   "range() arguments have incompatible types " + t.name() + " and " +
+                       bounds[k].dtype.name());
+    t = *p;
+  }
+  for (TypedExpr &b : bounds)
+    b = castTo(std::move(b), t);
+  Stmt st;
+  st.kind = StmtKind::For;
+  st.loc = loc(s.pos);
+  TypedExpr zero = TypedExpr::constant(t, 0), one = TypedExpr::constant(t, 1);
+  if (bounds.size() == 1) {
+    st.stop = emitExpr(program_, bounds[0]);
+    st.expr = emitExpr(program_, zero);
+    st.step = emitExpr(program_, one);
+  } else {
+    st.expr = emitExpr(program_, bounds[0]);
+    st.stop = emitExpr(program_, bounds[1]);
+    st.step = emitExpr(program_, bounds.size() == 3 ? bounds[2] : one);
+  }
+  if (const ConstValue *c = scopes_.findConstant(s.loopVar.name))
+    return error(ErrorCode::Redefined, s.loopVar.pos,
+                 "loop variable '" + s.loopVar.name + "' redefines the constant declared at line " +
+                     std::to_string(c->pos.line));
+  scopes_.push();
+  st.var = scopes_.declare(s.loopVar, VarKind::Scalar, t, true, false);
+  ++loopDepth_;
+  Status errors;
+  for (const AstStmt &b : s.body)
+    errors.append(statement(b, st.body));
+  --loopDepth_;
+  scopes_.pop();
+  out.push_back(std::move(st));
+  return errors;
+}
+
+Expected<ExprId> ProgramLowering::condition(const AstExpr &cond, const char *what) {
+  auto e = buildScalar(cond, exprContext());
+  if (!e)
+    return e.takeStatus();
+  if (!e->dtype.isBool() && !e->dtype.isInt())
+    return error(ErrorCode::DtypeMismatch, cond.pos,
+                 std::string("condition of '") + what + "' must be bool or an integer, got " +
+                     e->dtype.name());
+  return emitExpr(program_, *e);
+}
+
+// if/elif/else and while: a condition and one or two bodies, each in a scope of its own.
+Status ProgramLowering::conditional(const AstStmt &s, std::vector<Stmt> &out) {
+  bool isWhile = s.kind == AstStmtKind::While;
+  auto cond = condition(*s.value, isWhile ? "while" : "if");
+  if (!cond)
+    return cond.takeStatus();
+  Stmt st;
+  st.kind = isWhile ? StmtKind::While : StmtKind::If;
+  st.loc = loc(s.pos);
+  st.expr = *cond;
+  Status errors;
+  if (isWhile)
+    ++loopDepth_;
+  scopes_.push();
+  for (const AstStmt &b : s.body)
+    errors.append(statement(b, st.body));
+  scopes_.pop();
+  if (isWhile)
+    --loopDepth_;
+  scopes_.push();
+  for (const AstStmt &b : s.orelse)
+    errors.append(statement(b, st.orelse));
+  scopes_.pop();
+  out.push_back(std::move(st));
+  return errors;
+}
+
+} // namespace tilus::tasm

@@ -1,0 +1,61 @@
+// Lowering of one parsed program to the Program IR (docs/ir.md). Internal to the assembler.
+// Statements and the program header live in lower_program.cpp, instruction calls and their
+// arguments (by the instruction table) in lower_call.cpp.
+#pragma once
+
+#include "assembler/scalar_expr.h"
+#include "assembler/scopes.h"
+
+namespace tilus::tasm {
+
+class ProgramLowering {
+public:
+  ProgramLowering(const std::string &fileName, const ConstTable &constants,
+                  const std::set<std::string> &reservedNames, Program &out)
+      : file_(fileName), program_(out), scopes_(out, constants, file_, reservedNames) {}
+
+  /// Lower the whole program; the Status holds every error found (statements with errors are
+  /// skipped, their targets declared so that later uses do not cascade).
+  Status lower(const AstProgram &ast);
+
+private:
+  // lower_program.cpp
+  Status header(const AstProgram &ast);
+  Status statement(const AstStmt &s, std::vector<Stmt> &out);
+  Status assignment(const AstStmt &s, std::vector<Stmt> &out);
+  Status forLoop(const AstStmt &s, std::vector<Stmt> &out);
+  Status conditional(const AstStmt &s, std::vector<Stmt> &out);
+  Expected<ExprId> condition(const AstExpr &cond, const char *what);
+  /// After an error, declare the targets that do not exist yet, so that later statements using
+  /// them do not report a cascade of undefined names.
+  void declareAfterFailure(const std::vector<AstName> &targets, VarKind kind);
+
+  // lower_call.cpp
+  /// Lower an instruction call. `targets` are the assignment targets (may be empty); for a
+  /// nested call `nestedResult` receives the variable holding its value.
+  Status instruction(const AstExpr &call, const std::vector<AstName> &targets, SrcPos stmtPos,
+                     std::vector<Stmt> &out, VarId *nestedResult);
+  Expected<Argument> argument(const InstructionSpec &spec, size_t index, const AstExpr &value,
+                              VarId nested);
+  Expected<Argument> valueArgument(const AstExpr &value, VarId nested);
+  Expected<Argument> listArgument(const InstructionSpec &spec, size_t index,
+                                  const AstExpr &value);
+  Status results(const InstructionSpec &spec, const AstExpr &call, const AstArg *outArg,
+                 const std::vector<AstName> &targets, VarId *nestedResult, Instruction &inst);
+
+  // shared
+  ExprContext exprContext(bool inGrid = false) const;
+  Status error(ErrorCode code, SrcPos at, std::string message) const {
+    return Status::error(code, std::move(message), makeLocation(file_, at));
+  }
+  static SourceLoc loc(SrcPos p) { return SourceLoc{p.line, p.column}; }
+  /// Whether `ast` is a call of an instruction (as opposed to a builtin or a cast).
+  static bool isInstructionCall(const AstExpr &ast);
+
+  std::string file_;
+  Program &program_;
+  Scopes scopes_;
+  int loopDepth_ = 0;
+};
+
+} // namespace tilus::tasm

@@ -1,0 +1,674 @@
+// Recursive-descent parser for `.tasm` (ISA section 4). It knows the shape of the language only:
+// which names exist, what an instruction's arguments mean and how expressions are typed is the
+// lowering's job (assembler/lower_*.cpp). That split keeps this file a direct transcription of
+// the grammar:
+//
+//   module     := (const_decl | program)*
+//   const_decl := 'const' NAME (',' NAME)* '=' expr (',' expr)*
+//   program    := 'def' NAME '<' grid_expr (',' grid_expr){0,2} '>' '(' params? ')'
+//                 ('threads' '=' expr)? ':' block
+//   statement  := NAME (',' NAME)* '=' expr | NAME ':' DTYPE '=' expr | call
+//               | for | if | while | 'break' | 'continue' | 'return' | 'pass'
+//
+// Expressions follow Python's precedence, lowest first: `a if c else b`, `or`, `and`, `not`,
+// one comparison (chains are rejected), `|`, `^`, `&`, shifts, `+ -`, `* / %`, unary `- + ~`,
+// then postfix calls and `.` products. Grid expressions stop above comparisons so that the
+// closing `>` of `def f<...>` is not read as an operator.
+#include "assembler/parser.h"
+
+#include <array>
+
+namespace tilus::tasm {
+
+bool isKeyword(std::string_view name) {
+  static constexpr std::array<std::string_view, 17> kKeywords = {
+      "const",  "def",  "for", "in", "if",  "elif", "else",  "while", "break",
+      "continue", "return", "pass", "and", "or", "not", "True", "False"};
+  for (std::string_view k : kKeywords)
+    if (k == name)
+      return true;
+  return false;
+}
+
+namespace {
+
+class Parser {
+public:
+  Parser(const std::vector<Token> &tokens, const std::string &file) : toks_(tokens), file_(file) {}
+
+  Expected<AstModule> module();
+  Expected<AstExprPtr> standalone();
+
+private:
+  const Token &cur() const { return toks_[i_]; }
+  const Token &next() const { return toks_[i_ + 1 < toks_.size() ? i_ + 1 : i_]; }
+  void advance() {
+    if (i_ + 1 < toks_.size())
+      ++i_;
+  }
+  bool isOp(std::string_view op) const { return cur().kind == TokenKind::Op && cur().text == op; }
+  bool isName(std::string_view n) const {
+    return cur().kind == TokenKind::Name && cur().text == n;
+  }
+  bool isKind(TokenKind k) const { return cur().kind == k; }
+  static std::string describe(const Token &t);
+  Status error(std::string message) const { return errorAt(cur().pos, std::move(message)); }
+  Status errorAt(SrcPos at, std::string message) const {
+    return Status::error(ErrorCode::Syntax, std::move(message), makeLocation(file_, at));
+  }
+  Status expectOp(std::string_view op) {
+    if (!isOp(op))
+      return error("expected '" + std::string(op) + "', found " + describe(cur()));
+    advance();
+    return Status::success();
+  }
+  Status expectNewline() {
+    if (!isKind(TokenKind::Newline))
+      return error("expected end of line, found " + describe(cur()));
+    advance();
+    return Status::success();
+  }
+  Expected<AstName> name(const char *what);
+
+  Status constDecl(AstConst &out);
+  Status program(AstProgram &out);
+  Status param(AstParam &out);
+  Status block(std::vector<AstStmt> &out);
+  Status statement(AstStmt &out);
+  Status assignment(AstStmt &out);
+  Status forStmt(AstStmt &out);
+  Status ifStmt(AstStmt &out);
+  Status whileStmt(AstStmt &out);
+
+  Expected<AstExprPtr> expr() { return ternary(); }
+  Expected<AstExprPtr> ternary();
+  Expected<AstExprPtr> logicalOr();
+  Expected<AstExprPtr> logicalAnd();
+  Expected<AstExprPtr> logicalNot();
+  Expected<AstExprPtr> comparison();
+  Expected<AstExprPtr> binaryLevel(int level);
+  Expected<AstExprPtr> factor();
+  Expected<AstExprPtr> postfix();
+  Expected<AstExprPtr> primary();
+  Status callArgs(AstExpr &call);
+  Expected<AstExprPtr> list();
+
+  const std::vector<Token> &toks_;
+  const std::string &file_;
+  size_t i_ = 0;
+};
+
+AstExprPtr makeNode(AstKind kind, SrcPos pos, std::string text = {}) {
+  auto e = std::make_unique<AstExpr>();
+  e->kind = kind;
+  e->pos = pos;
+  e->text = std::move(text);
+  return e;
+}
+
+std::string Parser::describe(const Token &t) {
+  switch (t.kind) {
+  case TokenKind::Name:
+  case TokenKind::Op:
+  case TokenKind::Int:
+  case TokenKind::Float:
+    return "'" + t.text + "'";
+  case TokenKind::String:
+    return "a string";
+  case TokenKind::Newline:
+    return "end of line";
+  case TokenKind::Indent:
+    return "an indented block";
+  case TokenKind::Dedent:
+    return "the end of the block";
+  case TokenKind::End:
+    return "end of input";
+  }
+  return "?";
+}
+
+Expected<AstName> Parser::name(const char *what) {
+  if (!isKind(TokenKind::Name))
+    return error(std::string("expected ") + what + ", found " + describe(cur()));
+  if (isKeyword(cur().text))
+    return error(std::string("expected ") + what + ", found keyword '" + cur().text + "'");
+  AstName n{cur().text, cur().pos};
+  advance();
+  return n;
+}
+
+Expected<AstModule> Parser::module() {
+  AstModule m;
+  while (!isKind(TokenKind::End)) {
+    if (isKind(TokenKind::Indent))
+      return error("unexpected indent");
+    AstItem item;
+    if (isName("const")) {
+      item.isConst = true;
+      TILUSVM_TRY(constDecl(item.constDecl));
+    } else if (isName("def")) {
+      TILUSVM_TRY(program(item.program));
+    } else {
+      return error("expected 'const' or 'def' at module level, found " + describe(cur()));
+    }
+    m.items.push_back(std::move(item));
+  }
+  return m;
+}
+
+Expected<AstExprPtr> Parser::standalone() {
+  auto e = expr();
+  if (!e)
+    return e;
+  while (isKind(TokenKind::Newline))
+    advance();
+  if (!isKind(TokenKind::End))
+    return error("unexpected " + describe(cur()) + " after the expression");
+  return e;
+}
+
+Status Parser::constDecl(AstConst &out) {
+  out.pos = cur().pos;
+  advance(); // const
+  do {
+    auto n = name("a constant name");
+    if (!n)
+      return n.takeStatus();
+    out.names.push_back(*n);
+    if (!isOp(","))
+      break;
+    advance();
+  } while (true);
+  SrcPos eqPos = cur().pos;
+  TILUSVM_TRY(expectOp("="));
+  do {
+    auto e = expr();
+    if (!e)
+      return e.takeStatus();
+    out.values.push_back(std::move(*e));
+    if (!isOp(","))
+      break;
+    advance();
+  } while (true);
+  if (out.names.size() != out.values.size())
+    return errorAt(eqPos, std::to_string(out.names.size()) + " constant names but " +
+                              std::to_string(out.values.size()) + " values");
+  return expectNewline();
+}
+
+Status Parser::program(AstProgram &out) {
+  out.pos = cur().pos;
+  advance(); // def
+  auto n = name("a program name");
+  if (!n)
+    return n.takeStatus();
+  out.name = *n;
+  TILUSVM_TRY(expectOp("<"));
+  do {
+    if (out.grid.size() == 3)
+      return error("a grid has at most 3 dimensions");
+    auto e = binaryLevel(0);
+    if (!e)
+      return e.takeStatus();
+    out.grid.push_back(std::move(*e));
+    if (!isOp(","))
+      break;
+    advance();
+  } while (true);
+  TILUSVM_TRY(expectOp(">"));
+  TILUSVM_TRY(expectOp("("));
+  while (!isOp(")")) {
+    AstParam p;
+    TILUSVM_TRY(param(p));
+    out.params.push_back(std::move(p));
+    if (!isOp(","))
+      break;
+    advance();
+  }
+  TILUSVM_TRY(expectOp(")"));
+  if (isName("threads")) {
+    advance();
+    TILUSVM_TRY(expectOp("="));
+    auto e = expr();
+    if (!e)
+      return e.takeStatus();
+    out.threads = std::move(*e);
+  }
+  return block(out.body);
+}
+
+Status Parser::param(AstParam &out) {
+  auto dt = name("a parameter type");
+  if (!dt)
+    return dt.takeStatus();
+  out.dtype = *dt;
+  if (isOp("*")) {
+    out.pointer = true;
+    advance();
+  }
+  auto n = name("a parameter name");
+  if (!n)
+    return n.takeStatus();
+  out.name = *n;
+  return Status::success();
+}
+
+Status Parser::block(std::vector<AstStmt> &out) {
+  TILUSVM_TRY(expectOp(":"));
+  if (!isKind(TokenKind::Newline))
+    return error("expected end of line after ':', found " + describe(cur()) +
+                 " (a block starts on the next line)");
+  advance();
+  if (!isKind(TokenKind::Indent))
+    return error("expected an indented block, found " + describe(cur()));
+  advance();
+  while (!isKind(TokenKind::Dedent) && !isKind(TokenKind::End)) {
+    AstStmt s;
+    TILUSVM_TRY(statement(s));
+    out.push_back(std::move(s));
+  }
+  advance(); // Dedent
+  return Status::success();
+}
+
+Status Parser::statement(AstStmt &out) {
+  out.pos = cur().pos;
+  if (isKind(TokenKind::Indent))
+    return error("unexpected indent");
+  if (isKind(TokenKind::Name)) {
+    const std::string &w = cur().text;
+    if (w == "for")
+      return forStmt(out);
+    if (w == "if")
+      return ifStmt(out);
+    if (w == "while")
+      return whileStmt(out);
+    if (w == "break" || w == "continue" || w == "pass" || w == "return") {
+      out.kind = w == "break"      ? AstStmtKind::Break
+                 : w == "continue" ? AstStmtKind::Continue
+                 : w == "pass"     ? AstStmtKind::Pass
+                                   : AstStmtKind::Return;
+      advance();
+      if (out.kind == AstStmtKind::Return && !isKind(TokenKind::Newline))
+        return error("'return' takes no value");
+      return expectNewline();
+    }
+    if (w == "const")
+      return error("'const' is only allowed at module level");
+    if (w == "def")
+      return error("'def' is only allowed at module level");
+    if (w == "elif" || w == "else")
+      return error("'" + w + "' without a matching 'if'");
+    if (next().kind == TokenKind::Op &&
+        (next().text == "=" || next().text == "," || next().text == ":"))
+      return assignment(out);
+  }
+  auto e = expr();
+  if (!e)
+    return e.takeStatus();
+  if ((*e)->kind != AstKind::Call)
+    return errorAt(out.pos, "expected an instruction call or an assignment");
+  out.kind = AstStmtKind::Call;
+  out.value = std::move(*e);
+  return expectNewline();
+}
+
+Status Parser::assignment(AstStmt &out) {
+  out.kind = AstStmtKind::Assign;
+  do {
+    auto n = name("an assignment target");
+    if (!n)
+      return n.takeStatus();
+    out.targets.push_back(*n);
+    if (!isOp(","))
+      break;
+    advance();
+  } while (true);
+  if (isOp(":")) {
+    if (out.targets.size() != 1)
+      return error("a type annotation needs a single target");
+    advance();
+    auto dt = name("a data type");
+    if (!dt)
+      return dt.takeStatus();
+    out.annotation = *dt;
+  }
+  TILUSVM_TRY(expectOp("="));
+  auto e = expr();
+  if (!e)
+    return e.takeStatus();
+  out.value = std::move(*e);
+  return expectNewline();
+}
+
+Status Parser::forStmt(AstStmt &out) {
+  out.kind = AstStmtKind::For;
+  advance(); // for
+  auto v = name("a loop variable");
+  if (!v)
+    return v.takeStatus();
+  out.loopVar = *v;
+  if (!isName("in"))
+    return error("expected 'in', found " + describe(cur()));
+  advance();
+  if (!isName("range"))
+    return error("for loops iterate over range(...), found " + describe(cur()));
+  SrcPos rangePos = cur().pos;
+  advance();
+  TILUSVM_TRY(expectOp("("));
+  while (!isOp(")")) {
+    auto e = expr();
+    if (!e)
+      return e.takeStatus();
+    out.rangeArgs.push_back(std::move(*e));
+    if (!isOp(","))
+      break;
+    advance();
+  }
+  TILUSVM_TRY(expectOp(")"));
+  if (out.rangeArgs.empty() || out.rangeArgs.size() > 3)
+    return errorAt(rangePos, "range() takes 1 to 3 arguments, got " +
+                                 std::to_string(out.rangeArgs.size()));
+  return block(out.body);
+}
+
+Status Parser::ifStmt(AstStmt &out) {
+  out.kind = AstStmtKind::If;
+  advance(); // if / elif
+  auto c = expr();
+  if (!c)
+    return c.takeStatus();
+  out.value = std::move(*c);
+  TILUSVM_TRY(block(out.body));
+  if (isName("elif")) {
+    AstStmt nested;
+    nested.pos = cur().pos;
+    TILUSVM_TRY(ifStmt(nested));
+    out.orelse.push_back(std::move(nested));
+  } else if (isName("else")) {
+    advance();
+    TILUSVM_TRY(block(out.orelse));
+  }
+  return Status::success();
+}
+
+Status Parser::whileStmt(AstStmt &out) {
+  out.kind = AstStmtKind::While;
+  advance(); // while
+  auto c = expr();
+  if (!c)
+    return c.takeStatus();
+  out.value = std::move(*c);
+  return block(out.body);
+}
+
+Expected<AstExprPtr> Parser::ternary() {
+  auto then = logicalOr();
+  if (!then || !isName("if"))
+    return then;
+  SrcPos at = cur().pos;
+  advance();
+  auto cond = logicalOr();
+  if (!cond)
+    return cond;
+  if (!isName("else"))
+    return error("expected 'else' in conditional expression, found " + describe(cur()));
+  advance();
+  auto other = ternary();
+  if (!other)
+    return other;
+  auto node = makeNode(AstKind::Ternary, at);
+  node->children.push_back(std::move(*then));
+  node->children.push_back(std::move(*cond));
+  node->children.push_back(std::move(*other));
+  return node;
+}
+
+AstExprPtr makeBinary(std::string op, SrcPos at, AstExprPtr a, AstExprPtr b) {
+  auto node = makeNode(AstKind::Binary, at, std::move(op));
+  node->children.push_back(std::move(a));
+  node->children.push_back(std::move(b));
+  return node;
+}
+
+Expected<AstExprPtr> Parser::logicalOr() {
+  auto lhs = logicalAnd();
+  while (lhs && isName("or")) {
+    SrcPos at = cur().pos;
+    advance();
+    auto rhs = logicalAnd();
+    if (!rhs)
+      return rhs;
+    lhs = makeBinary("or", at, std::move(*lhs), std::move(*rhs));
+  }
+  return lhs;
+}
+
+Expected<AstExprPtr> Parser::logicalAnd() {
+  auto lhs = logicalNot();
+  while (lhs && isName("and")) {
+    SrcPos at = cur().pos;
+    advance();
+    auto rhs = logicalNot();
+    if (!rhs)
+      return rhs;
+    lhs = makeBinary("and", at, std::move(*lhs), std::move(*rhs));
+  }
+  return lhs;
+}
+
+Expected<AstExprPtr> Parser::logicalNot() {
+  if (!isName("not"))
+    return comparison();
+  SrcPos at = cur().pos;
+  advance();
+  auto operand = logicalNot();
+  if (!operand)
+    return operand;
+  auto node = makeNode(AstKind::Unary, at, "not");
+  node->children.push_back(std::move(*operand));
+  return node;
+}
+
+bool isComparisonOp(const Token &t) {
+  if (t.kind != TokenKind::Op)
+    return false;
+  return t.text == "==" || t.text == "!=" || t.text == "<" || t.text == "<=" || t.text == ">" ||
+         t.text == ">=";
+}
+
+Expected<AstExprPtr> Parser::comparison() {
+  auto lhs = binaryLevel(0);
+  if (!lhs || !isComparisonOp(cur()))
+    return lhs;
+  std::string op = cur().text;
+  SrcPos at = cur().pos;
+  advance();
+  auto rhs = binaryLevel(0);
+  if (!rhs)
+    return rhs;
+  if (isComparisonOp(cur()))
+    return error("chained comparisons are not supported (combine them with 'and')");
+  return makeBinary(op, at, std::move(*lhs), std::move(*rhs));
+}
+
+// Left-associative binary levels from `|` (0) to `* / %` (5).
+Expected<AstExprPtr> Parser::binaryLevel(int level) {
+  static const std::vector<std::vector<std::string_view>> kLevels = {
+      {"|"}, {"^"}, {"&"}, {"<<", ">>"}, {"+", "-"}, {"*", "/", "%"}};
+  if (level == int(kLevels.size()))
+    return factor();
+  auto lhs = binaryLevel(level + 1);
+  while (lhs && isKind(TokenKind::Op)) {
+    bool match = false;
+    for (std::string_view op : kLevels[size_t(level)])
+      match = match || cur().text == op;
+    if (!match)
+      break;
+    std::string op = cur().text;
+    SrcPos at = cur().pos;
+    advance();
+    auto rhs = binaryLevel(level + 1);
+    if (!rhs)
+      return rhs;
+    lhs = makeBinary(op, at, std::move(*lhs), std::move(*rhs));
+  }
+  return lhs;
+}
+
+Expected<AstExprPtr> Parser::factor() {
+  if (isOp("-") || isOp("+") || isOp("~")) {
+    std::string op = cur().text;
+    SrcPos at = cur().pos;
+    advance();
+    auto operand = factor();
+    if (!operand)
+      return operand;
+    auto node = makeNode(AstKind::Unary, at, op);
+    node->children.push_back(std::move(*operand));
+    return node;
+  }
+  return postfix();
+}
+
+Expected<AstExprPtr> Parser::postfix() {
+  auto lhs = primary();
+  while (lhs && isOp(".")) {
+    SrcPos at = cur().pos;
+    advance();
+    Expected<AstExprPtr> rhs = Status::error(ErrorCode::Syntax, "unreachable");
+    if (isOp("(")) {
+      advance();
+      rhs = expr();
+      if (!rhs)
+        return rhs;
+      TILUSVM_TRY(expectOp(")"));
+    } else if (isKind(TokenKind::Name) && !isKeyword(cur().text)) {
+      rhs = primary();
+      if (!rhs)
+        return rhs;
+    } else {
+      return error("expected a name after '.', found " + describe(cur()));
+    }
+    auto node = makeNode(AstKind::Dot, at);
+    node->children.push_back(std::move(*lhs));
+    node->children.push_back(std::move(*rhs));
+    lhs = std::move(node);
+  }
+  return lhs;
+}
+
+Expected<AstExprPtr> Parser::primary() {
+  const Token &t = cur();
+  switch (t.kind) {
+  case TokenKind::Name: {
+    if (isKeyword(t.text) && t.text != "True" && t.text != "False")
+      return error("expected an expression, found keyword '" + t.text + "'");
+    auto node = makeNode(AstKind::Name, t.pos, t.text);
+    advance();
+    if (!isOp("(") || node->text == "True" || node->text == "False")
+      return node;
+    node->kind = AstKind::Call;
+    TILUSVM_TRY(callArgs(*node));
+    return node;
+  }
+  case TokenKind::Int: {
+    auto node = makeNode(AstKind::Int, t.pos, t.text);
+    node->intValue = t.intValue;
+    advance();
+    return node;
+  }
+  case TokenKind::Float: {
+    auto node = makeNode(AstKind::Float, t.pos, t.text);
+    advance();
+    return node;
+  }
+  case TokenKind::String: {
+    auto node = makeNode(AstKind::String, t.pos, t.text);
+    advance();
+    return node;
+  }
+  case TokenKind::Op:
+    if (t.text == "(") {
+      advance();
+      auto inner = expr();
+      if (!inner)
+        return inner;
+      TILUSVM_TRY(expectOp(")"));
+      return inner;
+    }
+    if (t.text == "[")
+      return list();
+    break;
+  case TokenKind::Newline:
+  case TokenKind::Indent:
+  case TokenKind::Dedent:
+  case TokenKind::End:
+    break;
+  }
+  return error("expected an expression, found " + describe(t));
+}
+
+// '(' [arg (',' arg)* [',']] ')' with positional arguments before keyword arguments.
+Status Parser::callArgs(AstExpr &call) {
+  TILUSVM_TRY(expectOp("("));
+  bool sawKeyword = false;
+  while (!isOp(")")) {
+    AstArg arg;
+    arg.pos = cur().pos;
+    if (isKind(TokenKind::Name) && next().kind == TokenKind::Op && next().text == "=") {
+      arg.keyword = cur().text;
+      advance();
+      advance();
+      sawKeyword = true;
+    } else if (sawKeyword) {
+      return error("positional argument after keyword argument");
+    }
+    auto v = expr();
+    if (!v)
+      return v.takeStatus();
+    arg.value = std::move(*v);
+    call.args.push_back(std::move(arg));
+    if (!isOp(","))
+      break;
+    advance();
+  }
+  return expectOp(")");
+}
+
+// '[' [elem (',' elem)* [',']] ']' where elem := expr [':'].
+Expected<AstExprPtr> Parser::list() {
+  auto node = makeNode(AstKind::List, cur().pos);
+  advance(); // [
+  while (!isOp("]")) {
+    auto e = expr();
+    if (!e)
+      return e;
+    if (isOp(":")) {
+      auto slice = makeNode(AstKind::Slice, (*e)->pos);
+      advance();
+      slice->children.push_back(std::move(*e));
+      node->children.push_back(std::move(slice));
+    } else {
+      node->children.push_back(std::move(*e));
+    }
+    if (!isOp(","))
+      break;
+    advance();
+  }
+  TILUSVM_TRY(expectOp("]"));
+  return node;
+}
+
+} // namespace
+
+Expected<AstModule> parseModule(const std::vector<Token> &tokens, const std::string &fileName) {
+  return Parser(tokens, fileName).module();
+}
+
+Expected<AstExprPtr> parseStandaloneExpr(const std::vector<Token> &tokens,
+                                         const std::string &fileName) {
+  return Parser(tokens, fileName).standalone();
+}
+
+} // namespace tilus::tasm

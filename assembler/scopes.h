@@ -1,0 +1,69 @@
+// Names and scopes of one program (ISA section 4 "Names and scopes"). Internal to the
+// assembler.
+#pragma once
+
+#include "assembler/ast.h"
+#include "isa/program.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tilus::tasm {
+
+/// A module-level constant: its value as a bit pattern of its dtype.
+struct ConstValue {
+  DataType dtype;
+  uint64_t bits = 0;
+  SrcPos pos;
+};
+using ConstTable = std::map<std::string, ConstValue, std::less<>>;
+
+class Scopes {
+public:
+  /// `reserved`: names of the form _t<N> that the source spells anywhere, which temporaries
+  /// must avoid.
+  Scopes(Program &program, const ConstTable &constants, const std::string &fileName,
+         const std::set<std::string> &reserved)
+      : program_(program), constants_(constants), file_(fileName), reserved_(reserved) {}
+
+  void push() { scopes_.emplace_back(); }
+  void pop() { scopes_.pop_back(); }
+
+  /// The variable a name denotes here (innermost declaration wins), or kNoId.
+  VarId find(std::string_view name) const;
+  const ConstValue *findConstant(std::string_view name) const;
+
+  /// Declare a variable in the innermost scope. Read-only variables (parameters, loop
+  /// variables) cannot be assigned.
+  VarId declare(const AstName &name, VarKind kind, DataType dtype, bool readOnly, bool isParam);
+  /// Declare an unnamed temporary (a nested instruction call's result) as `_t<N>`: N counts per
+  /// program and skips names the source uses. Temporaries are not visible by name.
+  VarId declareTemporary(VarKind kind, DataType dtype, SrcPos pos);
+
+  /// Bind an assignment target: declares `name` in the innermost scope, unless a variable of
+  /// that name is visible from an enclosing scope, which is then updated (kind, and for
+  /// scalars the dtype, must match: update-type). A name declared in the innermost scope is
+  /// shadowed by a new variable; names `_t<N>` always declare. Assigning a constant, a
+  /// parameter or a loop variable is `redefined`.
+  Expected<VarId> bindTarget(const AstName &name, VarKind kind, DataType dtype);
+
+  SrcPos declaredAt(VarId id) const { return declPos_[id]; }
+
+private:
+  Program &program_;
+  const ConstTable &constants_;
+  const std::string &file_;
+  const std::set<std::string> &reserved_;
+  std::vector<std::unordered_map<std::string, VarId>> scopes_;
+  std::vector<SrcPos> declPos_;  // by VarId
+  std::vector<uint8_t> readOnly_; // by VarId
+  uint32_t nextTemp_ = 0;
+};
+
+/// Whether `name` has the form of a temporary, `_t` followed by decimal digits.
+bool isTemporaryName(std::string_view name);
+
+} // namespace tilus::tasm
