@@ -1,1 +1,478 @@
-// Implementation in progress.
+// The CUDA runtime: one device, its kernel cache and workspace, and launches.
+//
+// This is where a verified program becomes running GPU code. The expensive step (the JIT to
+// PTX and the driver's PTX compiler to a cubin) happens once per kernel key: concurrent
+// callers asking for the same key wait for one compilation, different keys compile in
+// parallel, and the result goes to the disk cache so that the next process skips both steps.
+// A launch then only evaluates the grid on the host, packs the parameters and queues the
+// kernel on the caller's stream.
+#include "vm/cuda/runtime.h"
+
+#include "isa/bytecode.h"
+#include "vm/cuda/workspace.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+namespace tilus::cuda {
+namespace {
+
+constexpr int64_t kDefaultSharedLimit = 48 * 1024;
+
+spdlog::logger &log() {
+  static std::shared_ptr<spdlog::logger> logger = [] {
+    auto existing = spdlog::get("vm.cuda");
+    if (existing)
+      return existing;
+    auto created = spdlog::stderr_color_mt("vm.cuda");
+    const char *level = std::getenv("TILUSVM_LOG_LEVEL");
+    created->set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
+    return created;
+  }();
+  return *logger;
+}
+
+/// The driver's PTX compiler, through the linker interface (gives an error log and a cubin).
+class LinkState {
+public:
+  explicit LinkState(const DriverApi &api) : api_(api) {}
+  ~LinkState() {
+    if (state_)
+      api_.cuLinkDestroy(state_);
+  }
+  LinkState(const LinkState &) = delete;
+  LinkState &operator=(const LinkState &) = delete;
+
+  Expected<std::string> compile(const std::string &ptx, const std::string &name) {
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {errorLog_, reinterpret_cast<void *>(uintptr_t(sizeof errorLog_))};
+    TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuLinkCreate, 2, options, values, &state_));
+    CUresult added = api_.cuLinkAddData(state_, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.c_str()),
+                                        ptx.size() + 1, name.c_str(), 0, nullptr, nullptr);
+    if (added != CUDA_SUCCESS)
+      return withLog(cudaStatus(added, "cuLinkAddData"));
+    void *cubin = nullptr;
+    size_t cubinBytes = 0;
+    CUresult completed = api_.cuLinkComplete(state_, &cubin, &cubinBytes);
+    if (completed != CUDA_SUCCESS)
+      return withLog(cudaStatus(completed, "cuLinkComplete"));
+    return std::string(static_cast<const char *>(cubin), cubinBytes); // copied before destroy
+  }
+
+private:
+  Status withLog(Status status) {
+    errorLog_[sizeof errorLog_ - 1] = '\0';
+    if (errorLog_[0] == '\0')
+      return status;
+    return Status::error(ErrorCode::Cuda, status.first().message + ": " + errorLog_);
+  }
+  const DriverApi &api_;
+  CUlinkState state_ = nullptr;
+  char errorLog_[8192] = {};
+};
+
+int pickDevice(int requested) {
+  if (requested >= 0)
+    return requested;
+  if (const char *env = std::getenv("TILUSVM_DEVICE"); env && *env)
+    return std::atoi(env);
+  return 0;
+}
+
+Expected<DeviceInfo> queryDevice(const DriverApi &api, CUdevice device, int ordinal) {
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  char name[256] = {};
+  TILUSVM_TRY(TILUSVM_CU_CALL(api, cuDeviceGetName, name, int(sizeof name - 1), device));
+  info.name = name;
+  int major = 0, minor = 0, sms = 0, shared = 0;
+  TILUSVM_TRY(TILUSVM_CU_CALL(api, cuDeviceGetAttribute, &major,
+                              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
+  TILUSVM_TRY(TILUSVM_CU_CALL(api, cuDeviceGetAttribute, &minor,
+                              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device));
+  TILUSVM_TRY(TILUSVM_CU_CALL(api, cuDeviceGetAttribute, &sms,
+                              CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device));
+  TILUSVM_TRY(TILUSVM_CU_CALL(api, cuDeviceGetAttribute, &shared,
+                              CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device));
+  size_t total = 0;
+  TILUSVM_TRY(TILUSVM_CU_CALL(api, cuDeviceTotalMem, &total, device));
+  info.computeCapability = major * 10 + minor;
+  info.multiprocessors = sms;
+  info.maxSharedPerBlockOptin = shared;
+  info.totalMemory = total;
+  return info;
+}
+
+} // namespace
+
+Status cudaAvailable() {
+  auto driver = cudaDriver();
+  if (!driver.ok())
+    return driver.status();
+  int count = 0;
+  TILUSVM_TRY(TILUSVM_CU_CALL(**driver, cuDeviceGetCount, &count));
+  if (count == 0)
+    return Status::error(ErrorCode::Cuda, "no CUDA device (the driver reports 0 devices)");
+  return Status::success();
+}
+
+LoadedModule LoadedModule::from(VerifiedModule verified) {
+  LoadedModule loaded;
+  loaded.contentHash = moduleContentHash(verified.module);
+  loaded.verified = std::move(verified);
+  return loaded;
+}
+
+// ---- CudaRuntime::Impl -----------------------------------------------------------------------
+
+struct CudaRuntime::Impl {
+  struct Slot {
+    std::mutex mutex;
+    bool ready = false;
+    ModuleHandle module;
+    CompiledKernel kernel;
+  };
+
+  const DriverApi *api = nullptr;
+  PrimaryContext context; // declared first: released last
+  DeviceInfo device;
+  int optLevel = 3;
+  DiskCache disk{""};
+  std::unique_ptr<WorkspacePool> workspace;
+  mutable std::mutex cacheMutex;
+  std::unordered_map<std::string, std::shared_ptr<Slot>> kernels;
+  CacheStats stats;
+  std::mutex jitMutex; // compileToPtx calls, one at a time
+
+  ~Impl() {
+    if (!api || !context.get())
+      return;
+    ContextGuard guard(*api, context.get());
+    api->cuCtxSynchronize();
+    workspace.reset();
+    kernels.clear();
+  }
+
+  void count(uint64_t CacheStats::*field) {
+    std::lock_guard lock(cacheMutex);
+    ++(stats.*field);
+  }
+
+  Status loadCubin(Slot &slot, const std::string &cubin) {
+    CUmodule module = nullptr;
+    TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuModuleLoadData, &module, cubin.data()));
+    slot.module = ModuleHandle(*api, module);
+    return Status::success();
+  }
+
+  Status build(const LoadedModule &loaded, size_t index, const KernelKey &key, Slot &slot);
+  Status finish(const ProgramInfo &info, Slot &slot);
+};
+
+Status CudaRuntime::Impl::build(const LoadedModule &loaded, size_t index, const KernelKey &key,
+                                Slot &slot) {
+  CompiledKernel &kernel = slot.kernel;
+  DiskCache::Lookup hit = disk.load(key);
+  if (hit.corrupt) {
+    count(&CacheStats::diskCorrupt);
+    log().warn("disk cache entry {} rejected ({}); recompiling", disk.entryPath(key), hit.reason);
+  }
+  if (hit.kernel) {
+    CachedKernel &cached = *hit.kernel;
+    kernel.entryName = cached.entryName;
+    kernel.threads = cached.threads;
+    kernel.sharedBytes = cached.sharedBytes;
+    kernel.ptx = cached.ptx;
+    if (!cached.cubin.empty() && loadCubin(slot, cached.cubin).ok()) {
+      kernel.origin = "disk";
+      count(&CacheStats::diskHits);
+      return Status::success();
+    }
+    LinkState link(*api);
+    auto cubin = link.compile(cached.ptx, key.program);
+    if (cubin.ok() && loadCubin(slot, *cubin).ok()) {
+      kernel.origin = "disk-ptx";
+      count(&CacheStats::diskHits);
+      cached.cubin = std::move(cubin.value());
+      if (Status s = disk.store(key, cached); !s.ok())
+        log().debug("disk cache store failed: {}", s.toString());
+      return Status::success();
+    }
+    log().warn("cached PTX for {} did not load; recompiling", key.program);
+  }
+  Expected<PtxKernel> ptx = [&] {
+    std::lock_guard lock(jitMutex);
+    JitOptions options;
+    options.smVersion = key.ptxTarget;
+    options.optLevel = optLevel;
+    return compileToPtx(loaded.verified, index, options);
+  }();
+  if (!ptx.ok())
+    return ptx.takeStatus();
+  count(&CacheStats::compiles);
+  LinkState link(*api);
+  auto cubin = link.compile(ptx->ptx, key.program);
+  if (!cubin.ok())
+    return cubin.takeStatus();
+  TILUSVM_TRY(loadCubin(slot, *cubin));
+  kernel.entryName = ptx->entryName;
+  kernel.threads = ptx->threads;
+  kernel.sharedBytes = ptx->sharedBytes;
+  kernel.ptx = std::move(ptx->ptx);
+  kernel.origin = "compiled";
+  CachedKernel entry{kernel.entryName, kernel.threads, kernel.sharedBytes, kernel.ptx,
+                     std::move(cubin.value())};
+  if (Status s = disk.store(key, entry); !s.ok())
+    log().debug("disk cache store failed: {}", s.toString());
+  return Status::success();
+}
+
+Status CudaRuntime::Impl::finish(const ProgramInfo &info, Slot &slot) {
+  CompiledKernel &kernel = slot.kernel;
+  if (kernel.threads != info.threads)
+    return Status::error(ErrorCode::Jit, "kernel " + kernel.entryName + " has " +
+                                             std::to_string(kernel.threads) +
+                                             " threads per block, the program " +
+                                             std::to_string(info.threads));
+  if (kernel.sharedBytes > device.maxSharedPerBlockOptin)
+    return Status::error(ErrorCode::Cuda,
+                         "kernel " + kernel.entryName + " needs " +
+                             std::to_string(kernel.sharedBytes) +
+                             " bytes of shared memory; device " + device.name + " allows " +
+                             std::to_string(device.maxSharedPerBlockOptin));
+  TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuModuleGetFunction, &kernel.function, slot.module.get(),
+                              kernel.entryName.c_str()));
+  if (kernel.sharedBytes > kDefaultSharedLimit)
+    TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuFuncSetAttribute, kernel.function,
+                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                int(kernel.sharedBytes)));
+  return Status::success();
+}
+
+// ---- CudaRuntime -----------------------------------------------------------------------------
+
+CudaRuntime::CudaRuntime() : impl_(std::make_unique<Impl>()) {}
+CudaRuntime::~CudaRuntime() = default;
+
+Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::create(const RuntimeOptions &options) {
+  auto driver = cudaDriver();
+  if (!driver.ok())
+    return driver.status();
+  const DriverApi &api = **driver;
+  int count = 0;
+  TILUSVM_TRY(TILUSVM_CU_CALL(api, cuDeviceGetCount, &count));
+  int ordinal = pickDevice(options.device);
+  if (ordinal < 0 || ordinal >= count)
+    return Status::error(ErrorCode::Cuda, "CUDA device " + std::to_string(ordinal) +
+                                              " does not exist (" + std::to_string(count) +
+                                              " devices)");
+  std::unique_ptr<CudaRuntime> runtime(new CudaRuntime());
+  Impl &impl = *runtime->impl_;
+  auto context = PrimaryContext::retain(api, ordinal);
+  if (!context.ok())
+    return context.takeStatus();
+  auto info = queryDevice(api, context->device(), ordinal);
+  if (!info.ok())
+    return info.takeStatus();
+  if (info->computeCapability < 80)
+    return Status::error(ErrorCode::Unsupported,
+                         "device " + info->name + " has compute capability " +
+                             std::to_string(info->computeCapability / 10) + "." +
+                             std::to_string(info->computeCapability % 10) +
+                             "; Tilus VM needs 8.0 or newer");
+  impl.api = &api;
+  impl.context = std::move(context.value());
+  impl.device = std::move(info.value());
+  impl.optLevel = options.optLevel;
+  std::optional<std::string> dir =
+      options.cacheDirectory ? options.cacheDirectory : defaultCacheDirectory();
+  impl.disk = DiskCache(dir.value_or(""));
+  impl.workspace = std::make_unique<WorkspacePool>(api);
+  return runtime;
+}
+
+const DeviceInfo &CudaRuntime::device() const { return impl_->device; }
+const DriverApi &CudaRuntime::api() const { return *impl_->api; }
+CUcontext CudaRuntime::context() const { return impl_->context.get(); }
+
+JitOptions CudaRuntime::jitOptions() const {
+  JitOptions options;
+  options.smVersion = impl_->device.computeCapability == 90 ? 90 : 80;
+  options.optLevel = impl_->optLevel;
+  return options;
+}
+
+KernelKey CudaRuntime::cacheKey(const LoadedModule &module, size_t programIndex) const {
+  KernelKey key;
+  key.moduleHash = module.contentHash;
+  key.program = module.verified.module.programs[programIndex].name;
+  key.compilerVersion = JitOptions::compilerVersion();
+  key.ptxTarget = jitOptions().smVersion;
+  key.deviceArch = impl_->device.computeCapability;
+  key.optLevel = impl_->optLevel;
+  key.driverVersion = impl_->api->driverVersion;
+  return key;
+}
+
+Expected<const CompiledKernel *> CudaRuntime::kernel(const LoadedModule &module,
+                                                     size_t programIndex) {
+  if (programIndex >= module.verified.module.programs.size())
+    return Status::error(ErrorCode::Usage, "program index " + std::to_string(programIndex) +
+                                               " out of range");
+  KernelKey key = cacheKey(module, programIndex);
+  std::string text = key.text();
+  std::shared_ptr<Impl::Slot> slot;
+  {
+    std::lock_guard lock(impl_->cacheMutex);
+    auto &entry = impl_->kernels[text];
+    if (!entry)
+      entry = std::make_shared<Impl::Slot>();
+    slot = entry;
+  }
+  std::lock_guard slotLock(slot->mutex);
+  if (slot->ready) {
+    impl_->count(&CacheStats::memoryHits);
+    return &slot->kernel;
+  }
+  ContextGuard guard(*impl_->api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  Status built = impl_->build(module, programIndex, key, *slot);
+  if (built.ok())
+    built = impl_->finish(module.verified.programs[programIndex], *slot);
+  if (!built.ok()) {
+    slot->module = ModuleHandle();
+    slot->kernel = CompiledKernel();
+    std::lock_guard lock(impl_->cacheMutex);
+    auto it = impl_->kernels.find(text);
+    if (it != impl_->kernels.end() && it->second == slot)
+      impl_->kernels.erase(it);
+    return built;
+  }
+  log().debug("kernel {} ready ({})", slot->kernel.entryName, slot->kernel.origin);
+  slot->ready = true;
+  return &slot->kernel;
+}
+
+Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex,
+                           const KernelArgs &args, CUstream stream) {
+  if (programIndex >= module.verified.module.programs.size())
+    return Status::error(ErrorCode::Usage, "program index " + std::to_string(programIndex) +
+                                               " out of range");
+  const Program &program = module.verified.module.programs[programIndex];
+  const ProgramInfo &info = module.verified.programs[programIndex];
+  TILUSVM_TRY(validateArgs(program, info, args));
+  auto geometry = launchGeometry(program, info, args);
+  if (!geometry.ok())
+    return geometry.takeStatus();
+  if (geometry->empty())
+    return Status::success();
+  auto compiled = kernel(module, programIndex);
+  if (!compiled.ok())
+    return compiled.takeStatus();
+  const CompiledKernel &k = **compiled;
+  WorkspacePlan plan;
+  if (info.usesWorkspace) {
+    auto planned = planWorkspace(program, paramValues(program, args));
+    if (!planned.ok())
+      return planned.takeStatus();
+    plan = std::move(planned.value());
+  }
+  ContextGuard guard(*impl_->api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  return impl_->workspace->launchWith(plan, stream, [&](CUdeviceptr workspace) {
+    std::vector<uint64_t> storage;
+    storage.reserve(program.params.size() + 1);
+    for (size_t i = 0; i < program.params.size(); ++i)
+      storage.push_back(kernelParamBits(program.var(program.params[i]), args[i]));
+    if (info.usesWorkspace)
+      storage.push_back(uint64_t(workspace));
+    std::vector<void *> params;
+    for (uint64_t &slot : storage)
+      params.push_back(&slot);
+    const LaunchGeometry &g = *geometry;
+    return TILUSVM_CU_CALL(*impl_->api, cuLaunchKernel, k.function, g.grid[0], g.grid[1],
+                           g.grid[2], k.threads, 1, 1, unsigned(k.sharedBytes), stream,
+                           params.data(), nullptr);
+  });
+}
+
+Expected<std::vector<double>> CudaRuntime::benchmark(const LoadedModule &module,
+                                                     size_t programIndex, const KernelArgs &args,
+                                                     CUstream stream, int warmup,
+                                                     int iterations) {
+  const DriverApi &api = *impl_->api;
+  ContextGuard guard(api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  for (int i = 0; i < warmup; ++i)
+    TILUSVM_TRY(launch(module, programIndex, args, stream));
+  std::vector<EventHandle> events;
+  for (int i = 0; i < 2 * iterations; ++i) {
+    auto event = EventHandle::create(api, true);
+    if (!event.ok())
+      return event.takeStatus();
+    events.push_back(std::move(event.value()));
+  }
+  for (int i = 0; i < iterations; ++i) {
+    TILUSVM_TRY(TILUSVM_CU_CALL(api, cuEventRecord, events[2 * i].get(), stream));
+    TILUSVM_TRY(launch(module, programIndex, args, stream));
+    TILUSVM_TRY(TILUSVM_CU_CALL(api, cuEventRecord, events[2 * i + 1].get(), stream));
+  }
+  std::vector<double> times;
+  for (int i = 0; i < iterations; ++i) {
+    TILUSVM_TRY(TILUSVM_CU_CALL(api, cuEventSynchronize, events[2 * i + 1].get()));
+    float ms = 0;
+    TILUSVM_TRY(TILUSVM_CU_CALL(api, cuEventElapsedTime, &ms, events[2 * i].get(),
+                                events[2 * i + 1].get()));
+    times.push_back(ms);
+  }
+  return times;
+}
+
+Expected<DeviceBuffer> CudaRuntime::allocate(uint64_t bytes) {
+  ContextGuard guard(*impl_->api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  return DeviceBuffer::allocate(*impl_->api, bytes);
+}
+
+Status CudaRuntime::copyToDevice(const DeviceBuffer &dst, const void *src, uint64_t bytes) {
+  if (bytes > dst.bytes())
+    return Status::error(ErrorCode::Runtime, "copy of " + std::to_string(bytes) +
+                                                 " bytes into a buffer of " +
+                                                 std::to_string(dst.bytes()));
+  if (bytes == 0)
+    return Status::success();
+  ContextGuard guard(*impl_->api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  return TILUSVM_CU_CALL(*impl_->api, cuMemcpyHtoD, dst.address(), src, size_t(bytes));
+}
+
+Status CudaRuntime::copyToHost(void *dst, const DeviceBuffer &src, uint64_t bytes) {
+  if (bytes > src.bytes())
+    return Status::error(ErrorCode::Runtime, "copy of " + std::to_string(bytes) +
+                                                 " bytes out of a buffer of " +
+                                                 std::to_string(src.bytes()));
+  if (bytes == 0)
+    return Status::success();
+  ContextGuard guard(*impl_->api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  return TILUSVM_CU_CALL(*impl_->api, cuMemcpyDtoH, dst, src.address(), size_t(bytes));
+}
+
+Status CudaRuntime::synchronize(CUstream stream) {
+  ContextGuard guard(*impl_->api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  return TILUSVM_CU_CALL(*impl_->api, cuStreamSynchronize, stream);
+}
+
+CacheStats CudaRuntime::cacheStats() const {
+  std::lock_guard lock(impl_->cacheMutex);
+  return impl_->stats;
+}
+
+uint64_t CudaRuntime::workspaceBytes() const { return impl_->workspace->bytesHeld(); }
+
+} // namespace tilus::cuda

@@ -1,0 +1,149 @@
+// The CUDA runtime of Tilus VM (C++ interface; the C API in vm/include/tilusvm.h wraps it).
+//
+// A CudaRuntime owns one device: its primary context, the compiled-kernel cache (in memory,
+// keyed like the on-disk cache of kernel_cache.h, which it fills and reads), and the workspace
+// pool. launch() compiles a program on first use (JIT to PTX, the driver's PTX compiler to a
+// cubin), then queues it on the caller's stream: grid from the program's grid expressions
+// evaluated on the host, block = ProgramInfo::threads, dynamic shared memory =
+// PtxKernel::sharedBytes, arguments packed per the JIT ABI of jit/jit.h.
+//
+// Thread safety: every method may be called from many host threads at once. Each call makes
+// the device's context current for its duration and restores the caller's.
+#pragma once
+
+#include "isa/scalar_eval.h"
+#include "jit/jit.h"
+#include "loader/verified_module.h"
+#include "vm/cuda/driver.h"
+#include "vm/cuda/kernel_cache.h"
+#include "vm/kernel_args.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tilus::cuda {
+
+/// Whether a CUDA driver and at least one device are present; the Status says why not
+/// ("no CUDA driver (libcuda.so.1 not found)", "no CUDA device ...").
+Status cudaAvailable();
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int computeCapability = 0; // major * 10 + minor
+  int multiprocessors = 0;
+  int64_t maxSharedPerBlockOptin = 0;
+  uint64_t totalMemory = 0;
+};
+
+struct RuntimeOptions {
+  /// Device ordinal; -1 picks $TILUSVM_DEVICE if set, else device 0.
+  int device = -1;
+  int optLevel = 3;
+  /// Disk cache directory; nullopt uses defaultCacheDirectory(), "" disables the disk cache.
+  std::optional<std::string> cacheDirectory;
+};
+
+/// A verified module together with its content hash (computed once, used by cache keys).
+struct LoadedModule {
+  VerifiedModule verified;
+  uint64_t contentHash = 0;
+  static LoadedModule from(VerifiedModule verified);
+};
+
+/// Where a launch goes: grid, block, dynamic shared memory.
+struct LaunchGeometry {
+  std::array<uint32_t, 3> grid = {1, 1, 1};
+  uint32_t block = 0;
+  /// False when some grid dimension is 0: nothing to run.
+  bool empty() const { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
+};
+
+/// Parameter values as the scalar evaluator wants them (pointers give their address).
+VarValueFn paramValues(const Program &program, const KernelArgs &args);
+
+/// Check the arguments against the program: one per parameter; every pointer argument at
+/// least as large as the extent of the parameter the program can touch (when computable) and
+/// non-null when that extent is not empty.
+Status validateArgs(const Program &program, const ProgramInfo &info, const KernelArgs &args);
+
+/// Bytes of `elements` elements of `dtype` (sub-byte types packed).
+uint64_t storageBytes(DataType dtype, int64_t elements);
+
+/// Grid and block of a launch with these arguments (grid dimensions must fit CUDA's limits).
+Expected<LaunchGeometry> launchGeometry(const Program &program, const ProgramInfo &info,
+                                        const KernelArgs &args);
+
+/// A parameter's value as the kernel receives it (JIT ABI): pointers as 64-bit addresses,
+/// integers and bool sign- or zero-extended, floats as their bit pattern zero-extended.
+/// The driver reads the low 4 or 8 bytes of the result (little-endian), per the PTX `.param`.
+uint64_t kernelParamBits(const Variable &param, const KernelArg &arg);
+
+/// A compiled, loaded kernel (owned by the runtime's cache; valid while the runtime lives).
+struct CompiledKernel {
+  CUfunction function = nullptr;
+  std::string entryName;
+  uint32_t threads = 0;
+  int64_t sharedBytes = 0;
+  std::string ptx;
+  /// How this kernel was obtained the first time: "compiled", "disk" or "disk-ptx".
+  std::string origin;
+};
+
+struct CacheStats {
+  uint64_t compiles = 0;    // programs compiled by the JIT
+  uint64_t memoryHits = 0;  // kernel() answered from memory
+  uint64_t diskHits = 0;    // loaded from the disk cache
+  uint64_t diskCorrupt = 0; // disk entries rejected and recompiled
+};
+
+class CudaRuntime {
+public:
+  static Expected<std::unique_ptr<CudaRuntime>> create(const RuntimeOptions &options = {});
+  ~CudaRuntime();
+  CudaRuntime(const CudaRuntime &) = delete;
+  CudaRuntime &operator=(const CudaRuntime &) = delete;
+
+  const DeviceInfo &device() const;
+  const DriverApi &api() const;
+  CUcontext context() const;
+  /// The JIT options used for this device (smVersion 90 on compute capability 9.0, else 80).
+  JitOptions jitOptions() const;
+  /// The cache key of one program on this device.
+  KernelKey cacheKey(const LoadedModule &module, size_t programIndex) const;
+
+  /// The compiled kernel of program `programIndex`, from the caches or compiled now.
+  Expected<const CompiledKernel *> kernel(const LoadedModule &module, size_t programIndex);
+
+  /// Queue one launch on `stream` (0 = the default stream). Pointer arguments are device
+  /// addresses. Returns once the launch is queued; the caller synchronizes the stream.
+  Status launch(const LoadedModule &module, size_t programIndex, const KernelArgs &args,
+                CUstream stream);
+
+  /// Launch `warmup` times, then `iterations` times, each timed with a pair of events on
+  /// `stream`; returns the per-launch milliseconds.
+  Expected<std::vector<double>> benchmark(const LoadedModule &module, size_t programIndex,
+                                          const KernelArgs &args, CUstream stream, int warmup,
+                                          int iterations);
+
+  // Memory helpers for tools and tests (synchronous).
+  Expected<DeviceBuffer> allocate(uint64_t bytes);
+  Status copyToDevice(const DeviceBuffer &dst, const void *src, uint64_t bytes);
+  Status copyToHost(void *dst, const DeviceBuffer &src, uint64_t bytes);
+  Status synchronize(CUstream stream);
+
+  CacheStats cacheStats() const;
+  /// Bytes the workspace pool holds.
+  uint64_t workspaceBytes() const;
+
+private:
+  CudaRuntime();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tilus::cuda

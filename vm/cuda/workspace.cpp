@@ -1,0 +1,195 @@
+// The global workspace: where AllocateGlobal tensors live on the device.
+//
+// The workspace outlives launches (AllocateGlobal with requires_clean promises zeroed memory
+// across launches without a memset each time), yet must grow when a larger launch arrives
+// while earlier kernels may still be reading the old buffer. Both needs are met per stream:
+// growth retires the old buffer behind an event instead of freeing it, and a small interval
+// set remembers which bytes another program may have dirtied, so clean regions are zeroed only
+// when they could be dirty. See workspace.h for the plan's layout.
+#include "vm/cuda/workspace.h"
+
+#include "isa/convert.h"
+
+#include <algorithm>
+
+namespace tilus::cuda {
+namespace {
+
+constexpr uint64_t kMaxWorkspaceBytes = uint64_t(1) << 48;
+
+bool dependsOnlyOnParams(const Program &program, ExprId id) {
+  const ExprNode &node = program.expr(id);
+  if (node.op == ExprOp::Var)
+    return node.var < program.vars.size() && program.var(node.var).isParam;
+  for (int i = 0; i < exprOpArity(node.op); ++i)
+    if (!dependsOnlyOnParams(program, node.operands[i]))
+      return false;
+  return true;
+}
+
+uint64_t alignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+Status regionError(const Program &program, uint32_t instruction, std::string message) {
+  Location loc;
+  loc.program = program.name;
+  loc.instruction = instruction;
+  return Status::error(ErrorCode::Runtime, std::move(message), std::move(loc));
+}
+
+} // namespace
+
+Expected<WorkspacePlan> planWorkspace(const Program &program, const VarValueFn &paramValue) {
+  WorkspacePlan plan;
+  for (uint32_t index = 0; index < program.instructions.size(); ++index) {
+    const Instruction &inst = program.instructions[index];
+    if (inst.opcode != Opcode::AllocateGlobal)
+      continue;
+    const Argument &shape = inst.arg("shape");
+    const Argument &clean = inst.arg("requires_clean");
+    DataType dtype = inst.arg("dtype").dtype;
+    // elements * storageBits, kept below 2^48 * 8 bits so nothing overflows.
+    uint64_t bits = uint64_t(dtype.storageBits());
+    for (size_t d = 0; d < shape.exprs.size(); ++d) {
+      ExprId e = shape.exprs[d];
+      if (!dependsOnlyOnParams(program, e))
+        return regionError(program, index,
+                           "AllocateGlobal shape dimension " + std::to_string(d) +
+                               " depends on values other than parameters and constants");
+      int64_t extent = toInt64(evaluateExpr(program, e, paramValue), program.expr(e).dtype);
+      if (extent < 0)
+        return regionError(program, index,
+                           "AllocateGlobal shape dimension " + std::to_string(d) + " is " +
+                               std::to_string(extent));
+      if (extent != 0 && bits > kMaxWorkspaceBytes * 8 / uint64_t(extent))
+        return regionError(program, index, "AllocateGlobal needs more than 2^48 bytes");
+      bits *= uint64_t(extent);
+    }
+    WorkspaceRegion region;
+    region.instruction = index;
+    region.offset = alignUp(plan.totalBytes, kWorkspaceAlignment);
+    region.bytes = (bits + 7) / 8;
+    region.requiresClean = clean.present && clean.intValue != 0;
+    plan.totalBytes = region.offset + region.bytes;
+    if (plan.totalBytes > kMaxWorkspaceBytes)
+      return regionError(program, index, "the workspace needs more than 2^48 bytes");
+    plan.regions.push_back(region);
+  }
+  return plan;
+}
+
+// ---- DirtyRanges -----------------------------------------------------------------------------
+
+void DirtyRanges::add(uint64_t begin, uint64_t end) {
+  if (begin >= end)
+    return;
+  std::vector<Range> merged;
+  merged.reserve(ranges_.size() + 1);
+  Range fresh{begin, end};
+  bool placed = false;
+  for (const Range &r : ranges_) {
+    if (r.end < fresh.begin) {
+      merged.push_back(r);
+    } else if (fresh.end < r.begin) {
+      if (!placed) {
+        merged.push_back(fresh);
+        placed = true;
+      }
+      merged.push_back(r);
+    } else { // overlapping or touching: absorb
+      fresh.begin = std::min(fresh.begin, r.begin);
+      fresh.end = std::max(fresh.end, r.end);
+    }
+  }
+  if (!placed)
+    merged.push_back(fresh);
+  ranges_ = std::move(merged);
+}
+
+std::vector<DirtyRanges::Range> DirtyRanges::takeClean(uint64_t begin, uint64_t end) {
+  std::vector<Range> taken;
+  if (begin >= end)
+    return taken;
+  std::vector<Range> kept;
+  for (const Range &r : ranges_) {
+    if (r.end <= begin || end <= r.begin) {
+      kept.push_back(r);
+      continue;
+    }
+    taken.push_back({std::max(r.begin, begin), std::min(r.end, end)});
+    if (r.begin < begin)
+      kept.push_back({r.begin, begin});
+    if (end < r.end)
+      kept.push_back({end, r.end});
+  }
+  ranges_ = std::move(kept);
+  return taken;
+}
+
+// ---- WorkspacePool ---------------------------------------------------------------------------
+
+WorkspacePool::~WorkspacePool() {
+  std::lock_guard lock(mutex_);
+  for (Retired &r : retired_)
+    api_.cuEventSynchronize(r.done.get());
+  retired_.clear();
+  slots_.clear();
+}
+
+void WorkspacePool::freeCompletedLocked() {
+  std::erase_if(retired_, [&](Retired &r) { return api_.cuEventQuery(r.done.get()) == CUDA_SUCCESS; });
+}
+
+Status WorkspacePool::launchWith(const WorkspacePlan &plan, CUstream stream,
+                                 const std::function<Status(CUdeviceptr)> &launch) {
+  if (plan.totalBytes == 0)
+    return launch(0);
+  std::lock_guard lock(mutex_);
+  freeCompletedLocked();
+  StreamSlot &slot = slots_[stream];
+  if (slot.buffer.bytes() < plan.totalBytes) {
+    uint64_t grown = std::max(plan.totalBytes, slot.buffer.bytes() + slot.buffer.bytes() / 2);
+    grown = alignUp(grown, kWorkspaceAlignment);
+    auto fresh = DeviceBuffer::allocate(api_, grown);
+    if (!fresh.ok())
+      return fresh.takeStatus();
+    TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuMemsetD8Async, fresh->address(), 0, size_t(grown), stream));
+    if (slot.buffer.bytes() != 0) {
+      // Kernels queued on this stream may still use the old buffer: free it after them.
+      auto done = EventHandle::create(api_, false);
+      if (!done.ok())
+        return done.takeStatus();
+      TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuEventRecord, done->get(), stream));
+      retired_.push_back({std::move(slot.buffer), std::move(done.value())});
+    }
+    slot.buffer = std::move(fresh.value());
+    slot.dirty.clear();
+  }
+  CUdeviceptr base = slot.buffer.address();
+  for (const WorkspaceRegion &region : plan.regions) {
+    if (!region.requiresClean)
+      continue;
+    for (const DirtyRanges::Range &r :
+         slot.dirty.takeClean(region.offset, region.offset + region.bytes))
+      TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuMemsetD8Async, base + r.begin, 0,
+                                  size_t(r.end - r.begin), stream));
+  }
+  // Mark dirty before launching: even a failed launch may have queued work.
+  for (const WorkspaceRegion &region : plan.regions)
+    if (!region.requiresClean)
+      slot.dirty.add(region.offset, region.offset + region.bytes);
+  return launch(base);
+}
+
+uint64_t WorkspacePool::bytesHeld() const {
+  std::lock_guard lock(mutex_);
+  uint64_t total = 0;
+  for (const auto &[stream, slot] : slots_)
+    total += slot.buffer.bytes();
+  for (const Retired &r : retired_)
+    total += r.buffer.bytes();
+  return total;
+}
+
+} // namespace tilus::cuda
