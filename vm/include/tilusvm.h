@@ -1,0 +1,128 @@
+/* The C API of libtilusvm: load verified Tilus VM programs and launch them on CUDA streams.
+ *
+ * Pure C (C99): opaque handles, int status codes (tilusvm_status), and a thread-local message
+ * for the most recent failure on the calling thread (tilusvm_last_error). No function aborts
+ * the process or lets an exception escape; every failure is a status and a message.
+ *
+ * Typical use by a serving engine:
+ *
+ *   tilusvm_runtime rt;  tilusvm_module m;
+ *   if (tilusvm_runtime_create(-1, &rt) != TILUSVM_OK) fail(tilusvm_last_error());
+ *   if (tilusvm_module_load_file("kernels.tbc", &m) != TILUSVM_OK) fail(tilusvm_last_error());
+ *   tilusvm_arg args[4] = {
+ *     {0, (void *)x_dev, n * 4}, {0, (void *)y_dev, n * 4}, {0, (void *)z_dev, n * 4},
+ *     {(uint64_t)n, NULL, 0}};
+ *   tilusvm_launch(rt, m, "vector_add", args, 4, (void *)my_cuda_stream);
+ *
+ * Arguments follow the program's parameters in order. Scalars carry the value's bit pattern
+ * in the parameter's dtype (an i32 -1 is 0xffffffff; an f32 1.0 is 0x3f800000); pointers
+ * carry a device address (CUdeviceptr cast to void *) and the bytes available there, which
+ * must cover what the program can touch. Streams are CUstream values cast to void *; NULL is
+ * the default stream. Launches are asynchronous: synchronize the stream before reading results.
+ *
+ * Thread safety: a runtime and a module may be used from many threads at once. Destroying a
+ * handle while another thread uses it is the caller's error.
+ */
+#ifndef TILUSVM_H
+#define TILUSVM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define TILUSVM_API __declspec(dllexport)
+#else
+#define TILUSVM_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tilusvm_status {
+  TILUSVM_OK = 0,
+  TILUSVM_ERROR_INVALID_ARGUMENT = 1, /* null handle or pointer, wrong argument count or size */
+  TILUSVM_ERROR_NOT_FOUND = 2,        /* no program of that name or index */
+  TILUSVM_ERROR_IO = 3,               /* a file cannot be read */
+  TILUSVM_ERROR_BYTECODE = 4,         /* the bytes are not valid bytecode */
+  TILUSVM_ERROR_CHECK = 5,            /* the module fails the layout type checker */
+  TILUSVM_ERROR_NO_DRIVER = 6,        /* libcuda.so.1 cannot be opened */
+  TILUSVM_ERROR_NO_DEVICE = 7,        /* the driver is there but no usable device */
+  TILUSVM_ERROR_CUDA = 8,             /* a CUDA driver call failed */
+  TILUSVM_ERROR_JIT = 9,              /* compiling the program to PTX failed */
+  TILUSVM_ERROR_RUNTIME = 10,         /* the program failed while running (CPU traps, races) */
+  TILUSVM_ERROR_UNSUPPORTED = 11,     /* the program or device needs something not supported */
+  TILUSVM_ERROR_INTERNAL = 12         /* out of memory or a bug in Tilus VM */
+} tilusvm_status;
+
+typedef struct tilusvm_runtime_s *tilusvm_runtime;
+typedef struct tilusvm_module_s *tilusvm_module;
+
+/* One launch argument (see the file comment). */
+typedef struct tilusvm_arg {
+  uint64_t scalar_bits;
+  void *pointer;
+  uint64_t byte_size;
+} tilusvm_arg;
+
+/* The message of the most recent failed call on this thread ("" if none). Valid until the
+ * next failing call on this thread. */
+TILUSVM_API const char *tilusvm_last_error(void);
+/* The spelling of a status code, e.g. "TILUSVM_ERROR_NO_DRIVER". */
+TILUSVM_API const char *tilusvm_status_name(int status);
+/* The library version, e.g. "0.1.0". */
+TILUSVM_API const char *tilusvm_version(void);
+
+/* ---- Modules (no GPU needed) ---- */
+
+/* Decode and check bytecode (.tbc bytes). */
+TILUSVM_API int tilusvm_module_load(const void *bytes, size_t size, tilusvm_module *out);
+TILUSVM_API int tilusvm_module_load_file(const char *path, tilusvm_module *out);
+/* Destroying NULL is a no-op. Kernels compiled from the module stay cached in runtimes. */
+TILUSVM_API int tilusvm_module_destroy(tilusvm_module module);
+TILUSVM_API int tilusvm_module_program_count(tilusvm_module module, size_t *out);
+/* The name of program `index`; the string lives as long as the module. */
+TILUSVM_API int tilusvm_module_program_name(tilusvm_module module, size_t index,
+                                            const char **out);
+TILUSVM_API int tilusvm_module_find_program(tilusvm_module module, const char *name,
+                                            size_t *out_index);
+/* Number of parameters of a program. */
+TILUSVM_API int tilusvm_program_param_count(tilusvm_module module, const char *program,
+                                            size_t *out);
+/* Parameter `index` of a program: its name, its dtype spelling ("f16", "i6", ...) and whether
+ * it is a pointer. Strings live as long as the module. Any out pointer may be NULL. */
+TILUSVM_API int tilusvm_program_param(tilusvm_module module, const char *program, size_t index,
+                                      const char **out_name, const char **out_dtype,
+                                      int *out_is_pointer);
+
+/* ---- Running on the CPU reference interpreter (no GPU needed) ---- */
+
+/* Run a program to completion on host memory (pointer arguments are host addresses).
+ * checked != 0 enables race, bounds and workspace checks. */
+TILUSVM_API int tilusvm_run_cpu(tilusvm_module module, const char *program,
+                                const tilusvm_arg *args, size_t num_args, int checked);
+
+/* ---- The CUDA runtime ---- */
+
+/* Open a device: device >= 0 picks that ordinal; -1 picks $TILUSVM_DEVICE or device 0.
+ * Fails with TILUSVM_ERROR_NO_DRIVER on machines without the CUDA driver. */
+TILUSVM_API int tilusvm_runtime_create(int device, tilusvm_runtime *out);
+/* Waits for the device's work, frees every kernel and workspace. NULL is a no-op. */
+TILUSVM_API int tilusvm_runtime_destroy(tilusvm_runtime runtime);
+/* The device's name; the string lives as long as the runtime. */
+TILUSVM_API int tilusvm_runtime_device_name(tilusvm_runtime runtime, const char **out);
+/* Compute capability as major * 10 + minor (90 for an H100). */
+TILUSVM_API int tilusvm_runtime_compute_capability(tilusvm_runtime runtime, int *out);
+/* Compile (or fetch from the caches) a program's kernel now, so the first launch is fast. */
+TILUSVM_API int tilusvm_prepare(tilusvm_runtime runtime, tilusvm_module module,
+                                const char *program);
+/* Queue a launch of `program` on `stream` (a CUstream; NULL = default stream). */
+TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module,
+                               const char *program, const tilusvm_arg *args, size_t num_args,
+                               void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TILUSVM_H */
