@@ -1,2 +1,538 @@
-// Implementation in progress.
-int main() { return 2; }
+// vm-run: run one program of a bytecode module on the CPU interpreter or a CUDA device
+// (ISA section 8; docs/vm-run.md).
+//
+// It is the kernel author's loop: make inputs (random, zeros or .npy files), run, save outputs
+// as .npy, compare the GPU against the CPU reference interpreter (--check) and time launches
+// (--bench). This file holds the command line and the orchestration; argument values live in
+// run_args.h, the comparison rule in buffer_compare.h, the .npy format in npy.h.
+//
+// Exit status: 0 success; 1 a program error (load, check, run) or a failed --check; 2 a usage
+// error (bad options, unknown names, bad argument values, buffers too small).
+#include "isa/convert.h"
+#include "loader/checker.h"
+#include "loader/loader.h"
+#include "tools/buffer_compare.h"
+#include "tools/npy.h"
+#include "tools/run_args.h"
+#include "vm/cpu/interpreter.h"
+#include "vm/cuda/runtime.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+
+namespace {
+
+using namespace tilus;
+using nlohmann::json;
+
+struct Options {
+  std::string path;
+  std::string kernel;
+  std::string device = "auto";
+  std::vector<std::string> args;
+  std::vector<std::string> saves;
+  bool check = false;
+  bool bench = false;
+  bool json = false;
+  bool unchecked = false;
+  int warmup = 10;
+  int iterations = 0; // 0: 100 on cuda, 3 on cpu
+};
+
+/// One pointer parameter's buffer: its initial contents and where they came from.
+struct Buffer {
+  size_t param = 0; // index into Program::params
+  std::string name;
+  DataType dtype;
+  int64_t elements = 0;
+  std::vector<uint8_t> initial;
+  std::string source;
+};
+
+struct Job {
+  cuda::LoadedModule module;
+  size_t index = 0;
+  KernelArgs scalars; // pointers left empty; filled per device
+  std::vector<std::string> scalarText;
+  std::vector<Buffer> buffers;
+  std::vector<std::pair<size_t, std::string>> saves; // buffer index, path
+  const Program &program() const { return module.verified.module.programs[index]; }
+  const ProgramInfo &info() const { return module.verified.programs[index]; }
+};
+
+Status usage(std::string message) { return Status::error(ErrorCode::Usage, std::move(message)); }
+
+int exitCodeOf(const Status &status) { return status.code() == ErrorCode::Usage ? 2 : 1; }
+
+int report(const Status &status, const Options &options) {
+  for (const Diagnostic &d : status.diagnostics())
+    std::cerr << (d.location.known() ? d.toString() : "vm-run: " + d.message) << "\n";
+  if (options.json)
+    std::cout << json{{"ok", false}, {"error", status.toString()}}.dump(2) << "\n";
+  return exitCodeOf(status);
+}
+
+// ---- choosing the program and building its arguments ----------------------------------------
+
+Expected<size_t> chooseProgram(const Module &module, const std::string &name) {
+  std::string names;
+  for (const Program &p : module.programs)
+    names += (names.empty() ? "" : ", ") + p.name;
+  if (!name.empty()) {
+    for (size_t i = 0; i < module.programs.size(); ++i)
+      if (module.programs[i].name == name)
+        return i;
+    return usage("no program named " + name + " (module has: " + names + ")");
+  }
+  if (module.programs.size() == 1)
+    return size_t(0);
+  return usage("module has " + std::to_string(module.programs.size()) +
+               " programs; choose one with --kernel NAME (" + names + ")");
+}
+
+Expected<std::map<std::string, std::string>> collectAssignments(
+    const std::vector<std::string> &items, const Program &program, const char *flag,
+    bool pointersOnly) {
+  std::map<std::string, std::string> out;
+  for (const std::string &item : items) {
+    auto kv = run::splitAssignment(item);
+    if (!kv.ok())
+      return usage(std::string(flag) + " " + kv.status().first().message);
+    const auto &[name, value] = *kv;
+    auto it = std::find_if(program.params.begin(), program.params.end(),
+                           [&](VarId id) { return program.var(id).name == name; });
+    if (it == program.params.end())
+      return usage(std::string(flag) + " " + name + ": " + program.name +
+                   " has no parameter named " + name);
+    if (pointersOnly && program.var(*it).kind != VarKind::Pointer)
+      return usage(std::string(flag) + " " + name + ": not a pointer parameter");
+    if (!out.emplace(name, value).second)
+      return usage(std::string(flag) + " " + name + " given twice");
+  }
+  return out;
+}
+
+/// Elements the program can touch through pointer parameter `id`, if computable.
+std::optional<int64_t> extentOf(const Job &job, VarId id) {
+  for (const PointerExtent &extent : job.info().extents) {
+    if (extent.pointer != id)
+      continue;
+    if (!extent.computable)
+      return std::nullopt;
+    return evaluateExtent(job.program(), extent, cuda::paramValues(job.program(), job.scalars));
+  }
+  return int64_t(0); // never viewed: nothing to touch
+}
+
+Status loadFileBuffer(Buffer &buffer, const std::string &path) {
+  auto array = npy::readFile(path);
+  if (!array.ok())
+    return usage(array.status().first().message);
+  std::string want = npy::descrFor(buffer.dtype);
+  std::string have = npy::normalizeDescr(array->descr);
+  if (have != want)
+    return usage(buffer.name + ": " + path + " holds '" + array->descr + "'; a " +
+                 buffer.dtype.name() + " buffer reads '" + want + "'");
+  auto data = npy::cOrderLittleEndian(*array);
+  if (!data.ok())
+    return usage(data.status().first().message);
+  buffer.initial = std::move(data.value());
+  buffer.elements = int64_t(buffer.initial.size() * 8 / size_t(buffer.dtype.storageBits()));
+  buffer.source = "@" + path;
+  return Status::success();
+}
+
+Status makeBuffer(Job &job, Buffer &buffer, const std::string &value) {
+  auto spec = run::parseBufferSpec(value);
+  if (!spec.ok())
+    return usage(buffer.name + ": " + spec.status().first().message);
+  VarId id = job.program().params[buffer.param];
+  std::optional<int64_t> extent = extentOf(job, id);
+  if (spec->kind == run::BufferSpec::Kind::File) {
+    TILUSVM_TRY(loadFileBuffer(buffer, spec->path));
+  } else {
+    if (spec->explicitShape()) {
+      if (*spec->dtype != buffer.dtype)
+        return usage(buffer.name + " is " + buffer.dtype.name() + ", the value says " +
+                     spec->dtype->name());
+      buffer.elements = spec->explicitElements();
+    } else if (extent) {
+      buffer.elements = *extent;
+    } else {
+      return usage(buffer.name + ": the program's views of it depend on run-time values; give "
+                   "its size as zeros:" + buffer.dtype.name() + "[n] or rand:" +
+                   buffer.dtype.name() + "[n]:SEED");
+    }
+    buffer.initial.assign(cuda::storageBytes(buffer.dtype, buffer.elements), 0);
+    if (spec->kind == run::BufferSpec::Kind::Rand)
+      run::fillRandom(buffer.initial, buffer.dtype, buffer.elements, spec->seed);
+    buffer.source = value;
+  }
+  if (extent && buffer.elements < *extent)
+    return usage(buffer.name + " has " + std::to_string(buffer.elements) + " elements; the " +
+                 "program can touch " + std::to_string(*extent));
+  return Status::success();
+}
+
+Status buildArguments(Job &job, const Options &options) {
+  const Program &program = job.program();
+  auto values = collectAssignments(options.args, program, "--arg", false);
+  if (!values.ok())
+    return values.status();
+  job.scalars.assign(program.params.size(), KernelArg{});
+  job.scalarText.assign(program.params.size(), "");
+  for (size_t i = 0; i < program.params.size(); ++i) { // scalars first: extents need them
+    const Variable &param = program.var(program.params[i]);
+    if (param.kind == VarKind::Pointer)
+      continue;
+    auto it = values->find(param.name);
+    if (it == values->end())
+      return usage("missing --arg " + param.name + "=VALUE for scalar parameter " +
+                   param.dtype.name() + " " + param.name);
+    auto bits = run::parseScalar(it->second, param.dtype);
+    if (!bits.ok())
+      return usage(param.name + ": " + bits.status().first().message);
+    job.scalars[i].scalarBits = *bits;
+    job.scalarText[i] = it->second;
+  }
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const Variable &param = program.var(program.params[i]);
+    if (param.kind != VarKind::Pointer)
+      continue;
+    Buffer buffer;
+    buffer.param = i;
+    buffer.name = param.name;
+    buffer.dtype = param.dtype;
+    auto it = values->find(param.name);
+    TILUSVM_TRY(makeBuffer(job, buffer, it == values->end() ? "zeros" : it->second));
+    job.buffers.push_back(std::move(buffer));
+  }
+  auto saves = collectAssignments(options.saves, program, "--save", true);
+  if (!saves.ok())
+    return saves.status();
+  for (const auto &[name, path] : *saves)
+    for (size_t b = 0; b < job.buffers.size(); ++b)
+      if (job.buffers[b].name == name)
+        job.saves.emplace_back(b, path);
+  return Status::success();
+}
+
+// ---- running ---------------------------------------------------------------------------------
+
+using Results = std::vector<std::vector<uint8_t>>; // final contents, one per buffer
+
+KernelArgs hostArgs(const Job &job, Results &data) {
+  KernelArgs args = job.scalars;
+  for (size_t b = 0; b < job.buffers.size(); ++b) {
+    args[job.buffers[b].param].pointer = data[b].empty() ? nullptr : data[b].data();
+    args[job.buffers[b].param].byteSize = data[b].size();
+  }
+  return args;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+json benchJson(const std::string &device, const std::string &timer, int warmup,
+               const std::vector<double> &ms) {
+  return {{"device", device},
+          {"timer", timer},
+          {"warmup", warmup},
+          {"iterations", ms.size()},
+          {"median_ms", median(ms)},
+          {"min_ms", ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end())},
+          {"max_ms", ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end())}};
+}
+
+Expected<Results> runCpu(const Job &job, const Options &options, json *bench) {
+  Results data;
+  for (const Buffer &b : job.buffers)
+    data.push_back(b.initial);
+  KernelArgs args = hostArgs(job, data);
+  CpuRunOptions cpu;
+  cpu.checked = !options.unchecked;
+  cpu.printStream = options.json ? &std::cerr : nullptr;
+  TILUSVM_TRY(runOnCpu(job.module.verified, job.index, args, cpu));
+  if (bench) {
+    Results scratch = data; // timing runs must not change the saved results
+    KernelArgs timed = hostArgs(job, scratch);
+    std::vector<double> ms;
+    int iterations = options.iterations > 0 ? options.iterations : 3;
+    for (int i = 0; i < iterations; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      TILUSVM_TRY(runOnCpu(job.module.verified, job.index, timed, cpu));
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                             start)
+                       .count());
+    }
+    *bench = benchJson("cpu", "host", 0, ms);
+  }
+  return data;
+}
+
+Expected<Results> runCuda(const Job &job, const Options &options, cuda::CudaRuntime &runtime,
+                          json *bench) {
+  std::vector<cuda::DeviceBuffer> device;
+  KernelArgs args = job.scalars;
+  for (const Buffer &b : job.buffers) {
+    auto buffer = runtime.allocate(b.initial.size());
+    if (!buffer.ok())
+      return buffer.takeStatus();
+    TILUSVM_TRY(runtime.copyToDevice(*buffer, b.initial.data(), b.initial.size()));
+    args[b.param].pointer = reinterpret_cast<void *>(uintptr_t(buffer->address()));
+    args[b.param].byteSize = b.initial.size();
+    device.push_back(std::move(buffer.value()));
+  }
+  TILUSVM_TRY(runtime.launch(job.module, job.index, args, nullptr));
+  TILUSVM_TRY(runtime.synchronize(nullptr));
+  Results data;
+  for (size_t i = 0; i < job.buffers.size(); ++i) {
+    data.emplace_back(job.buffers[i].initial.size());
+    TILUSVM_TRY(runtime.copyToHost(data.back().data(), device[i], data.back().size()));
+  }
+  if (bench) {
+    int iterations = options.iterations > 0 ? options.iterations : 100;
+    auto ms = runtime.benchmark(job.module, job.index, args, nullptr, options.warmup, iterations);
+    if (!ms.ok())
+      return ms.takeStatus();
+    *bench = benchJson("cuda", "cuda-events", options.warmup, *ms);
+  }
+  return data;
+}
+
+// ---- reporting -------------------------------------------------------------------------------
+
+std::string fmt(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", v);
+  return text;
+}
+
+json compareAll(const Job &job, const Results &gpu, const Results &cpu, bool &ok) {
+  json buffers = json::array();
+  ok = true;
+  for (size_t b = 0; b < job.buffers.size(); ++b) {
+    const Buffer &buffer = job.buffers[b];
+    bool written = gpu[b] != buffer.initial || cpu[b] != buffer.initial;
+    run::BufferComparison c = run::compareBuffers(buffer.dtype, buffer.elements, gpu[b], cpu[b]);
+    ok = ok && c.ok;
+    buffers.push_back({{"name", buffer.name},
+                       {"dtype", buffer.dtype.name()},
+                       {"elements", buffer.elements},
+                       {"written", written},
+                       {"ok", c.ok},
+                       {"exact", c.tolerance.exact},
+                       {"rtol", c.tolerance.rtol},
+                       {"mismatches", c.mismatches},
+                       {"first_mismatch", c.firstMismatch},
+                       {"max_abs_error", c.maxAbsError},
+                       {"max_rel_error", c.maxRelError},
+                       {"rel_l2_error", c.relL2Error}});
+  }
+  return buffers;
+}
+
+void printCheck(const json &buffers, bool ok) {
+  for (const json &b : buffers) {
+    std::cout << "check: " << b["name"].get<std::string>() << " " << b["dtype"].get<std::string>()
+              << "[" << b["elements"].get<int64_t>() << "] ";
+    if (!b["written"].get<bool>() && b["ok"].get<bool>()) {
+      std::cout << "not written, equal\n";
+      continue;
+    }
+    std::cout << (b["ok"].get<bool>() ? "ok" : "MISMATCH") << ": "
+              << b["mismatches"].get<int64_t>() << " mismatches";
+    if (b["exact"].get<bool>())
+      std::cout << " (exact comparison)";
+    else
+      std::cout << ", max abs error " << fmt(b["max_abs_error"].get<double>())
+                << ", max rel error " << fmt(b["max_rel_error"].get<double>()) << ", rel l2 "
+                << fmt(b["rel_l2_error"].get<double>()) << " (rtol "
+                << fmt(b["rtol"].get<double>()) << ")";
+    if (b["first_mismatch"].get<int64_t>() >= 0)
+      std::cout << ", first at element " << b["first_mismatch"].get<int64_t>();
+    std::cout << "\n";
+  }
+  std::cout << "check " << (ok ? "passed" : "FAILED") << ": cuda vs cpu\n";
+}
+
+Status saveBuffers(const Job &job, const Results &data, json &saved) {
+  for (const auto &[b, path] : job.saves) {
+    const Buffer &buffer = job.buffers[b];
+    std::string descr = npy::descrFor(buffer.dtype);
+    int64_t count = buffer.dtype.isSubByte() ? int64_t(data[b].size()) : buffer.elements;
+    TILUSVM_TRY(npy::writeFile(path, descr, {count}, data[b]));
+    saved.push_back({{"name", buffer.name}, {"path", path}, {"descr", descr}, {"count", count}});
+  }
+  return Status::success();
+}
+
+json argsJson(const Job &job) {
+  json out = json::array();
+  const Program &program = job.program();
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    const Variable &param = program.var(program.params[i]);
+    if (param.kind != VarKind::Pointer)
+      out.push_back({{"name", param.name}, {"dtype", param.dtype.name()}, {"kind", "scalar"},
+                     {"value", job.scalarText[i]}});
+  }
+  for (const Buffer &b : job.buffers)
+    out.push_back({{"name", b.name}, {"dtype", b.dtype.name()}, {"kind", "pointer"},
+                   {"source", b.source}, {"elements", b.elements}, {"bytes", b.initial.size()}});
+  return out;
+}
+
+void printHuman(const json &out, const Options &options) {
+  const auto &grid = out["grid"];
+  std::cout << out["kernel"].get<std::string>() << ": ran on " << out["device"].get<std::string>();
+  if (out.contains("device_name"))
+    std::cout << " (" << out["device_name"].get<std::string>() << ")";
+  std::cout << ", grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", "
+            << out["threads"] << " threads\n";
+  if (options.check)
+    printCheck(out["check"]["buffers"], out["check"]["ok"].get<bool>());
+  for (const json &s : out["saved"])
+    std::cout << "saved " << s["name"].get<std::string>() << " to " << s["path"].get<std::string>()
+              << "\n";
+  if (options.bench) {
+    const json &bench = out["bench"];
+    std::cout << "bench: " << bench["device"].get<std::string>() << " median "
+              << fmt(bench["median_ms"].get<double>()) << " ms, min "
+              << fmt(bench["min_ms"].get<double>()) << " ms over " << bench["iterations"]
+              << " launches (" << bench["timer"].get<std::string>() << ")\n";
+  }
+}
+
+// ---- main flow -------------------------------------------------------------------------------
+
+struct DeviceChoice {
+  bool cuda = false;
+  bool cpu = false;
+};
+
+Expected<DeviceChoice> chooseDevices(const Options &options) {
+  DeviceChoice choice;
+  Status available = cuda::cudaAvailable();
+  if (options.check) {
+    if (!available.ok())
+      return Status::error(ErrorCode::Cuda, "--check runs on cuda and cpu: " +
+                                                available.first().message);
+    return DeviceChoice{true, true};
+  }
+  if (options.device == "cpu")
+    return DeviceChoice{false, true};
+  if (options.device == "cuda") {
+    if (!available.ok())
+      return available;
+    return DeviceChoice{true, false};
+  }
+  if (available.ok())
+    return DeviceChoice{true, false};
+  std::cerr << "vm-run: " << available.first().message << "; running on the cpu interpreter\n";
+  return DeviceChoice{false, true};
+}
+
+int runJob(Job &job, const Options &options) {
+  auto devices = chooseDevices(options);
+  if (!devices.ok())
+    return report(devices.status(), options);
+  const Program &program = job.program();
+  auto geometry = cuda::launchGeometry(program, job.info(), job.scalars);
+  if (!geometry.ok())
+    return report(geometry.status(), options);
+  json out = {{"program", options.path},
+              {"kernel", program.name},
+              {"grid", geometry->grid},
+              {"threads", job.info().threads},
+              {"shared_bytes", job.info().sharedBytes},
+              {"args", argsJson(job)}};
+  json bench;
+  Results gpu, cpu;
+  if (devices->cuda) {
+    auto runtime = cuda::CudaRuntime::create();
+    if (!runtime.ok())
+      return report(runtime.status(), options);
+    const cuda::DeviceInfo &info = (*runtime)->device();
+    out["device"] = "cuda";
+    out["device_name"] = info.name;
+    out["compute_capability"] = info.computeCapability;
+    auto ran = runCuda(job, options, **runtime, options.bench ? &bench : nullptr);
+    if (!ran.ok())
+      return report(ran.status(), options);
+    gpu = std::move(ran.value());
+  }
+  if (devices->cpu) {
+    if (!devices->cuda)
+      out["device"] = "cpu";
+    auto ran = runCpu(job, options, options.bench && !devices->cuda ? &bench : nullptr);
+    if (!ran.ok())
+      return report(ran.status(), options);
+    cpu = std::move(ran.value());
+  }
+  bool ok = true;
+  if (options.check)
+    out["check"] = {{"buffers", compareAll(job, gpu, cpu, ok)}, {"ok", ok}};
+  json saved = json::array();
+  if (Status s = saveBuffers(job, devices->cuda ? gpu : cpu, saved); !s.ok())
+    return report(s, options);
+  out["saved"] = saved;
+  if (options.bench)
+    out["bench"] = bench;
+  out["ok"] = ok;
+  if (options.json)
+    std::cout << out.dump(2) << "\n";
+  else
+    printHuman(out, options);
+  return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  CLI::App app{"vm-run: run a Tilus VM program on the CPU interpreter or a CUDA device"};
+  app.add_option("program", options.path, "bytecode module (.tbc)")->required();
+  app.add_option("--kernel", options.kernel, "program to run (default: the only one)");
+  app.add_option("--device", options.device, "auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--arg", options.args, "NAME=VALUE for a parameter (see docs/vm-run.md)");
+  app.add_option("--save", options.saves, "NAME=FILE.npy: write a buffer after the run");
+  app.add_flag("--check", options.check, "run on cuda and cpu and compare every buffer");
+  app.add_flag("--bench", options.bench, "time repeated launches and report the median");
+  app.add_flag("--json", options.json, "print a machine-readable report");
+  app.add_flag("--unchecked", options.unchecked, "cpu: no race, bounds or workspace checks");
+  app.add_option("--warmup", options.warmup, "--bench: untimed launches first (cuda)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--iters", options.iterations, "--bench: timed launches (100 cuda, 3 cpu)")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  CheckOptions check;
+  check.fileName = options.path;
+  auto verified = loadModuleFile(options.path, check);
+  if (!verified.ok())
+    return report(verified.status(), options);
+  Job job;
+  job.module = cuda::LoadedModule::from(std::move(verified.value()));
+  auto index = chooseProgram(job.module.verified.module, options.kernel);
+  if (!index.ok())
+    return report(index.status(), options);
+  job.index = *index;
+  if (Status s = buildArguments(job, options); !s.ok())
+    return report(s, options);
+  return runJob(job, options);
+}
