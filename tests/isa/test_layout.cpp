@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -667,6 +666,15 @@ TEST_CASE("layout: division examples") {
   CHECK(parseLayout("spatial(4).replicate(6)").divideRight(parseLayout("replicate(3)")) ==
         parseLayout("spatial(4).replicate(2)"));
   CHECK_FALSE(parseLayout("spatial(4).replicate(6)").divideRight(parseLayout("replicate(4)")));
+  // Quotients take h's rank.
+  const std::optional<RegisterLayout> unrankedQuotient =
+      parseLayout("local(2).replicate(2)").divideLeft(parseLayout("local(2)"));
+  REQUIRE(unrankedQuotient.has_value());
+  CHECK(unrankedQuotient->rank() == 1);
+  CHECK(unrankedQuotient->toString() == "local(1).replicate(2)");
+  CHECK_FALSE(parseLayout("replicate(4)").divideLeft(parseLayout("local(1)")));
+  CHECK(parseLayout("replicate(4)").divideLeft(parseLayout("replicate(2)")) ==
+        parseLayout("replicate(2)"));
 }
 
 TEST_CASE("layout: permute matches a brute-force transpose") {
@@ -793,34 +801,72 @@ TEST_CASE("layout: tryCreate validates and canonicalises") {
       ErrorCode::LayoutInvalid);
 }
 
-TEST_CASE("layout: tryCreate accepts exactly the forms that chains express") {
-  // Every chain of non-trivial rank-2 primitives of sizes 1..2 (and replicate(2)) with at most
-  // 16 (thread, local) pairs, by function table.
+namespace {
+
+/// The function of a unified form, evaluated directly from the definition in layout.h: t and i
+/// are row-major ravels of the list entries' coordinates, x_d of dimension d's modes in order.
+Table formTable(const std::vector<int64_t> &shape, const std::vector<LayoutMode> &modes,
+                const std::vector<int32_t> &spatial, const std::vector<int32_t> &local) {
+  Table t;
+  t.rank = int(shape.size());
+  t.shape = shape;
+  for (int32_t m : spatial)
+    t.threads *= modes[m].size;
+  for (int32_t m : local)
+    t.locals *= modes[m].size;
+  for (int64_t th = 0; th < t.threads; ++th)
+    for (int64_t i = 0; i < t.locals; ++i) {
+      std::vector<int64_t> coord(modes.size());
+      int64_t rest = th;
+      for (size_t p = spatial.size(); p-- > 0; rest /= modes[spatial[p]].size)
+        coord[spatial[p]] = rest % modes[spatial[p]].size;
+      rest = i;
+      for (size_t p = local.size(); p-- > 0; rest /= modes[local[p]].size)
+        coord[local[p]] = rest % modes[local[p]].size;
+      std::vector<int64_t> x(shape.size(), 0);
+      for (size_t m = 0; m < modes.size(); ++m)
+        if (modes[m].dim >= 0)
+          x[modes[m].dim] = x[modes[m].dim] * modes[m].size + coord[m];
+      t.cells.insert(t.cells.end(), x.begin(), x.end());
+    }
+  return t;
+}
+
+/// Every function of a chain of rank-2 primitives of sizes 1..2 (and replicate(2)) with at most
+/// 16 (thread, local) pairs, keyed by function table.
+std::map<std::vector<int64_t>, RegisterLayout> smallChainFunctions() {
   std::vector<Prim> prims;
   for (const Prim &p : primitives(2, 2))
     if (prod(p.n) > 1)
       prims.push_back(p);
-  std::map<std::vector<int64_t>, RegisterLayout> chainFunctions;
-  chainFunctions.emplace(refChain({Prim{Kind::Local, {1, 1}}}).key(), parseLayout("local(1, 1)"));
-  std::function<void(Chain &)> grow = [&](Chain &c) {
+  std::map<std::vector<int64_t>, RegisterLayout> functions;
+  Chain chain{Prim{Kind::Local, {1, 1}}}; // fixes the rank of replicate-only chains
+  functions.emplace(refChain(chain).key(), build(chain));
+  std::function<void()> grow = [&] {
     for (const Prim &p : prims) {
-      c.push_back(p);
-      const Table t = refChain(c);
+      chain.push_back(p);
+      const Table t = refChain(chain);
       if (t.threads * t.locals <= 16)
-        chainFunctions.emplace(t.key(), build(c));
+        functions.emplace(t.key(), build(chain));
       if (t.threads * t.locals <= 8)
-        grow(c);
-      c.pop_back();
+        grow();
+      chain.pop_back();
     }
   };
-  Chain start{Prim{Kind::Local, {1, 1}}}; // fixes the rank of replicate-only chains
-  grow(start);
+  grow();
+  return functions;
+}
 
-  // Every unified form of rank 2 with up to 4 modes of size 2: dims from {-1, 0, 1} (order in
-  // the vector = significance), each mode in one list, every order of each list.
-  int64_t accepted = 0, rejected = 0;
+/// Calls fn for every unified form of rank 2 with up to 4 modes of size 2: dims from
+/// {-1, 0, 1} (vector order = significance), each mode in one list (replication entries only in
+/// the spatial list), every order of each list.
+void forEachSmallForm(
+    const std::function<void(const std::vector<int64_t> &, const std::vector<LayoutMode> &,
+                             const std::vector<int32_t> &, const std::vector<int32_t> &)> &fn) {
   for (int k = 0; k <= 4; ++k) {
-    const int64_t dimChoices = int64_t(std::pow(3, k));
+    int64_t dimChoices = 1;
+    for (int m = 0; m < k; ++m)
+      dimChoices *= 3;
     for (int64_t dc = 0; dc < dimChoices; ++dc) {
       std::vector<LayoutMode> modes;
       std::vector<int64_t> shape{1, 1};
@@ -831,52 +877,40 @@ TEST_CASE("layout: tryCreate accepts exactly the forms that chains express") {
       }
       for (int mask = 0; mask < (1 << k); ++mask) {
         std::vector<int32_t> spatial, local;
-        bool ok = true;
-        for (int m = 0; m < k; ++m) {
+        for (int m = 0; m < k; ++m)
           ((mask >> m) & 1 ? spatial : local).push_back(m);
-          ok = ok && !(modes[m].dim == -1 && !((mask >> m) & 1));
-        }
-        if (!ok)
+        if (std::any_of(local.begin(), local.end(), [&](int32_t m) { return modes[m].dim < 0; }))
           continue;
         do {
-          do {
-            // The form's function, evaluated directly from the definition in layout.h.
-            Table t;
-            t.rank = 2;
-            t.shape = shape;
-            t.threads = int64_t(1) << spatial.size();
-            t.locals = int64_t(1) << local.size();
-            for (int64_t th = 0; th < t.threads; ++th)
-              for (int64_t i = 0; i < t.locals; ++i) {
-                std::vector<int64_t> coord(static_cast<size_t>(k));
-                for (size_t p = 0; p < spatial.size(); ++p)
-                  coord[spatial[p]] = (th >> (spatial.size() - 1 - p)) & 1;
-                for (size_t p = 0; p < local.size(); ++p)
-                  coord[local[p]] = (i >> (local.size() - 1 - p)) & 1;
-                int64_t x[2] = {0, 0};
-                for (int m = 0; m < k; ++m)
-                  if (modes[m].dim >= 0)
-                    x[modes[m].dim] = x[modes[m].dim] * 2 + coord[m];
-                t.cells.push_back(x[0]);
-                t.cells.push_back(x[1]);
-              }
-            Expected<RegisterLayout> l = RegisterLayout::tryCreate(shape, modes, spatial, local);
-            const auto chain = chainFunctions.find(t.key());
-            INFO("k=" << k << " dims=" << dc << " mask=" << mask);
-            REQUIRE(l.ok() == (chain != chainFunctions.end()));
-            if (l) {
-              CHECK(tableOf(*l) == t);
-              CHECK(*l == chain->second);
-              ++accepted;
-            } else {
-              CHECK(l.status().code() == ErrorCode::LayoutInvalid);
-              ++rejected;
-            }
-          } while (std::next_permutation(local.begin(), local.end()));
+          do
+            fn(shape, modes, spatial, local);
+          while (std::next_permutation(local.begin(), local.end()));
         } while (std::next_permutation(spatial.begin(), spatial.end()));
       }
     }
   }
+}
+
+} // namespace
+
+TEST_CASE("layout: tryCreate accepts exactly the forms that chains express") {
+  const std::map<std::vector<int64_t>, RegisterLayout> chainFunctions = smallChainFunctions();
+  int64_t accepted = 0, rejected = 0;
+  forEachSmallForm([&](const std::vector<int64_t> &shape, const std::vector<LayoutMode> &modes,
+                       const std::vector<int32_t> &spatial, const std::vector<int32_t> &local) {
+    const Table t = formTable(shape, modes, spatial, local);
+    Expected<RegisterLayout> l = RegisterLayout::tryCreate(shape, modes, spatial, local);
+    const auto chain = chainFunctions.find(t.key());
+    REQUIRE(l.ok() == (chain != chainFunctions.end()));
+    if (l) {
+      CHECK(tableOf(*l) == t);
+      CHECK(*l == chain->second);
+      ++accepted;
+    } else {
+      CHECK(l.status().code() == ErrorCode::LayoutInvalid);
+      ++rejected;
+    }
+  });
   CHECK(accepted > 1000);
   CHECK(rejected > 10);
 }
