@@ -164,6 +164,14 @@ std::string nodeTypeError(const Program &prog, const ExprNode &n) {
   return "unknown operator";
 }
 
+template <typename F> void forEachStmt(const std::vector<Stmt> &body, const F &f) {
+  for (const Stmt &s : body) {
+    f(s);
+    forEachStmt(s.body, f);
+    forEachStmt(s.orelse, f);
+  }
+}
+
 int64_t alignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
@@ -294,6 +302,44 @@ void ProgramChecker::analyseExprs() {
     if (node.op == ExprOp::Const && f.error.empty())
       f.value = integerValue(node.bits, node.dtype);
   }
+  // Roots count too: a node used by two statements (or twice by one) is not a tree. Marking it
+  // keeps every use-site walk linear (no subtree is walked twice).
+  auto root = [&](ExprId e) {
+    if (e >= n || !used[e]++)
+      return;
+    exprFacts_[e].error = "expression " + std::to_string(e) + " is used twice; expressions are trees";
+    exprFacts_[e].errorCode = ErrorCode::Bytecode;
+  };
+  for (ExprId g : prog_.grid)
+    root(g);
+  for (const Instruction &inst : prog_.instructions)
+    for (const Argument &a : inst.args) {
+      if (!a.present)
+        continue;
+      if (a.expr != kNoId)
+        root(a.expr);
+      for (ExprId e : a.exprs)
+        root(e);
+      for (const OffsetEntry &o : a.offsets)
+        root(o.expr);
+    }
+  forEachStmt(prog_.body, [&](const Stmt &st) {
+    switch (st.kind) {
+    case StmtKind::For:
+      root(st.stop);
+      root(st.step);
+      [[fallthrough]];
+    case StmtKind::Assign:
+    case StmtKind::If:
+    case StmtKind::While:
+      root(st.expr);
+      return;
+    case StmtKind::Instruction:
+    case StmtKind::Break:
+    case StmtKind::Continue:
+      return;
+    }
+  });
 }
 
 bool ProgramChecker::checkVarRead(VarId var, bool &poisoned) {
@@ -362,7 +408,7 @@ void ProgramChecker::checkHeader() {
       fail(ErrorCode::Bytecode, "grid dimension " + std::to_string(d) + " names no expression");
       continue;
     }
-    if (!exprFacts_[g].paramsOnly && exprFacts_[g].error.empty()) {
+    if (!exprFacts_[g].paramsOnly && exprFacts_[g].errorCode != ErrorCode::Bytecode) {
       fail(ErrorCode::GridExpr, "grid dimension " + std::to_string(d) +
                                     " uses something other than constants and scalar parameters");
       continue;
