@@ -508,6 +508,38 @@ TEST_CASE("bytecode: a hand-written file decodes to the module it describes") {
   CHECK(encodeModule(expected) == file);
 }
 
+TEST_CASE("bytecode: the complete file printed in docs/bytecode.md") {
+  const std::vector<uint8_t> doc = {
+      0x54, 0x4c, 0x42, 0x43, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x4f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa1, 0x69, 0xd1, 0x26, 0x84, 0xb0,
+      0x0c, 0x60, 0x01, 0x0e, 0x0d, 0x74, 0x69, 0x6c, 0x75, 0x73, 0x76, 0x6d, 0x20, 0x30, 0x2e,
+      0x31, 0x2e, 0x30, 0x02, 0x1d, 0x01, 0x01, 0x70, 0x20, 0x01, 0x01, 0x6e, 0x01, 0x01, 0x01,
+      0x20, 0x00, 0x00, 0x01, 0x00, 0x01, 0x20, 0x00, 0x00, 0x01, 0x01, 0x00, 0x01, 0x35, 0x00,
+      0x00, 0x01, 0x00, 0x00};
+  const std::vector<uint8_t> debugSection = {0x03, 0x11, 0x06, 0x74, 0x2e, 0x74, 0x61, 0x73,
+                                             0x6d, 0x00, 0x01, 0x01, 0x01, 0x01, 0x02, 0x05,
+                                             0x01, 0x02, 0x05};
+  // The document's dump was made with producer "tilusvm 0.1.0"; it decodes with any producer.
+  Module m = must(decodeModule(doc));
+  Module expected;
+  expected.programs = {tinyModuleProgram()};
+  checkSameModule(m, expected);
+  expected.sourceName = "t.tasm";
+  expected.programs[0].loc = {1, 1};
+  expected.programs[0].instructions[0].loc = {2, 5};
+  expected.programs[0].body[0].loc = {2, 5};
+  std::vector<uint8_t> withDebug = doc;
+  withDebug[8] = 1;
+  withDebug.insert(withDebug.end(), debugSection.begin(), debugSection.end());
+  Module d = must(decodeModule(seal(withDebug)));
+  expected.hasDebugInfo = true;
+  checkSameModule(d, expected);
+  if (kProducer == "tilusvm 0.1.0") {
+    CHECK(encodeModule(expected) == doc);
+    CHECK(encodeModule(expected, {true}) == seal(withDebug));
+  }
+}
+
 TEST_CASE("bytecode: header fields at the offsets of docs/bytecode.md") {
   Module m = sampleModule();
   for (bool debug : {false, true}) {
