@@ -1,1 +1,154 @@
-// Implementation in progress.
+// runOnCpu: plans the launch, runs every block of the grid on a pool of host threads, and
+// collects what went wrong. Blocks share nothing mutable except global memory (and, in
+// checked mode, the launch-wide race table and the print lock). A trap in one block stops the
+// launch from starting further blocks; race reports do not stop anything. Diagnostics come
+// back ordered by block, traps first.
+#include "vm/cpu/interpreter.h"
+
+#include "vm/cpu/exec.h"
+#include "vm/cpu/race_detector.h"
+
+#include <algorithm>
+#include <atomic>
+#include <iostream>
+#include <thread>
+
+namespace tilus {
+
+namespace {
+
+using cpu::BlockState;
+using cpu::LaunchPlan;
+
+struct BlockReport {
+  int64_t block;
+  bool trap;
+  Diagnostic diagnostic;
+};
+
+constexpr size_t kMaxRaceReports = 16;
+
+class BlockRunner {
+public:
+  BlockRunner(LaunchPlan &plan, int workers) : plan_(plan), workers_(workers) {}
+
+  std::vector<BlockReport> run() {
+    if (workers_ <= 1) {
+      work();
+    } else {
+      std::vector<std::thread> threads;
+      for (int w = 0; w < workers_; ++w)
+        threads.emplace_back([this] { work(); });
+      for (std::thread &t : threads)
+        t.join();
+    }
+    std::stable_sort(reports_.begin(), reports_.end(), [](const BlockReport &a, const BlockReport &b) {
+      return a.trap != b.trap ? a.trap : a.block < b.block;
+    });
+    return std::move(reports_);
+  }
+
+private:
+  void work() {
+    BlockState state(plan_);
+    std::vector<BlockReport> local;
+    for (;;) {
+      if (stop_.load(std::memory_order_relaxed))
+        break;
+      int64_t block = next_.fetch_add(1);
+      if (block >= plan_.numBlocks())
+        break;
+      state.reset(block);
+      Status status = cpu::runBlock(state);
+      for (const Diagnostic &d : status.diagnostics())
+        local.push_back(BlockReport{block, true, d});
+      if (!status.ok())
+        stop_ = true;
+      if (state.race) {
+        for (Diagnostic &d : state.race->takeDiagnostics())
+          local.push_back(BlockReport{block, false, std::move(d)});
+        plan_.globalRaces->merge(block, *state.race);
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (BlockReport &r : local)
+      reports_.push_back(std::move(r));
+  }
+
+  LaunchPlan &plan_;
+  int workers_;
+  std::atomic<int64_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::vector<BlockReport> reports_;
+};
+
+/// The part of a race message after "data race in block (..): ", to report each race once.
+std::string raceKey(const Diagnostic &d) {
+  size_t at = d.message.find("): ");
+  return std::to_string(d.location.instruction) + "|" +
+         (at == std::string::npos ? d.message : d.message.substr(at + 3));
+}
+
+void checkCleanWorkspace(const LaunchPlan &plan, Status &status) {
+  for (const cpu::WorkspaceRegion &region : plan.workspaceRegions) {
+    if (!region.requiresClean)
+      continue;
+    const uint8_t *p = plan.workspace.get() + region.byteOffset;
+    int64_t dirty = std::count_if(p, p + region.bytes, [](uint8_t v) { return v != 0; });
+    if (dirty != 0)
+      status.append(Diagnostic{ErrorCode::Runtime,
+                               "requires_clean workspace left dirty: " + std::to_string(dirty) +
+                                   " of " + std::to_string(region.bytes) +
+                                   " bytes are non-zero after the launch",
+                               plan.location(region.instruction)});
+  }
+}
+
+Status collect(const LaunchPlan &plan, std::vector<BlockReport> reports,
+               cpu::GlobalRaceTable *races) {
+  Status status;
+  std::vector<std::string> seen;
+  size_t raceCount = 0;
+  for (BlockReport &r : reports) {
+    if (r.trap) {
+      status.append(std::move(r.diagnostic));
+      continue;
+    }
+    std::string key = raceKey(r.diagnostic);
+    if (raceCount >= kMaxRaceReports || std::find(seen.begin(), seen.end(), key) != seen.end())
+      continue;
+    seen.push_back(key);
+    ++raceCount;
+    status.append(std::move(r.diagnostic));
+  }
+  if (races)
+    for (Diagnostic &d : races->takeDiagnostics())
+      status.append(std::move(d));
+  if (plan.checked)
+    checkCleanWorkspace(plan, status);
+  return status;
+}
+
+} // namespace
+
+Status runOnCpu(const VerifiedModule &module, size_t programIndex, const KernelArgs &args,
+                const CpuRunOptions &options) {
+  LaunchPlan plan;
+  TILUSVM_TRY(cpu::buildLaunchPlan(plan, module, programIndex, args, options));
+  plan.printStream = options.printStream ? options.printStream : &std::cout;
+  std::unique_ptr<cpu::GlobalRaceTable> races;
+  if (plan.checked) {
+    races = std::make_unique<cpu::GlobalRaceTable>(plan);
+    plan.globalRaces = races.get();
+  }
+  int64_t blocks = plan.numBlocks();
+  int workers = options.numWorkers > 0 ? options.numWorkers
+                                       : int(std::max(1u, std::thread::hardware_concurrency()));
+  workers = int(std::min<int64_t>(workers, std::max<int64_t>(blocks, 1)));
+  BlockRunner runner(plan, workers);
+  std::vector<BlockReport> reports = blocks > 0 ? runner.run() : std::vector<BlockReport>{};
+  return collect(plan, std::move(reports), races.get());
+}
+
+} // namespace tilus

@@ -1,0 +1,74 @@
+// Per-block state: set up once per worker and reset for each block it runs, so that blocks
+// share nothing mutable but global memory (and the checked-mode race table).
+#include "vm/cpu/block_state.h"
+
+#include "isa/convert.h"
+
+namespace tilus::cpu {
+
+BlockState::BlockState(const LaunchPlan &p)
+    : plan(p), program(*p.program), info(*p.info) {
+  size_t nv = program.vars.size();
+  scalars.assign(nv, 0);
+  regs.resize(nv);
+  globals.resize(nv);
+  shareds.resize(nv);
+  if (plan.checked)
+    race = std::make_unique<BlockRaceDetector>(plan);
+  varValue_ = [this](VarId v) { return scalars[v]; };
+}
+
+void BlockState::reset(int64_t block) {
+  linear = block;
+  index[0] = block % plan.grid[0];
+  index[1] = (block / plan.grid[0]) % plan.grid[1];
+  index[2] = block / (plan.grid[0] * plan.grid[1]);
+  for (size_t v = 0; v < scalars.size(); ++v)
+    scalars[v] = plan.paramValue(VarId(v));
+  shared.assign(size_t(info.sharedBytes), 0);
+  uncommitted.clear();
+  committed.clear();
+  if (race)
+    race->reset(block);
+}
+
+int64_t BlockState::evalInt(ExprId id) const {
+  uint64_t bits = eval(id);
+  DataType t = program.expr(id).dtype;
+  if (t.isFloat())
+    return toInt64(convertBits(bits, t, DataType::i64()), DataType::i64());
+  return toInt64(bits, t);
+}
+
+std::vector<OffsetValue> BlockState::offsets(const Argument &arg, size_t rank) const {
+  if (!arg.present)
+    return std::vector<OffsetValue>(rank, OffsetValue{0, true});
+  std::vector<OffsetValue> out;
+  out.reserve(arg.offsets.size());
+  for (const OffsetEntry &e : arg.offsets)
+    out.push_back(OffsetValue{evalInt(e.expr), e.slice});
+  return out;
+}
+
+std::vector<uint64_t> BlockState::takeBuffer(size_t n) {
+  std::vector<uint64_t> buffer = std::move(spare_);
+  spare_.clear();
+  buffer.resize(n);
+  return buffer;
+}
+
+void BlockState::setRegister(VarId v, std::vector<uint64_t> &&slots) {
+  spare_ = std::move(regs[v]);
+  regs[v] = std::move(slots);
+}
+
+std::string BlockState::blockText() const {
+  return "block (" + std::to_string(index[0]) + ", " + std::to_string(index[1]) + ", " +
+         std::to_string(index[2]) + ")";
+}
+
+Status BlockState::fail(ErrorCode code, uint32_t instruction, const std::string &message) const {
+  return Status::error(code, blockText() + ": " + message, plan.location(instruction));
+}
+
+} // namespace tilus::cpu

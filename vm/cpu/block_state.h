@@ -1,0 +1,82 @@
+// The state of one thread block while it runs: block-uniform scalars, register tensors as
+// per-thread local slots, runtime views of global and shared tensors, the block's shared memory,
+// its in-flight CopyAsync groups, and (checked mode) its race detector.
+//
+// Register tensor v with layout L holds T * N_L slots; slot t * N_L + i is the bit pattern of
+// L(t, i) as held by thread t (canonical: the value's low bits, higher bits zero). Replicated
+// elements therefore exist once per owner, exactly as on the GPU, and View reinterprets a
+// thread's own slots.
+#pragma once
+
+#include "isa/scalar_eval.h"
+#include "vm/cpu/launch_plan.h"
+#include "vm/cpu/memory.h"
+#include "vm/cpu/race_detector.h"
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tilus::cpu {
+
+/// One CopyAsync instruction's data, read from global memory when issued and written into
+/// shared memory when a wait covers it.
+struct AsyncCopy {
+  uint32_t instruction = kNoId;
+  VarId root = kNoId;        // destination shared root
+  int storageBits = 8;
+  std::vector<int64_t> bitAddrs; // in the block's shared memory
+  std::vector<int64_t> elements; // element offsets within the root (race detection)
+  std::vector<uint64_t> values;
+};
+
+enum class Flow : uint8_t { Normal, Break, Continue, Exit };
+
+class BlockState {
+public:
+  explicit BlockState(const LaunchPlan &plan);
+
+  /// Prepare for block `linear` (x fastest): parameters bound, everything else cleared.
+  void reset(int64_t linear);
+
+  const LaunchPlan &plan;
+  const Program &program;
+  const ProgramInfo &info;
+
+  int64_t linear = 0;
+  int64_t index[3] = {0, 0, 0};
+
+  std::vector<uint64_t> scalars;               // per VarId: Scalar and Pointer variables
+  std::vector<std::vector<uint64_t>> regs;     // per VarId: register tensors (slots)
+  std::vector<GlobalView> globals;             // per VarId: global tensors
+  std::vector<SharedView> shareds;             // per VarId: shared tensors
+  std::vector<uint8_t> shared;                 // the block's shared memory
+  std::vector<AsyncCopy> uncommitted;          // issued since the last commit
+  std::deque<std::vector<AsyncCopy>> committed; // oldest first
+  std::unique_ptr<BlockRaceDetector> race;     // checked mode only
+  std::vector<uint64_t> scratch[3];            // operand staging for elementwise instructions
+
+  /// Evaluate a scalar expression in this block.
+  uint64_t eval(ExprId id) const { return evaluateExpr(program, id, varValue_); }
+  /// Evaluate an expression as an integer (floats truncate toward zero).
+  int64_t evalInt(ExprId id) const;
+  /// Offsets of a load/store/copy for a memory tensor of rank `rank` (absent: all `0:`).
+  std::vector<OffsetValue> offsets(const Argument &arg, size_t rank) const;
+
+  /// A register result buffer of n slots (reuses the capacity of a dropped tensor).
+  std::vector<uint64_t> takeBuffer(size_t n);
+  /// Install `slots` as the value of register variable v.
+  void setRegister(VarId v, std::vector<uint64_t> &&slots);
+
+  /// "block (1, 0, 0)".
+  std::string blockText() const;
+  /// An error at an instruction: "block (..): message" located at the instruction.
+  Status fail(ErrorCode code, uint32_t instruction, const std::string &message) const;
+
+private:
+  std::vector<uint64_t> spare_;
+  VarValueFn varValue_;
+};
+
+} // namespace tilus::cpu

@@ -1,0 +1,152 @@
+// The statement walker and the instruction dispatcher: structured control flow (for, if,
+// while, break, continue, return/Exit) over block-uniform scalars, scalar assignments, and
+// one case per Opcode that hands the instruction to its executor. Synchronize() advances the
+// race detector's epoch; on the CPU everything else about it is implicit, because the block's
+// threads execute each instruction together.
+#include "vm/cpu/exec.h"
+
+#include "isa/convert.h"
+
+namespace tilus::cpu {
+
+namespace {
+
+bool truthy(uint64_t bits, DataType type) {
+  return convertBits(bits, type, DataType::boolean()) != 0;
+}
+
+Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
+  const Instruction &inst = b.program.instructions[index];
+  if (b.race)
+    b.race->beginInstruction(index);
+  switch (inst.opcode) {
+  case Opcode::BlockIndices: return execBlockIndices(b, index);
+  case Opcode::AllocateRegister: return execAllocateRegister(b, index);
+  case Opcode::Iota: return execIota(b, index);
+  case Opcode::AllocateShared: return execAllocateShared(b, index);
+  case Opcode::AllocateGlobal: return execAllocateGlobal(b, index);
+  case Opcode::ViewGlobal: return execViewGlobal(b, index);
+  case Opcode::SliceGlobal: return execSliceGlobal(b, index);
+  case Opcode::SliceShared: return execSliceShared(b, index);
+  case Opcode::LoadGlobal: return execLoadGlobal(b, index);
+  case Opcode::LoadShared: return execLoadShared(b, index);
+  case Opcode::StoreGlobal: return execStoreGlobal(b, index);
+  case Opcode::StoreShared: return execStoreShared(b, index);
+  case Opcode::CopyAsync: return execCopyAsync(b, index);
+  case Opcode::CopyAsyncCommitGroup: return execCopyAsyncCommitGroup(b, index);
+  case Opcode::CopyAsyncWaitGroup: return execCopyAsyncWaitGroup(b, index);
+  case Opcode::CopyAsyncWaitAll: return execCopyAsyncWaitAll(b, index);
+  case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Mod:
+  case Opcode::Max: case Opcode::Min: case Opcode::And: case Opcode::Or: case Opcode::Xor:
+  case Opcode::Shl: case Opcode::Shr: case Opcode::Eq: case Opcode::Ne: case Opcode::Lt:
+  case Opcode::Le: case Opcode::Gt: case Opcode::Ge: case Opcode::Neg: case Opcode::Abs:
+  case Opcode::Not: case Opcode::Exp: case Opcode::Exp2: case Opcode::Log: case Opcode::Log2:
+  case Opcode::Sqrt: case Opcode::Rsqrt: case Opcode::Sin: case Opcode::Cos: case Opcode::Tanh:
+  case Opcode::Where: case Opcode::Cast: case Opcode::ConvertLayout:
+    return execElementwise(b, index);
+  case Opcode::View: return execView(b, index);
+  case Opcode::Permute: return execPermute(b, index);
+  case Opcode::Dot: return execDot(b, index);
+  case Opcode::Reduce: return execReduce(b, index);
+  case Opcode::Synchronize:
+    if (b.race)
+      b.race->synchronize();
+    return Status::success();
+  case Opcode::Exit:
+    flow = Flow::Exit;
+    return Status::success();
+  case Opcode::Print: return execPrint(b, index);
+  }
+  return b.fail(ErrorCode::Runtime, index, "unknown opcode");
+}
+
+Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow);
+
+Location statementLocation(const BlockState &b, const Stmt &s) {
+  Location loc;
+  loc.program = b.program.name;
+  if (s.loc.line != 0) {
+    loc.file = b.plan.module->sourceName;
+    loc.line = s.loc.line;
+    loc.column = s.loc.column;
+  }
+  return loc;
+}
+
+/// Run a loop body once; true when the loop must stop (break, or exit of the block).
+Status loopBody(BlockState &b, const Stmt &s, Flow &flow, bool &stop) {
+  TILUSVM_TRY(execBody(b, s.body, flow));
+  stop = flow == Flow::Break || flow == Flow::Exit;
+  if (flow == Flow::Break || flow == Flow::Continue)
+    flow = Flow::Normal;
+  return Status::success();
+}
+
+Status execFor(BlockState &b, const Stmt &s, Flow &flow) {
+  int64_t start = b.evalInt(s.expr);
+  int64_t stop = b.evalInt(s.stop);
+  int64_t step = s.step == kNoId ? 1 : b.evalInt(s.step);
+  if (step == 0)
+    return Status::error(ErrorCode::Runtime, b.blockText() + ": range() step is 0",
+                         statementLocation(b, s));
+  DataType type = b.program.var(s.var).dtype;
+  bool done = false;
+  for (int64_t i = start; !done && (step > 0 ? i < stop : i > stop); i += step) {
+    b.scalars[s.var] = fromInt64(i, type);
+    TILUSVM_TRY(loopBody(b, s, flow, done));
+  }
+  return Status::success();
+}
+
+Status execWhile(BlockState &b, const Stmt &s, Flow &flow) {
+  DataType type = b.program.expr(s.expr).dtype;
+  bool done = false;
+  while (!done && truthy(b.eval(s.expr), type))
+    TILUSVM_TRY(loopBody(b, s, flow, done));
+  return Status::success();
+}
+
+Status execStatement(BlockState &b, const Stmt &s, Flow &flow) {
+  switch (s.kind) {
+  case StmtKind::Instruction:
+    return executeInstruction(b, s.index, flow);
+  case StmtKind::Assign: {
+    DataType from = b.program.expr(s.expr).dtype, to = b.program.var(s.var).dtype;
+    uint64_t bits = b.eval(s.expr);
+    b.scalars[s.var] = from == to ? bits : convertBits(bits, from, to);
+    return Status::success();
+  }
+  case StmtKind::For:
+    return execFor(b, s, flow);
+  case StmtKind::If:
+    return execBody(b, truthy(b.eval(s.expr), b.program.expr(s.expr).dtype) ? s.body : s.orelse,
+                    flow);
+  case StmtKind::While:
+    return execWhile(b, s, flow);
+  case StmtKind::Break:
+    flow = Flow::Break;
+    return Status::success();
+  case StmtKind::Continue:
+    flow = Flow::Continue;
+    return Status::success();
+  }
+  return Status::success();
+}
+
+Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow) {
+  for (const Stmt &s : body) {
+    TILUSVM_TRY(execStatement(b, s, flow));
+    if (flow != Flow::Normal)
+      return Status::success();
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status runBlock(BlockState &b) {
+  Flow flow = Flow::Normal;
+  return execBody(b, b.program.body, flow);
+}
+
+} // namespace tilus::cpu

@@ -1,0 +1,294 @@
+// Elementwise instructions (ISA section 5, "Computation on register tensors"): binary
+// arithmetic, bitwise and comparison operators, unary operators, math functions, Where, Cast
+// and ConvertLayout.
+//
+// Every operand is first staged into an array parallel to the result's slots: a scalar is
+// converted to the operand type and repeated, a tensor with the result's layout is used as is,
+// any other tensor is gathered through the launch plan's precomputed slot map (broadcasting and
+// layout differences resolved once per launch). The operator then runs as one loop over slots.
+// Operator semantics are those of the scalar evaluator (applyScalarOp), so that a tensor
+// operation and the same operation on scalars can never disagree; f32/f64 arithmetic and
+// integer add/sub/mul/bitwise/comparisons have inlined loops with identical results.
+#include "vm/cpu/exec.h"
+
+#include "vm/cpu/elements.h"
+
+#include <cmath>
+
+namespace tilus::cpu {
+
+namespace {
+
+ExprOp exprOpOf(Opcode op) {
+  switch (op) {
+  case Opcode::Add: return ExprOp::Add;
+  case Opcode::Sub: return ExprOp::Sub;
+  case Opcode::Mul: return ExprOp::Mul;
+  case Opcode::Div: return ExprOp::Div;
+  case Opcode::Mod: return ExprOp::Mod;
+  case Opcode::Max: return ExprOp::Max;
+  case Opcode::Min: return ExprOp::Min;
+  case Opcode::And: return ExprOp::BitAnd;
+  case Opcode::Or: return ExprOp::BitOr;
+  case Opcode::Xor: return ExprOp::BitXor;
+  case Opcode::Shl: return ExprOp::Shl;
+  case Opcode::Shr: return ExprOp::Shr;
+  case Opcode::Eq: return ExprOp::Eq;
+  case Opcode::Ne: return ExprOp::Ne;
+  case Opcode::Lt: return ExprOp::Lt;
+  case Opcode::Le: return ExprOp::Le;
+  case Opcode::Gt: return ExprOp::Gt;
+  case Opcode::Ge: return ExprOp::Ge;
+  case Opcode::Neg: return ExprOp::Neg;
+  case Opcode::Not: return ExprOp::BitNot;
+  default: return ExprOp::Const; // not an expression operator
+  }
+}
+
+bool isComparison(ExprOp op) {
+  return op == ExprOp::Eq || op == ExprOp::Ne || op == ExprOp::Lt || op == ExprOp::Le ||
+         op == ExprOp::Gt || op == ExprOp::Ge;
+}
+
+template <typename T> bool compareValues(ExprOp op, T x, T y) {
+  switch (op) {
+  case ExprOp::Eq: return x == y;
+  case ExprOp::Ne: return x != y;
+  case ExprOp::Lt: return x < y;
+  case ExprOp::Le: return x <= y;
+  case ExprOp::Gt: return x > y;
+  default: return x >= y;
+  }
+}
+
+struct Slots {
+  const uint64_t *a = nullptr;
+  const uint64_t *b = nullptr;
+  uint64_t *d = nullptr;
+  size_t n = 0;
+};
+
+/// f32/f64 + - * / and comparisons, computed exactly as applyScalarOp does (one rounding from
+/// double; NaN results canonical). Returns false for other operators.
+bool floatBinaryFast(ExprOp op, DataType t, const Slots &s) {
+  FloatKind kind = floatKind(t);
+  if (kind != FloatKind::F32 && kind != FloatKind::F64)
+    return false;
+  if (isComparison(op)) {
+    for (size_t i = 0; i < s.n; ++i)
+      s.d[i] = compareValues(op, decodeFloat(s.a[i], t), decodeFloat(s.b[i], t)) ? 1 : 0;
+    return true;
+  }
+  auto loop = [&](auto f) {
+    for (size_t i = 0; i < s.n; ++i)
+      s.d[i] = encodeFloat(f(decodeFloat(s.a[i], t), decodeFloat(s.b[i], t)), t);
+  };
+  switch (op) {
+  case ExprOp::Add: loop([](double x, double y) { return x + y; }); return true;
+  case ExprOp::Sub: loop([](double x, double y) { return x - y; }); return true;
+  case ExprOp::Mul: loop([](double x, double y) { return x * y; }); return true;
+  case ExprOp::Div: loop([](double x, double y) { return x / y; }); return true;
+  default: return false;
+  }
+}
+
+/// 8- to 64-bit integer + - * & | ^ and comparisons (wrapping; exactly applyScalarOp's results).
+bool intBinaryFast(ExprOp op, DataType t, const Slots &s) {
+  if (!t.isInt() || t.bits < 8)
+    return false;
+  uint64_t mask = bitMask(t.bits);
+  if (isComparison(op)) {
+    for (size_t i = 0; i < s.n; ++i)
+      s.d[i] = (t.isSigned() ? compareValues(op, signExtend(s.a[i], t.bits), signExtend(s.b[i], t.bits))
+                             : compareValues(op, s.a[i] & mask, s.b[i] & mask))
+                   ? 1
+                   : 0;
+    return true;
+  }
+  auto loop = [&](auto f) {
+    for (size_t i = 0; i < s.n; ++i)
+      s.d[i] = f(s.a[i], s.b[i]) & mask;
+  };
+  switch (op) {
+  case ExprOp::Add: loop([](uint64_t x, uint64_t y) { return x + y; }); return true;
+  case ExprOp::Sub: loop([](uint64_t x, uint64_t y) { return x - y; }); return true;
+  case ExprOp::Mul: loop([](uint64_t x, uint64_t y) { return x * y; }); return true;
+  case ExprOp::BitAnd: loop([](uint64_t x, uint64_t y) { return x & y; }); return true;
+  case ExprOp::BitOr: loop([](uint64_t x, uint64_t y) { return x | y; }); return true;
+  case ExprOp::BitXor: loop([](uint64_t x, uint64_t y) { return x ^ y; }); return true;
+  default: return false;
+  }
+}
+
+void binary(ExprOp op, DataType t, DataType resultType, const Slots &s) {
+  if (floatBinaryFast(op, t, s) || intBinaryFast(op, t, s))
+    return;
+  for (size_t i = 0; i < s.n; ++i) {
+    uint64_t operands[2] = {s.a[i], s.b[i]};
+    s.d[i] = applyScalarOp(op, t, resultType, operands);
+  }
+}
+
+uint64_t absBits(uint64_t x, DataType t) {
+  if (t.isFloat()) {
+    if (isNaN(x, t))
+      return canonicalNaN(t);
+    return x & ~(uint64_t(1) << (t.bits - 1));
+  }
+  if (t.isSigned() && signExtend(x, t.bits) < 0)
+    return (uint64_t(0) - x) & bitMask(t.bits);
+  return x;
+}
+
+double mathFunction(Opcode op, double x) {
+  switch (op) {
+  case Opcode::Exp: return std::exp(x);
+  case Opcode::Exp2: return std::exp2(x);
+  case Opcode::Log: return std::log(x);
+  case Opcode::Log2: return std::log2(x);
+  case Opcode::Sqrt: return std::sqrt(x);
+  case Opcode::Rsqrt: return 1.0 / std::sqrt(x);
+  case Opcode::Sin: return std::sin(x);
+  case Opcode::Cos: return std::cos(x);
+  default: return std::tanh(x);
+  }
+}
+
+Status unary(BlockState &b, uint32_t index, DataType t, const Slots &s) {
+  Opcode op = b.program.instructions[index].opcode;
+  if (op == Opcode::Abs) {
+    for (size_t i = 0; i < s.n; ++i)
+      s.d[i] = absBits(s.a[i], t);
+    return Status::success();
+  }
+  if (op == Opcode::Neg || op == Opcode::Not) {
+    ExprOp e = exprOpOf(op);
+    for (size_t i = 0; i < s.n; ++i)
+      s.d[i] = applyScalarOp(e, t, t, &s.a[i]);
+    return Status::success();
+  }
+  if (!t.isFloat())
+    return b.fail(ErrorCode::DtypeMismatch, index,
+                  std::string(instructionSpec(op).name) + " is defined on floats, not " + t.name());
+  for (size_t i = 0; i < s.n; ++i)
+    s.d[i] = encodeFloat(mathFunction(op, decodeFloat(s.a[i], t)), t);
+  return Status::success();
+}
+
+void where(DataType condType, const uint64_t *c, const Slots &s) {
+  for (size_t i = 0; i < s.n; ++i) {
+    bool truth = condType.isBool() ? c[i] != 0 : convertBits(c[i], condType, DataType::boolean()) != 0;
+    s.d[i] = truth ? s.a[i] : s.b[i];
+  }
+}
+
+void cast(DataType from, DataType to, const Slots &s) {
+  if (from == to) {
+    std::copy(s.a, s.a + s.n, s.d);
+    return;
+  }
+  if (from == DataType::f32() && floatKind(to) != FloatKind::Other && to.isFloat()) {
+    for (size_t i = 0; i < s.n; ++i)
+      s.d[i] = encodeFloat(decodeFloat(s.a[i], from), to); // one rounding from an exact double
+    return;
+  }
+  for (size_t i = 0; i < s.n; ++i)
+    s.d[i] = convertBits(s.a[i], from, to);
+}
+
+/// The dtype of operand k: a tensor's own dtype, or for a scalar the type it converts to.
+DataType operandType(const BlockState &b, const Instruction &inst,
+                     const std::vector<const Argument *> &args, size_t k, DataType resultType) {
+  const Argument &arg = *args[k];
+  if (arg.isTensor())
+    return b.info.vars[arg.var].dtype;
+  switch (inst.spec().category) {
+  case InstructionCategory::Comparison:
+    for (const Argument *other : args)
+      if (other->isTensor())
+        return b.info.vars[other->var].dtype;
+    return b.program.expr(arg.expr).dtype;
+  case InstructionCategory::Select:
+    return k == 0 ? DataType::boolean() : resultType;
+  case InstructionCategory::Conversion:
+    return b.program.expr(arg.expr).dtype;
+  default:
+    return resultType;
+  }
+}
+
+/// Stage operand k into an array parallel to the result slots.
+Expected<const uint64_t *> stageOperand(BlockState &b, uint32_t index, const Argument &arg,
+                                        const OperandMap &map, DataType type, size_t n, size_t k) {
+  if (map.kind == OperandMap::Kind::Scalar) {
+    uint64_t v = convertBits(b.eval(arg.expr), b.program.expr(arg.expr).dtype, type);
+    b.scratch[k].assign(n, v);
+    return b.scratch[k].data();
+  }
+  const std::vector<uint64_t> &src = b.regs[arg.var];
+  size_t need = size_t(b.plan.varTables[arg.var]->numSlots());
+  if (src.size() != need)
+    return b.fail(ErrorCode::Runtime, index,
+                  "register tensor `" + b.program.var(arg.var).name + "` is used before it is assigned");
+  if (map.kind == OperandMap::Kind::Identity)
+    return src.data();
+  b.scratch[k].resize(n);
+  for (size_t s = 0; s < n; ++s)
+    b.scratch[k][s] = src[size_t(map.slot[s])];
+  return b.scratch[k].data();
+}
+
+} // namespace
+
+Status execElementwise(BlockState &b, uint32_t index) {
+  const Instruction &inst = b.program.instructions[index];
+  VarId r = inst.results[0];
+  size_t n = size_t(b.plan.varTables[r]->numSlots());
+  DataType resultType = b.info.vars[r].dtype;
+  std::vector<const Argument *> args;
+  for (size_t a = 0; a < inst.args.size(); ++a)
+    if (inst.spec().args[a].kind == ArgKind::Value && inst.args[a].present)
+      args.push_back(&inst.args[a]);
+  const std::vector<OperandMap> &maps = b.plan.operandMaps[index];
+  const uint64_t *staged[3] = {nullptr, nullptr, nullptr};
+  DataType types[3];
+  for (size_t k = 0; k < args.size() && k < 3; ++k) {
+    types[k] = operandType(b, inst, args, k, resultType);
+    Expected<const uint64_t *> p = stageOperand(b, index, *args[k], maps[k], types[k], n, k);
+    if (!p)
+      return p.takeStatus();
+    staged[k] = *p;
+  }
+  std::vector<uint64_t> out = b.takeBuffer(n);
+  Slots s{staged[0], staged[1], out.data(), n};
+  switch (inst.spec().category) {
+  case InstructionCategory::Arithmetic:
+  case InstructionCategory::Bitwise:
+  case InstructionCategory::Comparison:
+    binary(exprOpOf(inst.opcode), types[0], resultType, s);
+    break;
+  case InstructionCategory::Unary:
+  case InstructionCategory::Math:
+    TILUSVM_TRY(unary(b, index, types[0], s));
+    break;
+  case InstructionCategory::Select:
+    where(types[0], staged[0], Slots{staged[1], staged[2], out.data(), n});
+    break;
+  case InstructionCategory::Conversion:
+    if (inst.opcode == Opcode::Cast)
+      cast(types[0], resultType, s);
+    else
+      std::copy(s.a, s.a + n, out.data());
+    break;
+  case InstructionCategory::Indexing:
+  case InstructionCategory::Creation:
+  case InstructionCategory::Movement:
+  case InstructionCategory::Contraction:
+  case InstructionCategory::Control:
+    return b.fail(ErrorCode::Runtime, index, "not an elementwise instruction");
+  }
+  b.setRegister(r, std::move(out));
+  return Status::success();
+}
+
+} // namespace tilus::cpu
