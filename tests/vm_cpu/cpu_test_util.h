@@ -1,0 +1,181 @@
+// Helpers for the CPU interpreter tests: assemble and check a program from text, bind host
+// buffers and scalars as kernel arguments, run, and independent reference codecs (IEEE half
+// and bfloat16 by the textbook formulas, bit packing of ISA section 2) that share no code with
+// the VM.
+#pragma once
+
+#include "assembler/assembler.h"
+#include "loader/checker.h"
+#include "test_helpers.h"
+#include "vm/cpu/interpreter.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef TILUSVM_SOURCE_DIR
+#error "TILUSVM_SOURCE_DIR must point at the repository root"
+#endif
+
+namespace cputest {
+
+using namespace tilus;
+
+inline std::string readSource(const std::string &relative) {
+  std::ifstream in(std::string(TILUSVM_SOURCE_DIR) + "/" + relative);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << relative);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+inline VerifiedModule build(const std::string &source,
+                            std::map<std::string, std::string> defines = {},
+                            const std::string &fileName = "test.tasm") {
+  AssembleOptions options;
+  options.fileName = fileName;
+  options.defines = std::move(defines);
+  options.keepSource = true; // diagnostics then name the file
+  Expected<Module> module = assemble(source, options);
+  REQUIRE_OK(module);
+  Expected<VerifiedModule> verified = checkModule(std::move(module).value());
+  REQUIRE_OK(verified);
+  return std::move(verified).value();
+}
+
+inline size_t programIndex(const VerifiedModule &m, const std::string &name) {
+  for (size_t i = 0; i < m.module.programs.size(); ++i)
+    if (m.module.programs[i].name == name)
+      return i;
+  FAIL("no program " << name);
+  return 0;
+}
+
+template <typename T> KernelArg bufferArg(std::vector<T> &v) {
+  KernelArg a;
+  a.pointer = v.data();
+  a.byteSize = v.size() * sizeof(T);
+  return a;
+}
+
+inline KernelArg i32Arg(int32_t v) {
+  KernelArg a;
+  a.scalarBits = uint64_t(uint32_t(v));
+  return a;
+}
+
+inline KernelArg f32Arg(float v) {
+  KernelArg a;
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  a.scalarBits = bits;
+  return a;
+}
+
+inline CpuRunOptions options(bool checked = true, int workers = 0, std::ostream *out = nullptr) {
+  CpuRunOptions o;
+  o.checked = checked;
+  o.numWorkers = workers;
+  o.printStream = out;
+  return o;
+}
+
+/// Run the module's only (or named) program.
+inline Status run(const VerifiedModule &m, const KernelArgs &args, const CpuRunOptions &o = options(),
+                  const std::string &name = "") {
+  return runOnCpu(m, name.empty() ? 0 : programIndex(m, name), args, o);
+}
+
+// ---- independent references ----------------------------------------------------------------
+
+inline double halfToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  if (exp == 31)
+    return man ? NAN : (sign ? -INFINITY : INFINITY);
+  double v = exp == 0 ? std::ldexp(man, -24) : std::ldexp(1024 + man, exp - 25);
+  return sign ? -v : v;
+}
+
+/// Round to nearest even into binary16 (textbook: scale to an integer significand, round).
+inline uint16_t doubleToHalf(double v) {
+  uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  if (std::isnan(v))
+    return 0x7E00;
+  v = std::fabs(v);
+  if (std::isinf(v))
+    return uint16_t(sign | 0x7C00);
+  if (v < std::ldexp(1.0, -14)) // subnormal range: units of 2^-24 (1024 units is the min normal)
+    return uint16_t(sign | uint16_t(std::nearbyint(std::ldexp(v, 24))));
+  int e;
+  std::frexp(v, &e); // v = m * 2^e, m in [0.5, 1)
+  int exponent = e - 1;
+  double r = std::nearbyint(std::ldexp(v, 10 - exponent)); // in [1024, 2048]
+  if (r == 2048) {
+    r = 1024;
+    ++exponent;
+  }
+  if (exponent + 15 >= 31)
+    return uint16_t(sign | 0x7C00);
+  return uint16_t(sign | ((exponent + 15) << 10) | (int(r) - 1024));
+}
+
+inline float bitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline uint32_t floatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+/// Element k of a bit-packed array (ISA section 2), by single bits.
+inline uint32_t getPacked(const std::vector<uint8_t> &bytes, int64_t k, int bits) {
+  uint32_t v = 0;
+  for (int b = 0; b < bits; ++b) {
+    int64_t bit = k * bits + b;
+    v |= uint32_t((bytes[size_t(bit / 8)] >> (bit % 8)) & 1) << b;
+  }
+  return v;
+}
+
+inline void putPacked(std::vector<uint8_t> &bytes, int64_t k, int bits, uint32_t value) {
+  for (int b = 0; b < bits; ++b) {
+    int64_t bit = k * bits + b;
+    uint8_t mask = uint8_t(1u << (bit % 8));
+    if ((value >> b) & 1u)
+      bytes[size_t(bit / 8)] |= mask;
+    else
+      bytes[size_t(bit / 8)] &= uint8_t(~mask);
+  }
+}
+
+/// Whether any diagnostic has `code` and contains every one of `parts`.
+inline bool hasDiagnostic(const Status &s, ErrorCode code, const std::vector<std::string> &parts) {
+  for (const Diagnostic &d : s.diagnostics()) {
+    if (d.code != code)
+      continue;
+    std::string text = d.toString();
+    bool all = true;
+    for (const std::string &p : parts)
+      all = all && text.find(p) != std::string::npos;
+    if (all)
+      return true;
+  }
+  return false;
+}
+
+} // namespace cputest
