@@ -10,8 +10,10 @@
 //       f32 0.1f -> "0.1"     f64 0.1 -> "f64(0.1)"    f16 1.5 -> "f16(1.5)"
 //       f32 +inf -> "(1.0 / 0.0)"     f32 NaN -> "(0.0 / 0.0)"
 //     Float digits are the shortest that read back to the same value (%.{1..9}g for f32,
-//     %.{1..17}g for f64). A NaN whose payload no spelling produces (only possible in bytecode
-//     that this assembler did not write) is printed as the canonical NaN.
+//     %.{1..17}g for f64). Folding only ever produces the canonical NaN (docs/types.md), and
+//     conversions into 8-bit floats saturate; so another NaN pattern, or an f8e5m2 infinity, can
+//     only come from bytecode this assembler did not write, and prints as the nearest spelling
+//     (the canonical NaN, the saturated value).
 #include "assembler/expr_printer.h"
 
 #include "assembler/parser.h"
@@ -96,7 +98,7 @@ std::vector<std::string> floatCandidates(DataType dtype, uint64_t bits) {
   bool isF32 = dtype == DataType::f32(), isF64 = dtype == DataType::f64();
   std::string wrapOpen = isF32 ? "(" : dtype.name() + "(";
   if (isNaN(bits, dtype))
-    return {wrapOpen + "0.0 / 0.0)", wrapOpen + "-(0.0 / 0.0))"};
+    return {wrapOpen + "0.0 / 0.0)"};
   if (isInf(bits, dtype))
     return {wrapOpen + "1.0 / 0.0)", wrapOpen + "-1.0 / 0.0)"};
   if (isF64)

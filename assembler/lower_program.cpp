@@ -5,7 +5,8 @@
 // (shapes, layouts) is left to the checker.
 //
 // Decisions where ISA section 4 is silent (also in docs/assembly.md):
-//   - parameters and loop variables are read-only; assigning one is `redefined`;
+//   - parameters and loop variables are read-only; assigning one is `update-type` (as in the
+//     checker); assigning a constant is `redefined`;
 //   - `threads=` takes an integer constant expression and is checked here (`threads`);
 //   - `range()` arguments are integers; the loop variable has their promoted type and every
 //     bound is converted to it; `range(n)` is start 0, step 1 of that type;

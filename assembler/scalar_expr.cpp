@@ -4,8 +4,9 @@
 // promoteScalarTypes (mixed i32/i64 is i64, an integer with a float is the float, bool promotes
 // to i32); operands of another type are wrapped in explicit Cast nodes, so consumers never have
 // to re-derive implicit conversions. When every operand of an operator is a constant, the node
-// is folded right away with applyScalarOp, the same function the interpreter evaluates with, so
-// a folded constant is bit-for-bit the value the program would compute at run time:
+// is folded right away by evaluating it with evaluateExpr / applyScalarOp (isa/scalar_eval.h),
+// the functions the interpreter evaluates with, so a folded constant is bit-for-bit the value
+// the program would compute at run time:
 //
 //   BM * 2 + n      (BM = 64, n: i64)   ->   Add:i64(Cast:i64(Const:i32 128), Var n)
 //                                       ->   Add:i64(Const:i64 128, Var n)      (cast folded)
@@ -86,20 +87,27 @@ const BinaryOpInfo *findBinaryOp(std::string_view text) {
   return nullptr;
 }
 
-/// An operator node over operands of matching types, folded when all operands are constants.
+/// An operator node, folded when all operands are constants. Folding evaluates the node with
+/// evaluateExpr on a two-level arena, which is exactly what the interpreter computes.
 TypedExpr makeOp(ExprOp op, DataType result, std::vector<TypedExpr> operands) {
   bool allConst = true;
   for (const TypedExpr &o : operands)
     allConst = allConst && o.isConst();
-  if (allConst && op == ExprOp::Select) {
-    TypedExpr chosen = operands[operands[0].bits != 0 ? 1 : 2];
-    return chosen;
-  }
   if (allConst) {
-    uint64_t bits[3] = {0, 0, 0};
-    for (size_t k = 0; k < operands.size(); ++k)
-      bits[k] = operands[k].bits;
-    return TypedExpr::constant(result, applyScalarOp(op, operands[0].dtype, result, bits));
+    Program tmp;
+    ExprNode node;
+    node.op = op;
+    node.dtype = result;
+    for (size_t k = 0; k < operands.size(); ++k) {
+      ExprNode leaf;
+      leaf.dtype = operands[k].dtype;
+      leaf.bits = operands[k].bits;
+      tmp.exprs.push_back(leaf);
+      node.operands[k] = ExprId(k);
+    }
+    tmp.exprs.push_back(node);
+    uint64_t bits = evaluateExpr(tmp, ExprId(operands.size()), [](VarId) { return uint64_t(0); });
+    return TypedExpr::constant(result, bits);
   }
   TypedExpr e;
   e.op = op;

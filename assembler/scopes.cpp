@@ -105,9 +105,11 @@ Expected<VarId> Scopes::bindTarget(const AstName &name, VarKind kind, DataType d
     return declare(name, kind, dtype, false, false);
   const Variable &v = program_.vars[found];
   if (readOnly_[found])
-    return Status::error(ErrorCode::Redefined,
+    return Status::error(ErrorCode::UpdateType,
                          std::string("cannot assign to ") +
-                             (v.isParam ? "parameter '" : "loop variable '") + name.name + "'",
+                             (v.isParam ? "parameter '" : "loop variable '") + name.name +
+                             "' (" + (v.isParam ? "parameters" : "loop variables") +
+                             " are read-only)",
                          at);
   auto current = scopes_.back().find(name.name);
   if (current != scopes_.back().end() && current->second == found)

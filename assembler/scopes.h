@@ -46,8 +46,8 @@ public:
   /// Bind an assignment target: declares `name` in the innermost scope, unless a variable of
   /// that name is visible from an enclosing scope, which is then updated (kind, and for
   /// scalars the dtype, must match: update-type). A name declared in the innermost scope is
-  /// shadowed by a new variable; names `_t<N>` always declare. Assigning a constant, a
-  /// parameter or a loop variable is `redefined`.
+  /// shadowed by a new variable; names `_t<N>` always declare. Assigning a constant is
+  /// `redefined`; assigning a parameter or a loop variable (read-only) is `update-type`.
   Expected<VarId> bindTarget(const AstName &name, VarKind kind, DataType dtype);
 
   SrcPos declaredAt(VarId id) const { return declPos_[id]; }

@@ -1,0 +1,71 @@
+// Helpers shared by the assembler tests: assembling snippets, finding variables and
+// instructions, and reading the shared example programs.
+#pragma once
+
+#include "assembler/assembler.h"
+#include "test_helpers.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef TILUSVM_SOURCE_DIR
+#error "TILUSVM_SOURCE_DIR must point at the repository root"
+#endif
+
+namespace tilus::testing {
+
+inline std::string readSourceFile(const std::string &relative) {
+  std::ifstream in(std::string(TILUSVM_SOURCE_DIR) + "/" + relative);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << relative);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// The example programs of programs/ (relative paths).
+inline std::vector<std::string> examplePrograms() {
+  return {"programs/vector_add.tasm", "programs/softmax_rows.tasm",
+          "programs/paper_matmul_f16_i6.tasm", "programs/matmul_f16_pipelined.tasm"};
+}
+
+inline Expected<Module> asmText(const std::string &text,
+                                std::map<std::string, std::string> defines = {}) {
+  AssembleOptions o;
+  o.fileName = "t.tasm";
+  o.defines = std::move(defines);
+  return assemble(text, o);
+}
+
+/// Assemble text that must succeed; returns its only (or first) program.
+inline Program asmProgram(const std::string &text) {
+  auto m = asmText(text);
+  REQUIRE_OK(m);
+  REQUIRE(!m->programs.empty());
+  return m->programs[0];
+}
+
+/// Ids of the variables called `name`, in declaration order.
+inline std::vector<VarId> varsNamed(const Program &p, const std::string &name) {
+  std::vector<VarId> ids;
+  for (VarId v = 0; v < p.vars.size(); ++v)
+    if (p.vars[v].name == name)
+      ids.push_back(v);
+  return ids;
+}
+
+inline VarId varNamed(const Program &p, const std::string &name) {
+  auto ids = varsNamed(p, name);
+  REQUIRE_MESSAGE(ids.size() == 1, "expected one variable '" << name << "', found " << ids.size());
+  return ids[0];
+}
+
+/// "line:column" of the first diagnostic, and its code spelled as in ISA section 6.
+inline std::string firstWhere(const Status &s) {
+  REQUIRE(!s.ok());
+  const Location &l = s.first().location;
+  return l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.column);
+}
+
+} // namespace tilus::testing

@@ -1,0 +1,212 @@
+// Round trips (ISA section 7): assemble -> encode, disassemble -> assemble -> encode, and the two
+// byte strings must be identical. Also: every example program assembles and passes the checker.
+#include "asm_test_util.h"
+
+#include "isa/bytecode.h"
+#include "isa/convert.h"
+#include "loader/checker.h"
+
+#include <algorithm>
+
+namespace {
+
+using namespace tilus;
+using namespace tilus::testing;
+
+/// Assemble `text`, print it, re-assemble the print, and compare bytecode (and print again: the
+/// printer must be a fixed point after one round).
+void checkRoundTrip(const std::string &text, std::map<std::string, std::string> defines = {}) {
+  auto first = asmText(text, defines);
+  REQUIRE_OK(first);
+  std::string printed = disassemble(*first);
+  INFO("disassembly:\n" << printed);
+  auto second = asmText(printed);
+  REQUIRE_OK(second);
+  CHECK(encodeModule(*first) == encodeModule(*second));
+  CHECK(disassemble(*second) == printed);
+}
+
+TEST_CASE("every example program assembles and passes the checker") {
+  for (const std::string &path : examplePrograms()) {
+    CAPTURE(path);
+    AssembleOptions o;
+    o.fileName = path;
+    auto m = assemble(readSourceFile(path), o);
+    REQUIRE_OK(m);
+    CHECK_OK(checkModule(*m));
+  }
+}
+
+TEST_CASE("every example program round-trips through the disassembler to identical bytes") {
+  for (const std::string &path : examplePrograms()) {
+    CAPTURE(path);
+    checkRoundTrip(readSourceFile(path));
+  }
+  checkRoundTrip(readSourceFile("programs/paper_matmul_f16_i6.tasm"),
+                 {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+}
+
+TEST_CASE("the round trip survives the debug-info encoding of the re-assembled text") {
+  // With -g the source text and locations are part of the bytes; the disassembly assembled with
+  // keepSource must decode back to the same module as its own encoding.
+  auto m = asmText(readSourceFile("programs/softmax_rows.tasm"));
+  REQUIRE_OK(m);
+  AssembleOptions o;
+  o.keepSource = true;
+  o.fileName = "softmax.tasm";
+  std::string printed = disassemble(*m);
+  auto g = assemble(printed, o);
+  REQUIRE_OK(g);
+  CHECK(g->hasDebugInfo);
+  CHECK(g->sourceText == printed);
+  CHECK(g->sourceName == "softmax.tasm");
+  EncodeOptions eo;
+  eo.debugInfo = true;
+  auto decoded = decodeModule(encodeModule(*g, eo));
+  REQUIRE_OK(decoded);
+  CHECK(disassemble(*decoded) == printed);
+}
+
+TEST_CASE("control flow, scopes, temporaries and updates round-trip") {
+  checkRoundTrip(R"(
+const B = 4
+def k<cdiv(n, B), 2>(f32* x_ptr, i32 n, i64 big, f16 h) threads=64:
+    bi, bj = BlockIndices()
+    g = ViewGlobal(x_ptr, shape=[n], strides=[1])
+    acc = AllocateRegister(f32, layout=spatial(64).local(2), init=0.0)
+    s = 0
+    t: i64 = 7
+    for i in range(n):
+        if i % 2 == 0:
+            continue
+        elif i > 100 and not (i < 3 or i == 5):
+            break
+        else:
+            pass
+        x = LoadGlobal(g, layout=spatial(64).local(2), offset=[i * B + bi:])
+        acc = Add(acc, Exp(Sub(x, 1.0)))
+        s = s + i
+    for j in range(2, n):
+        Add(acc, 2, out=acc)
+    for j in range(big, 3 * big, -2):
+        t = t + j
+    while s < 10:
+        s = s + 1
+    if s:
+        pass
+    u = i64(s) * big + (s if s > 2 else -s) - cdiv(s, 3) + min(s, 2) - max(s, n)
+    v = (u << 2) >> 1 & 255 | 1 ^ ~u
+    w = f32(h) / 3.0 + f32(u) % 2.0
+    StoreGlobal(Cast(acc, f32), g, offset=[0:])
+    Print(acc, "acc\tis \"here\"\n")
+    Synchronize()
+    return
+)");
+}
+
+TEST_CASE("constants of every kind round-trip bit-exactly") {
+  checkRoundTrip(R"(
+def k<1>(i64 a, f64 d, f32 f, u64 q, u8 b, i8 c, f16 h, bf16 bh) threads=32:
+    x0 = a + 2147483648
+    x1 = a + -2147483649
+    x2 = a + (-9223372036854775807 - 1)
+    x3 = a + 9223372036854775807
+    x4 = a * 5
+    y0 = d + f64(0.1)
+    y1 = d + 0.1
+    y2 = d + f64(1e300)
+    y3 = d + f64(-0.0)
+    y4 = d + f64(4.9e-324)
+    z0 = f + 0.1
+    z1 = f + 3.4028234e38
+    z2 = f + 1e-45
+    z3 = f + -0.0
+    z4 = f + 1.0 / 0.0
+    z5 = f + -1.0 / 0.0
+    z6 = f + 0.0 / 0.0
+    z7 = f + 16777216.0
+    q0 = q + u64(-1)
+    q1 = q + u64(9223372036854775807)
+    b0 = b + u8(255)
+    c0 = c + i8(-128)
+    h0 = h + f16(65504.0)
+    h1 = h + f16(1.0 / 0.0)
+    h2 = h + f16(5.9604645e-08)
+    bh0 = bh + bf16(0.1)
+    n0 = -2147483647 + i32(-2147483648)
+    m0 = a + i64(-5)
+    e0 = True and a > 0
+)");
+}
+/// Whether the assembler can produce the constant at all: every value except NaNs other than
+/// the canonical one (arithmetic and conversions only ever produce that NaN, docs/types.md) and
+/// the infinities of f8e5m2 (conversions into 8-bit floats saturate, and there is no scalar
+/// arithmetic on them).
+bool spellable(DataType t, uint64_t bits) {
+  if (isNaN(bits, t))
+    return bits == canonicalNaN(t);
+  return !(isInf(bits, t) && t.bits <= 8);
+}
+
+TEST_CASE("constant printing covers every data type and edge value") {
+  // Print a Const node of every type for a spread of bit patterns; re-assembly must give back
+  // exactly the dtype and bits (the disassembler's contract for constants).
+  std::vector<std::string> names = {"bool", "i2",  "i7",   "i8",  "i16",    "i32",    "i64",
+                                    "u1",   "u7",  "u8",   "u16", "u32",    "u64",    "f16",
+                                    "bf16", "f32", "f64",  "f8e4m3", "f8e5m2", "f4e2m1",
+                                    "f6e3m2", "f3e1m1", "f7e5m1"};
+  for (const std::string &n : names) {
+    DataType t = *DataType::parse(n);
+    uint64_t mask = t.bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << t.bits) - 1;
+    std::vector<uint64_t> patterns;
+    for (uint64_t b = 0; b <= std::min<uint64_t>(mask, 255); ++b) // every value of <= 8 bits
+      patterns.push_back(b);
+    for (uint64_t b : {mask, mask >> 1, (mask >> 1) + 1, mask - 1,
+                       uint64_t(0x5A5A5A5A5A5A5A5A), uint64_t(0x3C00), uint64_t(0x7C00),
+                       uint64_t(0x7E00), uint64_t(0xFE00), uint64_t(0x7F800000),
+                       uint64_t(0xFFC00000), uint64_t(0x7FC00000), uint64_t(0x3FB999999999999A),
+                       uint64_t(0x7FF0000000000000), uint64_t(0xFFF8000000000000)})
+      patterns.push_back(b & mask);
+    for (uint64_t bits : patterns) {
+      if ((t.isBool() && bits > 1) || !spellable(t, bits))
+        continue;
+      CAPTURE(n);
+      CAPTURE(bits);
+      Program p;
+      p.name = "k";
+      ExprNode one;
+      one.dtype = DataType::i32();
+      one.bits = 1;
+      p.exprs.push_back(one);
+      p.grid.push_back(0);
+      ExprNode node;
+      node.dtype = t;
+      node.bits = bits;
+      p.exprs.push_back(node);
+      Variable v;
+      v.name = "x";
+      v.dtype = t;
+      p.vars.push_back(v);
+      Stmt s;
+      s.kind = StmtKind::Assign;
+      s.var = 0;
+      s.expr = 1;
+      p.body.push_back(s);
+      Module m;
+      m.programs.push_back(p);
+      std::string text = disassemble(m);
+      INFO(text);
+      auto back = asmText(text);
+      REQUIRE_OK(back);
+      const Program &q = back->programs[0];
+      REQUIRE(q.body.size() == 1);
+      const ExprNode &e = q.exprs[q.body[0].expr];
+      CHECK(e.op == ExprOp::Const);
+      CHECK(e.dtype == t);
+      CHECK(e.bits == bits);
+      CHECK(q.body[0].expr == 1);
+    }
+  }
+}
+
+} // namespace
