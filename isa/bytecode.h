@@ -39,6 +39,7 @@ struct BytecodeLimits {
   uint32_t maxLayoutDepth = 32;           // nesting of shared layout expressions
   int64_t maxLayoutElements = 1ll << 24;  // elements (and shared offsets) of one layout
   int64_t maxTotalLayoutElements = 1ll << 26; // summed over every layout of a module
+  uint64_t maxDecodedBytes = 1ull << 30;  // estimated memory of the decoded IR
 };
 
 struct EncodeOptions {

@@ -28,18 +28,24 @@ enum SectionId : uint8_t {
   kSectionDebug = 3,
 };
 
-/// Work done on layouts while decoding one module (elements summed over every layout built).
-struct LayoutBudget {
-  int64_t used = 0;
+/// Work and memory spent while decoding one module.
+struct DecodeBudget {
+  int64_t layoutElements = 0; // elements summed over every layout (and shared layout node) built
+  uint64_t memoryBytes = 0;   // estimated bytes of IR allocated so far
 };
+
+/// Charge `bytes` of IR memory before allocating them; records an error and returns false once
+/// the module's total would exceed maxDecodedBytes.
+bool chargeMemory(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget,
+                  uint64_t bytes);
 
 // bytecode_layout.cpp
 void writeRegisterLayout(ByteWriter &w, const RegisterLayout &layout);
 void writeSharedLayout(ByteWriter &w, const SharedLayout &layout);
 std::optional<RegisterLayout> readRegisterLayout(ByteReader &r, const BytecodeLimits &limits,
-                                                 LayoutBudget &budget);
+                                                 DecodeBudget &budget);
 std::optional<SharedLayout> readSharedLayout(ByteReader &r, const BytecodeLimits &limits,
-                                             LayoutBudget &budget);
+                                             DecodeBudget &budget);
 
 // bytecode_write.cpp: section payloads.
 void writeProgramsPayload(ByteWriter &w, const Module &module);

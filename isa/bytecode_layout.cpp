@@ -68,10 +68,10 @@ void writeSharedLayout(ByteWriter &w, const SharedLayout &layout) {
 namespace {
 
 /// Charge `elements` to the module's layout budget.
-bool charge(ByteReader &r, const BytecodeLimits &limits, LayoutBudget &budget, int64_t elements,
+bool charge(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget, int64_t elements,
             size_t start) {
-  budget.used += elements; // both <= 2^26 + 2^24: no overflow
-  if (budget.used <= limits.maxTotalLayoutElements)
+  budget.layoutElements += elements; // both <= 2^26 + 2^24: no overflow
+  if (budget.layoutElements <= limits.maxTotalLayoutElements)
     return true;
   r.failAt(start, "layout elements of the module exceed limit " +
                       std::to_string(limits.maxTotalLayoutElements));
@@ -138,7 +138,7 @@ template <typename F> bool isCanonical(const ByteReader &r, size_t start, F writ
 } // namespace
 
 std::optional<RegisterLayout> readRegisterLayout(ByteReader &r, const BytecodeLimits &limits,
-                                                 LayoutBudget &budget) {
+                                                 DecodeBudget &budget) {
   size_t start = r.offset();
   int rank = int(r.bounded("register layout rank+1", uint64_t(limits.maxLayoutRank) + 1)) - 1;
   int64_t elements = 1;
@@ -166,7 +166,9 @@ std::optional<RegisterLayout> readRegisterLayout(ByteReader &r, const BytecodeLi
   if (!r.ok())
     return std::nullopt;
   checkModeLists(r, modes, spatial, local, start);
-  if (!r.ok() || !charge(r, limits, budget, std::max(elements, cells), start))
+  if (!r.ok() || !charge(r, limits, budget, std::max(elements, cells), start) ||
+      !chargeMemory(r, limits, budget,
+                    sizeof(RegisterLayout) + 8 * shape.size() + 16 * modes.size()))
     return std::nullopt;
   Expected<RegisterLayout> built =
       rank >= 0 ? RegisterLayout::tryCreate(shape, modes, spatial, local)
@@ -192,10 +194,10 @@ struct SharedBound {
 };
 
 std::optional<SharedLayout> readShared(ByteReader &r, const BytecodeLimits &limits,
-                                       LayoutBudget &budget, uint32_t depth, SharedBound &bound);
+                                       DecodeBudget &budget, uint32_t depth, SharedBound &bound);
 
 std::optional<SharedLayout> readSharedLeaf(ByteReader &r, const BytecodeLimits &limits,
-                                           LayoutBudget &budget, SharedLayout::Kind kind,
+                                           DecodeBudget &budget, SharedLayout::Kind kind,
                                            SharedBound &bound) {
   using Kind = SharedLayout::Kind;
   size_t start = r.offset();
@@ -232,7 +234,7 @@ std::optional<SharedLayout> readSharedLeaf(ByteReader &r, const BytecodeLimits &
 }
 
 std::optional<SharedLayout> readSharedTile(ByteReader &r, const BytecodeLimits &limits,
-                                           LayoutBudget &budget, uint32_t depth,
+                                           DecodeBudget &budget, uint32_t depth,
                                            SharedBound &bound) {
   SharedBound a, b;
   std::optional<SharedLayout> outer = readShared(r, limits, budget, depth + 1, a);
@@ -258,7 +260,7 @@ std::optional<SharedLayout> readSharedTile(ByteReader &r, const BytecodeLimits &
 }
 
 std::optional<SharedLayout> readSharedSwizzle(ByteReader &r, const BytecodeLimits &limits,
-                                              LayoutBudget &budget, uint32_t depth,
+                                              DecodeBudget &budget, uint32_t depth,
                                               SharedBound &bound) {
   std::optional<SharedLayout> inner = readShared(r, limits, budget, depth + 1, bound);
   if (!inner)
@@ -293,7 +295,7 @@ std::optional<SharedLayout> readSharedSwizzle(ByteReader &r, const BytecodeLimit
 }
 
 std::optional<SharedLayout> readShared(ByteReader &r, const BytecodeLimits &limits,
-                                       LayoutBudget &budget, uint32_t depth, SharedBound &bound) {
+                                       DecodeBudget &budget, uint32_t depth, SharedBound &bound) {
   using Kind = SharedLayout::Kind;
   size_t start = r.offset();
   if (depth > limits.maxLayoutDepth) {
@@ -303,7 +305,10 @@ std::optional<SharedLayout> readShared(ByteReader &r, const BytecodeLimits &limi
   uint8_t kind = r.u8("shared layout kind");
   if (r.ok() && kind > uint8_t(Kind::Swizzle))
     r.failAt(start, "shared layout kind " + std::to_string(kind) + " is not one of 0..4");
-  if (!r.ok())
+  // A node with its shape and strides, once per enclosing level: the factories copy subtrees.
+  if (!r.ok() || !chargeMemory(r, limits, budget,
+                               (depth + 1) * (sizeof(SharedLayout) + 64 +
+                                              16 * uint64_t(limits.maxLayoutRank))))
     return std::nullopt;
   std::optional<SharedLayout> result;
   switch (Kind(kind)) {
@@ -325,7 +330,7 @@ std::optional<SharedLayout> readShared(ByteReader &r, const BytecodeLimits &limi
 } // namespace
 
 std::optional<SharedLayout> readSharedLayout(ByteReader &r, const BytecodeLimits &limits,
-                                             LayoutBudget &budget) {
+                                             DecodeBudget &budget) {
   size_t start = r.offset();
   SharedBound bound;
   std::optional<SharedLayout> layout = readShared(r, limits, budget, 1, bound);

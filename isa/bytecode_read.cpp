@@ -35,7 +35,7 @@ std::string quoted(std::string_view s) {
 
 class ProgramReader {
 public:
-  ProgramReader(ByteReader &r, const BytecodeLimits &limits, LayoutBudget &budget, Program &p,
+  ProgramReader(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget, Program &p,
                 uint32_t index)
       : r_(r), limits_(limits), budget_(budget), p_(p), where_("program " + std::to_string(index)) {
   }
@@ -58,10 +58,11 @@ private:
   VarId varId(const char *what);
   ExprId exprId(const char *what);
   void context(const std::string &what) { r_.setContext(where_ + " " + what); }
+  bool charge(uint64_t bytes) { return chargeMemory(r_, limits_, budget_, bytes); }
 
   ByteReader &r_;
   const BytecodeLimits &limits_;
-  LayoutBudget &budget_;
+  DecodeBudget &budget_;
   Program &p_;
   std::string where_;
   std::vector<uint8_t> referenced_; // per instruction: referenced by a statement
@@ -95,6 +96,8 @@ void ProgramReader::readVars() {
   context("variables");
   // name (>= 2 bytes), kind, flags, dtype (4 bytes)
   uint32_t n = r_.count("variable", limits_.maxVars, 8);
+  if (!charge(uint64_t(n) * sizeof(Variable)))
+    return;
   p_.vars.reserve(n);
   for (uint32_t i = 0; i < n && r_.ok(); ++i)
     readVar(i);
@@ -105,6 +108,7 @@ void ProgramReader::readVar(uint32_t index) {
   size_t at = r_.offset();
   Variable v;
   v.name = r_.str("variable name", limits_.maxNameBytes);
+  charge(v.name.size());
   if (r_.ok() && !isIdentifier(v.name))
     r_.failAt(at, "variable name " + quoted(v.name) + " is not an identifier");
   at = r_.offset();
@@ -134,6 +138,8 @@ void ProgramReader::readExprs() {
   context("expressions");
   // op, dtype (4 bytes), at least one byte of payload
   uint32_t n = r_.count("expression", limits_.maxExprs, 6);
+  if (!charge(uint64_t(n) * (sizeof(ExprNode) + sizeof(uint8_t) + sizeof(uint32_t))))
+    return;
   p_.exprs.reserve(n);
   std::vector<uint8_t> used(n, 0);    // whether a node is already some node's operand
   std::vector<uint32_t> depth(n, 0);  // longest operand chain below and including the node
@@ -201,6 +207,8 @@ void ProgramReader::readInstructions() {
   context("instructions");
   // opcode, result count, out flag
   uint32_t n = r_.count("instruction", limits_.maxInstructions, 3);
+  if (!charge(uint64_t(n) * (sizeof(Instruction) + 1)))
+    return;
   p_.instructions.resize(n);
   referenced_.assign(n, 0);
   for (uint32_t i = 0; i < n && r_.ok(); ++i) {
@@ -219,6 +227,7 @@ void ProgramReader::readInstruction(Instruction &inst) {
           ")");
   at = r_.offset();
   uint32_t nResults = r_.count("result", spec.maxResults);
+  charge(nResults * sizeof(VarId) + spec.args.size() * sizeof(Argument));
   if (r_.ok() && nResults < spec.minResults)
     r_.failAt(at, "result count " + std::to_string(nResults) + " is below " +
                       std::to_string(int(spec.minResults)));
@@ -280,18 +289,21 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
     return;
   case ArgKind::IntList: {
     uint32_t n = r_.count("integer list entry", limits_.maxListLength);
+    charge(uint64_t(n) * sizeof(int64_t));
     for (uint32_t k = 0; k < n && r_.ok(); ++k)
       a.ints.push_back(r_.sleb("integer list entry"));
     return;
   }
   case ArgKind::ExprList: {
     uint32_t n = r_.count("expression list entry", limits_.maxListLength);
+    charge(uint64_t(n) * sizeof(ExprId));
     for (uint32_t k = 0; k < n && r_.ok(); ++k)
       a.exprs.push_back(exprId("expression list entry"));
     return;
   }
   case ArgKind::Offset: {
     uint32_t n = r_.count("offset entry", limits_.maxListLength, 2);
+    charge(uint64_t(n) * sizeof(OffsetEntry));
     for (uint32_t k = 0; k < n && r_.ok(); ++k) {
       OffsetEntry o;
       o.expr = exprId("offset expression");
@@ -302,6 +314,7 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
   }
   case ArgKind::String:
     a.text = r_.str("string argument", limits_.maxStringBytes);
+    charge(a.text.size());
     if (r_.ok() && !isValidUtf8(a.text))
       r_.failAt(at, "string argument is not valid UTF-8");
     return;
@@ -311,6 +324,7 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
 void ProgramReader::readBlock(std::vector<Stmt> &block, uint32_t depth) {
   size_t at = r_.offset();
   uint32_t n = r_.count("statement", limits_.maxStmts);
+  charge(uint64_t(n) * sizeof(Stmt));
   stmts_ += n;
   if (r_.ok() && stmts_ > limits_.maxStmts)
     r_.failAt(at, "statements of the program exceed limit " + std::to_string(limits_.maxStmts));
@@ -443,10 +457,24 @@ void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &mo
   // name (>= 2 bytes), threads, variable count, expression count, grid (>= 2 bytes),
   // instruction count, statement count
   uint32_t n = r.count("program", limits.maxPrograms, 8);
+  DecodeBudget budget;
+  if (!chargeMemory(r, limits, budget, uint64_t(n) * sizeof(Program)))
+    return;
   module.programs.resize(n);
-  LayoutBudget budget;
   for (uint32_t i = 0; i < n && r.ok(); ++i)
     ProgramReader(r, limits, budget, module.programs[i], i).read();
+}
+
+bool chargeMemory(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget,
+                  uint64_t bytes) {
+  if (!r.ok())
+    return false;
+  budget.memoryBytes += bytes; // each charge is far below 2^40: no overflow
+  if (budget.memoryBytes <= limits.maxDecodedBytes)
+    return true;
+  r.fail("decoded module needs more than " + std::to_string(limits.maxDecodedBytes) +
+         " bytes of memory (maxDecodedBytes)");
+  return false;
 }
 
 void readDebugPayload(ByteReader &r, const BytecodeLimits &limits, Module &module) {

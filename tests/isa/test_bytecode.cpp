@@ -488,6 +488,11 @@ std::string errorOf(std::span<const uint8_t> bytes, const BytecodeLimits &limits
   return m.status().first().message;
 }
 
+bool contains(const std::string &s, const std::string &part) {
+  INFO(s);
+  return s.find(part) != std::string::npos;
+}
+
 /// Offset of the programs section in a file written with kProducer (docs: header, then the
 /// producer section: id, size, string length, string).
 size_t programsSectionOffset() { return 32 + 1 + 1 + 1 + kProducer.size(); }
@@ -815,6 +820,30 @@ TEST_CASE("bytecode: huge counts fail fast without allocating") {
               .u8(1).i32().u8(1).uleb(1).uleb(0).uleb(0).uleb(0).u8(1).uleb(UINT32_MAX));
 }
 
+TEST_CASE("bytecode: the decoded IR's memory is budgeted") {
+  // 20000 Reduce instructions of 13 bytes each, every one holding five 384-byte Arguments.
+  Bytes p;
+  p.str("p").uleb(32).uleb(1).str("x").u8(3).u8(0).i32();
+  p.uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0);
+  const uint32_t n = 20000;
+  p.uleb(n);
+  for (uint32_t i = 0; i < n; ++i) // Reduce(x, dim=0, op=sum) -> x
+    p.uleb(int(Opcode::Reduce)).uleb(1).uleb(0).u8(0).u8(1).u8(0).uleb(0).u8(1).sleb(0).u8(1)
+        .u8(0).u8(0).u8(0);
+  p.uleb(n);
+  for (uint32_t i = 0; i < n; ++i)
+    p.u8(0).uleb(i);
+  std::vector<uint8_t> file = makeFile(programsOf({p}));
+  CHECK(file.size() < 20 * n);
+  Module m = must(decodeModule(file));
+  CHECK(m.programs[0].instructions.size() == n);
+  BytecodeLimits limits;
+  limits.maxDecodedBytes = uint64_t(n) * sizeof(Argument); // well below 5 Arguments each
+  CHECK(contains(errorOf(file, limits), "decoded module needs more than " +
+                                            std::to_string(limits.maxDecodedBytes) +
+                                            " bytes of memory (maxDecodedBytes)"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Structural validation, one rule at a time, on modules built in memory.
 
@@ -824,10 +853,6 @@ std::string decodeError(const Module &m, const BytecodeLimits &limits = {}) {
   return errorOf(encodeModule(m), limits);
 }
 
-bool contains(const std::string &s, const std::string &part) {
-  INFO(s);
-  return s.find(part) != std::string::npos;
-}
 
 } // namespace
 
