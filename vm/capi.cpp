@@ -63,7 +63,18 @@ int codeOf(const Status &status) {
   return TILUSVM_ERROR_CHECK; // the ISA section 6 codes: the checker rejected the module
 }
 
-int failWith(const Status &status) { return fail(codeOf(status), status.toString()); }
+/// Diagnostics one per line; those without a location are just their message.
+std::string messageOf(const Status &status) {
+  std::string text;
+  for (const tilus::Diagnostic &d : status.diagnostics()) {
+    if (!text.empty())
+      text += '\n';
+    text += d.location.known() ? d.toString() : d.message;
+  }
+  return text;
+}
+
+int failWith(const Status &status) { return fail(codeOf(status), messageOf(status)); }
 
 /// The one error boundary of an exported function.
 template <typename Body> int guarded(Body &&body) noexcept {
@@ -270,7 +281,7 @@ TILUSVM_API int tilusvm_run_cpu(tilusvm_module module, const char *program,
     Status valid = tilus::cuda::validateArgs(verified.module.programs[index],
                                              verified.programs[index], kernelArgs);
     if (!valid.ok())
-      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, valid.toString());
+      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, messageOf(valid));
     tilus::CpuRunOptions options;
     options.checked = checked != 0;
     Status ran = tilus::runOnCpu(verified, index, kernelArgs, options);
@@ -347,7 +358,7 @@ TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module,
     Status valid = tilus::cuda::validateArgs(verified.module.programs[index],
                                              verified.programs[index], kernelArgs);
     if (!valid.ok())
-      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, valid.toString());
+      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, messageOf(valid));
     Status launched = runtime->runtime->launch(module->loaded, index, kernelArgs,
                                                static_cast<CUstream>(stream));
     return launched.ok() ? TILUSVM_OK : failWith(launched);

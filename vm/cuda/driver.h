@@ -55,6 +55,8 @@ namespace tilus::cuda {
   X(cuMemsetD8)                                                                                    \
   X(cuMemsetD8Async)                                                                               \
   X(cuLaunchKernel)                                                                                \
+  X(cuStreamCreate)                                                                                \
+  X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \
   X(cuEventCreate)                                                                                 \
   X(cuEventDestroy)                                                                                \

@@ -145,10 +145,13 @@ Expected<CachedKernel> decodeCacheEntry(std::span<const uint8_t> bytes,
                    std::to_string(kHeaderBytes) + "-byte header");
   if (std::memcmp(bytes.data(), kMagic, 8) != 0)
     return corrupt("entry does not start with TVMKCACH");
-  uint32_t version = uint32_t(readU64(bytes.data() + 8) & 0xffffffffu);
+  uint64_t versionWord = readU64(bytes.data() + 8);
+  uint32_t version = uint32_t(versionWord & 0xffffffffu);
   if (version != kCacheFormatVersion)
     return corrupt("entry format version " + std::to_string(version) + ", expected " +
                    std::to_string(kCacheFormatVersion));
+  if ((versionWord >> 32) != 0)
+    return corrupt("entry header's reserved word is not 0");
   uint64_t payloadBytes = readU64(bytes.data() + 16);
   uint64_t expectedHash = readU64(bytes.data() + 24);
   std::span<const uint8_t> payload = bytes.subspan(kHeaderBytes);

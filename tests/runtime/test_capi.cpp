@@ -1,0 +1,203 @@
+// The C API without a GPU: every error path returns its status code and a message (never an
+// abort), messages are thread-local, module queries, and a CPU run through the API checked
+// against sums computed here.
+#include "vm/include/tilusvm.h"
+#include "vm/include/tilusvm.hpp"
+
+#include "assembler/assembler.h"
+#include "isa/bytecode.h"
+#include "test_helpers.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const char *kTwoPrograms = R"(
+const BLOCK = 256
+def vector_add<cdiv(n, BLOCK)>(f32* x_ptr, f32* y_ptr, f32* z_ptr, i32 n) threads=128:
+    bi = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[n])
+    gy = ViewGlobal(y_ptr, shape=[n])
+    gz = ViewGlobal(z_ptr, shape=[n])
+    x = LoadGlobal(gx, layout=spatial(128).local(2), offset=[bi * BLOCK:])
+    y = LoadGlobal(gy, layout=spatial(128).local(2), offset=[bi * BLOCK:])
+    StoreGlobal(Add(x, y), gz, offset=[bi * BLOCK:])
+
+def fill<1>(i8* out, i8 value) threads=32:
+    g = ViewGlobal(out, shape=[32])
+    StoreGlobal(AllocateRegister(i8, layout=spatial(32), init=value), g)
+)";
+
+std::vector<uint8_t> moduleBytes() {
+  auto module = tilus::assemble(kTwoPrograms);
+  REQUIRE_OK(module);
+  return tilus::encodeModule(*module);
+}
+
+bool driverPresent() {
+  void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (handle)
+    dlclose(handle);
+  return handle != nullptr;
+}
+
+} // namespace
+
+TEST_CASE("status names") {
+  CHECK(std::string(tilusvm_status_name(TILUSVM_OK)) == "TILUSVM_OK");
+  CHECK(std::string(tilusvm_status_name(TILUSVM_ERROR_NO_DRIVER)) == "TILUSVM_ERROR_NO_DRIVER");
+  CHECK(std::string(tilusvm_status_name(12345)) == "TILUSVM_UNKNOWN_STATUS");
+  CHECK(std::string(tilusvm_version()) == TILUSVM_VERSION);
+}
+
+TEST_CASE("null arguments are invalid-argument errors") {
+  tilusvm_module m = nullptr;
+  CHECK(tilusvm_module_load(nullptr, 10, &m) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(tilusvm_last_error()).find("bytes is NULL") != std::string::npos);
+  CHECK(tilusvm_module_load("x", 1, nullptr) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(tilusvm_module_load_file(nullptr, &m) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  size_t count = 0;
+  CHECK(tilusvm_module_program_count(nullptr, &count) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(tilusvm_launch(nullptr, nullptr, "p", nullptr, 0, nullptr) ==
+        TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(tilusvm_runtime_create(0, nullptr) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(tilusvm_module_destroy(nullptr) == TILUSVM_OK);
+  CHECK(tilusvm_runtime_destroy(nullptr) == TILUSVM_OK);
+}
+
+TEST_CASE("bad bytes, missing files and failing checks have their own codes") {
+  tilusvm_module m = reinterpret_cast<tilusvm_module>(1);
+  const char garbage[] = "definitely not bytecode";
+  CHECK(tilusvm_module_load(garbage, sizeof garbage, &m) == TILUSVM_ERROR_BYTECODE);
+  CHECK(m == nullptr);
+  CHECK(std::string(tilusvm_last_error()).find("bytecode") != std::string::npos);
+  CHECK(tilusvm_module_load_file("/nonexistent/dir/k.tbc", &m) == TILUSVM_ERROR_IO);
+  CHECK(std::string(tilusvm_last_error()).find("/nonexistent/dir/k.tbc") != std::string::npos);
+
+  // Assembles, but the checker rejects it (an f16 tensor stored into an f32 view).
+  auto bad = tilus::assemble(R"(
+def bad<1>(f32* out) threads=32:
+    g = ViewGlobal(out, shape=[32])
+    StoreGlobal(AllocateRegister(f16, layout=spatial(32)), g)
+)");
+  REQUIRE_OK(bad);
+  std::vector<uint8_t> bytes = tilus::encodeModule(*bad);
+  CHECK(tilusvm_module_load(bytes.data(), bytes.size(), &m) == TILUSVM_ERROR_CHECK);
+  CHECK(std::string(tilusvm_last_error()).find("error[") != std::string::npos);
+}
+
+TEST_CASE("runtime creation without a driver says so") {
+  if (driverPresent()) {
+    MESSAGE("a CUDA driver is present; the no-driver path is not exercised here");
+    return;
+  }
+  tilusvm_runtime rt = reinterpret_cast<tilusvm_runtime>(1);
+  CHECK(tilusvm_runtime_create(-1, &rt) == TILUSVM_ERROR_NO_DRIVER);
+  CHECK(rt == nullptr);
+  CHECK(std::string(tilusvm_last_error()) == "no CUDA driver (libcuda.so.1 not found)");
+  CHECK_THROWS_AS(tilusvm::Runtime(), tilusvm::Error);
+  try {
+    tilusvm::Runtime runtime;
+  } catch (const tilusvm::Error &e) {
+    CHECK(e.status() == TILUSVM_ERROR_NO_DRIVER);
+    CHECK(std::string(e.what()).find("libcuda.so.1") != std::string::npos);
+  }
+}
+
+TEST_CASE("the last error is per thread") {
+  tilusvm_module m = nullptr;
+  CHECK(tilusvm_module_load_file("/nonexistent/a.tbc", &m) == TILUSVM_ERROR_IO);
+  std::string other;
+  std::thread t([&] {
+    tilusvm_module m2 = nullptr;
+    tilusvm_module_load(nullptr, 1, &m2);
+    other = tilusvm_last_error();
+  });
+  t.join();
+  CHECK(other.find("bytes is NULL") != std::string::npos);
+  CHECK(std::string(tilusvm_last_error()).find("/nonexistent/a.tbc") != std::string::npos);
+}
+
+TEST_CASE("module queries") {
+  std::vector<uint8_t> bytes = moduleBytes();
+  tilusvm_module m = nullptr;
+  REQUIRE(tilusvm_module_load(bytes.data(), bytes.size(), &m) == TILUSVM_OK);
+  size_t count = 0;
+  CHECK(tilusvm_module_program_count(m, &count) == TILUSVM_OK);
+  CHECK(count == 2);
+  const char *name = nullptr;
+  CHECK(tilusvm_module_program_name(m, 1, &name) == TILUSVM_OK);
+  CHECK(std::string(name) == "fill");
+  CHECK(tilusvm_module_program_name(m, 2, &name) == TILUSVM_ERROR_NOT_FOUND);
+  size_t index = 99;
+  CHECK(tilusvm_module_find_program(m, "vector_add", &index) == TILUSVM_OK);
+  CHECK(index == 0);
+  CHECK(tilusvm_module_find_program(m, "matmul", &index) == TILUSVM_ERROR_NOT_FOUND);
+  CHECK(std::string(tilusvm_last_error()).find("vector_add, fill") != std::string::npos);
+  size_t params = 0;
+  CHECK(tilusvm_program_param_count(m, "vector_add", &params) == TILUSVM_OK);
+  CHECK(params == 4);
+  const char *pname = nullptr, *dtype = nullptr;
+  int isPointer = -1;
+  CHECK(tilusvm_program_param(m, "vector_add", 3, &pname, &dtype, &isPointer) == TILUSVM_OK);
+  CHECK(std::string(pname) == "n");
+  CHECK(std::string(dtype) == "i32");
+  CHECK(isPointer == 0);
+  CHECK(tilusvm_program_param(m, "vector_add", 0, &pname, &dtype, &isPointer) == TILUSVM_OK);
+  CHECK(std::string(pname) == "x_ptr");
+  CHECK(std::string(dtype) == "f32");
+  CHECK(isPointer == 1);
+  CHECK(tilusvm_program_param(m, "vector_add", 4, &pname, nullptr, nullptr) ==
+        TILUSVM_ERROR_NOT_FOUND);
+  CHECK(tilusvm_module_destroy(m) == TILUSVM_OK);
+
+  tilusvm::Module module = tilusvm::Module::load(bytes.data(), bytes.size());
+  CHECK(module.programNames() == std::vector<std::string>{"vector_add", "fill"});
+  auto info = module.params("fill");
+  REQUIRE(info.size() == 2);
+  CHECK(info[1].name == "value");
+  CHECK(info[1].dtype == "i8");
+  CHECK_FALSE(info[1].isPointer);
+}
+
+TEST_CASE("running on the cpu through the C API") {
+  std::vector<uint8_t> bytes = moduleBytes();
+  tilusvm_module m = nullptr;
+  REQUIRE(tilusvm_module_load(bytes.data(), bytes.size(), &m) == TILUSVM_OK);
+  const int n = 300; // two blocks, the second partial
+  std::vector<float> x(n), y(n), z(n, -1.0f);
+  for (int i = 0; i < n; ++i) {
+    x[size_t(i)] = float(i) * 0.5f;
+    y[size_t(i)] = 1000.0f - float(i);
+  }
+  tilusvm_arg args[4] = {{0, x.data(), n * 4}, {0, y.data(), n * 4}, {0, z.data(), n * 4},
+                         {uint64_t(n), nullptr, 0}};
+  CHECK(tilusvm_run_cpu(m, "vector_add", args, 4, 1) == TILUSVM_OK);
+  INFO(tilusvm_last_error());
+  for (int i = 0; i < n; ++i)
+    CHECK(z[size_t(i)] == float(i) * 0.5f + (1000.0f - float(i)));
+
+  // A buffer smaller than the extent the program can touch.
+  args[2].byte_size = n * 4 - 4;
+  CHECK(tilusvm_run_cpu(m, "vector_add", args, 4, 1) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(tilusvm_last_error()).find("z_ptr") != std::string::npos);
+  // Wrong argument count.
+  CHECK(tilusvm_run_cpu(m, "vector_add", args, 3, 1) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(tilusvm_run_cpu(m, "nope", args, 4, 1) == TILUSVM_ERROR_NOT_FOUND);
+
+  // The C++ API: an i8 scalar as its bit pattern.
+  tilusvm::Module module = tilusvm::Module::load(bytes.data(), bytes.size());
+  std::vector<int8_t> out(32, 0);
+  module.runOnCpu("fill", {tilusvm::Arg::pointer(out.data(), 32), tilusvm::Arg::bits(0xfd)});
+  for (int8_t v : out)
+    CHECK(v == -3);
+  CHECK_THROWS_AS(module.runOnCpu("fill", {tilusvm::Arg::pointer(out.data(), 16),
+                                           tilusvm::Arg::bits(1)}),
+                  tilusvm::Error);
+  tilusvm_module_destroy(m);
+}

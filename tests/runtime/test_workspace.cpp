@@ -1,0 +1,144 @@
+// The workspace plan (offsets and sizes of AllocateGlobal regions, computed by hand from the
+// documented layout) and the dirty-range set (checked against a bitset over a whole small
+// address space under random operations).
+#include "vm/cuda/workspace.h"
+
+#include "assembler/assembler.h"
+#include "test_helpers.h"
+
+#include <bitset>
+#include <random>
+
+using namespace tilus;
+using namespace tilus::cuda;
+
+namespace {
+
+Program assembleOne(const char *text) {
+  auto module = assemble(text);
+  REQUIRE_OK(module);
+  REQUIRE(module->programs.size() == 1);
+  return module->programs[0];
+}
+
+VarValueFn paramsByName(const Program &program, std::map<std::string, uint64_t> values) {
+  return [&program, values](VarId id) -> uint64_t {
+    auto it = values.find(program.var(id).name);
+    return it == values.end() ? 0 : it->second;
+  };
+}
+
+} // namespace
+
+TEST_CASE("workspace regions follow instruction order, 256-byte aligned, packed sizes") {
+  Program program = assembleOne(R"(
+def ws<1>(i32 n, f32* out) threads=32:
+    a = AllocateGlobal(f32, shape=[n, 3])
+    b = AllocateGlobal(i6, shape=[7], requires_clean=True)
+    c = AllocateGlobal(f16, shape=[2 * n])
+)");
+  auto plan = planWorkspace(program, paramsByName(program, {{"n", 100}}));
+  REQUIRE_OK(plan);
+  REQUIRE(plan->regions.size() == 3);
+  // a: 100*3*4 = 1200 bytes at 0; b: 7*6 = 42 bits -> 6 bytes at 1280; c: 400 bytes at 1536.
+  CHECK(plan->regions[0].offset == 0);
+  CHECK(plan->regions[0].bytes == 1200);
+  CHECK_FALSE(plan->regions[0].requiresClean);
+  CHECK(plan->regions[1].offset == 1280);
+  CHECK(plan->regions[1].bytes == 6);
+  CHECK(plan->regions[1].requiresClean);
+  CHECK(plan->regions[2].offset == 1536);
+  CHECK(plan->regions[2].bytes == 400);
+  CHECK(plan->totalBytes == 1936);
+  CHECK(plan->regions[0].instruction < plan->regions[1].instruction);
+}
+
+TEST_CASE("a program without AllocateGlobal needs no workspace") {
+  Program program = assembleOne(R"(
+def nows<1>(f32* out) threads=32:
+    g = ViewGlobal(out, shape=[32])
+    StoreGlobal(AllocateRegister(f32, layout=spatial(32)), g)
+)");
+  auto plan = planWorkspace(program, paramsByName(program, {}));
+  REQUIRE_OK(plan);
+  CHECK(plan->totalBytes == 0);
+  CHECK(plan->regions.empty());
+}
+
+TEST_CASE("workspace shapes must depend on parameters only and be non-negative") {
+  Program blockDependent = assembleOne(R"(
+def bad<2>(f32* out) threads=32:
+    bi = BlockIndices()
+    a = AllocateGlobal(f32, shape=[bi + 1])
+)");
+  CHECK_ERROR(planWorkspace(blockDependent, paramsByName(blockDependent, {})), ErrorCode::Runtime);
+  Program negative = assembleOne(R"(
+def neg<1>(i32 n) threads=32:
+    a = AllocateGlobal(f32, shape=[n])
+)");
+  CHECK_ERROR(planWorkspace(negative, paramsByName(negative, {{"n", 0xffffffffu}})),
+              ErrorCode::Runtime);
+  Program huge = assembleOne(R"(
+def huge<1>(i64 n) threads=32:
+    a = AllocateGlobal(f64, shape=[n, n])
+)");
+  CHECK_ERROR(planWorkspace(huge, paramsByName(huge, {{"n", uint64_t(1) << 30}})),
+              ErrorCode::Runtime);
+}
+
+TEST_CASE("dirty ranges agree with a bitset under random operations") {
+  constexpr int kBits = 64;
+  std::mt19937 rng(1234);
+  for (int round = 0; round < 200; ++round) {
+    DirtyRanges ranges;
+    std::bitset<kBits> reference;
+    for (int op = 0; op < 12; ++op) {
+      uint64_t a = rng() % (kBits + 1), b = rng() % (kBits + 1);
+      uint64_t begin = std::min(a, b), end = std::max(a, b);
+      if (rng() % 2) {
+        ranges.add(begin, end);
+        for (uint64_t i = begin; i < end; ++i)
+          reference.set(i);
+      } else {
+        std::bitset<kBits> taken;
+        for (const DirtyRanges::Range &r : ranges.takeClean(begin, end))
+          for (uint64_t i = r.begin; i < r.end; ++i) {
+            CHECK_FALSE(taken.test(i)); // taken ranges are disjoint
+            taken.set(i);
+          }
+        std::bitset<kBits> expected;
+        for (uint64_t i = begin; i < end; ++i)
+          if (reference.test(i))
+            expected.set(i);
+        CHECK(taken == expected);
+        reference &= ~expected;
+      }
+      // The set is sorted, disjoint, non-empty ranges whose union is the reference.
+      std::bitset<kBits> covered;
+      uint64_t last = 0;
+      for (const DirtyRanges::Range &r : ranges.ranges()) {
+        CHECK(r.begin < r.end);
+        CHECK(r.begin >= last);
+        last = r.end;
+        for (uint64_t i = r.begin; i < r.end; ++i)
+          covered.set(i);
+      }
+      CHECK(covered == reference);
+    }
+  }
+}
+
+TEST_CASE("adding touching ranges merges them") {
+  DirtyRanges ranges;
+  ranges.add(0, 4);
+  ranges.add(8, 12);
+  ranges.add(4, 8);
+  REQUIRE(ranges.ranges().size() == 1);
+  CHECK(ranges.ranges()[0] == DirtyRanges::Range{0, 12});
+  auto taken = ranges.takeClean(2, 5);
+  REQUIRE(taken.size() == 1);
+  CHECK(taken[0] == DirtyRanges::Range{2, 5});
+  REQUIRE(ranges.ranges().size() == 2);
+  CHECK(ranges.ranges()[0] == DirtyRanges::Range{0, 2});
+  CHECK(ranges.ranges()[1] == DirtyRanges::Range{5, 12});
+}
