@@ -1,2 +1,317 @@
-// Implementation in progress.
-int main() { return 2; }
+// tilus-asm: the command line of the assembler (ISA section 8).
+//
+//   tilus-asm INPUT.tasm [-o OUT.tbc] [-D NAME=VALUE]... [-g]   assemble, check, write bytecode
+//   tilus-asm --check INPUT.tasm [-D NAME=VALUE]...             assemble and check only
+//   tilus-asm -d INPUT.tbc [-o OUT.tasm]                        disassemble
+//   tilus-asm layout 'EXPR' [--json]                            show a register layout
+//
+// Exit status: 0 success; 1 a program error (every diagnostic on stderr, one per line), a failed
+// check, unreadable input or an unwritable output; 2 a usage error. Output files are written
+// atomically (a temporary file in the same directory, then a rename), so a failed run never
+// leaves a truncated .tbc behind.
+#include "assembler/assembler.h"
+#include "isa/bytecode.h"
+#include "loader/checker.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#ifndef TILUSVM_VERSION
+#define TILUSVM_VERSION "unknown"
+#endif
+
+namespace {
+
+using namespace tilus;
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+int report(const Status &status) {
+  for (const Diagnostic &d : status.diagnostics())
+    std::cerr << d.toString() << "\n";
+  return kExitError;
+}
+
+int ioError(const std::string &path, const std::string &what) {
+  Location loc;
+  loc.file = path;
+  return report(Status::error(ErrorCode::Io, what, loc));
+}
+
+int usageError(const std::string &message) {
+  std::cerr << "tilus-asm: " << message << "\nRun with --help for more information.\n";
+  return kExitUsage;
+}
+
+bool readFile(const std::string &path, std::string &out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return !in.bad();
+}
+
+/// Write `data` to `path` through a temporary file in the same directory and a rename.
+bool writeFileAtomically(const std::string &path, const void *data, size_t size,
+                         std::string &why) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path tmp = target;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      why = "cannot create " + tmp.string();
+      return false;
+    }
+    out.write(static_cast<const char *>(data), std::streamsize(size));
+    out.flush();
+    if (!out) {
+      why = "cannot write " + tmp.string();
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      return false;
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    why = "cannot rename " + tmp.string() + " to " + path + ": " + ec.message();
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return false;
+  }
+  return true;
+}
+
+/// INPUT.tasm -> INPUT.tbc; any other name gets ".tbc" appended.
+std::string defaultOutput(const std::string &input) {
+  std::filesystem::path p(input);
+  if (p.extension() == ".tasm")
+    return p.replace_extension(".tbc").string();
+  return input + ".tbc";
+}
+
+struct Options {
+  std::string input;
+  std::string output;
+  std::vector<std::string> defines;
+  bool debugInfo = false;
+  bool checkOnly = false;
+  bool disassemble = false;
+  std::string layoutExpr;
+  bool json = false;
+};
+
+int assembleMode(const Options &o) {
+  AssembleOptions ao;
+  ao.fileName = o.input;
+  ao.keepSource = o.debugInfo;
+  for (const std::string &d : o.defines) {
+    size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return usageError("-D expects NAME=VALUE, got '" + d + "'");
+    ao.defines[d.substr(0, eq)] = d.substr(eq + 1);
+  }
+  std::string source;
+  if (!readFile(o.input, source))
+    return ioError(o.input, "cannot read the input file");
+  Expected<Module> module = assemble(source, ao);
+  if (!module)
+    return report(module.status());
+  CheckOptions co;
+  co.fileName = o.input;
+  Expected<VerifiedModule> verified = checkModule(std::move(*module), co);
+  if (!verified)
+    return report(verified.status());
+  if (o.checkOnly)
+    return kExitOk;
+  EncodeOptions eo;
+  eo.debugInfo = o.debugInfo;
+  std::vector<uint8_t> bytes = encodeModule(verified->module, eo);
+  std::string out = o.output.empty() ? defaultOutput(o.input) : o.output;
+  std::string why;
+  if (!writeFileAtomically(out, bytes.data(), bytes.size(), why))
+    return ioError(out, why);
+  return kExitOk;
+}
+
+int disassembleMode(const Options &o) {
+  std::string bytes;
+  if (!readFile(o.input, bytes))
+    return ioError(o.input, "cannot read the input file");
+  Expected<Module> module = decodeModule(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  if (!module) {
+    Status located;
+    for (Diagnostic d : module.status().diagnostics()) {
+      if (d.location.file.empty() && d.location.line == 0)
+        d.location.file = o.input;
+      located.append(std::move(d));
+    }
+    return report(located);
+  }
+  std::string text = disassemble(*module);
+  if (o.output.empty()) {
+    std::cout << text;
+    return std::cout ? kExitOk : kExitError;
+  }
+  std::string why;
+  if (!writeFileAtomically(o.output, text.data(), text.size(), why))
+    return ioError(o.output, why);
+  return kExitOk;
+}
+
+std::string joinInts(const std::vector<int64_t> &v) {
+  std::string s;
+  for (size_t k = 0; k < v.size(); ++k)
+    s += (k ? ", " : "") + std::to_string(v[k]);
+  return s;
+}
+
+/// {"shape": [..], "threads": T, "locals": N, "canonical": "...", "owners": [[[t, i], ...], ...]}
+std::string layoutJson(const RegisterLayout &l) {
+  std::string s = "{\"shape\": [" + joinInts(l.shape()) + "], \"threads\": " +
+                  std::to_string(l.numThreads()) + ", \"locals\": " +
+                  std::to_string(l.numLocals()) +
+                  ", \"canonical\": " + nlohmann::json(l.canonicalString()).dump() +
+                  ", \"owners\": [";
+  auto owners = l.owners();
+  for (size_t e = 0; e < owners.size(); ++e) {
+    s += e ? ", [" : "[";
+    for (size_t k = 0; k < owners[e].size(); ++k)
+      s += (k ? ", [" : "[") + std::to_string(owners[e][k].first) + ", " +
+           std::to_string(owners[e][k].second) + "]";
+    s += "]";
+  }
+  return s + "]}";
+}
+
+/// The layout as grids of `thread:local` cells (replicated elements list every owner, joined by
+/// commas); rank > 2 prints one grid per index of the leading dimensions.
+std::string layoutGrid(const RegisterLayout &l) {
+  std::vector<int64_t> shape = l.shape();
+  if (shape.empty())
+    shape = {1};
+  auto owners = l.owners();
+  std::vector<std::string> cells;
+  size_t width = 1;
+  for (const auto &list : owners) {
+    std::string c;
+    for (size_t k = 0; k < list.size(); ++k)
+      c += (k ? "," : "") + std::to_string(list[k].first) + ":" + std::to_string(list[k].second);
+    width = std::max(width, c.size());
+    cells.push_back(std::move(c));
+  }
+  int64_t cols = shape.back();
+  int64_t rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
+  int64_t planes = int64_t(cells.size()) / std::max<int64_t>(1, rows * cols);
+  size_t rowLabel = std::to_string(std::max<int64_t>(rows - 1, 0)).size();
+  width = std::max(width, std::to_string(cols - 1).size());
+  std::string out;
+  for (int64_t p = 0; p < planes; ++p) {
+    if (shape.size() > 2) {
+      std::vector<int64_t> lead(shape.begin(), shape.end() - 2), index(lead.size());
+      int64_t rest = p;
+      for (size_t d = lead.size(); d-- > 0;) {
+        index[d] = rest % lead[d];
+        rest /= lead[d];
+      }
+      out += (p ? "\n[" : "[") + joinInts(index) + ", :, :]\n";
+    }
+    out += std::string(rowLabel, ' ');
+    for (int64_t c = 0; c < cols; ++c) {
+      std::string h = std::to_string(c);
+      out += "  " + std::string(width - h.size(), ' ') + h;
+    }
+    out += "\n";
+    for (int64_t r = 0; r < rows; ++r) {
+      std::string label = shape.size() >= 2 ? std::to_string(r) : "";
+      out += std::string(rowLabel - label.size(), ' ') + label;
+      for (int64_t c = 0; c < cols; ++c) {
+        const std::string &cell = cells[size_t((p * rows + r) * cols + c)];
+        out += "  " + std::string(width - cell.size(), ' ') + cell;
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+int layoutMode(const Options &o) {
+  Expected<RegisterLayout> l = parseRegisterLayout(o.layoutExpr);
+  if (!l)
+    return report(l.status());
+  if (o.json) {
+    std::cout << layoutJson(*l) << "\n";
+    return kExitOk;
+  }
+  std::cout << l->toString() << "\n"
+            << "shape [" << joinInts(l->shape()) << "], threads " << l->numThreads()
+            << ", locals " << l->numLocals() << "\n"
+            << "canonical: " << l->canonicalString() << "\n\n"
+            << layoutGrid(*l);
+  return kExitOk;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"Assemble, check and disassemble Tilus VM programs (.tasm <-> .tbc).",
+               "tilus-asm"};
+  app.set_version_flag("--version", std::string("tilus-asm ") + TILUSVM_VERSION);
+  Options o;
+  app.add_option("input", o.input, "INPUT.tasm to assemble (INPUT.tbc with -d)");
+  app.add_option("-o,--output", o.output,
+                 "output file (default: INPUT with .tbc; with -d: standard output)");
+  app.add_option("-D", o.defines, "override a declared constant: -D NAME=VALUE")
+      ->allow_extra_args(false);
+  app.add_flag("-g", o.debugInfo, "keep the source text and locations in the bytecode");
+  app.add_flag("--check", o.checkOnly, "assemble and check only; write nothing");
+  app.add_flag("-d,--disassemble", o.disassemble, "disassemble bytecode to .tasm");
+  CLI::App *layout = app.add_subcommand("layout", "show a register layout as a thread:local grid");
+  layout->add_option("expr", o.layoutExpr, "layout expression, e.g. 'local(2, 1).spatial(8, 4)'")
+      ->required();
+  layout->add_flag("--json", o.json, "print the layout as JSON");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    return usageError(e.what());
+  }
+  if (layout->parsed()) {
+    if (!o.input.empty() || !o.output.empty() || !o.defines.empty() || o.debugInfo ||
+        o.checkOnly || o.disassemble)
+      return usageError("'layout' takes no other options");
+    return layoutMode(o);
+  }
+  if (o.input.empty())
+    return usageError("no input file");
+  if (o.disassemble) {
+    if (o.checkOnly || o.debugInfo || !o.defines.empty())
+      return usageError("-d cannot be combined with --check, -g or -D");
+    return disassembleMode(o);
+  }
+  if (o.checkOnly && !o.output.empty())
+    return usageError("--check writes no output; -o is not allowed");
+  return assembleMode(o);
+}
