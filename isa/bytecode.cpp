@@ -112,8 +112,8 @@ bool readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
   uint64_t stored = r.u64le("integrity hash");
   if (!r.ok())
     return false;
-  uint64_t computed = XXH3_64bits(bytes.data() + bytecode::kHeaderBytes,
-                                  bytes.size() - bytecode::kHeaderBytes);
+  uint64_t computed =
+      XXH3_64bits(bytes.data() + bytecode::kHeaderBytes, bytes.size() - bytecode::kHeaderBytes);
   if (stored != computed)
     r.failAt(at, "integrity hash mismatch: header has " + hex64(stored) + ", contents hash to " +
                      hex64(computed));

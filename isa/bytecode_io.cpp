@@ -24,9 +24,7 @@ void ByteWriter::uleb(uint64_t v) {
   } while (v != 0);
 }
 
-void ByteWriter::sleb(int64_t v) {
-  uleb((uint64_t(v) << 1) ^ uint64_t(v >> 63));
-}
+void ByteWriter::sleb(int64_t v) { uleb((uint64_t(v) << 1) ^ uint64_t(v >> 63)); }
 
 void ByteWriter::str(std::string_view s) {
   uleb(s.size());
@@ -124,8 +122,8 @@ uint64_t ByteReader::bounded(const char *what, uint64_t bound) {
   size_t start = pos_;
   uint64_t v = uleb(what);
   if (ok() && v > bound) {
-    failAt(start, std::string(what) + " " + std::to_string(v) + " exceeds " +
-                      std::to_string(bound));
+    failAt(start,
+           std::string(what) + " " + std::to_string(v) + " exceeds " + std::to_string(bound));
     return 0;
   }
   return v;

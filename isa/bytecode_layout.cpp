@@ -143,8 +143,7 @@ std::optional<RegisterLayout> readRegisterLayout(ByteReader &r, const BytecodeLi
   int rank = int(r.bounded("register layout rank+1", uint64_t(limits.maxLayoutRank) + 1)) - 1;
   int64_t elements = 1;
   std::vector<int64_t> shape =
-      readSizes(r, limits, uint64_t(std::max(rank, 0)), 1, "register layout shape entry",
-                elements);
+      readSizes(r, limits, uint64_t(std::max(rank, 0)), 1, "register layout shape entry", elements);
   uint32_t numModes = r.count("register layout mode", kMaxLayoutModes, 2);
   std::vector<LayoutMode> modes;
   int64_t cells = 1; // threads * locals
@@ -170,9 +169,9 @@ std::optional<RegisterLayout> readRegisterLayout(ByteReader &r, const BytecodeLi
       !chargeMemory(r, limits, budget,
                     sizeof(RegisterLayout) + 8 * shape.size() + 16 * modes.size()))
     return std::nullopt;
-  Expected<RegisterLayout> built =
-      rank >= 0 ? RegisterLayout::tryCreate(shape, modes, spatial, local)
-                : RegisterLayout::replicate(cells);
+  Expected<RegisterLayout> built = rank >= 0
+                                       ? RegisterLayout::tryCreate(shape, modes, spatial, local)
+                                       : RegisterLayout::replicate(cells);
   if (!built) {
     r.failAt(start, "register layout: " + built.status().first().message);
     return std::nullopt;
@@ -223,9 +222,10 @@ std::optional<SharedLayout> readSharedLeaf(ByteReader &r, const BytecodeLimits &
   }
   if (!charge(r, limits, budget, std::max(bound.elements, bound.extent), start))
     return std::nullopt;
-  Expected<SharedLayout> built = kind == Kind::RowMajor      ? SharedLayout::rowMajor(shape)
-                                 : kind == Kind::ColumnMajor ? SharedLayout::columnMajor(shape)
-                                                             : SharedLayout::strided(shape, strides);
+  Expected<SharedLayout> built = kind == Kind::RowMajor ? SharedLayout::rowMajor(shape)
+                                 : kind == Kind::ColumnMajor
+                                     ? SharedLayout::columnMajor(shape)
+                                     : SharedLayout::strided(shape, strides);
   if (!built) {
     r.fail("shared layout: " + built.status().first().message);
     return std::nullopt;
@@ -335,8 +335,8 @@ std::optional<SharedLayout> readSharedLayout(ByteReader &r, const BytecodeLimits
   SharedBound bound;
   std::optional<SharedLayout> layout = readShared(r, limits, budget, 1, bound);
   if (layout && !isCanonical(r, start, [&](ByteWriter &w) { writeSharedLayout(w, *layout); })) {
-    r.failAt(start, "shared layout is not in canonical form (canonical: " + layout->toString() +
-                        ")");
+    r.failAt(start,
+             "shared layout is not in canonical form (canonical: " + layout->toString() + ")");
     return std::nullopt;
   }
   return layout;

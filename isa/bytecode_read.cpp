@@ -141,8 +141,8 @@ void ProgramReader::readExprs() {
   if (!charge(uint64_t(n) * (sizeof(ExprNode) + sizeof(uint8_t) + sizeof(uint32_t))))
     return;
   p_.exprs.reserve(n);
-  std::vector<uint8_t> used(n, 0);    // whether a node is already some node's operand
-  std::vector<uint32_t> depth(n, 0);  // longest operand chain below and including the node
+  std::vector<uint8_t> used(n, 0);   // whether a node is already some node's operand
+  std::vector<uint32_t> depth(n, 0); // longest operand chain below and including the node
   for (uint32_t i = 0; i < n && r_.ok(); ++i)
     readExpr(i, used, depth);
 }
@@ -223,8 +223,7 @@ void ProgramReader::readInstruction(Instruction &inst) {
   if (!r_.ok())
     return;
   const InstructionSpec &spec = inst.spec();
-  context("instruction " + std::to_string(&inst - p_.instructions.data()) + " (" + spec.name +
-          ")");
+  context("instruction " + std::to_string(&inst - p_.instructions.data()) + " (" + spec.name + ")");
   at = r_.offset();
   uint32_t nResults = r_.count("result", spec.maxResults);
   charge(nResults * sizeof(VarId) + spec.args.size() * sizeof(Argument));
@@ -255,8 +254,9 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
   case ArgKind::Value: {
     uint8_t tag = r_.u8("value tag");
     if (r_.ok() && tag > 1)
-      return r_.failAt(at, "value tag " + std::to_string(tag) + " is not 0 (variable) or 1 "
-                                                                "(expression)");
+      return r_.failAt(at, "value tag " + std::to_string(tag) +
+                               " is not 0 (variable) or 1 "
+                               "(expression)");
     if (tag == 0)
       a.var = varId("value variable");
     else

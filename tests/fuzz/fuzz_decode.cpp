@@ -42,13 +42,16 @@ void seal(std::vector<uint8_t> &b) {
 
 /// Offset just after the producer section of a file that decoded (its producer is at most 64
 /// characters, so the section size is one varint byte).
-size_t afterProducer(const std::vector<uint8_t> &b) { return kHeaderBytes + 2 + b[kHeaderBytes + 1]; }
+size_t afterProducer(const std::vector<uint8_t> &b) {
+  return kHeaderBytes + 2 + b[kHeaderBytes + 1];
+}
 
 bool sameApartFromProducer(const std::vector<uint8_t> &a, const std::vector<uint8_t> &b) {
   if (!std::equal(a.begin(), a.begin() + 16, b.begin()))
     return false; // magic, version, flags, reserved
   size_t pa = afterProducer(a), pb = afterProducer(b);
-  return a.size() - pa == b.size() - pb && std::equal(a.begin() + long(pa), a.end(), b.begin() + long(pb));
+  return a.size() - pa == b.size() - pb &&
+         std::equal(a.begin() + long(pa), a.end(), b.begin() + long(pb));
 }
 
 } // namespace

@@ -189,7 +189,8 @@ public:
     s.loc = next();
     blocks_.back()->push_back(std::move(s));
   }
-  void forLoop(VarId var, ExprId start, ExprId stop, ExprId step, const std::function<void()> &body) {
+  void forLoop(VarId var, ExprId start, ExprId stop, ExprId step,
+               const std::function<void()> &body) {
     Stmt s;
     s.kind = StmtKind::For;
     s.var = var;
@@ -265,15 +266,18 @@ Program vectorAdd() {
   RegisterLayout l = chain({RegisterLayout::spatial({128}), RegisterLayout::local({2})});
   VarId rx = b.var("x", VarKind::Register), ry = b.var("y", VarKind::Register);
   b.inst(Opcode::LoadGlobal, {rx},
-         {{"g", value(gx)}, {"layout", reg(l)},
+         {{"g", value(gx)},
+          {"layout", reg(l)},
           {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(256)}), true}})}});
   b.inst(Opcode::LoadGlobal, {ry},
-         {{"g", value(gy)}, {"layout", reg(l)},
+         {{"g", value(gy)},
+          {"layout", reg(l)},
           {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(256)}), true}})}});
   VarId t = b.temp(VarKind::Register);
   b.inst(Opcode::Add, {t}, {{"a", value(rx)}, {"b", value(ry)}});
   b.inst(Opcode::StoreGlobal, {},
-         {{"r", value(t)}, {"g", value(gz)},
+         {{"r", value(t)},
+          {"g", value(gz)},
           {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(256)}), true}})}});
   return b.take();
 }
@@ -298,14 +302,18 @@ Program softmax() {
           {"offset", rows()}});
   VarId mx = b.var("mx", VarKind::Register);
   b.inst(Opcode::Reduce, {mx},
-         {{"a", value(rx)}, {"dim", integer(1)}, {"op", integer(int64_t(ReduceOp::Max))},
+         {{"a", value(rx)},
+          {"dim", integer(1)},
+          {"op", integer(int64_t(ReduceOp::Max))},
           {"keepdim", integer(1)}});
   VarId t0 = b.temp(VarKind::Register), e = b.var("e", VarKind::Register);
   b.inst(Opcode::Sub, {t0}, {{"a", value(rx)}, {"b", value(mx)}});
   b.inst(Opcode::Exp, {e}, {{"a", value(t0)}});
   VarId s = b.var("s", VarKind::Register);
   b.inst(Opcode::Reduce, {s},
-         {{"a", value(e)}, {"dim", integer(1)}, {"op", integer(int64_t(ReduceOp::Sum))},
+         {{"a", value(e)},
+          {"dim", integer(1)},
+          {"op", integer(int64_t(ReduceOp::Sum))},
           {"keepdim", integer(1)}});
   VarId t1 = b.temp(VarKind::Register);
   b.inst(Opcode::Div, {t1}, {{"a", value(e)}, {"b", value(s)}});
@@ -315,7 +323,8 @@ Program softmax() {
 
 Program pipelinedMatmul() {
   Builder b("matmul_f16", 128);
-  VarId ap = b.param("a_ptr", VarKind::Pointer, kF16), bp = b.param("b_ptr", VarKind::Pointer, kF16);
+  VarId ap = b.param("a_ptr", VarKind::Pointer, kF16),
+        bp = b.param("b_ptr", VarKind::Pointer, kF16);
   VarId cp = b.param("c_ptr", VarKind::Pointer, kF16), m = b.param("m", VarKind::Scalar, kI32);
   VarId n = b.param("n", VarKind::Scalar, kI32), k = b.param("k", VarKind::Scalar, kI32);
   b.grid({b.op(ExprOp::CeilDiv, {b.v(m), b.c(64)}), b.op(ExprOp::CeilDiv, {b.v(n), b.c(64)})});
@@ -340,16 +349,20 @@ Program pipelinedMatmul() {
   auto issue = [&](std::function<ExprId()> stageExpr, std::function<ExprId()> kExpr) {
     VarId t0 = b.temp(VarKind::Shared);
     b.inst(Opcode::SliceShared, {t0},
-           {{"s", value(sa)}, {"offset", offsets({{stageExpr(), false}, {b.c(0), true}, {b.c(0), true}})}});
+           {{"s", value(sa)},
+            {"offset", offsets({{stageExpr(), false}, {b.c(0), true}, {b.c(0), true}})}});
     b.inst(Opcode::CopyAsync, {},
-           {{"s", value(t0)}, {"g", value(ga)},
+           {{"s", value(t0)},
+            {"g", value(ga)},
             {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(64)}), true},
                                 {b.op(ExprOp::Mul, {kExpr(), b.c(32)}), true}})}});
     VarId t1 = b.temp(VarKind::Shared);
     b.inst(Opcode::SliceShared, {t1},
-           {{"s", value(sb)}, {"offset", offsets({{stageExpr(), false}, {b.c(0), true}, {b.c(0), true}})}});
+           {{"s", value(sb)},
+            {"offset", offsets({{stageExpr(), false}, {b.c(0), true}, {b.c(0), true}})}});
     b.inst(Opcode::CopyAsync, {},
-           {{"s", value(t1)}, {"g", value(gb)},
+           {{"s", value(t1)},
+            {"g", value(gb)},
             {"offset", offsets({{b.op(ExprOp::Mul, {kExpr(), b.c(32)}), true},
                                 {b.op(ExprOp::Mul, {b.v(bj), b.c(64)}), true}})}});
   };
@@ -369,18 +382,19 @@ Program pipelinedMatmul() {
     auto stageOffset = [&] {
       return offsets({{b.v(stage), false}, {b.c(0), true}, {b.c(0), true}});
     };
-    b.inst(Opcode::LoadShared, {ra},
-           {{"s", value(sa)},
-            {"layout", reg(chain({RegisterLayout::spatial({2, 1}), RegisterLayout::replicate(2),
-                                  RegisterLayout::local({2, 2}), RegisterLayout::columnLocal({2, 2}),
-                                  RegisterLayout::spatial({8, 4}), RegisterLayout::local({1, 2})}))},
-            {"offset", stageOffset()}});
+    b.inst(
+        Opcode::LoadShared, {ra},
+        {{"s", value(sa)},
+         {"layout", reg(chain({RegisterLayout::spatial({2, 1}), RegisterLayout::replicate(2),
+                               RegisterLayout::local({2, 2}), RegisterLayout::columnLocal({2, 2}),
+                               RegisterLayout::spatial({8, 4}), RegisterLayout::local({1, 2})}))},
+         {"offset", stageOffset()}});
     b.inst(Opcode::LoadShared, {rb},
            {{"s", value(sb)},
-            {"layout", reg(chain({RegisterLayout::replicate(2), RegisterLayout::spatial({1, 2}),
-                                  RegisterLayout::local({2, 4}), RegisterLayout::local({2, 1}),
-                                  RegisterLayout::columnSpatial({4, 8}),
-                                  RegisterLayout::local({2, 1})}))},
+            {"layout",
+             reg(chain({RegisterLayout::replicate(2), RegisterLayout::spatial({1, 2}),
+                        RegisterLayout::local({2, 4}), RegisterLayout::local({2, 1}),
+                        RegisterLayout::columnSpatial({4, 8}), RegisterLayout::local({2, 1})}))},
             {"offset", stageOffset()}});
     VarId nxt = b.var("nxt", VarKind::Scalar);
     b.assign(nxt, b.op(ExprOp::Add, {b.v(kt), b.c(2)}));
@@ -393,7 +407,8 @@ Program pipelinedMatmul() {
   VarId t = b.temp(VarKind::Register);
   b.inst(Opcode::Cast, {t}, {{"a", value(acc)}, {"dtype", dtype(kF16)}});
   b.inst(Opcode::StoreGlobal, {},
-         {{"r", value(t)}, {"g", value(gc)},
+         {{"r", value(t)},
+          {"g", value(gc)},
           {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(64)}), true},
                               {b.op(ExprOp::Mul, {b.v(bj), b.c(64)}), true}})}});
   return b.take();
@@ -413,7 +428,8 @@ Program paperMatmul() {
   b.inst(Opcode::ViewGlobal, {ga},
          {{"ptr", value(ap)}, {"dtype", dtype(kF16)}, {"shape", exprs({b.c(1024), b.c(1024)})}});
   b.inst(Opcode::ViewGlobal, {gb},
-         {{"ptr", value(tp)}, {"dtype", dtype(DataType::u(8))},
+         {{"ptr", value(tp)},
+          {"dtype", dtype(DataType::u(8))},
           {"shape", exprs({b.c(64), b.c(128), b.c(96)})}});
   b.inst(Opcode::ViewGlobal, {gc},
          {{"ptr", value(cp)}, {"dtype", dtype(kF16)}, {"shape", exprs({b.c(1024), b.c(1024)})}});
@@ -425,28 +441,32 @@ Program paperMatmul() {
   VarId bk = b.var("bk", VarKind::Scalar);
   b.forLoop(bk, b.c(0), b.c(64), b.c(1), [&] {
     VarId a = b.var("a", VarKind::Register), rb = b.var("b", VarKind::Register);
-    b.inst(Opcode::LoadGlobal, {a},
-           {{"g", value(ga)},
-            {"layout", reg(chain({RegisterLayout::columnLocal({2, 2}), RegisterLayout::spatial({8, 4}),
-                                  RegisterLayout::local({1, 2})}))},
-            {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(16)}), true},
-                                {b.op(ExprOp::Mul, {b.v(bk), b.c(16)}), true}})}});
+    b.inst(
+        Opcode::LoadGlobal, {a},
+        {{"g", value(ga)},
+         {"layout", reg(chain({RegisterLayout::columnLocal({2, 2}), RegisterLayout::spatial({8, 4}),
+                               RegisterLayout::local({1, 2})}))},
+         {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(16)}), true},
+                             {b.op(ExprOp::Mul, {b.v(bk), b.c(16)}), true}})}});
     b.inst(Opcode::LoadGlobal, {rb},
            {{"g", value(gb)},
             {"layout", reg(chain({RegisterLayout::local({3}), RegisterLayout::spatial({32})}))},
             {"offset", offsets({{b.v(bk), false}, {b.v(bj), false}, {b.c(0), true}})}});
     VarId b1 = b.var("b1", VarKind::Register), b2 = b.var("b2", VarKind::Register);
-    b.inst(Opcode::View, {b1},
-           {{"a", value(rb)}, {"dtype", dtype(DataType::i(6))},
-            {"layout", reg(chain({RegisterLayout::local({2, 1}), RegisterLayout::columnSpatial({4, 8}),
-                                  RegisterLayout::local({2, 1})}))}});
+    b.inst(
+        Opcode::View, {b1},
+        {{"a", value(rb)},
+         {"dtype", dtype(DataType::i(6))},
+         {"layout", reg(chain({RegisterLayout::local({2, 1}), RegisterLayout::columnSpatial({4, 8}),
+                               RegisterLayout::local({2, 1})}))}});
     b.inst(Opcode::Cast, {b2}, {{"a", value(b1)}, {"dtype", dtype(kF16)}});
     b.inst(Opcode::Dot, {acc}, {{"a", value(a)}, {"b", value(b2)}, {"c", value(acc)}}, true);
   });
   VarId acc16 = b.var("acc", VarKind::Register);
   b.inst(Opcode::Cast, {acc16}, {{"a", value(acc)}, {"dtype", dtype(kF16)}});
   b.inst(Opcode::StoreGlobal, {},
-         {{"r", value(acc16)}, {"g", value(gc)},
+         {{"r", value(acc16)},
+          {"g", value(gc)},
           {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(16)}), true},
                               {b.op(ExprOp::Mul, {b.v(bj), b.c(8)}), true}})}});
   return b.take();
@@ -473,21 +493,28 @@ Program misc() {
   b.inst(Opcode::Permute, {wt}, {{"a", value(w)}, {"dims", ints({1, 0})}});
   b.inst(Opcode::ConvertLayout, {wc},
          {{"a", value(wt)},
-          {"layout", reg(chain({RegisterLayout::local({2, 2}), RegisterLayout::columnSpatial({8, 8})}))}});
+          {"layout",
+           reg(chain({RegisterLayout::local({2, 2}), RegisterLayout::columnSpatial({8, 8})}))}});
   VarId wv = b.var("wv", VarKind::Register);
   b.inst(Opcode::View, {wv}, {{"a", value(wc)}, {"dtype", dtype(DataType::u(32))}});
   VarId ws = b.var("ws", VarKind::Global), gp = b.var("gp", VarKind::Global);
   VarId gs = b.var("gs", VarKind::Global);
   b.inst(Opcode::AllocateGlobal, {ws},
-         {{"dtype", dtype(kI32)}, {"shape", exprs({b.c(16), b.v(n)})}, {"requires_clean", integer(1)}});
+         {{"dtype", dtype(kI32)},
+          {"shape", exprs({b.c(16), b.v(n)})},
+          {"requires_clean", integer(1)}});
   b.inst(Opcode::ViewGlobal, {gp},
-         {{"ptr", value(p)}, {"shape", exprs({b.v(n), b.c(16)})}, {"strides", exprs({b.c(32), b.c(1)})}});
+         {{"ptr", value(p)},
+          {"shape", exprs({b.v(n), b.c(16)})},
+          {"strides", exprs({b.c(32), b.c(1)})}});
   b.inst(Opcode::SliceGlobal, {gs},
-         {{"g", value(gp)}, {"offset", offsets({{b.v(bx), true}, {b.c(0), true}})},
+         {{"g", value(gp)},
+          {"offset", offsets({{b.v(bx), true}, {b.c(0), true}})},
           {"shape", exprs({b.c(16), b.c(16)})}});
   VarId sh = b.var("sh", VarKind::Shared);
   b.inst(Opcode::AllocateShared, {sh},
-         {{"dtype", dtype(kF32)}, {"shape", ints({16, 16})},
+         {{"dtype", dtype(kF32)},
+          {"shape", ints({16, 16})},
           {"layout", shared(must(SharedLayout::swizzle(
                          must(SharedLayout::tile(must(SharedLayout::strided({2, 2}, {1, 2})),
                                                  must(SharedLayout::columnMajor({8, 8})))),
@@ -497,17 +524,18 @@ Program misc() {
   b.inst(Opcode::CopyAsyncWaitAll, {}, {});
   b.inst(Opcode::Synchronize, {}, {});
   VarId r = b.var("r", VarKind::Register);
-  b.inst(Opcode::LoadShared, {r},
-         {{"s", value(sh)}, {"layout", reg(chain({RegisterLayout::spatial({16, 4}), RegisterLayout::local({1, 4})}))}});
+  b.inst(
+      Opcode::LoadShared, {r},
+      {{"s", value(sh)},
+       {"layout", reg(chain({RegisterLayout::spatial({16, 4}), RegisterLayout::local({1, 4})}))}});
   VarId i = b.var("i", VarKind::Scalar, kI32);
   b.assign(i, b.c(0));
   b.whileLoop(b.cmp(ExprOp::Lt, b.v(i), b.c(10)), [&] {
     b.assign(i, b.op(ExprOp::Add, {b.v(i), b.c(1)}));
-    b.ifElse(b.cmp(ExprOp::Eq, b.op(ExprOp::Mod, {b.v(i), b.c(2)}), b.c(0)),
-             [&] { b.simple(StmtKind::Continue); },
-             [&] {
-               b.ifElse(b.cmp(ExprOp::Gt, b.v(i), b.c(7)), [&] { b.simple(StmtKind::Break); });
-             });
+    b.ifElse(
+        b.cmp(ExprOp::Eq, b.op(ExprOp::Mod, {b.v(i), b.c(2)}), b.c(0)),
+        [&] { b.simple(StmtKind::Continue); },
+        [&] { b.ifElse(b.cmp(ExprOp::Gt, b.v(i), b.c(7)), [&] { b.simple(StmtKind::Break); }); });
     VarId t = b.temp(VarKind::Register);
     b.inst(Opcode::Exp2, {t}, {{"a", value(r)}});
     b.inst(Opcode::Add, {r}, {{"a", value(r)}, {"b", value(t)}}, true);
@@ -517,11 +545,12 @@ Program misc() {
   b.inst(Opcode::Print, {},
          {{"x", scalar(b.op(ExprOp::Select, {b.cmp(ExprOp::Ge, b.v(by), b.c(1)), b.v(bz),
                                              b.op(ExprOp::Neg, {b.v(bz)})}))}});
-  b.ifElse(b.op(ExprOp::LogicalAnd,
-                {b.cmp(ExprOp::Ne, b.v(bx), b.c(0)),
-                 b.op(ExprOp::LogicalNot, {b.cmp(ExprOp::Le, b.v(by), b.c(3))}, DataType::boolean())},
-                DataType::boolean()),
-           [&] { b.inst(Opcode::Exit, {}, {}); });
+  b.ifElse(
+      b.op(ExprOp::LogicalAnd,
+           {b.cmp(ExprOp::Ne, b.v(bx), b.c(0)),
+            b.op(ExprOp::LogicalNot, {b.cmp(ExprOp::Le, b.v(by), b.c(3))}, DataType::boolean())},
+           DataType::boolean()),
+      [&] { b.inst(Opcode::Exit, {}, {}); });
   return b.take();
 }
 
@@ -539,8 +568,7 @@ bool write(const std::string &dir, const std::string &name, const Module &m, boo
   out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
   Expected<VerifiedModule> checked = checkModule(m);
   std::printf("%-24s %6zu bytes  checker: %s\n", (name + (debug ? "_g" : "") + ".tbc").c_str(),
-              bytes.size(),
-              checked.ok() ? "accepts" : checked.status().first().toString().c_str());
+              bytes.size(), checked.ok() ? "accepts" : checked.status().first().toString().c_str());
   return bool(out);
 }
 
@@ -553,8 +581,12 @@ int main(int argc, char **argv) {
   }
   const std::string dir = argv[1];
   const std::vector<std::pair<std::string, std::function<Program()>>> programs = {
-      {"tiny", tiny},       {"vector_add", vectorAdd},         {"softmax", softmax},
-      {"matmul_pipelined", pipelinedMatmul}, {"paper_matmul", paperMatmul}, {"misc", misc}};
+      {"tiny", tiny},
+      {"vector_add", vectorAdd},
+      {"softmax", softmax},
+      {"matmul_pipelined", pipelinedMatmul},
+      {"paper_matmul", paperMatmul},
+      {"misc", misc}};
   bool ok = true;
   Module all;
   for (const auto &[name, make] : programs) {

@@ -78,7 +78,9 @@ struct Bytes {
     v.insert(v.end(), b.v.begin(), b.v.end());
     return *this;
   }
-  Bytes &section(uint8_t id, const Bytes &payload) { return u8(id).uleb(payload.v.size()).add(payload); }
+  Bytes &section(uint8_t id, const Bytes &payload) {
+    return u8(id).uleb(payload.v.size()).add(payload);
+  }
 };
 
 const std::string kProducer = "tilusvm " TILUSVM_VERSION;
@@ -108,10 +110,10 @@ std::vector<uint8_t> makeFile(const Bytes &programs, const Bytes *debug = nullpt
                               const std::string &producer = kProducer) {
   Bytes f;
   f.u8('T').u8('L').u8('B').u8('C');
-  f.u8(1).u8(0).u8(0).u8(0);                    // format version 1
-  f.u8(debug ? 1 : 0).u8(0).u8(0).u8(0);        // flags
-  f.u8(0).u8(0).u8(0).u8(0);                    // reserved
-  for (int i = 0; i < 16; ++i)                  // total length, hash: sealed below
+  f.u8(1).u8(0).u8(0).u8(0);             // format version 1
+  f.u8(debug ? 1 : 0).u8(0).u8(0).u8(0); // flags
+  f.u8(0).u8(0).u8(0).u8(0);             // reserved
+  for (int i = 0; i < 16; ++i)           // total length, hash: sealed below
     f.u8(0);
   f.section(1, Bytes().str(producer));
   f.section(2, programs);
@@ -127,11 +129,11 @@ constexpr uint8_t kOpBlockIndices = 0, kOpAllocateRegister = 1, kOpSynchronize =
 Bytes tinyProgram() {
   Bytes p;
   p.str("p").uleb(32);
-  p.uleb(1).str("n").u8(1).u8(1).i32();     // variables: n, Scalar, param, i32
-  p.uleb(1).u8(0).i32().uleb(1);            // expressions: 0 = const i32 1
-  p.uleb(1).uleb(0);                        // grid: [expr 0]
+  p.uleb(1).str("n").u8(1).u8(1).i32();         // variables: n, Scalar, param, i32
+  p.uleb(1).u8(0).i32().uleb(1);                // expressions: 0 = const i32 1
+  p.uleb(1).uleb(0);                            // grid: [expr 0]
   p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0); // Synchronize: 0 results, no out, no args
-  p.uleb(1).u8(0).uleb(0);                  // body: [instruction 0]
+  p.uleb(1).u8(0).uleb(0);                      // body: [instruction 0]
   return p;
 }
 
@@ -166,7 +168,8 @@ RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
 struct ProgramBuilder {
   Program p;
 
-  VarId var(const std::string &name, VarKind kind, DataType t = DataType::i32(), bool param = false) {
+  VarId var(const std::string &name, VarKind kind, DataType t = DataType::i32(),
+            bool param = false) {
     p.vars.push_back(Variable{name, kind, t, param});
     if (param)
       p.params.push_back(VarId(p.vars.size() - 1));
@@ -263,10 +266,10 @@ Program kernelProgram() {
   uint32_t n2 = b.inst(Opcode::AllocateShared, {s}, {6, 5});
   b.arg(n2, "dtype").dtype = DataType::f16();
   b.arg(n2, "shape").ints = {16, 64};
-  b.arg(n2, "layout").sharedLayout = must(SharedLayout::swizzle(
-      must(SharedLayout::tile(must(SharedLayout::rowMajor({2, 8})),
-                              must(SharedLayout::columnMajor({8, 8})))),
-      3, 3, 3));
+  b.arg(n2, "layout").sharedLayout =
+      must(SharedLayout::swizzle(must(SharedLayout::tile(must(SharedLayout::rowMajor({2, 8})),
+                                                         must(SharedLayout::columnMajor({8, 8})))),
+                                 3, 3, 3));
   uint32_t n3 = b.inst(Opcode::AllocateRegister, {acc}, {7, 5});
   b.arg(n3, "dtype").dtype = f32;
   b.arg(n3, "layout").regLayout = cFrag;
@@ -288,7 +291,8 @@ Program kernelProgram() {
   b.arg(n6, "a").var = x;
   b.arg(n6, "b").expr = b.cnst(f32, 0x3fc00000); // 1.5
   ExprId cond1 = b.op(ExprOp::Lt, boolean, {b.ref(i), b.cnst(i32, 3)});
-  ExprId cond2 = b.op(ExprOp::LogicalNot, boolean, {b.op(ExprOp::Eq, boolean, {b.ref(i), b.ref(bj)})});
+  ExprId cond2 =
+      b.op(ExprOp::LogicalNot, boolean, {b.op(ExprOp::Eq, boolean, {b.ref(i), b.ref(bj)})});
   ExprId assigned = b.op(ExprOp::Select, i64,
                          {b.cnst(boolean, 1), b.ref(k), b.cnst(i64, ~uint64_t(0))}); // k or -1
   ExprId whileCond = b.op(ExprOp::Ne, boolean, {b.ref(k), b.cnst(i64, 0)});
@@ -336,10 +340,18 @@ Program kernelProgram() {
   wl.expr = whileCond;
   wl.body = {instStmt(n7, {20, 5}), instStmt(n8, {21, 5}), instStmt(n9, {22, 5}),
              simpleStmt(StmtKind::Break, {23, 5})};
-  b.p.body = {instStmt(n0, {4, 5}), instStmt(n1, {5, 5}),   instStmt(n2, {6, 5}),
-              instStmt(n3, {7, 5}), loop,                   assign,
-              wl,                   instStmt(n10, {24, 1}), instStmt(n11, {25, 1}),
-              instStmt(n12, {26, 1}), instStmt(n15, {29, 1}), instStmt(n13, {27, 1}),
+  b.p.body = {instStmt(n0, {4, 5}),
+              instStmt(n1, {5, 5}),
+              instStmt(n2, {6, 5}),
+              instStmt(n3, {7, 5}),
+              loop,
+              assign,
+              wl,
+              instStmt(n10, {24, 1}),
+              instStmt(n11, {25, 1}),
+              instStmt(n12, {26, 1}),
+              instStmt(n15, {29, 1}),
+              instStmt(n13, {27, 1}),
               instStmt(n14, {28, 1})};
   return b.p;
 }
@@ -362,7 +374,8 @@ Module sampleModule() {
   m.programs[1].loc = {40, 1};
   m.hasDebugInfo = true;
   m.sourceName = "sample.tasm";
-  m.sourceText = "# sample \xe2\x9c\x93\ndef kernel<cdiv(m, 16), 4>(i32 m, f16* a_ptr, u8* b_ptr):\n";
+  m.sourceText =
+      "# sample \xe2\x9c\x93\ndef kernel<cdiv(m, 16), 4>(i32 m, f16* a_ptr, u8* b_ptr):\n";
   return m;
 }
 
@@ -515,15 +528,15 @@ TEST_CASE("bytecode: a hand-written file decodes to the module it describes") {
 
 TEST_CASE("bytecode: the complete file printed in docs/bytecode.md") {
   const std::vector<uint8_t> doc = {
-      0x54, 0x4c, 0x42, 0x43, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-      0x00, 0x4f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa1, 0x69, 0xd1, 0x26, 0x84, 0xb0,
-      0x0c, 0x60, 0x01, 0x0e, 0x0d, 0x74, 0x69, 0x6c, 0x75, 0x73, 0x76, 0x6d, 0x20, 0x30, 0x2e,
-      0x31, 0x2e, 0x30, 0x02, 0x1d, 0x01, 0x01, 0x70, 0x20, 0x01, 0x01, 0x6e, 0x01, 0x01, 0x01,
-      0x20, 0x00, 0x00, 0x01, 0x00, 0x01, 0x20, 0x00, 0x00, 0x01, 0x01, 0x00, 0x01, 0x35, 0x00,
-      0x00, 0x01, 0x00, 0x00};
-  const std::vector<uint8_t> debugSection = {0x03, 0x11, 0x06, 0x74, 0x2e, 0x74, 0x61, 0x73,
-                                             0x6d, 0x00, 0x01, 0x01, 0x01, 0x01, 0x02, 0x05,
-                                             0x01, 0x02, 0x05};
+      0x54, 0x4c, 0x42, 0x43, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x4f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa1, 0x69, 0xd1, 0x26,
+      0x84, 0xb0, 0x0c, 0x60, 0x01, 0x0e, 0x0d, 0x74, 0x69, 0x6c, 0x75, 0x73, 0x76, 0x6d,
+      0x20, 0x30, 0x2e, 0x31, 0x2e, 0x30, 0x02, 0x1d, 0x01, 0x01, 0x70, 0x20, 0x01, 0x01,
+      0x6e, 0x01, 0x01, 0x01, 0x20, 0x00, 0x00, 0x01, 0x00, 0x01, 0x20, 0x00, 0x00, 0x01,
+      0x01, 0x00, 0x01, 0x35, 0x00, 0x00, 0x01, 0x00, 0x00};
+  const std::vector<uint8_t> debugSection = {0x03, 0x11, 0x06, 0x74, 0x2e, 0x74, 0x61,
+                                             0x73, 0x6d, 0x00, 0x01, 0x01, 0x01, 0x01,
+                                             0x02, 0x05, 0x01, 0x02, 0x05};
   // The document's dump was made with producer "tilusvm 0.1.0"; it decodes with any producer.
   Module m = must(decodeModule(doc));
   Module expected;
@@ -551,13 +564,13 @@ TEST_CASE("bytecode: header fields at the offsets of docs/bytecode.md") {
     std::vector<uint8_t> b = encodeModule(m, {debug});
     REQUIRE(b.size() > 48);
     CHECK(std::string(b.begin(), b.begin() + 4) == "TLBC");
-    CHECK(readLe(b, 4, 4) == 1);                 // format version
+    CHECK(readLe(b, 4, 4) == 1); // format version
     CHECK(readLe(b, 4, 4) == kBytecodeFormatVersion);
     CHECK(readLe(b, 8, 4) == (debug ? 1u : 0u)); // flags
     CHECK(readLe(b, 12, 4) == 0);                // reserved
     CHECK(readLe(b, 16, 8) == b.size());         // total length
     CHECK(readLe(b, 24, 8) == XXH3_64bits(b.data() + 32, b.size() - 32));
-    CHECK(b[32] == 1);                           // producer section
+    CHECK(b[32] == 1); // producer section
     CHECK(b[33] == kProducer.size() + 1);
     CHECK(b[34] == kProducer.size());
     CHECK(std::string(b.begin() + 35, b.begin() + 35 + long(kProducer.size())) == kProducer);
@@ -703,17 +716,16 @@ TEST_CASE("bytecode: header errors name the field") {
   CHECK(errorOf(std::span(good.data(), 10)).find("unexpected end of data") != std::string::npos);
   BytecodeLimits small;
   small.maxFileBytes = 16;
-  CHECK(errorOf(good, small) ==
-        "file size " + std::to_string(good.size()) + " exceeds limit 16");
+  CHECK(errorOf(good, small) == "file size " + std::to_string(good.size()) + " exceeds limit 16");
   // Debug flag without a debug section, and a debug section without the flag.
   c = good;
   c[8] = 1;
   CHECK(errorOf(seal(c)).find("unexpected end of data reading section id") != std::string::npos);
   Bytes debug;
-  debug.str("").str("").uleb(1);          // source name, source text, 1 program
-  debug.uleb(0).uleb(0);                   // program location
-  debug.uleb(1).uleb(0).uleb(0);           // 1 instruction location
-  debug.uleb(1).uleb(0).uleb(0);           // 1 statement location
+  debug.str("").str("").uleb(1); // source name, source text, 1 program
+  debug.uleb(0).uleb(0);         // program location
+  debug.uleb(1).uleb(0).uleb(0); // 1 instruction location
+  debug.uleb(1).uleb(0).uleb(0); // 1 statement location
   c = makeFile(programsOf({tinyProgram()}), &debug);
   CHECK_OK(decodeModule(c));
   c[8] = 0;
@@ -737,8 +749,9 @@ TEST_CASE("bytecode: section framing") {
   // Content that ends before the section does.
   Bytes programs = programsOf({tinyProgram()});
   programs.u8(0);
-  CHECK(errorOf(makeFile(programs)).find("section 2 (programs) has 1 bytes left after its "
-                                         "content") != std::string::npos);
+  CHECK(errorOf(makeFile(programs))
+            .find("section 2 (programs) has 1 bytes left after its "
+                  "content") != std::string::npos);
   // A producer that is not printable ASCII.
   CHECK(errorOf(makeFile(programsOf({}), nullptr, "tilus\x01")).find("producer") !=
         std::string::npos);
@@ -777,7 +790,8 @@ TEST_CASE("bytecode: huge counts fail fast without allocating") {
   Bytes programs;
   programs.uleb(1).str("p").uleb(0).uleb(uint64_t(1) << 31);
   std::vector<uint8_t> file = makeFile(programs);
-  size_t countAt = programsSectionOffset() + 2 + 1 + 2 + 1; // section id, size, count, name, threads
+  size_t countAt =
+      programsSectionOffset() + 2 + 1 + 2 + 1; // section id, size, count, name, threads
   gLargest = 0;
   gTrack = true;
   Expected<Module> m = decodeModule(file);
@@ -810,14 +824,51 @@ TEST_CASE("bytecode: huge counts fail fast without allocating") {
   };
   hostile(Bytes().uleb(UINT32_MAX));
   hostile(Bytes().uleb(1).str("p").uleb(0).uleb(0).uleb(UINT32_MAX));
-  hostile(Bytes().uleb(1).str("p").uleb(0).uleb(0).uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0)
+  hostile(Bytes().uleb(1).str("p").uleb(0).uleb(0).uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0).uleb(
+      UINT32_MAX));
+  hostile(Bytes()
+              .uleb(1)
+              .str("p")
+              .uleb(0)
+              .uleb(0)
+              .uleb(1)
+              .u8(0)
+              .i32()
+              .uleb(1)
+              .uleb(1)
+              .uleb(0)
+              .uleb(0)
               .uleb(UINT32_MAX));
-  hostile(Bytes().uleb(1).str("p").uleb(0).uleb(0).uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0)
-              .uleb(0).uleb(UINT32_MAX));
   // AllocateRegister with a shape IntList of 2^32 - 1 entries.
-  hostile(Bytes().uleb(1).str("p").uleb(0).uleb(1).str("r").u8(3).u8(0).i32().uleb(1).u8(0).i32()
-              .uleb(1).uleb(1).uleb(0).uleb(1).uleb(kOpAllocateRegister).uleb(1).uleb(0).u8(0)
-              .u8(1).i32().u8(1).uleb(1).uleb(0).uleb(0).uleb(0).u8(1).uleb(UINT32_MAX));
+  hostile(Bytes()
+              .uleb(1)
+              .str("p")
+              .uleb(0)
+              .uleb(1)
+              .str("r")
+              .u8(3)
+              .u8(0)
+              .i32()
+              .uleb(1)
+              .u8(0)
+              .i32()
+              .uleb(1)
+              .uleb(1)
+              .uleb(0)
+              .uleb(1)
+              .uleb(kOpAllocateRegister)
+              .uleb(1)
+              .uleb(0)
+              .u8(0)
+              .u8(1)
+              .i32()
+              .u8(1)
+              .uleb(1)
+              .uleb(0)
+              .uleb(0)
+              .uleb(0)
+              .u8(1)
+              .uleb(UINT32_MAX));
 }
 
 TEST_CASE("bytecode: the decoded IR's memory is budgeted") {
@@ -828,8 +879,19 @@ TEST_CASE("bytecode: the decoded IR's memory is budgeted") {
   const uint32_t n = 20000;
   p.uleb(n);
   for (uint32_t i = 0; i < n; ++i) // Reduce(x, dim=0, op=sum) -> x
-    p.uleb(int(Opcode::Reduce)).uleb(1).uleb(0).u8(0).u8(1).u8(0).uleb(0).u8(1).sleb(0).u8(1)
-        .u8(0).u8(0).u8(0);
+    p.uleb(int(Opcode::Reduce))
+        .uleb(1)
+        .uleb(0)
+        .u8(0)
+        .u8(1)
+        .u8(0)
+        .uleb(0)
+        .u8(1)
+        .sleb(0)
+        .u8(1)
+        .u8(0)
+        .u8(0)
+        .u8(0);
   p.uleb(n);
   for (uint32_t i = 0; i < n; ++i)
     p.u8(0).uleb(i);
@@ -852,7 +914,6 @@ namespace {
 std::string decodeError(const Module &m, const BytecodeLimits &limits = {}) {
   return errorOf(encodeModule(m), limits);
 }
-
 
 } // namespace
 
@@ -988,9 +1049,9 @@ TEST_CASE("bytecode: enum values out of range") {
   Bytes p;
   p.str("p").uleb(32).uleb(0).uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0);
   p.uleb(1).uleb(numOpcodes()).uleb(0).u8(0).uleb(1).u8(0).uleb(0);
-  CHECK(contains(errorOf(makeFile(programsOf({p}))),
-                 "opcode " + std::to_string(numOpcodes()) + " exceeds " +
-                     std::to_string(numOpcodes() - 1)));
+  CHECK(contains(errorOf(makeFile(programsOf({p}))), "opcode " + std::to_string(numOpcodes()) +
+                                                         " exceeds " +
+                                                         std::to_string(numOpcodes() - 1)));
   Module m;
   m.programs = {kernelProgram()};
   m.programs[0].instructions[5].arg("op").intValue = 6;
@@ -1070,10 +1131,10 @@ TEST_CASE("bytecode: layouts") {
   // Find the canonical C fragment encoding in the file and make it non-canonical by splitting a
   // mode: rank+1, shape, modes, spatial, local as docs/bytecode.md gives them.
   Bytes cFrag;
-  cFrag.uleb(3).uleb(16).uleb(8);                                     // rank 2, shape [16, 8]
+  cFrag.uleb(3).uleb(16).uleb(8); // rank 2, shape [16, 8]
   cFrag.uleb(4).uleb(1).uleb(2).uleb(1).uleb(8).uleb(2).uleb(4).uleb(2).uleb(2); // modes
-  cFrag.uleb(2).uleb(1).uleb(2);                                      // spatial [m1, m2]
-  cFrag.uleb(2).uleb(0).uleb(3);                                      // local [m0, m3]
+  cFrag.uleb(2).uleb(1).uleb(2);                                                 // spatial [m1, m2]
+  cFrag.uleb(2).uleb(0).uleb(3);                                                 // local [m0, m3]
   auto found = std::search(good.begin() + long(at), good.end(), cFrag.v.begin(), cFrag.v.end());
   REQUIRE(found != good.end());
   SUBCASE("the documented encoding of local(2,1).spatial(8,4).local(1,2)") {
@@ -1082,7 +1143,7 @@ TEST_CASE("bytecode: layouts") {
   SUBCASE("spatial and local swapped is a different valid layout, decoded as such") {
     std::vector<uint8_t> c = good;
     size_t k = size_t(found - good.begin()) + 12; // spatial count
-    std::swap(c[k + 1], c[k + 4]); // spatial [m0, m2], local [m1, m3]
+    std::swap(c[k + 1], c[k + 4]);                // spatial [m0, m2], local [m1, m3]
     Expected<Module> d = decodeModule(seal(c));
     REQUIRE(d.ok());
     CHECK(d->programs[0].instructions[3].arg("layout").regLayout->numThreads() == 8);
@@ -1135,8 +1196,8 @@ TEST_CASE("bytecode: layouts") {
     prog.uleb(1).uleb(int(Opcode::AllocateShared)).uleb(1).uleb(0).u8(0);
     prog.u8(1).dtype(3, 16, 5, 10).u8(1).uleb(1).sleb(8).u8(1).add(tile);
     prog.uleb(1).u8(0).uleb(0);
-    CHECK(contains(errorOf(makeFile(programsOf({prog}))),
-                   "shared layout is not in canonical form"));
+    CHECK(
+        contains(errorOf(makeFile(programsOf({prog}))), "shared layout is not in canonical form"));
   }
   SUBCASE("swizzle parameters are bounded before the factory sees them") {
     Bytes prog;
@@ -1146,7 +1207,8 @@ TEST_CASE("bytecode: layouts") {
     prog.u8(1).dtype(3, 16, 5, 10).u8(1).uleb(1).sleb(8).u8(1);
     prog.u8(4).u8(0).uleb(1).uleb(8).uleb(40).uleb(40).uleb(62); // swizzle(row_major(8), ...)
     prog.uleb(1).u8(0).uleb(0);
-    CHECK(contains(errorOf(makeFile(programsOf({prog}))), "swizzle bits + base is 80, limit is 62"));
+    CHECK(
+        contains(errorOf(makeFile(programsOf({prog}))), "swizzle bits + base is 80, limit is 62"));
   }
 }
 
@@ -1169,8 +1231,17 @@ TEST_CASE("bytecode: debug section consistency") {
   CHECK(contains(errorOf(makeFile(programsOf({tinyProgram()}), &debug3)),
                  "statement location count 4 differs from 1 statements"));
   Bytes debug4;
-  debug4.str("f.tasm").str("src").uleb(1).uleb(1).uleb(2).uleb(1).uleb(3).uleb(4).uleb(1)
-      .uleb(5).uleb(6);
+  debug4.str("f.tasm")
+      .str("src")
+      .uleb(1)
+      .uleb(1)
+      .uleb(2)
+      .uleb(1)
+      .uleb(3)
+      .uleb(4)
+      .uleb(1)
+      .uleb(5)
+      .uleb(6);
   Module d = must(decodeModule(makeFile(programsOf({tinyProgram()}), &debug4)));
   CHECK(d.hasDebugInfo);
   CHECK(d.sourceName == "f.tasm");
