@@ -26,10 +26,10 @@ const char *kArithmeticTypes =
 
 bool ProgramChecker::checkBlockIndices(const Instruction &inst, Results &r) {
   if (inst.results.size() > prog_.grid.size())
-    return fail(ErrorCode::BadArgument, "BlockIndices gives " +
-                                            std::to_string(inst.results.size()) +
-                                            " indices but the grid has " +
-                                            std::to_string(prog_.grid.size()) + " dimensions");
+    return fail(ErrorCode::BadArgument,
+                "BlockIndices gives " + counted(int64_t(inst.results.size()), "index", "indices") +
+                    " but the grid has " +
+                    counted(int64_t(prog_.grid.size()), "dimension", "dimensions"));
   for (VarType &t : r)
     t = VarType{VarKind::Scalar, DataType::i32()};
   return true;

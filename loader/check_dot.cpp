@@ -142,9 +142,12 @@ bool ProgramChecker::checkDot(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkDotLayouts(DataType operandType, const RegisterLayout &a,
-                                     const RegisterLayout &b, const RegisterLayout &c,
-                                     const RegisterLayout &d) {
+namespace {
+
+/// The dot-layout rule's verdict: nullopt when it holds, else the diagnostic's message.
+std::optional<std::string> dotLayoutError(LayoutOracle &oracle, DataType operandType,
+                                          const RegisterLayout &a, const RegisterLayout &b,
+                                          const RegisterLayout &c, const RegisterLayout &d) {
   std::string atomWhy;
   if (const MmaAtom *atom = mmaAtomFor(operandType)) {
     std::optional<RegisterLayout> ao = a.divideRight(atom->a);
@@ -166,19 +169,33 @@ bool ProgramChecker::checkDotLayouts(DataType operandType, const RegisterLayout 
     else if (ao->numThreads() != bo->numThreads() || ao->numThreads() != co->numThreads() ||
              ao->numThreads() != dout->numThreads())
       atomWhy = "the outer layouts have different warp counts";
-    else if (std::optional<DotFailure> f = oracle_.dotPerThread(*ao, *bo, *co, *dout))
+    else if (std::optional<DotFailure> f = oracle.dotPerThread(*ao, *bo, *co, *dout))
       atomWhy = std::string("with ") + atom->name + " tiles, " + describe(*f, "warp");
     else
-      return true;
+      return std::nullopt;
   } else {
     atomWhy = std::string("no mma atom exists for ") + operandType.name();
   }
-  std::optional<DotFailure> f = oracle_.dotPerThread(a, b, c, d);
+  std::optional<DotFailure> f = oracle.dotPerThread(a, b, c, d);
   if (!f)
+    return std::nullopt;
+  return "Dot layouts satisfy neither the per-thread rule (" + describe(*f, "thread") +
+         ") nor an mma atom division (" + atomWhy + ")";
+}
+
+} // namespace
+
+/// Memoised per (operand dtype, layouts): programs repeat the same Dot many times.
+bool ProgramChecker::checkDotLayouts(DataType operandType, const RegisterLayout &a,
+                                     const RegisterLayout &b, const RegisterLayout &c,
+                                     const RegisterLayout &d) {
+  uint64_t tag = uint64_t(operandType.kind) << 24 | uint64_t(operandType.bits) << 16 |
+                 uint64_t(operandType.exponent) << 8 | operandType.mantissa;
+  std::optional<std::string> error = oracle_.verdict(
+      tag, {a, b, c, d}, [&] { return dotLayoutError(oracle_, operandType, a, b, c, d); });
+  if (!error)
     return true;
-  return fail(ErrorCode::DotLayout, "Dot layouts satisfy neither the per-thread rule (" +
-                                        describe(*f, "thread") + ") nor an mma atom division (" +
-                                        atomWhy + ")");
+  return fail(ErrorCode::DotLayout, *error);
 }
 
 } // namespace tilus::detail

@@ -45,64 +45,67 @@ bool ProgramChecker::checkIntExprs(const std::vector<ExprId> &exprs, const char 
   return true;
 }
 
-bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
-                                 const char *memoryName, const std::vector<int64_t> &tileShape,
-                                 const char *tileName) {
-  const std::string op = inst.spec().name;
+bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
+                                 const std::vector<int64_t> &tileShape, const char *tileName) {
+  // Messages are built only on failure: this runs for every load, store and copy.
   const bool shared = memory.kind == VarKind::Shared;
+  auto op = [&] { return std::string(inst.spec().name); };
+  auto memoryName = [&] {
+    return std::string(shared ? "shared tensor " : "global tensor ") + varName(memoryVar);
+  };
+  auto dimWords = [&](size_t d) {
+    return "dimension " + std::to_string(d) + " (length " + std::to_string(memory.shape[d]) +
+           ") of " + memoryName();
+  };
   const Argument *offset = optionalArg(inst, "offset");
-  const std::string rankWords = std::string(memoryName) + " has rank " +
-                                std::to_string(memory.rank) + " and " + tileName + " rank " +
-                                std::to_string(tileShape.size());
   if (!offset) {
     if (memory.rank != tileShape.size())
-      return fail(ErrorCode::OffsetRank, op + " without offset=: " + rankWords);
+      return fail(ErrorCode::OffsetRank, op() + " without offset=: " + memoryName() +
+                                             " has rank " + std::to_string(memory.rank) + " and " +
+                                             tileName + " rank " +
+                                             std::to_string(tileShape.size()));
     for (size_t d = 0; shared && d < tileShape.size(); ++d)
       if (tileShape[d] > memory.shape[d])
-        return fail(ErrorCode::OutOfBounds,
-                    op + ": " + tileName + " length " + std::to_string(tileShape[d]) +
-                        " exceeds dimension " + std::to_string(d) + " of " + memoryName +
-                        " (length " + std::to_string(memory.shape[d]) + ")");
+        return fail(ErrorCode::OutOfBounds, op() + ": " + tileName + " length " +
+                                                std::to_string(tileShape[d]) + " exceeds " +
+                                                dimWords(d));
     return true;
   }
   const std::vector<OffsetEntry> &entries = offset->offsets;
   if (entries.size() != memory.rank)
-    return fail(ErrorCode::OffsetRank, op + " offset has " + std::to_string(entries.size()) +
-                                           " entries but " + memoryName + " has rank " +
+    return fail(ErrorCode::OffsetRank, op() + " offset has " +
+                                           counted(int64_t(entries.size()), "entry", "entries") +
+                                           " but " + memoryName() + " has rank " +
                                            std::to_string(memory.rank));
   size_t slices = 0;
   for (const OffsetEntry &e : entries)
     slices += e.slice ? 1 : 0;
   if (slices != tileShape.size())
-    return fail(ErrorCode::OffsetRank, op + " offset has " + std::to_string(slices) +
-                                           " slice entries but " + tileName + " has rank " +
+    return fail(ErrorCode::OffsetRank, op() + " offset has " +
+                                           counted(int64_t(slices), "slice entry", "slice entries") +
+                                           " but " + tileName + " has rank " +
                                            std::to_string(tileShape.size()));
   size_t j = 0;
   for (size_t d = 0; d < entries.size(); ++d) {
     const OffsetEntry &e = entries[d];
     if (!isIntegerExpr(e.expr))
-      return fail(ErrorCode::DtypeMismatch, op + " offset entry " + std::to_string(d) +
+      return fail(ErrorCode::DtypeMismatch, op() + " offset entry " + std::to_string(d) +
                                                 " has type " + exprTypeName(e.expr) +
                                                 "; expected an integer");
     int64_t len = e.slice ? tileShape[j++] : 1;
     if (!shared)
       continue;
-    int64_t dim = memory.shape[d];
+    if (len > memory.shape[d])
+      return fail(ErrorCode::OutOfBounds, op() + ": " + tileName + " length " +
+                                              std::to_string(len) + " exceeds " + dimWords(d));
     std::optional<int64_t> c = constValue(e.expr);
-    std::string where = " of dimension " + std::to_string(d) + " (length " +
-                        std::to_string(dim) + ") of " + memoryName;
-    if (len > dim)
-      return fail(ErrorCode::OutOfBounds, op + ": " + tileName + " length " +
-                                              std::to_string(len) + " exceeds dimension " +
-                                              std::to_string(d) + " (length " +
-                                              std::to_string(dim) + ") of " + memoryName);
-    if (c && (*c < 0 || *c > dim - len))
+    if (c && (*c < 0 || *c > memory.shape[d] - len))
       return fail(ErrorCode::OutOfBounds,
-                  op + ": " +
+                  op() + ": " +
                       (e.slice ? "indices [" + std::to_string(*c) + ", " +
                                      std::to_string(*c + len) + ")"
                                : "index " + std::to_string(*c)) +
-                      " outside" + where);
+                      " outside " + dimWords(d));
   }
   return true;
 }
@@ -186,8 +189,9 @@ bool ProgramChecker::checkViewGlobal(const Instruction &inst, Results &r) {
     return fail(ErrorCode::BadArgument, "ViewGlobal strides= needs shape=");
   if (strides && strides->exprs.size() != shape->exprs.size())
     return fail(ErrorCode::ShapeMismatch, "ViewGlobal strides has " +
-                                              std::to_string(strides->exprs.size()) +
-                                              " entries but shape has " +
+                                              counted(int64_t(strides->exprs.size()), "entry",
+                                                      "entries") +
+                                              " but shape has " +
                                               std::to_string(shape->exprs.size()));
   if ((shape && !checkIntExprs(shape->exprs, "ViewGlobal shape")) ||
       (strides && !checkIntExprs(strides->exprs, "ViewGlobal strides")))
@@ -209,8 +213,8 @@ bool ProgramChecker::checkSliceGlobal(const Instruction &inst, Results &r) {
   const std::vector<OffsetEntry> &entries = inst.arg("offset").offsets;
   if (entries.size() != g->rank)
     return fail(ErrorCode::OffsetRank, "SliceGlobal offset has " +
-                                           std::to_string(entries.size()) +
-                                           " entries but the global tensor has rank " +
+                                           counted(int64_t(entries.size()), "entry", "entries") +
+                                           " but the global tensor has rank " +
                                            std::to_string(g->rank));
   size_t slices = 0;
   for (size_t d = 0; d < entries.size(); ++d) {
@@ -223,9 +227,11 @@ bool ProgramChecker::checkSliceGlobal(const Instruction &inst, Results &r) {
   if (const Argument *shape = optionalArg(inst, "shape")) {
     if (shape->exprs.size() != slices)
       return fail(ErrorCode::OffsetRank, "SliceGlobal shape has " +
-                                             std::to_string(shape->exprs.size()) +
-                                             " entries but the offset has " +
-                                             std::to_string(slices) + " slice entries");
+                                             counted(int64_t(shape->exprs.size()), "entry",
+                                                     "entries") +
+                                             " but the offset has " +
+                                             counted(int64_t(slices), "slice entry",
+                                                     "slice entries"));
     if (!checkIntExprs(shape->exprs, "SliceGlobal shape"))
       return false;
   }
@@ -244,17 +250,19 @@ bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
   const Argument *shapeArg = optionalArg(inst, "shape");
   if (entries.size() != s->rank)
     return fail(ErrorCode::OffsetRank, "SliceShared offset has " +
-                                           std::to_string(entries.size()) +
-                                           " entries but the shared tensor has rank " +
+                                           counted(int64_t(entries.size()), "entry", "entries") +
+                                           " but the shared tensor has rank " +
                                            std::to_string(s->rank));
   size_t slices = 0;
   for (const OffsetEntry &e : entries)
     slices += e.slice ? 1 : 0;
   if (shapeArg && shapeArg->ints.size() != slices)
     return fail(ErrorCode::OffsetRank, "SliceShared shape has " +
-                                           std::to_string(shapeArg->ints.size()) +
-                                           " entries but the offset has " +
-                                           std::to_string(slices) + " slice entries");
+                                           counted(int64_t(shapeArg->ints.size()), "entry",
+                                                   "entries") +
+                                           " but the offset has " +
+                                           counted(int64_t(slices), "slice entry",
+                                                   "slice entries"));
   std::vector<int64_t> shape;
   for (size_t d = 0; d < entries.size(); ++d) {
     const OffsetEntry &e = entries[d];
@@ -264,11 +272,12 @@ bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
                                                 "; expected an integer");
     const int64_t dim = s->shape[d];
     std::optional<int64_t> c = constValue(e.expr);
-    std::string where = " of dimension " + std::to_string(d) + " (length " +
-                        std::to_string(dim) + ")";
+    auto where = [&] {
+      return " of dimension " + std::to_string(d) + " (length " + std::to_string(dim) + ")";
+    };
     if (c && (*c < 0 || *c >= dim))
       return fail(ErrorCode::OutOfBounds, "SliceShared offset " + std::to_string(*c) +
-                                              " is outside" + where);
+                                              " is outside" + where());
     if (!e.slice)
       continue;
     int64_t len = 0;
@@ -281,13 +290,13 @@ bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
     } else if (c) {
       len = dim - *c;
     } else {
-      return fail(ErrorCode::BadArgument, "SliceShared slice" + where +
+      return fail(ErrorCode::BadArgument, "SliceShared slice" + where() +
                                               " starts at a run-time offset; give shape=");
     }
     if (len > dim || (c && *c + len > dim))
       return fail(ErrorCode::OutOfBounds,
                   "SliceShared slice of length " + std::to_string(len) +
-                      (c ? " at " + std::to_string(*c) : std::string()) + " leaves" + where);
+                      (c ? " at " + std::to_string(*c) : std::string()) + " leaves" + where());
     shape.push_back(len);
   }
   VarType t = *s;
@@ -305,8 +314,7 @@ bool ProgramChecker::checkLoadGlobal(const Instruction &inst, Results &r) {
   if (!g)
     return false;
   const RegisterLayout &layout = *layoutArg(inst, "layout");
-  std::string name = "global tensor " + varName(inst.arg("g").var);
-  if (!checkAccess(inst, *g, name.c_str(), layout.shape(), "the layout"))
+  if (!checkAccess(inst, *g, inst.arg("g").var, layout.shape(), "the layout"))
     return false;
   r[0] = registerType(g->dtype, layout);
   return true;
@@ -317,8 +325,7 @@ bool ProgramChecker::checkLoadShared(const Instruction &inst, Results &r) {
   if (!s)
     return false;
   const RegisterLayout &layout = *layoutArg(inst, "layout");
-  std::string name = "shared tensor " + varName(inst.arg("s").var);
-  if (!checkAccess(inst, *s, name.c_str(), layout.shape(), "the layout"))
+  if (!checkAccess(inst, *s, inst.arg("s").var, layout.shape(), "the layout"))
     return false;
   r[0] = registerType(s->dtype, layout);
   return true;
@@ -338,8 +345,7 @@ bool ProgramChecker::checkStoreGlobal(const Instruction &inst) {
     return false;
   if (reg->dtype != g->dtype)
     return fail(ErrorCode::DtypeMismatch, dtypePair("StoreGlobal", reg->dtype, g->dtype));
-  std::string name = "global tensor " + varName(inst.arg("g").var);
-  return checkAccess(inst, *g, name.c_str(), reg->shape, "the register tensor");
+  return checkAccess(inst, *g, inst.arg("g").var, reg->shape, "the register tensor");
 }
 
 bool ProgramChecker::checkStoreShared(const Instruction &inst) {
@@ -349,8 +355,7 @@ bool ProgramChecker::checkStoreShared(const Instruction &inst) {
     return false;
   if (reg->dtype != s->dtype)
     return fail(ErrorCode::DtypeMismatch, dtypePair("StoreShared", reg->dtype, s->dtype));
-  std::string name = "shared tensor " + varName(inst.arg("s").var);
-  return checkAccess(inst, *s, name.c_str(), reg->shape, "the register tensor");
+  return checkAccess(inst, *s, inst.arg("s").var, reg->shape, "the register tensor");
 }
 
 bool ProgramChecker::checkCopyAsync(const Instruction &inst) {
@@ -360,8 +365,7 @@ bool ProgramChecker::checkCopyAsync(const Instruction &inst) {
     return false;
   if (s->dtype != g->dtype)
     return fail(ErrorCode::DtypeMismatch, dtypePair("CopyAsync", g->dtype, s->dtype));
-  std::string name = "global tensor " + varName(inst.arg("g").var);
-  return checkAccess(inst, *g, name.c_str(), s->shape, "the shared tensor");
+  return checkAccess(inst, *g, inst.arg("g").var, s->shape, "the shared tensor");
 }
 
 bool ProgramChecker::checkCopyAsyncWaitGroup(const Instruction &inst) {

@@ -23,6 +23,10 @@
 namespace tilus {
 namespace detail {
 
+std::string counted(int64_t n, const char *singular, const char *plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -359,7 +363,8 @@ bool ProgramChecker::checkVarRead(VarId var, bool &poisoned) {
 
 /// Walks the tree rooted at `id`: typing errors of its nodes and liveness of its variables.
 bool ProgramChecker::checkExprUse(ExprId id, bool &poisoned) {
-  std::vector<ExprId> stack{id};
+  std::vector<ExprId> &stack = exprStack_;
+  stack.assign(1, id);
   while (!stack.empty()) {
     ExprId e = stack.back();
     stack.pop_back();
@@ -400,7 +405,8 @@ void ProgramChecker::checkHeader() {
                                     "not in the parameter list");
   if (prog_.grid.empty() || prog_.grid.size() > 3)
     fail(ErrorCode::GridExpr,
-         "the grid has " + std::to_string(prog_.grid.size()) + " dimensions; expected 1 to 3");
+         "the grid has " + counted(int64_t(prog_.grid.size()), "dimension", "dimensions") +
+             "; expected 1 to 3");
   for (size_t d = 0; d < prog_.grid.size(); ++d) {
     ExprId g = prog_.grid[d];
     bool poisoned = false;
@@ -537,7 +543,7 @@ void ProgramChecker::checkAssign(const Stmt &stmt) {
   VarType t;
   t.kind = VarKind::Scalar;
   t.dtype = prog_.exprs[stmt.expr].dtype;
-  writeVar(stmt.var, t, true);
+  writeVar(stmt.var, std::move(t), true);
 }
 
 void ProgramChecker::checkFor(const Stmt &stmt) {
@@ -596,7 +602,7 @@ std::string typeDifference(const VarType &declared, const VarType &now) {
 
 } // namespace
 
-void ProgramChecker::writeVar(VarId var, const VarType &type, bool scalarAssign) {
+void ProgramChecker::writeVar(VarId var, VarType type, bool scalarAssign) {
   const Variable &v = prog_.vars[var];
   if (loopVar_[var]) {
     fail(ErrorCode::UpdateType, "loop variable " + varName(var) + " is read-only");
@@ -617,7 +623,7 @@ void ProgramChecker::writeVar(VarId var, const VarType &type, bool scalarAssign)
                                          v.dtype.name() + " but assigned " + type.dtype.name());
       poisoned_[var] = 1;
     }
-    info_.vars[var] = type;
+    info_.vars[var] = std::move(type);
     state_[var] = VarState::Live;
     scopes_.back().push_back(var);
     return;
@@ -644,11 +650,11 @@ void ProgramChecker::poisonResults(const Instruction &inst) {
   }
 }
 
-void ProgramChecker::commitResults(const Instruction &inst, const Results &results) {
+void ProgramChecker::commitResults(const Instruction &inst, Results &results) {
   if (inst.out)
     return;
   for (size_t k = 0; k < inst.results.size(); ++k)
-    writeVar(inst.results[k], results[k], false);
+    writeVar(inst.results[k], std::move(results[k]), false);
 }
 
 // --- instructions -------------------------------------------------------------------------
@@ -754,11 +760,13 @@ bool ProgramChecker::checkStructure(const Instruction &inst) {
                     " results, not " + std::to_string(n));
   if (inst.out && (!spec.allowsOut || n != 1))
     return fail(ErrorCode::BadArgument, std::string(spec.name) + " does not accept out=");
-  std::unordered_set<VarId> seen;
-  for (VarId r : inst.results) {
+  for (size_t k = 0; k < n; ++k) {
+    VarId r = inst.results[k];
     VarKind want = inst.out ? VarKind::Register : spec.resultKind;
-    if (r >= prog_.vars.size() || prog_.vars[r].kind != want || !seen.insert(r).second ||
-        prog_.vars[r].isParam)
+    bool repeated = std::find(inst.results.begin(), inst.results.begin() + k, r) !=
+                    inst.results.begin() + k;
+    if (r >= prog_.vars.size() || prog_.vars[r].kind != want || repeated ||
+        (prog_.vars[r].isParam && !inst.out))
       return fail(ErrorCode::Bytecode, std::string(spec.name) + " result " + varName(r) +
                                            " is not a distinct variable of the result's kind");
   }

@@ -12,6 +12,7 @@
 
 #include "loader/checker.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,8 @@
 
 namespace tilus::detail {
 
+/// "1 entry", "3 entries".
+std::string counted(int64_t n, const char *singular, const char *plural);
 /// "[16, 8]".
 std::string shapeString(const std::vector<int64_t> &shape);
 /// Product of the dimensions, saturating at INT64_MAX.
@@ -73,6 +76,12 @@ public:
   /// when every owner thread of d[m, n] owns c[m, n], and a[m, k] and b[k, n] for every k.
   std::optional<DotFailure> dotPerThread(const RegisterLayout &a, const RegisterLayout &b,
                                          const RegisterLayout &c, const RegisterLayout &d);
+
+  /// Memo for a whole rule's verdict (an error message, or nullopt when the rule holds) that
+  /// depends only on `tag` and `layouts`; `compute` runs on the first request.
+  std::optional<std::string>
+  verdict(uint64_t tag, std::vector<RegisterLayout> layouts,
+          const std::function<std::optional<std::string>()> &compute);
 
 private:
   struct Impl;
@@ -136,8 +145,8 @@ private:
   bool checkLayoutThreads(const Instruction &inst);
   bool dispatch(const Instruction &inst, Results &results);
   bool checkOut(const Instruction &inst, const VarType &computed);
-  void commitResults(const Instruction &inst, const Results &results);
-  void writeVar(VarId var, const VarType &type, bool scalarAssign);
+  void commitResults(const Instruction &inst, Results &results);
+  void writeVar(VarId var, VarType type, bool scalarAssign);
   void poisonResults(const Instruction &inst);
   void openScope();
   void closeScope();
@@ -193,7 +202,7 @@ private:
   bool checkCopyAsync(const Instruction &inst);
   bool checkCopyAsyncWaitGroup(const Instruction &inst);
   bool checkIntExprs(const std::vector<ExprId> &exprs, const char *what);
-  bool checkAccess(const Instruction &inst, const VarType &memory, const char *memoryName,
+  bool checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
                    const std::vector<int64_t> &tileShape, const char *tileName);
 
   // --- check_dot.cpp ---
@@ -216,6 +225,7 @@ private:
   std::vector<uint8_t> loopVar_;
   std::vector<uint8_t> instructionSeen_;
   std::vector<std::vector<VarId>> scopes_;
+  std::vector<ExprId> exprStack_; // checkExprUse's work list, kept to avoid reallocation
   int loopDepth_ = 0;
 
   // The instruction being checked (for diagnostics).

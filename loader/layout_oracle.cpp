@@ -43,6 +43,12 @@ struct TupleHash {
   }
 };
 
+struct VerdictHash {
+  size_t operator()(const std::pair<uint64_t, LayoutTuple> &k) const {
+    return combine(std::hash<uint64_t>()(k.first), TupleHash()(k.second));
+  }
+};
+
 /// Per thread, the sorted row-major linear indices of the elements it owns.
 struct Owned {
   int64_t threads = 0;
@@ -79,6 +85,8 @@ struct LayoutOracle::Impl {
   std::unordered_map<RegisterLayout, std::unique_ptr<Owned>, LayoutHash> owned;
   std::unordered_map<LayoutTuple, std::optional<CoverFailure>, TupleHash> cover;
   std::unordered_map<LayoutTuple, std::optional<DotFailure>, TupleHash> dot;
+  std::unordered_map<std::pair<uint64_t, LayoutTuple>, std::optional<std::string>, VerdictHash>
+      verdicts;
 
   const Owned &ownedOf(const RegisterLayout &l) {
     auto it = owned.find(l);
@@ -208,6 +216,18 @@ std::optional<DotFailure> LayoutOracle::dotPerThread(const RegisterLayout &a,
     return it->second;
   std::optional<DotFailure> answer = impl_->computeDot(a, b, c, d);
   impl_->dot.emplace(std::move(key), answer);
+  return answer;
+}
+
+std::optional<std::string>
+LayoutOracle::verdict(uint64_t tag, std::vector<RegisterLayout> layouts,
+                      const std::function<std::optional<std::string>()> &compute) {
+  std::pair<uint64_t, LayoutTuple> key{tag, LayoutTuple{std::move(layouts)}};
+  auto it = impl_->verdicts.find(key);
+  if (it != impl_->verdicts.end())
+    return it->second;
+  std::optional<std::string> answer = compute();
+  impl_->verdicts.emplace(std::move(key), answer);
   return answer;
 }
 

@@ -6,6 +6,7 @@
 #include "assembler/assembler.h"
 #include "loader/checker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -56,12 +57,18 @@ bool run(int instructions) {
     return false;
   }
   size_t count = m->programs[0].instructions.size();
-  t0 = std::chrono::steady_clock::now();
-  Expected<VerifiedModule> v = checkModule(std::move(m).value());
-  double checkMs = msSince(t0);
-  if (!v) {
-    std::fprintf(stderr, "%s\n", v.status().toString().c_str());
-    return false;
+  // Best of three runs (the machine may be shared); each checks its own copy of the module.
+  double checkMs = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    Module copy = *m;
+    t0 = std::chrono::steady_clock::now();
+    Expected<VerifiedModule> v = checkModule(std::move(copy));
+    double ms = msSince(t0);
+    if (!v) {
+      std::fprintf(stderr, "%s\n", v.status().toString().c_str());
+      return false;
+    }
+    checkMs = rep == 0 ? ms : std::min(checkMs, ms);
   }
   std::printf("%8zu instructions: assemble %8.1f ms, check %8.1f ms (%.0f ns per instruction)\n",
               count, asmMs, checkMs, checkMs * 1e6 / double(count));
