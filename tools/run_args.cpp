@@ -58,7 +58,7 @@ std::optional<std::pair<bool, uint64_t>> parseInteger(std::string_view text) {
 
 Expected<uint64_t> parseIntegerValue(std::string_view text, DataType dtype) {
   auto parsed = parseInteger(text);
-  std::string bad = quoted(text) + " is not a " + dtype.name() + " value";
+  std::string bad = quoted(text) + " is not a value of type " + dtype.name();
   if (!parsed)
     return usage(bad);
   auto [negative, magnitude] = *parsed;
@@ -79,7 +79,7 @@ Expected<uint64_t> parseIntegerValue(std::string_view text, DataType dtype) {
 
 Expected<uint64_t> parseFloatValue(std::string_view text, DataType dtype) {
   std::string s(text);
-  std::string bad = quoted(s) + " is not a " + dtype.name() + " value";
+  std::string bad = quoted(s) + " is not a value of type " + dtype.name();
   if (s.empty())
     return usage(bad);
   errno = 0;

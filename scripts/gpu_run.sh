@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The one script run on the GPU machine: GPU tests, `vm-run --check` of the paper's program at
+# M=N=K=512, and benchmarks of the library's programs against baselines measured in the same
+# run (PyTorch/cuBLAS f16 matmul for the matmuls, device-to-device copy bandwidth for
+# vector_add). Prints a short table last.
+#
+# Usage (from the repository root, with a build folder built on the development machine):
+#   BUILD_DIR=build-rt bash scripts/gpu_run.sh
+# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm.so*.
+# Logs and JSON reports go to $OUT (the device tool's output folder) or /tmp/tilusvm-gpu.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build="${BUILD_DIR:-build-rt}"
+out="${OUT:-/tmp/tilusvm-gpu}"
+bench_size="${BENCH_SIZE:-4096}"
+mkdir -p "$out"
+work="$(mktemp -d)"
+export TILUSVM_CACHE_DIR="$work/cache" # a fresh disk cache: the first launch compiles
+asm="$build/tools/tilus-asm"
+run="$build/tools/vm-run"
+status=0
+
+step() { echo; echo "== $*"; }
+fail() { echo "FAILED: $*"; status=1; }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+
+step "gpu tests"
+"$build/tests/gpu/test_gpu" 2>&1 | tee "$out/test_gpu.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail "gpu tests"
+
+step "assemble"
+"$asm" programs/paper_matmul_f16_i6.tasm -D M=512 -D N=512 -D K=512 -o "$work/paper512.tbc" &&
+"$asm" programs/paper_matmul_f16_i6.tasm -D M="$bench_size" -D N="$bench_size" \
+  -D K="$bench_size" -o "$work/paper_bench.tbc" &&
+"$asm" programs/matmul_f16_pipelined.tasm -o "$work/matmul.tbc" &&
+"$asm" programs/vector_add.tasm -o "$work/vector_add.tbc" || fail "assemble"
+
+step "vm-run --check: paper matmul at M=N=K=512"
+"$run" "$work/paper512.tbc" --kernel transform_b --check --arg b_ptr=rand:7 \
+  --save transformed_b_ptr="$work/tb512.npy" || fail "check transform_b"
+"$run" "$work/paper512.tbc" --kernel matmul --check --arg a_ptr=rand:1 \
+  --arg transformed_b_ptr=@"$work/tb512.npy" --save c_ptr="$out/paper512_c.npy" \
+  --json > "$out/check_paper512.json" || fail "check matmul"
+python3 - "$out/check_paper512.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for b in r.get("check", {}).get("buffers", []):
+    print(f"check {b['name']}: ok={b['ok']} written={b['written']} mismatches={b['mismatches']} "
+          f"max_abs={b['max_abs_error']:.3g} max_rel={b['max_rel_error']:.3g} rel_l2={b['rel_l2_error']:.3g}")
+EOF
+
+step "benchmarks (vm-run --bench, CUDA events, median of 100 after 10 warm-up)"
+n="$bench_size"
+"$run" "$work/paper_bench.tbc" --kernel matmul --device cuda --arg a_ptr=rand:1 \
+  --arg transformed_b_ptr=rand:2 --bench --json > "$out/bench_paper.json" || fail "bench paper"
+"$run" "$work/matmul.tbc" --device cuda --arg a_ptr=rand:1 --arg b_ptr=rand:2 \
+  --arg m="$n" --arg n="$n" --arg k="$n" --bench --json > "$out/bench_matmul.json" ||
+  fail "bench matmul"
+vec_n=$((1 << 26))
+"$run" "$work/vector_add.tbc" --device cuda --arg x_ptr=rand:1 --arg y_ptr=rand:2 \
+  --arg n="$vec_n" --bench --json > "$out/bench_vector_add.json" || fail "bench vector_add"
+
+step "baselines (PyTorch, same run)"
+python3 - "$n" "$vec_n" > "$out/baseline.json" <<'EOF' || fail "baselines"
+import json, statistics, sys
+import torch
+n, vec_n = int(sys.argv[1]), int(sys.argv[2])
+def bench(fn, warmup=10, iters=100):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(iters)]
+    for s, e in events:
+        s.record(); fn(); e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events)
+a = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
+b = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
+c = torch.empty(n, n, device="cuda", dtype=torch.float16)
+mm = bench(lambda: torch.matmul(a, b, out=c))
+src = torch.rand(vec_n * 3, device="cuda", dtype=torch.float32)
+dst = torch.empty_like(src)
+cp = bench(lambda: dst.copy_(src))
+print(json.dumps({"device": torch.cuda.get_device_name(), "matmul_ms": mm, "copy_ms": cp,
+                  "copy_bytes": 2 * src.numel() * 4}))
+EOF
+
+step "summary"
+python3 - "$out" "$n" "$vec_n" <<'EOF' || fail "summary"
+import json, os, sys
+out, n, vec_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except Exception as e:
+        return {"error": str(e)}
+base = load("baseline.json")
+flops = 2.0 * n * n * n
+rows = []
+def add(name, size, report, rate_fn, unit, base_rate, base_name):
+    ms = report.get("bench", {}).get("median_ms")
+    if ms is None:
+        rows.append((name, size, "failed", "", base_name, "")); return
+    rate = rate_fn(ms)
+    ratio = f"{rate / base_rate:.2f}x" if base_rate else "n/a"
+    rows.append((name, size, f"{ms:.4f}", f"{rate:.1f} {unit}", f"{base_name} {base_rate:.1f} {unit}" if base_rate else base_name, ratio))
+mm_rate = flops / (base["matmul_ms"] * 1e-3) / 1e12 if "matmul_ms" in base else 0
+bw = base["copy_bytes"] / (base["copy_ms"] * 1e-3) / 1e9 if "copy_ms" in base else 0
+add("paper f16 x i6 matmul", f"{n}^3", load("bench_paper.json"),
+    lambda ms: flops / (ms * 1e-3) / 1e12, "TFLOP/s", mm_rate, "cuBLAS f16")
+add("matmul_f16_pipelined", f"{n}^3", load("bench_matmul.json"),
+    lambda ms: flops / (ms * 1e-3) / 1e12, "TFLOP/s", mm_rate, "cuBLAS f16")
+add("vector_add f32", f"2^{vec_n.bit_length() - 1}", load("bench_vector_add.json"),
+    lambda ms: 12.0 * vec_n / (ms * 1e-3) / 1e9, "GB/s", bw, "D2D copy")
+chk = load("check_paper512.json")
+print(f"device: {base.get('device', '?')}")
+print(f"check paper matmul 512^3 (cuda vs cpu): {'ok' if chk.get('ok') else 'FAILED'}")
+hdr = ("program", "size", "median ms", "rate", "baseline (same run)", "ratio")
+widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+for r in [hdr] + rows:
+    print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+EOF
+rm -rf "$work"
+exit "$status"

@@ -1,0 +1,19 @@
+// The GPU test runner: runs every test case when a CUDA driver and device are present, and
+// otherwise skips them all, saying why on stdout, and exits 0 (doctest reports them skipped).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include "vm/cuda/runtime.h"
+
+#include <iostream>
+
+int main(int argc, char **argv) {
+  doctest::Context context;
+  context.applyCommandLine(argc, argv);
+  tilus::Status available = tilus::cuda::cudaAvailable();
+  if (!available.ok()) {
+    std::cout << "gpu tests skipped: " << available.first().message << std::endl;
+    context.addFilter("test-case-exclude", "*");
+  }
+  return context.run();
+}
