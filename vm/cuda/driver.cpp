@@ -147,13 +147,24 @@ ContextGuard::~ContextGuard() {
 
 // ---- ModuleHandle ----------------------------------------------------------------------------
 
+ModuleHandle ModuleHandle::adopt(const DriverApi &api, CUmodule module) {
+  ModuleHandle handle;
+  handle.api_ = &api;
+  handle.module_ = module;
+  api.cuCtxGetCurrent(&handle.context_);
+  return handle;
+}
+
 ModuleHandle::~ModuleHandle() {
-  if (api_ && module_)
-    api_->cuModuleUnload(module_);
+  if (!api_ || !module_)
+    return;
+  ContextGuard guard(*api_, context_);
+  api_->cuModuleUnload(module_);
 }
 
 void ModuleHandle::swap(ModuleHandle &other) noexcept {
   std::swap(api_, other.api_);
+  std::swap(context_, other.context_);
   std::swap(module_, other.module_);
 }
 
@@ -166,16 +177,20 @@ Expected<DeviceBuffer> DeviceBuffer::allocate(const DriverApi &api, uint64_t byt
     return buffer;
   TILUSVM_TRY(TILUSVM_CU_CALL(api, cuMemAlloc, &buffer.address_, size_t(bytes)));
   buffer.bytes_ = bytes;
+  api.cuCtxGetCurrent(&buffer.context_);
   return buffer;
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (api_ && address_)
-    api_->cuMemFree(address_);
+  if (!api_ || !address_)
+    return;
+  ContextGuard guard(*api_, context_);
+  api_->cuMemFree(address_);
 }
 
 void DeviceBuffer::swap(DeviceBuffer &other) noexcept {
   std::swap(api_, other.api_);
+  std::swap(context_, other.context_);
   std::swap(address_, other.address_);
   std::swap(bytes_, other.bytes_);
 }
@@ -187,16 +202,20 @@ Expected<EventHandle> EventHandle::create(const DriverApi &api, bool timing) {
   unsigned flags = timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING;
   TILUSVM_TRY(TILUSVM_CU_CALL(api, cuEventCreate, &event.event_, flags));
   event.api_ = &api;
+  api.cuCtxGetCurrent(&event.context_);
   return event;
 }
 
 EventHandle::~EventHandle() {
-  if (api_ && event_)
-    api_->cuEventDestroy(event_);
+  if (!api_ || !event_)
+    return;
+  ContextGuard guard(*api_, context_);
+  api_->cuEventDestroy(event_);
 }
 
 void EventHandle::swap(EventHandle &other) noexcept {
   std::swap(api_, other.api_);
+  std::swap(context_, other.context_);
   std::swap(event_, other.event_);
 }
 

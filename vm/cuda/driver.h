@@ -8,8 +8,10 @@
 // a Status that says so ("no CUDA driver (libcuda.so.1 not found)"), never a crash.
 //
 // Driver objects are owned by RAII, move-only handles: the primary context of a device, a
-// loaded module, a device allocation, an event. Destructors ignore errors (there is nobody to
-// report them to); every other call returns a Status.
+// loaded module, a device allocation, an event. Each remembers the context it was created in
+// and makes it current while it frees the object, so a handle may be destroyed on any thread.
+// Destructors ignore errors (there is nobody to report them to); every other call returns a
+// Status.
 #pragma once
 
 #include "isa/status.h"
@@ -36,6 +38,7 @@ namespace tilus::cuda {
   X(cuDevicePrimaryCtxRelease)                                                                     \
   X(cuCtxPushCurrent)                                                                              \
   X(cuCtxPopCurrent)                                                                               \
+  X(cuCtxGetCurrent)                                                                               \
   X(cuCtxSynchronize)                                                                              \
   X(cuModuleLoadData)                                                                              \
   X(cuModuleLoadDataEx)                                                                            \
@@ -126,11 +129,12 @@ private:
   Status status_;
 };
 
-/// A loaded module (cuModuleUnload on destruction; its context must be current or alive).
+/// A loaded module (cuModuleUnload on destruction).
 class ModuleHandle {
 public:
   ModuleHandle() = default;
-  ModuleHandle(const DriverApi &api, CUmodule module) : api_(&api), module_(module) {}
+  /// Take ownership of `module`, loaded in the current context.
+  static ModuleHandle adopt(const DriverApi &api, CUmodule module);
   ModuleHandle(ModuleHandle &&other) noexcept { swap(other); }
   ModuleHandle &operator=(ModuleHandle other) noexcept {
     swap(other);
@@ -144,6 +148,7 @@ public:
 private:
   void swap(ModuleHandle &other) noexcept;
   const DriverApi *api_ = nullptr;
+  CUcontext context_ = nullptr;
   CUmodule module_ = nullptr;
 };
 
@@ -167,6 +172,7 @@ public:
 private:
   void swap(DeviceBuffer &other) noexcept;
   const DriverApi *api_ = nullptr;
+  CUcontext context_ = nullptr;
   CUdeviceptr address_ = 0;
   uint64_t bytes_ = 0;
 };
@@ -190,6 +196,7 @@ public:
 private:
   void swap(EventHandle &other) noexcept;
   const DriverApi *api_ = nullptr;
+  CUcontext context_ = nullptr;
   CUevent event_ = nullptr;
 };
 

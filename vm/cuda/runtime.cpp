@@ -146,7 +146,6 @@ struct CudaRuntime::Impl {
   mutable std::mutex cacheMutex;
   std::unordered_map<std::string, std::shared_ptr<Slot>> kernels;
   CacheStats stats;
-  std::mutex jitMutex; // compileToPtx calls, one at a time
 
   ~Impl() {
     if (!api || !context.get())
@@ -165,7 +164,7 @@ struct CudaRuntime::Impl {
   Status loadCubin(Slot &slot, const std::string &cubin) {
     CUmodule module = nullptr;
     TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuModuleLoadData, &module, cubin.data()));
-    slot.module = ModuleHandle(*api, module);
+    slot.module = ModuleHandle::adopt(*api, module);
     return Status::success();
   }
 
@@ -204,13 +203,12 @@ Status CudaRuntime::Impl::build(const LoadedModule &loaded, size_t index, const 
     }
     log().warn("cached PTX for {} did not load; recompiling", key.program);
   }
-  Expected<PtxKernel> ptx = [&] {
-    std::lock_guard lock(jitMutex);
-    JitOptions options;
-    options.smVersion = key.ptxTarget;
-    options.optLevel = optLevel;
-    return compileToPtx(loaded.verified, index, options);
-  }();
+  // compileToPtx is thread-safe (a fresh LLVMContext per compilation), so different kernels
+  // compile in parallel.
+  JitOptions options;
+  options.smVersion = key.ptxTarget;
+  options.optLevel = optLevel;
+  Expected<PtxKernel> ptx = compileToPtx(loaded.verified, index, options);
   if (!ptx.ok())
     return ptx.takeStatus();
   count(&CacheStats::compiles);
