@@ -77,17 +77,16 @@ bool ProgramChecker::checkElementwiseDtype(const Instruction &inst, DataType dty
 
 bool ProgramChecker::elementwiseResult(const Instruction &inst,
                                        const std::vector<const VarType *> &ops,
-                                       const std::vector<const char *> &names,
-                                       DataType resultType, Results &r) {
+                                       const std::vector<const char *> &names, DataType resultType,
+                                       Results &r) {
   const std::string op = inst.spec().name;
   std::vector<int64_t> shape = ops[0]->shape;
   for (size_t k = 1; k < ops.size(); ++k) {
     std::optional<std::vector<int64_t>> b = broadcastShapes(shape, ops[k]->shape);
     if (!b)
-      return fail(ErrorCode::ShapeMismatch, op + " operand " + names[k] + " of shape " +
-                                                shapeString(ops[k]->shape) +
-                                                " does not broadcast with shape " +
-                                                shapeString(shape));
+      return fail(ErrorCode::ShapeMismatch,
+                  op + " operand " + names[k] + " of shape " + shapeString(ops[k]->shape) +
+                      " does not broadcast with shape " + shapeString(shape));
     shape = *b;
   }
   const RegisterLayout *layout = nullptr;
@@ -99,8 +98,7 @@ bool ProgramChecker::elementwiseResult(const Instruction &inst,
                                                 " is " + target->dtype.name());
     if (target->shape != shape)
       return fail(ErrorCode::ShapeMismatch, op + " gives shape " + shapeString(shape) + " but " +
-                                                name + " has shape " +
-                                                shapeString(target->shape));
+                                                name + " has shape " + shapeString(target->shape));
     if (given && *given != *target->layout)
       return fail(ErrorCode::LayoutMismatch, op + " layout=" + given->toString() + " differs " +
                                                  "from " + name + "'s layout " +
@@ -151,8 +149,8 @@ bool ProgramChecker::checkElementwise(const Instruction &inst, Results &r) {
                 std::string(spec.name) + " needs at least one register tensor operand");
   if (!checkElementwiseDtype(inst, ops[0]->dtype))
     return false;
-  DataType rt = spec.category == InstructionCategory::Comparison ? DataType::boolean()
-                                                                   : ops[0]->dtype;
+  DataType rt =
+      spec.category == InstructionCategory::Comparison ? DataType::boolean() : ops[0]->dtype;
   return elementwiseResult(inst, ops, names, rt, r);
 }
 
@@ -166,16 +164,15 @@ bool ProgramChecker::checkWhere(const Instruction &inst, Results &r) {
     DataType t = a.var != kNoId ? info_.vars[a.var].dtype : prog_.exprs[a.expr].dtype;
     if (a.var != kNoId) {
       if (info_.vars[a.var].kind != VarKind::Register)
-        return fail(ErrorCode::Scope, std::string("Where operand ") + name + " (" +
-                                          varName(a.var) + ") is not a register tensor or a " +
-                                          "scalar");
+        return fail(ErrorCode::Scope, std::string("Where operand ") + name + " (" + varName(a.var) +
+                                          ") is not a register tensor or a " + "scalar");
       ops.push_back(&info_.vars[a.var]);
       names.push_back(name);
     }
     if (cond) {
       if (!t.isBool() && !t.isInt())
-        return fail(ErrorCode::DtypeMismatch, std::string("Where condition has type ") +
-                                                  t.name() + "; expected bool or an integer");
+        return fail(ErrorCode::DtypeMismatch, std::string("Where condition has type ") + t.name() +
+                                                  "; expected bool or an integer");
       if (a.var != kNoId && !t.isArithmetic())
         return fail(ErrorCode::SubbyteArith, std::string("Where condition of type ") + t.name() +
                                                  ": Cast sub-byte tensors first");
@@ -232,12 +229,11 @@ bool ProgramChecker::checkView(const Instruction &inst, Results &r) {
                                          std::to_string(bitsFrom) + " to " +
                                          std::to_string(bitsTo));
   if (from.isReplicated())
-    return fail(ErrorCode::ViewReplicated,
-                "View of " + varName(inst.arg("a").var) + " whose layout " + from.toString() +
-                    " is replicated");
+    return fail(ErrorCode::ViewReplicated, "View of " + varName(inst.arg("a").var) +
+                                               " whose layout " + from.toString() +
+                                               " is replicated");
   if (layout.isReplicated())
-    return fail(ErrorCode::ViewReplicated,
-                "View to the replicated layout " + layout.toString());
+    return fail(ErrorCode::ViewReplicated, "View to the replicated layout " + layout.toString());
   r[0] = registerType(to, layout);
   return true;
 }

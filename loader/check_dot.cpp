@@ -51,20 +51,18 @@ RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
 using L = RegisterLayout;
 
 const MmaAtom &atomK16() {
-  static const MmaAtom atom{
-      "m16n8k16",
-      chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 2})}),
-      chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({2, 1})}),
-      chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
+  static const MmaAtom atom{"m16n8k16",
+                            chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 2})}),
+                            chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({2, 1})}),
+                            chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
   return atom;
 }
 
 const MmaAtom &atomK32() {
-  static const MmaAtom atom{
-      "m16n8k32",
-      chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 4})}),
-      chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({4, 1})}),
-      chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
+  static const MmaAtom atom{"m16n8k32",
+                            chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 4})}),
+                            chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({4, 1})}),
+                            chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
   return atom;
 }
 

@@ -60,10 +60,9 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
   const Argument *offset = optionalArg(inst, "offset");
   if (!offset) {
     if (memory.rank != tileShape.size())
-      return fail(ErrorCode::OffsetRank, op() + " without offset=: " + memoryName() +
-                                             " has rank " + std::to_string(memory.rank) + " and " +
-                                             tileName + " rank " +
-                                             std::to_string(tileShape.size()));
+      return fail(ErrorCode::OffsetRank, op() + " without offset=: " + memoryName() + " has rank " +
+                                             std::to_string(memory.rank) + " and " + tileName +
+                                             " rank " + std::to_string(tileShape.size()));
     for (size_t d = 0; shared && d < tileShape.size(); ++d)
       if (tileShape[d] > memory.shape[d])
         return fail(ErrorCode::OutOfBounds, op() + ": " + tileName + " length " +
@@ -73,18 +72,16 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
   }
   const std::vector<OffsetEntry> &entries = offset->offsets;
   if (entries.size() != memory.rank)
-    return fail(ErrorCode::OffsetRank, op() + " offset has " +
-                                           counted(int64_t(entries.size()), "entry", "entries") +
-                                           " but " + memoryName() + " has rank " +
-                                           std::to_string(memory.rank));
+    return fail(ErrorCode::OffsetRank,
+                op() + " offset has " + counted(int64_t(entries.size()), "entry", "entries") +
+                    " but " + memoryName() + " has rank " + std::to_string(memory.rank));
   size_t slices = 0;
   for (const OffsetEntry &e : entries)
     slices += e.slice ? 1 : 0;
   if (slices != tileShape.size())
-    return fail(ErrorCode::OffsetRank, op() + " offset has " +
-                                           counted(int64_t(slices), "slice entry", "slice entries") +
-                                           " but " + tileName + " has rank " +
-                                           std::to_string(tileShape.size()));
+    return fail(ErrorCode::OffsetRank,
+                op() + " offset has " + counted(int64_t(slices), "slice entry", "slice entries") +
+                    " but " + tileName + " has rank " + std::to_string(tileShape.size()));
   size_t j = 0;
   for (size_t d = 0; d < entries.size(); ++d) {
     const OffsetEntry &e = entries[d];
@@ -100,12 +97,11 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
                                               std::to_string(len) + " exceeds " + dimWords(d));
     std::optional<int64_t> c = constValue(e.expr);
     if (c && (*c < 0 || *c > memory.shape[d] - len))
-      return fail(ErrorCode::OutOfBounds,
-                  op() + ": " +
-                      (e.slice ? "indices [" + std::to_string(*c) + ", " +
-                                     std::to_string(*c + len) + ")"
-                               : "index " + std::to_string(*c)) +
-                      " outside " + dimWords(d));
+      return fail(ErrorCode::OutOfBounds, op() + ": " +
+                                              (e.slice ? "indices [" + std::to_string(*c) + ", " +
+                                                             std::to_string(*c + len) + ")"
+                                                       : "index " + std::to_string(*c)) +
+                                              " outside " + dimWords(d));
   }
   return true;
 }
@@ -116,16 +112,15 @@ bool ProgramChecker::checkAllocateShared(const Instruction &inst, Results &r) {
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] <= 0)
       return fail(ErrorCode::BadArgument, "AllocateShared shape=" + shapeString(shape) +
-                                              " has a non-positive dimension " +
-                                              std::to_string(d));
+                                              " has a non-positive dimension " + std::to_string(d));
   const int64_t limit = options_.target.maxSharedBytes;
   auto tooBig = [&](int64_t bytes) {
     capacityReported_ = true;
-    return fail(ErrorCode::SharedCapacity,
-                "AllocateShared of " + std::string(dtype.name()) + shapeString(shape) + " needs " +
-                    std::to_string(bytes) + " bytes but sm_" +
-                    std::to_string(options_.target.smVersion) + " allows " +
-                    std::to_string(limit) + " per block");
+    return fail(ErrorCode::SharedCapacity, "AllocateShared of " + std::string(dtype.name()) +
+                                               shapeString(shape) + " needs " +
+                                               std::to_string(bytes) + " bytes but sm_" +
+                                               std::to_string(options_.target.smVersion) +
+                                               " allows " + std::to_string(limit) + " per block");
   };
   if (storageBytes(shapeElements(shape), dtype) > limit)
     return tooBig(storageBytes(shapeElements(shape), dtype));
@@ -179,8 +174,7 @@ bool ProgramChecker::checkViewGlobal(const Instruction &inst, Results &r) {
   const Argument &ptr = inst.arg("ptr");
   if (ptr.var == kNoId || info_.vars[ptr.var].kind != VarKind::Pointer)
     return fail(ErrorCode::Scope,
-                "ViewGlobal of " +
-                    (ptr.var == kNoId ? std::string("a scalar") : varName(ptr.var)) +
+                "ViewGlobal of " + (ptr.var == kNoId ? std::string("a scalar") : varName(ptr.var)) +
                     ": expected a pointer parameter");
   const Argument *dt = optionalArg(inst, "dtype");
   const Argument *shape = optionalArg(inst, "shape");
@@ -188,11 +182,10 @@ bool ProgramChecker::checkViewGlobal(const Instruction &inst, Results &r) {
   if (strides && !shape)
     return fail(ErrorCode::BadArgument, "ViewGlobal strides= needs shape=");
   if (strides && strides->exprs.size() != shape->exprs.size())
-    return fail(ErrorCode::ShapeMismatch, "ViewGlobal strides has " +
-                                              counted(int64_t(strides->exprs.size()), "entry",
-                                                      "entries") +
-                                              " but shape has " +
-                                              std::to_string(shape->exprs.size()));
+    return fail(ErrorCode::ShapeMismatch,
+                "ViewGlobal strides has " +
+                    counted(int64_t(strides->exprs.size()), "entry", "entries") +
+                    " but shape has " + std::to_string(shape->exprs.size()));
   if ((shape && !checkIntExprs(shape->exprs, "ViewGlobal shape")) ||
       (strides && !checkIntExprs(strides->exprs, "ViewGlobal strides")))
     return false;
@@ -212,10 +205,9 @@ bool ProgramChecker::checkSliceGlobal(const Instruction &inst, Results &r) {
     return false;
   const std::vector<OffsetEntry> &entries = inst.arg("offset").offsets;
   if (entries.size() != g->rank)
-    return fail(ErrorCode::OffsetRank, "SliceGlobal offset has " +
-                                           counted(int64_t(entries.size()), "entry", "entries") +
-                                           " but the global tensor has rank " +
-                                           std::to_string(g->rank));
+    return fail(ErrorCode::OffsetRank,
+                "SliceGlobal offset has " + counted(int64_t(entries.size()), "entry", "entries") +
+                    " but the global tensor has rank " + std::to_string(g->rank));
   size_t slices = 0;
   for (size_t d = 0; d < entries.size(); ++d) {
     slices += entries[d].slice ? 1 : 0;
@@ -226,12 +218,10 @@ bool ProgramChecker::checkSliceGlobal(const Instruction &inst, Results &r) {
   }
   if (const Argument *shape = optionalArg(inst, "shape")) {
     if (shape->exprs.size() != slices)
-      return fail(ErrorCode::OffsetRank, "SliceGlobal shape has " +
-                                             counted(int64_t(shape->exprs.size()), "entry",
-                                                     "entries") +
-                                             " but the offset has " +
-                                             counted(int64_t(slices), "slice entry",
-                                                     "slice entries"));
+      return fail(
+          ErrorCode::OffsetRank,
+          "SliceGlobal shape has " + counted(int64_t(shape->exprs.size()), "entry", "entries") +
+              " but the offset has " + counted(int64_t(slices), "slice entry", "slice entries"));
     if (!checkIntExprs(shape->exprs, "SliceGlobal shape"))
       return false;
   }
@@ -249,20 +239,17 @@ bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
   const std::vector<OffsetEntry> &entries = inst.arg("offset").offsets;
   const Argument *shapeArg = optionalArg(inst, "shape");
   if (entries.size() != s->rank)
-    return fail(ErrorCode::OffsetRank, "SliceShared offset has " +
-                                           counted(int64_t(entries.size()), "entry", "entries") +
-                                           " but the shared tensor has rank " +
-                                           std::to_string(s->rank));
+    return fail(ErrorCode::OffsetRank,
+                "SliceShared offset has " + counted(int64_t(entries.size()), "entry", "entries") +
+                    " but the shared tensor has rank " + std::to_string(s->rank));
   size_t slices = 0;
   for (const OffsetEntry &e : entries)
     slices += e.slice ? 1 : 0;
   if (shapeArg && shapeArg->ints.size() != slices)
-    return fail(ErrorCode::OffsetRank, "SliceShared shape has " +
-                                           counted(int64_t(shapeArg->ints.size()), "entry",
-                                                   "entries") +
-                                           " but the offset has " +
-                                           counted(int64_t(slices), "slice entry",
-                                                   "slice entries"));
+    return fail(
+        ErrorCode::OffsetRank,
+        "SliceShared shape has " + counted(int64_t(shapeArg->ints.size()), "entry", "entries") +
+            " but the offset has " + counted(int64_t(slices), "slice entry", "slice entries"));
   std::vector<int64_t> shape;
   for (size_t d = 0; d < entries.size(); ++d) {
     const OffsetEntry &e = entries[d];
@@ -276,8 +263,8 @@ bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
       return " of dimension " + std::to_string(d) + " (length " + std::to_string(dim) + ")";
     };
     if (c && (*c < 0 || *c >= dim))
-      return fail(ErrorCode::OutOfBounds, "SliceShared offset " + std::to_string(*c) +
-                                              " is outside" + where());
+      return fail(ErrorCode::OutOfBounds,
+                  "SliceShared offset " + std::to_string(*c) + " is outside" + where());
     if (!e.slice)
       continue;
     int64_t len = 0;
@@ -290,13 +277,13 @@ bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
     } else if (c) {
       len = dim - *c;
     } else {
-      return fail(ErrorCode::BadArgument, "SliceShared slice" + where() +
-                                              " starts at a run-time offset; give shape=");
+      return fail(ErrorCode::BadArgument,
+                  "SliceShared slice" + where() + " starts at a run-time offset; give shape=");
     }
     if (len > dim || (c && *c + len > dim))
-      return fail(ErrorCode::OutOfBounds,
-                  "SliceShared slice of length " + std::to_string(len) +
-                      (c ? " at " + std::to_string(*c) : std::string()) + " leaves" + where());
+      return fail(ErrorCode::OutOfBounds, "SliceShared slice of length " + std::to_string(len) +
+                                              (c ? " at " + std::to_string(*c) : std::string()) +
+                                              " leaves" + where());
     shape.push_back(len);
   }
   VarType t = *s;

@@ -86,9 +86,8 @@ int64_t integerValue(uint64_t bits, DataType type) {
     return signExtend(bits, type.bits);
   if (type.bits < 64)
     return int64_t(bits & ((uint64_t(1) << type.bits) - 1));
-  return bits > uint64_t(std::numeric_limits<int64_t>::max())
-             ? std::numeric_limits<int64_t>::max()
-             : int64_t(bits);
+  return bits > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                              : int64_t(bits);
 }
 
 namespace {
@@ -124,11 +123,20 @@ std::string nodeTypeError(const Program &prog, const ExprNode &n) {
     return n.dtype.valid() ? "" : "constant of an invalid type";
   case ExprOp::Var:
     return "";
-  case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Div: case ExprOp::Mod:
-  case ExprOp::Min: case ExprOp::Max:
+  case ExprOp::Add:
+  case ExprOp::Sub:
+  case ExprOp::Mul:
+  case ExprOp::Div:
+  case ExprOp::Mod:
+  case ExprOp::Min:
+  case ExprOp::Max:
     return promoted(ty(0), ty(1));
-  case ExprOp::CeilDiv: case ExprOp::Shl: case ExprOp::Shr: case ExprOp::BitAnd:
-  case ExprOp::BitOr: case ExprOp::BitXor: {
+  case ExprOp::CeilDiv:
+  case ExprOp::Shl:
+  case ExprOp::Shr:
+  case ExprOp::BitAnd:
+  case ExprOp::BitOr:
+  case ExprOp::BitXor: {
     std::string e = needInts(2);
     return e.empty() ? promoted(ty(0), ty(1)) : e;
   }
@@ -140,13 +148,18 @@ std::string nodeTypeError(const Program &prog, const ExprNode &n) {
   }
   case ExprOp::Neg:
     return n.dtype == ty(0) ? "" : promoted(ty(0), ty(0));
-  case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt:
+  case ExprOp::Eq:
+  case ExprOp::Ne:
+  case ExprOp::Lt:
+  case ExprOp::Le:
+  case ExprOp::Gt:
   case ExprOp::Ge: {
     if (!promoteScalarTypes(ty(0), ty(1)))
       return std::string("cannot compare ") + ty(0).name() + " with " + ty(1).name();
     return expect(DataType::boolean());
   }
-  case ExprOp::LogicalAnd: case ExprOp::LogicalOr: {
+  case ExprOp::LogicalAnd:
+  case ExprOp::LogicalOr: {
     std::string e = needInts(2);
     return e.empty() ? expect(DataType::boolean()) : e;
   }
@@ -195,7 +208,7 @@ void ProgramChecker::report(ErrorCode code, std::string message, SourceLoc loc,
                             int64_t instruction) {
   Location where;
   if (loc.line != 0) {
-    where.file = !options_.fileName.empty()     ? options_.fileName
+    where.file = !options_.fileName.empty()    ? options_.fileName
                  : !module_.sourceName.empty() ? module_.sourceName
                                                : std::string("<input>");
     where.line = loc.line;
@@ -311,7 +324,8 @@ void ProgramChecker::analyseExprs() {
   auto root = [&](ExprId e) {
     if (e >= n || !used[e]++)
       return;
-    exprFacts_[e].error = "expression " + std::to_string(e) + " is used twice; expressions are trees";
+    exprFacts_[e].error =
+        "expression " + std::to_string(e) + " is used twice; expressions are trees";
     exprFacts_[e].errorCode = ErrorCode::Bytecode;
   };
   for (ExprId g : prog_.grid)
@@ -404,9 +418,9 @@ void ProgramChecker::checkHeader() {
       fail(ErrorCode::Bytecode, "variable " + varName(v) + " is marked as a parameter but is " +
                                     "not in the parameter list");
   if (prog_.grid.empty() || prog_.grid.size() > 3)
-    fail(ErrorCode::GridExpr,
-         "the grid has " + counted(int64_t(prog_.grid.size()), "dimension", "dimensions") +
-             "; expected 1 to 3");
+    fail(ErrorCode::GridExpr, "the grid has " +
+                                  counted(int64_t(prog_.grid.size()), "dimension", "dimensions") +
+                                  "; expected 1 to 3");
   for (size_t d = 0; d < prog_.grid.size(); ++d) {
     ExprId g = prog_.grid[d];
     bool poisoned = false;
@@ -427,8 +441,8 @@ void ProgramChecker::checkHeader() {
   }
   threads_ = prog_.threads != 0 ? prog_.threads : inferThreads();
   if (prog_.threads != 0 && (threads_ % 32 != 0 || threads_ < 32 || threads_ > 1024))
-    fail(ErrorCode::Threads, "threads=" + std::to_string(threads_) +
-                                 " is not a multiple of 32 in [32, 1024]");
+    fail(ErrorCode::Threads,
+         "threads=" + std::to_string(threads_) + " is not a multiple of 32 in [32, 1024]");
   info_.threads = threads_;
 }
 
@@ -519,8 +533,8 @@ void ProgramChecker::checkCondition(const Stmt &stmt, const char *what) {
     return;
   DataType t = prog_.exprs[stmt.expr].dtype;
   if (!isCondType(t))
-    fail(ErrorCode::DtypeMismatch, std::string(what) + " condition has type " + t.name() +
-                                       "; expected bool or an integer");
+    fail(ErrorCode::DtypeMismatch,
+         std::string(what) + " condition has type " + t.name() + "; expected bool or an integer");
 }
 
 void ProgramChecker::checkAssign(const Stmt &stmt) {
@@ -562,12 +576,11 @@ void ProgramChecker::checkFor(const Stmt &stmt) {
   openScope();
   if (stmt.var >= prog_.vars.size() || prog_.vars[stmt.var].kind != VarKind::Scalar ||
       state_[stmt.var] != VarState::Undeclared) {
-    fail(ErrorCode::Bytecode, "for loop variable " + varName(stmt.var) +
-                                  " is not a fresh scalar variable");
+    fail(ErrorCode::Bytecode,
+         "for loop variable " + varName(stmt.var) + " is not a fresh scalar variable");
   } else if (!prog_.vars[stmt.var].dtype.isInt()) {
     fail(ErrorCode::DtypeMismatch, "loop variable " + varName(stmt.var) + " has type " +
-                                       prog_.vars[stmt.var].dtype.name() +
-                                       "; expected an integer");
+                                       prog_.vars[stmt.var].dtype.name() + "; expected an integer");
     writeVar(stmt.var, VarType{VarKind::Scalar, prog_.vars[stmt.var].dtype}, true);
   } else {
     writeVar(stmt.var, VarType{VarKind::Scalar, prog_.vars[stmt.var].dtype}, true);
@@ -595,8 +608,8 @@ std::string typeDifference(const VarType &declared, const VarType &now) {
   if (declared.shape != now.shape || declared.rank != now.rank)
     return "its shape from " + shapeString(declared.shape) + " to " + shapeString(now.shape);
   if (declared.layout != now.layout)
-    return "its layout from " + (declared.layout ? declared.layout->toString() : "none") +
-           " to " + (now.layout ? now.layout->toString() : "none");
+    return "its layout from " + (declared.layout ? declared.layout->toString() : "none") + " to " +
+           (now.layout ? now.layout->toString() : "none");
   return "";
 }
 
@@ -619,8 +632,8 @@ void ProgramChecker::writeVar(VarId var, VarType type, bool scalarAssign) {
                                     "defining " + (scalarAssign ? "assignment" : "instruction"));
       poisoned_[var] = 1;
     } else if (v.kind == VarKind::Scalar && v.dtype != type.dtype) {
-      fail(ErrorCode::DtypeMismatch, "variable " + varName(var) + " is declared " +
-                                         v.dtype.name() + " but assigned " + type.dtype.name());
+      fail(ErrorCode::DtypeMismatch, "variable " + varName(var) + " is declared " + v.dtype.name() +
+                                         " but assigned " + type.dtype.name());
       poisoned_[var] = 1;
     }
     info_.vars[var] = std::move(type);
@@ -702,18 +715,17 @@ bool ProgramChecker::checkStructure(const Instruction &inst) {
     const Argument &a = inst.args[k];
     if (!a.present) {
       if (as.required)
-        return fail(ErrorCode::BadArgument, std::string(spec.name) +
-                                                " is missing required argument '" + as.name +
-                                                "'");
+        return fail(ErrorCode::BadArgument,
+                    std::string(spec.name) + " is missing required argument '" + as.name + "'");
       continue;
     }
     bool ok = true;
     switch (as.kind) {
     case ArgKind::Value:
-      ok = (a.var != kNoId) != (a.expr != kNoId) &&
-           (a.var == kNoId ? exprOk(a.expr)
-                           : a.var < prog_.vars.size() &&
-                                 prog_.vars[a.var].kind != VarKind::Scalar);
+      ok =
+          (a.var != kNoId) != (a.expr != kNoId) &&
+          (a.var == kNoId ? exprOk(a.expr)
+                          : a.var < prog_.vars.size() && prog_.vars[a.var].kind != VarKind::Scalar);
       break;
     case ArgKind::Expr:
       ok = exprOk(a.expr);
@@ -746,25 +758,24 @@ bool ProgramChecker::checkStructure(const Instruction &inst) {
       break;
     }
     if (!ok)
-      return fail(ErrorCode::Bytecode, std::string(spec.name) + " argument '" + as.name +
-                                           "' is malformed");
+      return fail(ErrorCode::Bytecode,
+                  std::string(spec.name) + " argument '" + as.name + "' is malformed");
   }
   size_t n = inst.results.size();
   if (n < spec.minResults || n > spec.maxResults)
     return fail(ErrorCode::BadArgument,
                 std::string(spec.name) + " gives " +
-                    (spec.minResults == spec.maxResults
-                         ? std::to_string(spec.minResults)
-                         : std::to_string(spec.minResults) + " to " +
-                               std::to_string(spec.maxResults)) +
+                    (spec.minResults == spec.maxResults ? std::to_string(spec.minResults)
+                                                        : std::to_string(spec.minResults) + " to " +
+                                                              std::to_string(spec.maxResults)) +
                     " results, not " + std::to_string(n));
   if (inst.out && (!spec.allowsOut || n != 1))
     return fail(ErrorCode::BadArgument, std::string(spec.name) + " does not accept out=");
   for (size_t k = 0; k < n; ++k) {
     VarId r = inst.results[k];
     VarKind want = inst.out ? VarKind::Register : spec.resultKind;
-    bool repeated = std::find(inst.results.begin(), inst.results.begin() + k, r) !=
-                    inst.results.begin() + k;
+    bool repeated =
+        std::find(inst.results.begin(), inst.results.begin() + k, r) != inst.results.begin() + k;
     if (r >= prog_.vars.size() || prog_.vars[r].kind != want || repeated ||
         (prog_.vars[r].isParam && !inst.out))
       return fail(ErrorCode::Bytecode, std::string(spec.name) + " result " + varName(r) +
@@ -809,42 +820,86 @@ bool ProgramChecker::checkLayoutThreads(const Instruction &inst) {
 
 bool ProgramChecker::dispatch(const Instruction &inst, Results &r) {
   switch (inst.opcode) {
-  case Opcode::BlockIndices: return checkBlockIndices(inst, r);
-  case Opcode::AllocateRegister: return checkAllocateRegister(inst, r);
-  case Opcode::Iota: return checkIota(inst, r);
-  case Opcode::AllocateShared: return checkAllocateShared(inst, r);
-  case Opcode::AllocateGlobal: return checkAllocateGlobal(inst, r);
-  case Opcode::ViewGlobal: return checkViewGlobal(inst, r);
-  case Opcode::SliceGlobal: return checkSliceGlobal(inst, r);
-  case Opcode::SliceShared: return checkSliceShared(inst, r);
-  case Opcode::LoadGlobal: return checkLoadGlobal(inst, r);
-  case Opcode::LoadShared: return checkLoadShared(inst, r);
-  case Opcode::StoreGlobal: return checkStoreGlobal(inst);
-  case Opcode::StoreShared: return checkStoreShared(inst);
-  case Opcode::CopyAsync: return checkCopyAsync(inst);
-  case Opcode::CopyAsyncWaitGroup: return checkCopyAsyncWaitGroup(inst);
+  case Opcode::BlockIndices:
+    return checkBlockIndices(inst, r);
+  case Opcode::AllocateRegister:
+    return checkAllocateRegister(inst, r);
+  case Opcode::Iota:
+    return checkIota(inst, r);
+  case Opcode::AllocateShared:
+    return checkAllocateShared(inst, r);
+  case Opcode::AllocateGlobal:
+    return checkAllocateGlobal(inst, r);
+  case Opcode::ViewGlobal:
+    return checkViewGlobal(inst, r);
+  case Opcode::SliceGlobal:
+    return checkSliceGlobal(inst, r);
+  case Opcode::SliceShared:
+    return checkSliceShared(inst, r);
+  case Opcode::LoadGlobal:
+    return checkLoadGlobal(inst, r);
+  case Opcode::LoadShared:
+    return checkLoadShared(inst, r);
+  case Opcode::StoreGlobal:
+    return checkStoreGlobal(inst);
+  case Opcode::StoreShared:
+    return checkStoreShared(inst);
+  case Opcode::CopyAsync:
+    return checkCopyAsync(inst);
+  case Opcode::CopyAsyncWaitGroup:
+    return checkCopyAsyncWaitGroup(inst);
   case Opcode::CopyAsyncCommitGroup:
   case Opcode::CopyAsyncWaitAll:
   case Opcode::Synchronize:
   case Opcode::Exit:
     return true;
-  case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Mod:
-  case Opcode::Max: case Opcode::Min:
-  case Opcode::And: case Opcode::Or: case Opcode::Xor: case Opcode::Shl: case Opcode::Shr:
-  case Opcode::Eq: case Opcode::Ne: case Opcode::Lt: case Opcode::Le: case Opcode::Gt:
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div:
+  case Opcode::Mod:
+  case Opcode::Max:
+  case Opcode::Min:
+  case Opcode::And:
+  case Opcode::Or:
+  case Opcode::Xor:
+  case Opcode::Shl:
+  case Opcode::Shr:
+  case Opcode::Eq:
+  case Opcode::Ne:
+  case Opcode::Lt:
+  case Opcode::Le:
+  case Opcode::Gt:
   case Opcode::Ge:
-  case Opcode::Neg: case Opcode::Abs: case Opcode::Not:
-  case Opcode::Exp: case Opcode::Exp2: case Opcode::Log: case Opcode::Log2: case Opcode::Sqrt:
-  case Opcode::Rsqrt: case Opcode::Sin: case Opcode::Cos: case Opcode::Tanh:
+  case Opcode::Neg:
+  case Opcode::Abs:
+  case Opcode::Not:
+  case Opcode::Exp:
+  case Opcode::Exp2:
+  case Opcode::Log:
+  case Opcode::Log2:
+  case Opcode::Sqrt:
+  case Opcode::Rsqrt:
+  case Opcode::Sin:
+  case Opcode::Cos:
+  case Opcode::Tanh:
     return checkElementwise(inst, r);
-  case Opcode::Where: return checkWhere(inst, r);
-  case Opcode::Cast: return checkCast(inst, r);
-  case Opcode::View: return checkView(inst, r);
-  case Opcode::Permute: return checkPermute(inst, r);
-  case Opcode::ConvertLayout: return checkConvertLayout(inst, r);
-  case Opcode::Dot: return checkDot(inst, r);
-  case Opcode::Reduce: return checkReduce(inst, r);
-  case Opcode::Print: return checkPrint(inst);
+  case Opcode::Where:
+    return checkWhere(inst, r);
+  case Opcode::Cast:
+    return checkCast(inst, r);
+  case Opcode::View:
+    return checkView(inst, r);
+  case Opcode::Permute:
+    return checkPermute(inst, r);
+  case Opcode::ConvertLayout:
+    return checkConvertLayout(inst, r);
+  case Opcode::Dot:
+    return checkDot(inst, r);
+  case Opcode::Reduce:
+    return checkReduce(inst, r);
+  case Opcode::Print:
+    return checkPrint(inst);
   }
   return fail(ErrorCode::Bytecode, "unknown opcode " + std::to_string(int(inst.opcode)));
 }
@@ -866,19 +921,24 @@ const RegisterLayout *ProgramChecker::layoutArg(const Instruction &inst, const c
 namespace {
 const char *kindName(VarKind k) {
   switch (k) {
-  case VarKind::None: return "nothing";
-  case VarKind::Scalar: return "a scalar";
-  case VarKind::Pointer: return "a pointer";
-  case VarKind::Register: return "a register tensor";
-  case VarKind::Shared: return "a shared tensor";
-  case VarKind::Global: return "a global tensor";
+  case VarKind::None:
+    return "nothing";
+  case VarKind::Scalar:
+    return "a scalar";
+  case VarKind::Pointer:
+    return "a pointer";
+  case VarKind::Register:
+    return "a register tensor";
+  case VarKind::Shared:
+    return "a shared tensor";
+  case VarKind::Global:
+    return "a global tensor";
   }
   return "?";
 }
 } // namespace
 
-const VarType *ProgramChecker::tensorArg(const Instruction &inst, const char *name,
-                                         VarKind kind) {
+const VarType *ProgramChecker::tensorArg(const Instruction &inst, const char *name, VarKind kind) {
   const Argument &a = inst.arg(name);
   VarKind got = a.var != kNoId ? info_.vars[a.var].kind : VarKind::Scalar;
   if (got != kind) {
@@ -899,8 +959,8 @@ bool ProgramChecker::checkLayoutShape(const RegisterLayout &layout,
                                       const std::vector<int64_t> &shape, const char *what) {
   if (layout.shape() == shape)
     return true;
-  return fail(ErrorCode::LayoutShape, std::string(what) + " " + layout.toString() +
-                                          " has shape " + shapeString(layout.shape()) +
+  return fail(ErrorCode::LayoutShape, std::string(what) + " " + layout.toString() + " has shape " +
+                                          shapeString(layout.shape()) +
                                           " but the tensor has shape " + shapeString(shape));
 }
 
@@ -1000,9 +1060,9 @@ Expected<VerifiedModule> checkModule(Module module, const CheckOptions &options)
       } else {
         loc.program = prog.name;
       }
-      diagnostics.push_back({p, prog.loc.line, prog.loc.column, -1, diagnostics.size(),
-                             Diagnostic{ErrorCode::Redefined,
-                                        "program '" + prog.name + "' is defined twice", loc}});
+      diagnostics.push_back(
+          {p, prog.loc.line, prog.loc.column, -1, diagnostics.size(),
+           Diagnostic{ErrorCode::Redefined, "program '" + prog.name + "' is defined twice", loc}});
     }
   }
   if (diagnostics.empty())

@@ -12,7 +12,7 @@
 namespace tilus {
 
 struct Target {
-  int smVersion = 90;           // 80 or 90 (sm_90a)
+  int smVersion = 90;                  // 80 or 90 (sm_90a)
   int64_t maxSharedBytes = 227 * 1024; // per block, opt-in limit of the target
   static Target sm80() { return {80, 163 * 1024}; }
   static Target sm90() { return {90, 227 * 1024}; }

@@ -79,9 +79,8 @@ public:
 
   /// Memo for a whole rule's verdict (an error message, or nullopt when the rule holds) that
   /// depends only on `tag` and `layouts`; `compute` runs on the first request.
-  std::optional<std::string>
-  verdict(uint64_t tag, std::vector<RegisterLayout> layouts,
-          const std::function<std::optional<std::string>()> &compute);
+  std::optional<std::string> verdict(uint64_t tag, std::vector<RegisterLayout> layouts,
+                                     const std::function<std::optional<std::string>()> &compute);
 
 private:
   struct Impl;
@@ -108,10 +107,10 @@ struct SortedDiagnostic {
 
 /// Facts about one scalar expression node, computed once per program by a pass over the arena.
 struct ExprFacts {
-  bool constant = false;     // every leaf is a Const
-  bool paramsOnly = false;   // every leaf is a Const or a scalar parameter
+  bool constant = false;        // every leaf is a Const
+  bool paramsOnly = false;      // every leaf is a Const or a scalar parameter
   std::optional<int64_t> value; // integer value when constant and of integer / bool type
-  std::string error;         // typing error of this node itself (empty when well typed)
+  std::string error;            // typing error of this node itself (empty when well typed)
   ErrorCode errorCode = ErrorCode::DtypeMismatch;
 };
 

@@ -29,8 +29,7 @@ Expected<std::vector<uint8_t>> readBounded(const std::string &path, uint64_t max
   std::vector<uint8_t> bytes(static_cast<size_t>(size));
   in.seekg(0);
   if (size > 0 && !in.read(reinterpret_cast<char *>(bytes.data()), size))
-    return Status::error(ErrorCode::Io, "read failed: file of " + std::to_string(size) +
-                                            " bytes",
+    return Status::error(ErrorCode::Io, "read failed: file of " + std::to_string(size) + " bytes",
                          loc);
   return bytes;
 }

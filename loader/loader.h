@@ -9,7 +9,8 @@
 namespace tilus {
 
 Expected<std::vector<uint8_t>> readFileBytes(const std::string &path);
-Expected<VerifiedModule> loadModule(std::span<const uint8_t> bytes, const CheckOptions &options = {},
+Expected<VerifiedModule> loadModule(std::span<const uint8_t> bytes,
+                                    const CheckOptions &options = {},
                                     const BytecodeLimits &limits = {});
 Expected<VerifiedModule> loadModuleFile(const std::string &path, const CheckOptions &options = {});
 

@@ -54,8 +54,8 @@ struct PointerExtent {
 };
 
 struct ProgramInfo {
-  uint32_t threads = 0;         // threads per block
-  std::vector<VarType> vars;    // indexed by VarId
+  uint32_t threads = 0;      // threads per block
+  std::vector<VarType> vars; // indexed by VarId
   /// The block's shared-memory footprint in bytes: every AllocateShared root (each at its
   /// VarType::sharedByteOffset, aligned to 128 bytes, allocated in program order without reuse)
   /// followed by the scratch area.
@@ -70,7 +70,7 @@ struct ProgramInfo {
   int64_t scratchByteOffset = 0;
   int64_t scratchBytes = 0;
   std::vector<PointerExtent> extents; // one per pointer parameter, in parameter order
-  bool usesWorkspace = false;   // has AllocateGlobal
+  bool usesWorkspace = false;         // has AllocateGlobal
 };
 
 struct VerifiedModule {

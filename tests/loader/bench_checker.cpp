@@ -16,8 +16,10 @@ using namespace tilus;
 
 namespace {
 
-const char *kA = "spatial(2, 1).replicate(2).local(2, 2).column_local(2, 2).spatial(8, 4).local(1, 2)";
-const char *kB = "replicate(2).spatial(1, 2).local(2, 4).local(2, 1).column_spatial(4, 8).local(2, 1)";
+const char *kA =
+    "spatial(2, 1).replicate(2).local(2, 2).column_local(2, 2).spatial(8, 4).local(1, 2)";
+const char *kB =
+    "replicate(2).spatial(1, 2).local(2, 4).local(2, 1).column_spatial(4, 8).local(2, 1)";
 const char *kC = "spatial(2, 2).local(2, 4).local(2, 1).spatial(8, 4).local(1, 2)";
 constexpr int kPerBlock = 10;
 
@@ -27,7 +29,9 @@ std::string program(int instructions) {
                   "    gb = ViewGlobal(b_ptr, shape=[32, n])\n"
                   "    gc = ViewGlobal(c_ptr, shape=[n, n])\n"
                   "    sa = AllocateShared(f16, shape=[64, 32])\n"
-                  "    acc = AllocateRegister(f32, layout=" + std::string(kC) + ")\n"
+                  "    acc = AllocateRegister(f32, layout=" +
+                  std::string(kC) +
+                  ")\n"
                   "    for i in range(n):\n";
   for (int k = 0; k < instructions / kPerBlock; ++k) {
     s += "        a = LoadShared(sa, layout=" + std::string(kA) + ")\n";

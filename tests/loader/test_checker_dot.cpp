@@ -13,8 +13,7 @@ namespace {
 
 using Formula = std::vector<int64_t> (*)(int64_t t, int64_t i);
 
-void checkFragment(const RegisterLayout &l, std::vector<int64_t> shape, int64_t locals,
-                   Formula f) {
+void checkFragment(const RegisterLayout &l, std::vector<int64_t> shape, int64_t locals, Formula f) {
   REQUIRE(l.shape() == shape);
   REQUIRE(l.numThreads() == 32);
   REQUIRE(l.numLocals() == locals);
@@ -29,10 +28,9 @@ void checkFragment(const RegisterLayout &l, std::vector<int64_t> shape, int64_t 
 /// A kernel computing one Dot with the given dtypes and layouts.
 std::string dotKernel(const std::string &ab, const std::string &cd, const std::string &la,
                       const std::string &lb, const std::string &lc, int threads = 32) {
-  return "def k<1>() threads=" + std::to_string(threads) + ":\n" +
-         "    a = AllocateRegister(" + ab + ", layout=" + la + ")\n" +
-         "    b = AllocateRegister(" + ab + ", layout=" + lb + ")\n" +
-         "    c = AllocateRegister(" + cd + ", layout=" + lc + ")\n" +
+  return "def k<1>() threads=" + std::to_string(threads) + ":\n" + "    a = AllocateRegister(" +
+         ab + ", layout=" + la + ")\n" + "    b = AllocateRegister(" + ab + ", layout=" + lb +
+         ")\n" + "    c = AllocateRegister(" + cd + ", layout=" + lc + ")\n" +
          "    d = Dot(a, b, c)\n";
 }
 
@@ -95,10 +93,10 @@ TEST_CASE("Dot with mma atoms: one warp and several") {
                                  std::string("replicate(2).") + kB32,
                                  std::string("spatial(2, 1).") + kC, 64)));
   // The pipelined matmul's four warps.
-  CHECK_OK(checkSource(
-      dotKernel("f16", "f32", std::string("spatial(2, 1).replicate(2).local(2, 2).") + kA16,
-                std::string("replicate(2).spatial(1, 2).local(2, 4).") + kB16,
-                std::string("spatial(2, 2).local(2, 4).") + kC, 128)));
+  CHECK_OK(checkSource(dotKernel("f16", "f32",
+                                 std::string("spatial(2, 1).replicate(2).local(2, 2).") + kA16,
+                                 std::string("replicate(2).spatial(1, 2).local(2, 4).") + kB16,
+                                 std::string("spatial(2, 2).local(2, 4).") + kC, 128)));
 }
 
 TEST_CASE("dot-layout: neither rule holds") {
@@ -115,9 +113,9 @@ TEST_CASE("dot-layout: neither rule holds") {
   expectError(dotKernel("f16", "f32", kA16, kB16, "spatial(8, 4).local(2, 2)"),
               ErrorCode::DotLayout, 5);
   // f32 has no atom; thread t holds c row t but only column t % 8 of b.
-  Expected<VerifiedModule> pt = checkSource(
-      dotKernel("f32", "f32", "spatial(32, 1).local(1, 16)",
-                "replicate(4).spatial(1, 8).local(16, 1)", "spatial(32, 1).local(1, 8)"));
+  Expected<VerifiedModule> pt = checkSource(dotKernel("f32", "f32", "spatial(32, 1).local(1, 16)",
+                                                      "replicate(4).spatial(1, 8).local(16, 1)",
+                                                      "spatial(32, 1).local(1, 8)"));
   REQUIRE_FALSE(pt.ok());
   CHECK(pt.status().code() == ErrorCode::DotLayout);
   CHECK(pt.status().first().message.find("thread 0 owns d[0, 0] but not b[0, 1]") ==
@@ -129,9 +127,9 @@ TEST_CASE("dot-layout: neither rule holds") {
 TEST_CASE("Dot per-thread rule: every thread holds whole rows of a and columns of b") {
   CHECK_OK(checkSource(dotKernel("f32", "f32", "spatial(32, 1).local(1, 16)",
                                  "local(16, 8).replicate(32)", "spatial(32, 1).local(1, 8)")));
-  CHECK_OK(checkSource(dotKernel("f64", "f64", "local(4, 4).replicate(32)",
-                                 "local(4, 4).replicate(32)",
-                                 "spatial(4, 1).replicate(8).local(1, 4)")));
+  CHECK_OK(
+      checkSource(dotKernel("f64", "f64", "local(4, 4).replicate(32)", "local(4, 4).replicate(32)",
+                            "spatial(4, 1).replicate(8).local(1, 4)")));
   // The f32 x u2 variant's layouts.
   CHECK_OK(checkSource(dotKernel("f32", "f32", "spatial(4, 1).replicate(8).local(4, 16)",
                                  "replicate(4).spatial(1, 8).local(16, 1)",
@@ -139,27 +137,37 @@ TEST_CASE("Dot per-thread rule: every thread holds whole rows of a and columns o
 }
 
 TEST_CASE("dot-shape and dot-dtype") {
-  expectError(dotKernel("f16", "f32", kA16, "spatial(8, 4).local(1, 2)", kC), ErrorCode::DotShape, 5);
+  expectError(dotKernel("f16", "f32", kA16, "spatial(8, 4).local(1, 2)", kC), ErrorCode::DotShape,
+              5);
   expectError(dotKernel("f16", "f32", "spatial(32).local(8)", kB16, kC), ErrorCode::DotShape, 5);
-  expectError(dotKernel("f16", "f32", kA16, kB16, "spatial(8, 4).local(2, 4)"), ErrorCode::DotShape, 5);
+  expectError(dotKernel("f16", "f32", kA16, kB16, "spatial(8, 4).local(2, 4)"), ErrorCode::DotShape,
+              5);
   expectError(dotKernel("f16", "i32", kA16, kB16, kC), ErrorCode::DotDtype, 5);
   expectError(dotKernel("bf16", "f16", kA16, kB16, kC), ErrorCode::DotDtype, 5);
   expectError(dotKernel("i8", "f32", kA32, kB32, kC), ErrorCode::DotDtype, 5);
   expectError(dotKernel("i32", "i32", kA16, kB16, kC), ErrorCode::DotDtype, 5);
   expectError("def k<1>() threads=32:\n"
-              "    a = AllocateRegister(f16, layout=" + std::string(kA16) + ")\n"
-              "    b = AllocateRegister(bf16, layout=" + kB16 + ")\n"
-              "    c = AllocateRegister(f32, layout=" + kC + ")\n"
-              "    d = Dot(a, b, c)\n",
+              "    a = AllocateRegister(f16, layout=" +
+                  std::string(kA16) +
+                  ")\n"
+                  "    b = AllocateRegister(bf16, layout=" +
+                  kB16 +
+                  ")\n"
+                  "    c = AllocateRegister(f32, layout=" +
+                  kC +
+                  ")\n"
+                  "    d = Dot(a, b, c)\n",
               ErrorCode::DotDtype, 5);
 }
 
 TEST_CASE("Dot out=: the target has c's dtype and shape") {
   std::string base = dotKernel("f16", "f32", kA16, kB16, kC);
-  CHECK_OK(checkSource(base + "    e = AllocateRegister(f32, layout=" + kC + ")\n"
-                              "    Dot(a, b, c, out=e)\n"));
-  expectError(base + "    e = AllocateRegister(f16, layout=" + kC + ")\n"
-                     "    Dot(a, b, c, out=e)\n",
+  CHECK_OK(checkSource(base + "    e = AllocateRegister(f32, layout=" + kC +
+                       ")\n"
+                       "    Dot(a, b, c, out=e)\n"));
+  expectError(base + "    e = AllocateRegister(f16, layout=" + kC +
+                  ")\n"
+                  "    Dot(a, b, c, out=e)\n",
               ErrorCode::DtypeMismatch, 7);
   expectError(base + "    e = AllocateRegister(f32, layout=local(2, 2).spatial(8, 4).local(1, 2))\n"
                      "    Dot(a, b, c, out=e)\n",

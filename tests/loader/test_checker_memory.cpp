@@ -15,9 +15,11 @@ const char *kMem = "    g = ViewGlobal(p, shape=[4, 32])\n"
 } // namespace
 
 TEST_CASE("scope: operands in the wrong memory space") {
-  expectError(kernel(kParams, std::string(kMem) + "    x = LoadGlobal(s, layout=spatial(32), offset=[0, 0:])\n"),
+  expectError(kernel(kParams, std::string(kMem) +
+                                  "    x = LoadGlobal(s, layout=spatial(32), offset=[0, 0:])\n"),
               ErrorCode::Scope, 4);
-  expectError(kernel(kParams, std::string(kMem) + "    x = LoadShared(g, layout=spatial(32), offset=[0, 0:])\n"),
+  expectError(kernel(kParams, std::string(kMem) +
+                                  "    x = LoadShared(g, layout=spatial(32), offset=[0, 0:])\n"),
               ErrorCode::Scope, 4);
   expectError(kernel(kParams, std::string(kMem) +
                                   "    x = LoadShared(s, layout=spatial(32), offset=[0, 0:])\n"
@@ -34,21 +36,24 @@ TEST_CASE("scope: operands in the wrong memory space") {
 
 TEST_CASE("loads and stores: types, offsets and offset-rank") {
   Expected<VerifiedModule> m = checkSource(kernel(
-      kParams, std::string(kMem) + "    x = LoadGlobal(g, layout=spatial(32), offset=[n, 0:])\n"
-                                   "    StoreShared(x, s, offset=[1, 0:])\n"
-                                   "    y = LoadShared(s, layout=spatial(4, 8).local(1, 4))\n"
-                                   "    StoreGlobal(y, g)\n"
-                                   "    z = LoadGlobal(g, layout=spatial(4, 8).local(1, 4), offset=[0:, 0:])\n"));
+      kParams, std::string(kMem) +
+                   "    x = LoadGlobal(g, layout=spatial(32), offset=[n, 0:])\n"
+                   "    StoreShared(x, s, offset=[1, 0:])\n"
+                   "    y = LoadShared(s, layout=spatial(4, 8).local(1, 4))\n"
+                   "    StoreGlobal(y, g)\n"
+                   "    z = LoadGlobal(g, layout=spatial(4, 8).local(1, 4), offset=[0:, 0:])\n"));
   REQUIRE_OK(m);
   const VarType &x = varType(*m, "k", "x");
   CHECK(x.dtype == DataType::f32());
   CHECK(x.shape == std::vector<int64_t>{32});
   CHECK(varType(*m, "k", "y").shape == std::vector<int64_t>{4, 32});
   // One entry per dimension of the memory tensor.
-  expectError(kernel(kParams, std::string(kMem) + "    x = LoadGlobal(g, layout=spatial(32), offset=[0:])\n"),
+  expectError(kernel(kParams, std::string(kMem) +
+                                  "    x = LoadGlobal(g, layout=spatial(32), offset=[0:])\n"),
               ErrorCode::OffsetRank, 4);
   // One slice entry per dimension of the register tensor.
-  expectError(kernel(kParams, std::string(kMem) + "    x = LoadGlobal(g, layout=spatial(32), offset=[0:, 0:])\n"),
+  expectError(kernel(kParams, std::string(kMem) +
+                                  "    x = LoadGlobal(g, layout=spatial(32), offset=[0:, 0:])\n"),
               ErrorCode::OffsetRank, 4);
   // Omitted offset: ranks must agree.
   expectError(kernel(kParams, std::string(kMem) + "    x = LoadGlobal(g, layout=spatial(32))\n"),
@@ -58,7 +63,8 @@ TEST_CASE("loads and stores: types, offsets and offset-rank") {
                                   "    StoreShared(x, s, offset=[0, 0, 0:])\n"),
               ErrorCode::OffsetRank, 5);
   // Offsets are integers.
-  expectError(kernel(kParams, std::string(kMem) + "    x = LoadGlobal(g, layout=spatial(32), offset=[1.5, 0:])\n"),
+  expectError(kernel(kParams, std::string(kMem) +
+                                  "    x = LoadGlobal(g, layout=spatial(32), offset=[1.5, 0:])\n"),
               ErrorCode::DtypeMismatch, 4);
   // Stores do not convert.
   expectError(kernel(kParams, std::string(kMem) +
@@ -72,7 +78,7 @@ TEST_CASE("out-of-bounds: provable shared accesses outside the tensor") {
     return kernel(kParams, std::string(kMem) + "    x = LoadShared(s, " + rest + ")\n");
   };
   CHECK_OK(checkSource(load("layout=spatial(32), offset=[3, 0:]")));
-  CHECK_OK(checkSource(load("layout=spatial(32), offset=[n, 0:]")));  // unknown: run time
+  CHECK_OK(checkSource(load("layout=spatial(32), offset=[n, 0:]"))); // unknown: run time
   CHECK_OK(checkSource(load("layout=spatial(16).replicate(2), offset=[0, 16:]")));
   expectError(load("layout=spatial(32), offset=[4, 0:]"), ErrorCode::OutOfBounds, 4);
   expectError(load("layout=spatial(32), offset=[-1, 0:]"), ErrorCode::OutOfBounds, 4);
@@ -86,19 +92,20 @@ TEST_CASE("out-of-bounds: provable shared accesses outside the tensor") {
                                   "    StoreShared(x, s, offset=[2 + 2, 0:])\n"),
               ErrorCode::OutOfBounds, 5);
   // Global accesses outside the shape read zeros: never an error.
-  CHECK_OK(checkSource(kernel(kParams, std::string(kMem) +
-                                           "    x = LoadGlobal(g, layout=spatial(32), offset=[100, 90:])\n")));
+  CHECK_OK(checkSource(
+      kernel(kParams, std::string(kMem) +
+                          "    x = LoadGlobal(g, layout=spatial(32), offset=[100, 90:])\n")));
 }
 
 TEST_CASE("SliceShared and SliceGlobal") {
-  Expected<VerifiedModule> m = checkSource(kernel(
-      kParams, "    s = AllocateShared(f16, shape=[3, 64, 32])\n"
-               "    t = SliceShared(s, offset=[n, 0:, 0:])\n"
-               "    u = SliceShared(t, offset=[16:, 8], shape=[32])\n"
-               "    w = SliceShared(s, offset=[1:, 0, 4:])\n"
-               "    g = ViewGlobal(h, shape=[n, n, 8])\n"
-               "    gs = SliceGlobal(g, offset=[0, n:, 0:], shape=[16, 8])\n"
-               "    gt = SliceGlobal(gs, offset=[0:, 3])\n"));
+  Expected<VerifiedModule> m =
+      checkSource(kernel(kParams, "    s = AllocateShared(f16, shape=[3, 64, 32])\n"
+                                  "    t = SliceShared(s, offset=[n, 0:, 0:])\n"
+                                  "    u = SliceShared(t, offset=[16:, 8], shape=[32])\n"
+                                  "    w = SliceShared(s, offset=[1:, 0, 4:])\n"
+                                  "    g = ViewGlobal(h, shape=[n, n, 8])\n"
+                                  "    gs = SliceGlobal(g, offset=[0, n:, 0:], shape=[16, 8])\n"
+                                  "    gt = SliceGlobal(gs, offset=[0:, 3])\n"));
   REQUIRE_OK(m);
   const Program &prog = m->module.programs[0];
   const VarType &s = varType(*m, "k", "s");
@@ -137,13 +144,14 @@ TEST_CASE("SliceShared and SliceGlobal") {
 }
 
 TEST_CASE("CopyAsync and its wait instructions") {
-  CHECK_OK(checkSource(kernel(kParams, "    g = ViewGlobal(h, shape=[n, 64])\n"
-                                       "    s = AllocateShared(f16, shape=[2, 16, 64])\n"
-                                       "    CopyAsync(SliceShared(s, offset=[1, 0:, 0:]), g, offset=[n:, 0:])\n"
-                                       "    CopyAsyncCommitGroup()\n"
-                                       "    CopyAsyncWaitGroup(0)\n"
-                                       "    CopyAsyncWaitAll()\n"
-                                       "    Synchronize()\n")));
+  CHECK_OK(checkSource(
+      kernel(kParams, "    g = ViewGlobal(h, shape=[n, 64])\n"
+                      "    s = AllocateShared(f16, shape=[2, 16, 64])\n"
+                      "    CopyAsync(SliceShared(s, offset=[1, 0:, 0:]), g, offset=[n:, 0:])\n"
+                      "    CopyAsyncCommitGroup()\n"
+                      "    CopyAsyncWaitGroup(0)\n"
+                      "    CopyAsyncWaitAll()\n"
+                      "    Synchronize()\n")));
   expectError(kernel(kParams, "    g = ViewGlobal(p, shape=[16, 64])\n"
                               "    s = AllocateShared(f16, shape=[16, 64])\n"
                               "    CopyAsync(s, g)\n"),
@@ -156,10 +164,11 @@ TEST_CASE("CopyAsync and its wait instructions") {
 
 TEST_CASE("shared plan: 128-aligned allocations in program order, bit-packed sizes") {
   Expected<VerifiedModule> m = checkSource(kernel(
-      kParams, "    a = AllocateShared(f32, shape=[3, 5])\n"                     // 60 bytes at 0
-               "    b = AllocateShared(i4, shape=[3, 5])\n"                      // 60 bits: 8 bytes at 128
-               "    c = AllocateShared(f16, shape=[4], layout=strided([4], [2]))\n" // 7 elements: 14 at 256
-               "    d = AllocateShared(u8, shape=[8, 8], layout=swizzle(row_major(8, 8), 1, 3, 3))\n"));
+      kParams,
+      "    a = AllocateShared(f32, shape=[3, 5])\n" // 60 bytes at 0
+      "    b = AllocateShared(i4, shape=[3, 5])\n"  // 60 bits: 8 bytes at 128
+      "    c = AllocateShared(f16, shape=[4], layout=strided([4], [2]))\n" // 7 elements: 14 at 256
+      "    d = AllocateShared(u8, shape=[8, 8], layout=swizzle(row_major(8, 8), 1, 3, 3))\n"));
   REQUIRE_OK(m);
   CHECK(varType(*m, "k", "a").sharedByteOffset == 0);
   CHECK(varType(*m, "k", "b").sharedByteOffset == 128);
@@ -170,17 +179,17 @@ TEST_CASE("shared plan: 128-aligned allocations in program order, bit-packed siz
   CHECK(info.sharedBytes == 384 + 64);
   CHECK(info.scratchBytes == 0);
   // An allocation inside a loop is still one allocation.
-  Expected<VerifiedModule> loop = checkSource(kernel(
-      kParams, "    for i in range(4):\n        a = AllocateShared(f32, shape=[8])\n"
-               "    b = AllocateShared(f32, shape=[8])\n"));
+  Expected<VerifiedModule> loop = checkSource(
+      kernel(kParams, "    for i in range(4):\n        a = AllocateShared(f32, shape=[8])\n"
+                      "    b = AllocateShared(f32, shape=[8])\n"));
   REQUIRE_OK(loop);
   CHECK(varType(*loop, "k", "b").sharedByteOffset == 128);
   CHECK(loop->programs[0].sharedBytes == 160);
   // Scratch follows the allocations at the next 128-byte boundary.
-  Expected<VerifiedModule> scratch = checkSource(kernel(
-      kParams, "    a = AllocateShared(f32, shape=[3])\n"
-               "    x = AllocateRegister(f32, layout=spatial(32).local(3))\n"
-               "    y = ConvertLayout(x, layout=local(3).spatial(32))\n"));
+  Expected<VerifiedModule> scratch =
+      checkSource(kernel(kParams, "    a = AllocateShared(f32, shape=[3])\n"
+                                  "    x = AllocateRegister(f32, layout=spatial(32).local(3))\n"
+                                  "    y = ConvertLayout(x, layout=local(3).spatial(32))\n"));
   REQUIRE_OK(scratch);
   CHECK(scratch->programs[0].scratchByteOffset == 128);
   CHECK(scratch->programs[0].scratchBytes == 96 * 4);
@@ -188,11 +197,14 @@ TEST_CASE("shared plan: 128-aligned allocations in program order, bit-packed siz
 }
 
 TEST_CASE("shared layouts: shape and injectivity") {
-  expectError(kernel(kParams, "    s = AllocateShared(f32, shape=[4, 8], layout=row_major(8, 4))\n"),
-              ErrorCode::LayoutShape, 2);
-  expectError(kernel(kParams, "    s = AllocateShared(f32, shape=[2, 2], layout=strided([2, 2], [1, 1]))\n"),
+  expectError(
+      kernel(kParams, "    s = AllocateShared(f32, shape=[4, 8], layout=row_major(8, 4))\n"),
+      ErrorCode::LayoutShape, 2);
+  expectError(kernel(kParams,
+                     "    s = AllocateShared(f32, shape=[2, 2], layout=strided([2, 2], [1, 1]))\n"),
               ErrorCode::LayoutInvalid, 2);
-  expectError(kernel(kParams, "    s = AllocateShared(f32, shape=[4, 0])\n"), ErrorCode::BadArgument, 2);
+  expectError(kernel(kParams, "    s = AllocateShared(f32, shape=[4, 0])\n"),
+              ErrorCode::BadArgument, 2);
 }
 
 TEST_CASE("shared-capacity: allocations plus scratch within the target's limit") {
@@ -217,18 +229,19 @@ TEST_CASE("shared-capacity: allocations plus scratch within the target's limit")
 }
 
 TEST_CASE("AllocateGlobal uses the workspace") {
-  Expected<VerifiedModule> m = checkSource(kernel(
-      kParams, "    w = AllocateGlobal(f32, shape=[n, 4], requires_clean=True)\n"
-               "    x = LoadGlobal(w, layout=spatial(32), offset=[0:, 0])\n"));
+  Expected<VerifiedModule> m =
+      checkSource(kernel(kParams, "    w = AllocateGlobal(f32, shape=[n, 4], requires_clean=True)\n"
+                                  "    x = LoadGlobal(w, layout=spatial(32), offset=[0:, 0])\n"));
   REQUIRE_OK(m);
   CHECK(m->programs[0].usesWorkspace);
   CHECK(varType(*m, "k", "w").rank == 2);
-  expectError(kernel(kParams, "    w = AllocateGlobal(f32, shape=[1.5])\n"), ErrorCode::DtypeMismatch, 2);
+  expectError(kernel(kParams, "    w = AllocateGlobal(f32, shape=[1.5])\n"),
+              ErrorCode::DtypeMismatch, 2);
 }
 
 TEST_CASE("ViewGlobal: dtype, shape and strides") {
-  Expected<VerifiedModule> m = checkSource(kernel(
-      kParams, "    g = ViewGlobal(p, dtype=u8, shape=[n, 8], strides=[16, 1])\n"));
+  Expected<VerifiedModule> m = checkSource(
+      kernel(kParams, "    g = ViewGlobal(p, dtype=u8, shape=[n, 8], strides=[16, 1])\n"));
   REQUIRE_OK(m);
   CHECK(varType(*m, "k", "g").dtype == DataType::u(8));
   CHECK(varType(*m, "k", "g").rank == 2);

@@ -17,8 +17,8 @@ Expected<VerifiedModule> checkProgramFile(const std::string &relative,
   AssembleOptions ao;
   ao.fileName = relative;
   ao.defines = std::move(defines);
-  Expected<Module> module = assemble(readText(std::string(TILUSVM_SOURCE_DIR) + "/" + relative),
-                                     ao);
+  Expected<Module> module =
+      assemble(readText(std::string(TILUSVM_SOURCE_DIR) + "/" + relative), ao);
   if (!module)
     return module.takeStatus();
   CheckOptions co;

@@ -57,7 +57,8 @@ TEST_CASE("layout-threads: every layout has the block's thread count") {
               ErrorCode::LayoutThreads, 2);
   expectError(kernel(kParams, "    a = AllocateRegister(f32, layout=local(4))\n"),
               ErrorCode::LayoutThreads, 2);
-  CHECK_OK(checkSource(kernel(kParams, "    a = AllocateRegister(f32, layout=local(4).replicate(32))\n")));
+  CHECK_OK(checkSource(
+      kernel(kParams, "    a = AllocateRegister(f32, layout=local(4).replicate(32))\n")));
 }
 
 TEST_CASE("grid-expr: grid dimensions use constants and scalar parameters only") {
@@ -69,15 +70,15 @@ TEST_CASE("grid-expr: grid dimensions use constants and scalar parameters only")
 // --- elementwise --------------------------------------------------------------------------
 
 TEST_CASE("elementwise: operands, scalars, comparisons, Where, unary and math") {
-  Expected<VerifiedModule> m = checkSource(kernel(kParams, std::string(kLoadX) +
-                                                               "    y = Add(x, 1.5)\n"
-                                                               "    z = Mul(y, x)\n"
-                                                               "    c = Lt(z, n)\n"
-                                                               "    w = Where(c, z, 0.0)\n"
-                                                               "    v = Exp(Neg(w))\n"
-                                                               "    i = Cast(x, i32)\n"
-                                                               "    j = Shl(And(i, 3), 1)\n"
-                                                               "    b = Not(c)\n"));
+  Expected<VerifiedModule> m =
+      checkSource(kernel(kParams, std::string(kLoadX) + "    y = Add(x, 1.5)\n"
+                                                        "    z = Mul(y, x)\n"
+                                                        "    c = Lt(z, n)\n"
+                                                        "    w = Where(c, z, 0.0)\n"
+                                                        "    v = Exp(Neg(w))\n"
+                                                        "    i = Cast(x, i32)\n"
+                                                        "    j = Shl(And(i, 3), 1)\n"
+                                                        "    b = Not(c)\n"));
   REQUIRE_OK(m);
   RegisterLayout lx = layoutOf("spatial(32, 1).local(1, 4)");
   const VarType &c = varType(*m, "k", "c");
@@ -91,9 +92,9 @@ TEST_CASE("elementwise: operands, scalars, comparisons, Where, unary and math") 
 
 TEST_CASE("elementwise: broadcasting picks the operand with the result's shape") {
   std::string body = std::string(kLoadX) +
-                     "    r = Reduce(x, dim=1, op=sum, keepdim=True)\n"   // [32, 1]
-                     "    s = Reduce(x, dim=0, op=max, keepdim=True)\n"   // [1, 4]
-                     "    d = Sub(r, x)\n";                               // [32, 4]
+                     "    r = Reduce(x, dim=1, op=sum, keepdim=True)\n" // [32, 1]
+                     "    s = Reduce(x, dim=0, op=max, keepdim=True)\n" // [1, 4]
+                     "    d = Sub(r, x)\n";                             // [32, 4]
   Expected<VerifiedModule> m = checkSource(kernel(kParams, body));
   REQUIRE_OK(m);
   CHECK(*varType(*m, "k", "d").layout == layoutOf("spatial(32, 1).local(1, 4)"));
@@ -102,8 +103,8 @@ TEST_CASE("elementwise: broadcasting picks the operand with the result's shape")
   // [32, 1] + [1, 4]: no operand has the result shape [32, 4].
   expectError(kernel(kParams, body + "    t = Add(r, s)\n"), ErrorCode::BadArgument, 7);
   // With layout=: every thread that holds t[m, n] holds r[m, 0] (row m) and s[0, n] (replicated).
-  Expected<VerifiedModule> t = checkSource(
-      kernel(kParams, body + "    t = Add(r, s, layout=spatial(32, 1).local(1, 4))\n"));
+  Expected<VerifiedModule> t =
+      checkSource(kernel(kParams, body + "    t = Add(r, s, layout=spatial(32, 1).local(1, 4))\n"));
   REQUIRE_OK(t);
   CHECK(varType(*t, "k", "t").shape == std::vector<int64_t>{32, 4});
   // layout= of the wrong shape.
@@ -119,14 +120,17 @@ TEST_CASE("layout-mismatch: operand owners must cover the result") {
               ErrorCode::LayoutMismatch, 5);
   // Broadcast operand s [32, 1]: threads 0-15 hold rows 0, 2, .., 30, threads 16-31 rows
   // 1, 3, .., 31, so thread 1 holds x[1, :] but not s[1, 0].
-  expectError(kernel(kParams, std::string(kLoadX) +
-                                  "    s = AllocateRegister(f32, layout=local(16, 1).spatial(2, 1).replicate(16))\n"
-                                  "    z = Add(x, s)\n"),
-              ErrorCode::LayoutMismatch, 5);
+  expectError(
+      kernel(kParams,
+             std::string(kLoadX) +
+                 "    s = AllocateRegister(f32, layout=local(16, 1).spatial(2, 1).replicate(16))\n"
+                 "    z = Add(x, s)\n"),
+      ErrorCode::LayoutMismatch, 5);
   // Fully replicated s is held by every thread.
-  CHECK_OK(checkSource(kernel(kParams, std::string(kLoadX) +
-                                           "    s = AllocateRegister(f32, layout=local(32, 1).replicate(32))\n"
-                                           "    z = Add(x, s)\n")));
+  CHECK_OK(checkSource(
+      kernel(kParams, std::string(kLoadX) +
+                          "    s = AllocateRegister(f32, layout=local(32, 1).replicate(32))\n"
+                          "    z = Add(x, s)\n")));
 }
 
 TEST_CASE("elementwise dtype rules") {
@@ -142,8 +146,8 @@ TEST_CASE("elementwise dtype rules") {
   // Bitwise operators on floats, math on integers.
   expectError(kernel(kParams, std::string(kLoadX) + "    b = And(x, x)\n"),
               ErrorCode::DtypeMismatch, 4);
-  expectError(kernel(kParams, std::string(kLoadX) + "    b = Not(x)\n"),
-              ErrorCode::DtypeMismatch, 4);
+  expectError(kernel(kParams, std::string(kLoadX) + "    b = Not(x)\n"), ErrorCode::DtypeMismatch,
+              4);
   expectError(kernel(kParams, std::string(kLoadX) + "    b = Exp(Cast(x, i32))\n"),
               ErrorCode::DtypeMismatch, 4);
   // Operand dtypes must agree.
@@ -155,8 +159,8 @@ TEST_CASE("elementwise dtype rules") {
 }
 
 TEST_CASE("elementwise shapes, scopes and operands") {
-  std::string two = std::string(kLoadX) +
-                    "    y = LoadGlobal(g, layout=spatial(32, 1).local(1, 2))\n";
+  std::string two =
+      std::string(kLoadX) + "    y = LoadGlobal(g, layout=spatial(32, 1).local(1, 2))\n";
   expectError(kernel(kParams, two + "    z = Add(x, y)\n"), ErrorCode::ShapeMismatch, 5);
   expectError(kernel(kParams, "    s = AllocateShared(f32, shape=[32])\n"
                               "    z = Add(s, 1.0)\n"),
@@ -166,14 +170,16 @@ TEST_CASE("elementwise shapes, scopes and operands") {
 
 TEST_CASE("out=: same dtype and shape, and the target's owners cover the computed value") {
   CHECK_OK(checkSource(kernel(kParams, std::string(kLoadX) + "    Add(x, 1.0, out=x)\n")));
-  expectError(kernel(kParams, std::string(kLoadX) +
-                                  "    t = AllocateRegister(f16, layout=spatial(32, 1).local(1, 4))\n"
-                                  "    Add(x, x, out=t)\n"),
-              ErrorCode::DtypeMismatch, 5);
-  expectError(kernel(kParams, std::string(kLoadX) +
-                                  "    t = AllocateRegister(f32, layout=spatial(32, 1).local(1, 2))\n"
-                                  "    Add(x, x, out=t)\n"),
-              ErrorCode::ShapeMismatch, 5);
+  expectError(
+      kernel(kParams, std::string(kLoadX) +
+                          "    t = AllocateRegister(f16, layout=spatial(32, 1).local(1, 4))\n"
+                          "    Add(x, x, out=t)\n"),
+      ErrorCode::DtypeMismatch, 5);
+  expectError(
+      kernel(kParams, std::string(kLoadX) +
+                          "    t = AllocateRegister(f32, layout=spatial(32, 1).local(1, 2))\n"
+                          "    Add(x, x, out=t)\n"),
+      ErrorCode::ShapeMismatch, 5);
   // a is held by every thread; t[e] by threads 16e..16e+15, which all hold a[e]: fine.
   // The other way round thread 0 holds a[1] but not t[1].
   std::string body = "    a = AllocateRegister(f32, layout=local(2).replicate(32))\n"
@@ -215,9 +221,10 @@ TEST_CASE("View: bits per thread stay, no replicated layouts") {
 }
 
 TEST_CASE("Permute transposes the layout; ConvertLayout keeps the shape") {
-  Expected<VerifiedModule> m =
-      checkSource(kernel(kParams, std::string(kLoadX) + "    y = Permute(x, dims=[1, 0])\n"
-                                                        "    z = ConvertLayout(x, layout=spatial(8, 4).local(4, 1))\n"));
+  Expected<VerifiedModule> m = checkSource(
+      kernel(kParams, std::string(kLoadX) +
+                          "    y = Permute(x, dims=[1, 0])\n"
+                          "    z = ConvertLayout(x, layout=spatial(8, 4).local(4, 1))\n"));
   REQUIRE_OK(m);
   const VarType &y = varType(*m, "k", "y");
   CHECK(y.shape == std::vector<int64_t>{4, 32});
@@ -237,10 +244,11 @@ TEST_CASE("Permute transposes the layout; ConvertLayout keeps the shape") {
 
 TEST_CASE("Reduce: dimension, dtype, derived layout") {
   Expected<VerifiedModule> m = checkSource(
-      kernel(kParams, "    g = ViewGlobal(p, shape=[4, 128])\n"
-                      "    x = LoadGlobal(g, layout=spatial(4, 32).local(1, 4))\n"
-                      "    a = Reduce(x, dim=1, op=max)\n"
-                      "    b = Reduce(x, dim=1, op=sum, keepdim=True, layout=spatial(4, 1).replicate(32))\n",
+      kernel(kParams,
+             "    g = ViewGlobal(p, shape=[4, 128])\n"
+             "    x = LoadGlobal(g, layout=spatial(4, 32).local(1, 4))\n"
+             "    a = Reduce(x, dim=1, op=max)\n"
+             "    b = Reduce(x, dim=1, op=sum, keepdim=True, layout=spatial(4, 1).replicate(32))\n",
              128));
   REQUIRE_OK(m);
   // ISA section 5's example.
@@ -251,11 +259,13 @@ TEST_CASE("Reduce: dimension, dtype, derived layout") {
   expectError(kernel(kParams, std::string(kLoadX) + "    r = Reduce(x, dim=2, op=sum)\n"),
               ErrorCode::ReduceDim, 4);
   // Derived: spatial(32, 1) (the local mode of dimension 1 is dropped).
-  CHECK_OK(checkSource(kernel(kParams, std::string(kLoadX) +
-                                           "    r = Reduce(x, dim=1, op=sum, keepdim=True, layout=spatial(32, 1))\n")));
-  expectError(kernel(kParams, std::string(kLoadX) +
-                                  "    r = Reduce(x, dim=1, op=sum, keepdim=True, layout=local(32, 1).replicate(32))\n"),
-              ErrorCode::LayoutMismatch, 4);
+  CHECK_OK(checkSource(kernel(
+      kParams, std::string(kLoadX) +
+                   "    r = Reduce(x, dim=1, op=sum, keepdim=True, layout=spatial(32, 1))\n")));
+  expectError(
+      kernel(kParams, std::string(kLoadX) + "    r = Reduce(x, dim=1, op=sum, keepdim=True, "
+                                            "layout=local(32, 1).replicate(32))\n"),
+      ErrorCode::LayoutMismatch, 4);
   expectError(kernel(kParams, std::string(kLoadX) +
                                   "    r = Reduce(x, dim=1, op=sum, layout=spatial(32, 1))\n"),
               ErrorCode::LayoutShape, 4);
@@ -265,24 +275,27 @@ TEST_CASE("Reduce: dimension, dtype, derived layout") {
                               "    a = LoadGlobal(gq, layout=spatial(32))\n"
                               "    r = Reduce(a, dim=0, op=sum)\n"),
               ErrorCode::SubbyteArith, 4);
-  CHECK_OK(checkSource(kernel(kParams, std::string(kLoadX) +
-                                           "    r = Reduce(Gt(x, 0.0), dim=0, op=any)\n")));
+  CHECK_OK(checkSource(
+      kernel(kParams, std::string(kLoadX) + "    r = Reduce(Gt(x, 0.0), dim=0, op=any)\n")));
 }
 
 // --- creation -----------------------------------------------------------------------------
 
 TEST_CASE("AllocateRegister and Iota") {
-  Expected<VerifiedModule> m = checkSource(
-      kernel(kParams, "    a = AllocateRegister(f16, layout=spatial(8, 4).local(1, 2), shape=[8, 8], init=1.5)\n"
-                      "    i = Iota(layout=spatial(8, 4).local(1, 2), dim=1)\n"
-                      "    j = Iota(layout=spatial(8, 4).local(1, 2), dim=0, dtype=f32)\n"));
+  Expected<VerifiedModule> m = checkSource(kernel(
+      kParams,
+      "    a = AllocateRegister(f16, layout=spatial(8, 4).local(1, 2), shape=[8, 8], init=1.5)\n"
+      "    i = Iota(layout=spatial(8, 4).local(1, 2), dim=1)\n"
+      "    j = Iota(layout=spatial(8, 4).local(1, 2), dim=0, dtype=f32)\n"));
   REQUIRE_OK(m);
   CHECK(varType(*m, "k", "a").shape == std::vector<int64_t>{8, 8});
   CHECK(varType(*m, "k", "a").dtype == DataType::f16());
   CHECK(varType(*m, "k", "i").dtype == DataType::i32());
   CHECK(varType(*m, "k", "j").dtype == DataType::f32());
-  expectError(kernel(kParams, "    a = AllocateRegister(f16, layout=spatial(8, 4).local(1, 2), shape=[8, 4])\n"),
-              ErrorCode::LayoutShape, 2);
+  expectError(
+      kernel(kParams,
+             "    a = AllocateRegister(f16, layout=spatial(8, 4).local(1, 2), shape=[8, 4])\n"),
+      ErrorCode::LayoutShape, 2);
   expectError(kernel(kParams, "    i = Iota(layout=spatial(8, 4), dim=2)\n"),
               ErrorCode::BadArgument, 2);
   expectError(kernel(kParams, "    i = Iota(layout=spatial(8, 4), dim=0, dtype=bool)\n"),
@@ -292,7 +305,8 @@ TEST_CASE("AllocateRegister and Iota") {
 }
 
 TEST_CASE("BlockIndices gives at most one index per grid dimension") {
-  Expected<VerifiedModule> m = checkSource("def k<2, 3>() threads=32:\n    bx, by = BlockIndices()\n");
+  Expected<VerifiedModule> m =
+      checkSource("def k<2, 3>() threads=32:\n    bx, by = BlockIndices()\n");
   REQUIRE_OK(m);
   CHECK(varType(*m, "k", "by").dtype == DataType::i32());
   expectError("def k<2>() threads=32:\n    bx, by = BlockIndices()\n", ErrorCode::BadArgument, 2);
@@ -328,17 +342,21 @@ TEST_CASE("update-type: an update keeps dtype, shape and layout") {
   std::string acc = "    acc = AllocateRegister(f32, layout=spatial(32))\n"
                     "    for i in range(4):\n";
   CHECK_OK(checkSource(kernel(kParams, acc + "        acc = Add(acc, 1.0)\n")));
-  expectError(kernel(kParams, acc + "        acc = AllocateRegister(f32, layout=local(2).spatial(16).replicate(2))\n"),
-              ErrorCode::UpdateType, 4);
+  expectError(
+      kernel(kParams,
+             acc +
+                 "        acc = AllocateRegister(f32, layout=local(2).spatial(16).replicate(2))\n"),
+      ErrorCode::UpdateType, 4);
   expectError(kernel(kParams, acc + "        acc = Cast(acc, f16)\n"), ErrorCode::UpdateType, 4);
-  expectError(kernel(kParams, acc + "        acc = AllocateRegister(f32, layout=spatial(32).local(2))\n"),
-              ErrorCode::UpdateType, 4);
+  expectError(
+      kernel(kParams, acc + "        acc = AllocateRegister(f32, layout=spatial(32).local(2))\n"),
+      ErrorCode::UpdateType, 4);
   expectError(kernel(kParams, "    s = 0\n    for i in range(4):\n        s = 1.5\n"),
               ErrorCode::UpdateType, 4);
   // Re-assigning in the same scope declares a new variable: the type may change.
-  Expected<VerifiedModule> m = checkSource(
-      kernel(kParams, "    acc = AllocateRegister(f32, layout=spatial(32))\n"
-                      "    acc = Cast(acc, f16)\n"));
+  Expected<VerifiedModule> m =
+      checkSource(kernel(kParams, "    acc = AllocateRegister(f32, layout=spatial(32))\n"
+                                  "    acc = Cast(acc, f16)\n"));
   REQUIRE_OK(m);
   CHECK(varType(*m, "k", "acc").dtype == DataType::f16());
 }

@@ -72,13 +72,13 @@ std::vector<RegisterLayout> domain(const std::vector<const char *> &texts) {
 
 TEST_CASE("cover agrees with the reference over a domain of 4-thread layouts") {
   // Shapes [4, 4], [4, 1], [1, 4], [4] and [2, 4]; replicated and not.
-  std::vector<RegisterLayout> ls = domain({
-      "spatial(4, 1).local(1, 4)", "local(1, 4).spatial(4, 1)", "spatial(1, 4).local(4, 1)",
-      "column_spatial(2, 2).local(2, 2)", "spatial(2, 2).local(2, 2)", "local(2, 2).spatial(2, 2)",
-      "local(4, 4).replicate(4)", "spatial(4, 1)", "local(4, 1).replicate(4)",
-      "replicate(4).local(1, 4)", "spatial(1, 4)", "spatial(2, 1).replicate(2).local(2, 1)",
-      "spatial(4)", "local(4).replicate(4)", "replicate(2).spatial(2).local(2)",
-      "spatial(2, 2).local(1, 2)", "local(2, 1).replicate(2).spatial(1, 2).local(1, 2)"});
+  std::vector<RegisterLayout> ls = domain(
+      {"spatial(4, 1).local(1, 4)", "local(1, 4).spatial(4, 1)", "spatial(1, 4).local(4, 1)",
+       "column_spatial(2, 2).local(2, 2)", "spatial(2, 2).local(2, 2)", "local(2, 2).spatial(2, 2)",
+       "local(4, 4).replicate(4)", "spatial(4, 1)", "local(4, 1).replicate(4)",
+       "replicate(4).local(1, 4)", "spatial(1, 4)", "spatial(2, 1).replicate(2).local(2, 1)",
+       "spatial(4)", "local(4).replicate(4)", "replicate(2).spatial(2).local(2)",
+       "spatial(2, 2).local(1, 2)", "local(2, 1).replicate(2).spatial(1, 2).local(1, 2)"});
   detail::LayoutOracle oracle;
   int compared = 0, covered = 0;
   for (const RegisterLayout &r : ls)
@@ -123,16 +123,16 @@ TEST_CASE("cover witness of the worked example") {
 
 TEST_CASE("per-thread Dot rule agrees with the reference over a domain") {
   // a [4, 2], b [2, 4], c and d [4, 4], 4 threads.
-  std::vector<RegisterLayout> as = domain({"spatial(4, 1).local(1, 2)", "local(4, 2).replicate(4)",
-                                          "spatial(2, 1).replicate(2).local(2, 2)",
-                                          "spatial(4, 1).replicate(1).local(1, 2)",
-                                          "spatial(2, 2).local(2, 1)"});
-  std::vector<RegisterLayout> bs = domain({"local(2, 4).replicate(4)", "replicate(4).local(2, 4)",
-                                          "spatial(1, 4).local(2, 1)",
-                                          "replicate(2).spatial(1, 2).local(2, 2)"});
-  std::vector<RegisterLayout> cs = domain({"spatial(4, 1).local(1, 4)", "spatial(2, 2).local(2, 2)",
-                                          "spatial(1, 4).local(4, 1)", "local(4, 4).replicate(4)",
-                                          "spatial(2, 2).local(2, 2)"});
+  std::vector<RegisterLayout> as =
+      domain({"spatial(4, 1).local(1, 2)", "local(4, 2).replicate(4)",
+              "spatial(2, 1).replicate(2).local(2, 2)", "spatial(4, 1).replicate(1).local(1, 2)",
+              "spatial(2, 2).local(2, 1)"});
+  std::vector<RegisterLayout> bs =
+      domain({"local(2, 4).replicate(4)", "replicate(4).local(2, 4)", "spatial(1, 4).local(2, 1)",
+              "replicate(2).spatial(1, 2).local(2, 2)"});
+  std::vector<RegisterLayout> cs =
+      domain({"spatial(4, 1).local(1, 4)", "spatial(2, 2).local(2, 2)", "spatial(1, 4).local(4, 1)",
+              "local(4, 4).replicate(4)", "spatial(2, 2).local(2, 2)"});
   detail::LayoutOracle oracle;
   int holds = 0, total = 0;
   for (const RegisterLayout &a : as)
