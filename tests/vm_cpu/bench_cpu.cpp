@@ -1,7 +1,7 @@
 // CPU interpreter benchmark (not a test): the time of programs/matmul_f16_pipelined.tasm at
 // 512 x 512 x 512 (unchecked and checked) and the elementwise throughput of
 // programs/vector_add.tasm in elements per second. Prints the median of several runs.
-//   bench_cpu [--workers N] [--repeat R]
+//   bench_cpu [--workers N] [--repeat R] [--unchecked-only 1] [--only matmul|vector_add]
 #include "assembler/assembler.h"
 #include "loader/checker.h"
 #include "vm/cpu/interpreter.h"
@@ -79,11 +79,17 @@ bool timeRuns(int repeat, const std::function<Status()> &fn, double &median) {
 
 int main(int argc, char **argv) {
   int workers = 0, repeat = 5;
+  bool uncheckedOnly = false;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--workers") == 0)
       workers = std::atoi(argv[i + 1]);
     else if (std::strcmp(argv[i], "--repeat") == 0)
       repeat = std::max(1, std::atoi(argv[i + 1]));
+    else if (std::strcmp(argv[i], "--unchecked-only") == 0)
+      uncheckedOnly = std::atoi(argv[i + 1]) != 0;
+    else if (std::strcmp(argv[i], "--only") == 0)
+      only = argv[i + 1];
   }
   VerifiedModule matmul, vadd;
   if (!load("programs/matmul_f16_pipelined.tasm", matmul) || !load("programs/vector_add.tasm", vadd))
@@ -95,7 +101,12 @@ int main(int argc, char **argv) {
   options.numWorkers = workers;
   double seconds = 0;
   std::printf("cpu interpreter benchmark (workers=%d, median of %d)\n", workers, repeat);
-  for (bool checked : {false, true}) {
+  std::vector<bool> modes = {false};
+  if (!uncheckedOnly)
+    modes.push_back(true);
+  for (bool checked : modes) {
+    if (only == "vector_add")
+      break;
     options.checked = checked;
     if (!timeRuns(checked ? 1 : repeat, [&] { return runOnCpu(matmul, 0, margs, options); }, seconds))
       return 1;
@@ -104,9 +115,11 @@ int main(int argc, char **argv) {
                 checked ? "checked" : "unchecked", seconds, flops / seconds * 1e-9);
   }
   const int32_t elements = 1 << 24;
-  std::vector<float> x(size_t(elements), 1.0f), y(size_t(elements), 2.0f), z(size_t(elements));
+  std::vector<float> x(size_t(elements), 1.0f), y(size_t(elements), 2.0f), z(static_cast<size_t>(elements));
   KernelArgs vargs = {buffer(x), buffer(y), buffer(z), scalar(elements)};
-  for (bool checked : {false, true}) {
+  for (bool checked : modes) {
+    if (only == "matmul")
+      break;
     options.checked = checked;
     if (!timeRuns(checked ? 1 : repeat, [&] { return runOnCpu(vadd, 0, vargs, options); }, seconds))
       return 1;

@@ -33,13 +33,12 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-/// The bit address of global element `offset`, or an error when the buffer does not hold it.
-Status globalBit(const BlockState &b, uint32_t index, const GlobalView &view, int64_t offset,
-                 int64_t &bit) {
-  int sb = view.dtype.storageBits();
-  bit = offset * sb;
-  if (bit >= 0 && uint64_t(bit + sb) <= view.byteSize * 8)
-    return Status::success();
+/// Whether the buffer under `view` holds the element at bit address `bit`.
+inline bool inBuffer(const GlobalView &view, int64_t bit, int sb) {
+  return bit >= 0 && uint64_t(bit) + uint64_t(sb) <= view.byteSize * 8;
+}
+
+Status outsideBuffer(const BlockState &b, uint32_t index, const GlobalView &view, int64_t offset) {
   std::string buffer = view.buffer == kNoId ? std::string("the workspace")
                                             : "`" + b.program.var(view.buffer).name + "`";
   return b.fail(ErrorCode::Runtime, index,
@@ -108,18 +107,21 @@ Status execLoadGlobal(BlockState &b, uint32_t index) {
   std::vector<uint64_t> &logical = b.scratch[0];
   logical.assign(size_t(table.elements), 0);
   int sb = dtype.storageBits();
+  bool same = dtype == resultType;
   Status status;
   forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
-    if (!valid || !status.ok())
+    int64_t bit = off * sb;
+    if (!valid)
       return;
-    int64_t bit = 0;
-    status = globalBit(b, index, view, off, bit);
-    if (!status.ok())
+    if (!inBuffer(view, bit, sb)) {
+      if (status.ok())
+        status = outsideBuffer(b, index, view, off);
       return;
+    }
     uint64_t v = canonicalFromMemory(readBits(view.base, bit, sb), dtype);
-    logical[size_t(e)] = dtype == resultType ? v : convertBits(v, dtype, resultType);
+    logical[size_t(e)] = same ? v : convertBits(v, dtype, resultType);
     if (b.race)
-      b.race->globalRead(raceKey(view, bit), view.root, off, ownerThread(table, e));
+      b.race->globalRead(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
   });
   TILUSVM_TRY(status);
   scatterToOwners(b, r, logical);
@@ -138,18 +140,21 @@ Status execStoreGlobal(BlockState &b, uint32_t index) {
   if (!tile)
     return b.fail(tile.status().code(), index, tile.status().first().message);
   int sb = dtype.storageBits();
+  bool same = dtype == valueType;
   Status status;
   forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
-    if (!valid || !status.ok())
+    int64_t bit = off * sb;
+    if (!valid)
       return;
-    int64_t bit = 0;
-    status = globalBit(b, index, view, off, bit);
-    if (!status.ok())
+    if (!inBuffer(view, bit, sb)) {
+      if (status.ok())
+        status = outsideBuffer(b, index, view, off);
       return;
+    }
     uint64_t v = slots[size_t(table.firstOwner(e))];
-    writeBitsShared(view.base, bit, sb, dtype == valueType ? v : convertBits(v, valueType, dtype));
+    writeBitsShared(view.base, bit, sb, same ? v : convertBits(v, valueType, dtype));
     if (b.race)
-      b.race->globalWrite(raceKey(view, bit), view.root, off, ownerThread(table, e));
+      b.race->globalWrite(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
   });
   return status;
 }
@@ -231,18 +236,21 @@ Status execCopyAsync(BlockState &b, uint32_t index) {
       b.race->sharedCopyIssue(dst.root, off);
   }));
   int sb = src.dtype.storageBits();
+  bool same = src.dtype == dst.dtype;
   Status status;
   forEachTileElement(*srcTile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
-    if (!valid || !status.ok())
+    int64_t bit = off * sb;
+    if (!valid)
       return;
-    int64_t bit = 0;
-    status = globalBit(b, index, src, off, bit);
-    if (!status.ok())
+    if (!inBuffer(src, bit, sb)) {
+      if (status.ok())
+        status = outsideBuffer(b, index, src, off);
       return;
+    }
     uint64_t v = canonicalFromMemory(readBits(src.base, bit, sb), src.dtype);
-    copy.values[size_t(e)] = src.dtype == dst.dtype ? v : convertBits(v, src.dtype, dst.dtype);
+    copy.values[size_t(e)] = same ? v : convertBits(v, src.dtype, dst.dtype);
     if (b.race)
-      b.race->globalRead(raceKey(src, bit), src.root, off, -1);
+      b.race->globalRead(raceKey(src, bit), sb, src.root, off, -1);
   });
   TILUSVM_TRY(status);
   b.uncommitted.push_back(std::move(copy));

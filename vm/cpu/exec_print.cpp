@@ -59,7 +59,7 @@ Status globalValues(BlockState &b, uint32_t index, const GlobalView &view,
     values[size_t(e)] = canonicalFromMemory(readBits(view.base, bit, sb), view.dtype);
     if (b.race)
       b.race->globalRead(uint64_t(reinterpret_cast<uintptr_t>(view.base)) * 8 + uint64_t(bit),
-                         view.root, off, -1);
+                         sb, view.root, off, -1);
   });
   return status;
 }

@@ -6,7 +6,7 @@
 #include "vm/cpu/interpreter.h"
 
 #include "vm/cpu/exec.h"
-#include "vm/cpu/race_detector.h"
+#include "vm/cpu/cross_block_races.h"
 
 #include <algorithm>
 #include <atomic>
@@ -67,7 +67,7 @@ private:
       if (state.race) {
         for (Diagnostic &d : state.race->takeDiagnostics())
           local.push_back(BlockReport{block, false, std::move(d)});
-        plan_.globalRaces->merge(block, *state.race);
+        plan_.crossBlockRaces->add(state.race->takeReads(), state.race->takeWrites());
       }
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -106,7 +106,7 @@ void checkCleanWorkspace(const LaunchPlan &plan, Status &status) {
 }
 
 Status collect(const LaunchPlan &plan, std::vector<BlockReport> reports,
-               cpu::GlobalRaceTable *races) {
+               cpu::CrossBlockRaces *races) {
   Status status;
   std::vector<std::string> seen;
   size_t raceCount = 0;
@@ -123,7 +123,7 @@ Status collect(const LaunchPlan &plan, std::vector<BlockReport> reports,
     status.append(std::move(r.diagnostic));
   }
   if (races)
-    for (Diagnostic &d : races->takeDiagnostics())
+    for (Diagnostic &d : races->analyze())
       status.append(std::move(d));
   if (plan.checked)
     checkCleanWorkspace(plan, status);
@@ -137,10 +137,10 @@ Status runOnCpu(const VerifiedModule &module, size_t programIndex, const KernelA
   LaunchPlan plan;
   TILUSVM_TRY(cpu::buildLaunchPlan(plan, module, programIndex, args, options));
   plan.printStream = options.printStream ? options.printStream : &std::cout;
-  std::unique_ptr<cpu::GlobalRaceTable> races;
+  std::unique_ptr<cpu::CrossBlockRaces> races;
   if (plan.checked) {
-    races = std::make_unique<cpu::GlobalRaceTable>(plan);
-    plan.globalRaces = races.get();
+    races = std::make_unique<cpu::CrossBlockRaces>(plan);
+    plan.crossBlockRaces = races.get();
   }
   int64_t blocks = plan.numBlocks();
   int workers = options.numWorkers > 0 ? options.numWorkers

@@ -17,7 +17,7 @@
 
 namespace tilus::cpu {
 
-class GlobalRaceTable;
+class CrossBlockRaces;
 
 /// A register layout tabulated: slot s = t * locals + i holds logical element slotLinear[s]
 /// (row-major over shape); ownerSlots[ownerStart[e] .. ownerStart[e + 1]) are the slots that
@@ -64,7 +64,7 @@ struct LaunchPlan {
   bool checked = true;
   std::ostream *printStream = nullptr;
   mutable std::mutex printMutex;
-  GlobalRaceTable *globalRaces = nullptr;
+  CrossBlockRaces *crossBlockRaces = nullptr;
 
   int64_t grid[3] = {1, 1, 1};
   int64_t numBlocks() const { return grid[0] * grid[1] * grid[2]; }

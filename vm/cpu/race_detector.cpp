@@ -5,6 +5,9 @@
 
 #include "vm/cpu/launch_plan.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace tilus::cpu {
 
 namespace {
@@ -34,6 +37,8 @@ void BlockRaceDetector::reset(int64_t blockLinear) {
     if (vars[v].kind == VarKind::Shared && vars[v].sharedLayout)
       shared_[v].assign(size_t(vars[v].sharedLayout->size()), Shadow{});
   global_.clear();
+  reads_.clear();
+  writes_.clear();
   reported_.clear();
   diagnostics_.clear();
 }
@@ -127,93 +132,53 @@ void BlockRaceDetector::sharedCopyLand(VarId root, int64_t element, uint32_t cop
   s.landedAt = current_;
 }
 
-void BlockRaceDetector::globalRead(uint64_t key, VarId root, int64_t element, int32_t thread) {
-  GlobalShadow &g = global_[key];
-  g.root = root;
-  g.element = element;
-  if (g.anyRead == kNoId)
-    g.anyRead = current_;
-  checkRead(g.shadow, Target{true, root, element}, thread);
+namespace {
+
+/// Extend the last interval when the access continues it, else start a new one.
+void note(std::vector<AccessInterval> &v, uint64_t key, int bits, VarId root, int64_t element,
+          uint32_t instruction, int64_t block) {
+  if (!v.empty() && v.back().hi == key && v.back().root == root &&
+      v.back().bits == bits)
+    v.back().hi = key + uint64_t(bits);
+  else
+    v.push_back(AccessInterval{key, key + uint64_t(bits), block, instruction, root, element, bits});
 }
 
-void BlockRaceDetector::globalWrite(uint64_t key, VarId root, int64_t element, int32_t thread) {
-  GlobalShadow &g = global_[key];
-  g.root = root;
-  g.element = element;
-  if (g.anyWrite == kNoId)
-    g.anyWrite = current_;
-  checkWrite(g.shadow, Target{true, root, element}, thread);
+/// Sort by address and merge overlapping or touching intervals of one view.
+std::vector<AccessInterval> coalesce(std::vector<AccessInterval> v) {
+  std::sort(v.begin(), v.end(),
+            [](const AccessInterval &a, const AccessInterval &b) { return a.lo < b.lo; });
+  std::vector<AccessInterval> out;
+  for (const AccessInterval &a : v) {
+    if (!out.empty() && a.lo <= out.back().hi && a.root == out.back().root &&
+        a.bits == out.back().bits)
+      out.back().hi = std::max(out.back().hi, a.hi);
+    else
+      out.push_back(a);
+  }
+  return out;
 }
 
-void GlobalRaceTable::mergeOne(Entry &entry, int64_t block, const GlobalShadow &access,
-                               std::vector<Found> &out) {
-  auto conflict = [&](int64_t other, uint32_t otherInst, const char *otherVerb, uint32_t mine,
-                      const char *myVerb) {
-    for (const Found &f : out)
-      if (f.pair == std::make_pair(otherInst, mine))
-        return;
-    std::string what = "global element " + std::to_string(access.element) + " of `" +
-                       plan_.program->var(access.root).name + "`";
-    out.push_back(Found{{otherInst, mine}, Diagnostic{
-        ErrorCode::Race,
-        "data race between blocks: " + plan_.describe(otherInst) + " in " +
-            blockName(plan_, other) + " " + otherVerb + " " + what + ", which " +
-            plan_.describe(mine) + " in " + blockName(plan_, block) + " " + myVerb +
-            "; blocks run in no defined order and cannot wait for each other",
-        plan_.location(mine)}});
-  };
-  if (access.anyWrite != kNoId) {
-    if (entry.writer >= 0 && entry.writer != block)
-      conflict(entry.writer, entry.writerInstruction, "writes", access.anyWrite, "writes");
-    for (int k = 0; k < 2; ++k)
-      if (entry.readers[k] >= 0 && entry.readers[k] != block)
-        conflict(entry.readers[k], entry.readerInstructions[k], "reads", access.anyWrite, "writes");
-    if (entry.writer < 0) {
-      entry.writer = block;
-      entry.writerInstruction = access.anyWrite;
-    }
-  }
-  if (access.anyRead != kNoId) {
-    if (entry.writer >= 0 && entry.writer != block)
-      conflict(entry.writer, entry.writerInstruction, "writes", access.anyRead, "reads");
-    for (int k = 0; k < 2; ++k) {
-      if (entry.readers[k] == block)
-        break;
-      if (entry.readers[k] < 0) {
-        entry.readers[k] = block;
-        entry.readerInstructions[k] = access.anyRead;
-        break;
-      }
-    }
-  }
+} // namespace
+
+void BlockRaceDetector::globalRead(uint64_t key, int bits, VarId root, int64_t element,
+                                   int32_t thread) {
+  note(reads_, key, bits, root, element, current_, block_);
+  checkRead(global_[key], Target{true, root, element}, thread);
 }
 
-void GlobalRaceTable::merge(int64_t blockLinear, const BlockRaceDetector &detector) {
-  std::vector<std::vector<const std::pair<const uint64_t, GlobalShadow> *>> byShard(kShards);
-  for (const auto &kv : detector.globalAccesses())
-    byShard[std::hash<uint64_t>{}(kv.first) % kShards].push_back(&kv);
-  std::vector<Found> found;
-  for (size_t k = 0; k < kShards; ++k) {
-    if (byShard[k].empty())
-      continue;
-    std::lock_guard<std::mutex> lock(shards_[k].mutex);
-    for (const auto *kv : byShard[k])
-      mergeOne(shards_[k].entries[kv->first], blockLinear, kv->second, found);
-  }
-  if (found.empty())
-    return;
-  std::lock_guard<std::mutex> lock(reportMutex_);
-  for (Found &f : found) {
-    if (diagnostics_.size() >= kMaxReports)
-      break;
-    if (reported_.insert(f.pair).second)
-      diagnostics_.push_back(std::move(f.diagnostic));
-  }
+void BlockRaceDetector::globalWrite(uint64_t key, int bits, VarId root, int64_t element,
+                                    int32_t thread) {
+  note(writes_, key, bits, root, element, current_, block_);
+  checkWrite(global_[key], Target{true, root, element}, thread);
 }
 
-std::vector<Diagnostic> GlobalRaceTable::takeDiagnostics() {
-  std::lock_guard<std::mutex> lock(reportMutex_);
-  return std::move(diagnostics_);
+std::vector<AccessInterval> BlockRaceDetector::takeReads() {
+  return coalesce(std::exchange(reads_, {}));
+}
+
+std::vector<AccessInterval> BlockRaceDetector::takeWrites() {
+  return coalesce(std::exchange(writes_, {}));
 }
 
 } // namespace tilus::cpu

@@ -9,15 +9,15 @@
 // write of the copy in the wait's epoch, so reading it before the next Synchronize() races too.
 //
 // Across blocks (which run in no defined order and cannot wait for each other), a global
-// element written by one block and read or written by another is a race. Each block's
-// accesses are merged into a launch-wide table when the block ends.
+// element written by one block and read or written by another is a race. Each block also
+// records the global bit ranges it read and wrote (coalesced intervals), which
+// cross_block_races.h compares once every block has run.
 #pragma once
 
 #include "isa/status.h"
 #include "isa/instruction.h"
 
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -41,14 +41,15 @@ struct Shadow {
   uint32_t landedAt = kNoId;    // the wait at which write.instruction (a CopyAsync) landed
 };
 
-/// Per global element of one block: the within-block shadow plus what the cross-block check
-/// needs (any write and any read of the whole block).
-struct GlobalShadow {
-  Shadow shadow;
+/// A range of global memory that one block read or wrote: bits [lo, hi) of host memory,
+/// first touched by `instruction` at element `element` of the view rooted at `root`.
+struct AccessInterval {
+  uint64_t lo = 0, hi = 0;
+  int64_t block = 0;
+  uint32_t instruction = kNoId;
   VarId root = kNoId;
   int64_t element = 0;
-  uint32_t anyWrite = kNoId;
-  uint32_t anyRead = kNoId;
+  int32_t bits = 8; // element size, to name the element at any address of the interval
 };
 
 class BlockRaceDetector {
@@ -67,12 +68,14 @@ public:
   void sharedWrite(VarId root, int64_t element, int32_t thread);
   void sharedCopyIssue(VarId root, int64_t element);
   void sharedCopyLand(VarId root, int64_t element, uint32_t copyInstruction);
-  /// `key` identifies the element in host memory (its bit address); root/element name it.
-  void globalRead(uint64_t key, VarId root, int64_t element, int32_t thread);
-  void globalWrite(uint64_t key, VarId root, int64_t element, int32_t thread);
+  /// `key` is the element's bit address in host memory, `bits` its size; root/element name it.
+  void globalRead(uint64_t key, int bits, VarId root, int64_t element, int32_t thread);
+  void globalWrite(uint64_t key, int bits, VarId root, int64_t element, int32_t thread);
 
-  const std::unordered_map<uint64_t, GlobalShadow> &globalAccesses() const { return global_; }
   std::vector<Diagnostic> takeDiagnostics() { return std::move(diagnostics_); }
+  /// The block's global reads and writes, sorted and coalesced (call once, at the block's end).
+  std::vector<AccessInterval> takeReads();
+  std::vector<AccessInterval> takeWrites();
 
 private:
   enum class Kind : uint8_t { ReadAfterWrite, WriteAfterRead, WriteAfterWrite, PendingRead,
@@ -97,42 +100,9 @@ private:
   uint32_t epoch_ = 1;
   uint32_t current_ = kNoId;
   std::vector<std::vector<Shadow>> shared_; // per shared root VarId
-  std::unordered_map<uint64_t, GlobalShadow> global_;
+  std::unordered_map<uint64_t, Shadow> global_;
+  std::vector<AccessInterval> reads_, writes_;
   std::set<std::tuple<int, uint32_t, uint32_t>> reported_;
-  std::vector<Diagnostic> diagnostics_;
-};
-
-/// The launch-wide record of which blocks touched which global elements.
-class GlobalRaceTable {
-public:
-  explicit GlobalRaceTable(const LaunchPlan &plan) : plan_(plan) {}
-  /// Merge the accesses of a finished block; reports conflicts with blocks merged before.
-  void merge(int64_t blockLinear, const BlockRaceDetector &detector);
-  std::vector<Diagnostic> takeDiagnostics();
-
-private:
-  struct Entry {
-    int64_t writer = -1;
-    uint32_t writerInstruction = kNoId;
-    int64_t readers[2] = {-1, -1};
-    uint32_t readerInstructions[2] = {kNoId, kNoId};
-  };
-  struct Shard {
-    std::mutex mutex;
-    std::unordered_map<uint64_t, Entry> entries;
-  };
-  static constexpr size_t kShards = 64;
-
-  struct Found {
-    std::pair<uint32_t, uint32_t> pair; // (earlier instruction, this block's instruction)
-    Diagnostic diagnostic;
-  };
-  void mergeOne(Entry &entry, int64_t block, const GlobalShadow &access, std::vector<Found> &out);
-
-  const LaunchPlan &plan_;
-  Shard shards_[kShards];
-  std::mutex reportMutex_;
-  std::set<std::pair<uint32_t, uint32_t>> reported_;
   std::vector<Diagnostic> diagnostics_;
 };
 
