@@ -18,6 +18,9 @@
 # crashes go to build-fuzz/artifacts/. Environment: FUZZ_CXX (default clang++-19),
 # FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (parallel compiles, default 1).
 set -euo pipefail
+# The body is one brace group, so bash reads all of it before running any: editing the script
+# while a fuzzing run is in progress cannot change what that run executes.
+{
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
@@ -112,11 +115,18 @@ if [[ $SEEDS == 1 ]]; then
     echo "fuzz.sh: --seeds needs the checker; drop --decode-only" >&2
     exit 2
   fi
+  # The assembler, to turn programs/*.tasm into seeds as well.
+  ASM_OBJECTS=()
+  for src in $(sources assembler); do
+    obj="$OUT/obj-$VARIANT/$(echo "$src" | tr / _ | sed 's/\.cpp$/.o/')"
+    compile_one "$src" "$obj"
+    ASM_OBJECTS+=("$obj")
+  done
   compile_one tests/fuzz/make_seeds.cpp "$OUT/obj-$VARIANT/make_seeds.o"
-  "$CXX" "${FLAGS[@]}" "$OUT/obj-$VARIANT/make_seeds.o" "${OBJECTS[@]}" "${LIBS[@]}" \
-    -o "$OUT/make_seeds"
+  "$CXX" "${FLAGS[@]}" "$OUT/obj-$VARIANT/make_seeds.o" "${ASM_OBJECTS[@]}" "${OBJECTS[@]}" \
+    "${LIBS[@]}" -o "$OUT/make_seeds"
   mkdir -p "$ROOT/tests/fuzz/corpus"
-  "$OUT/make_seeds" "$ROOT/tests/fuzz/corpus"
+  "$OUT/make_seeds" "$ROOT/tests/fuzz/corpus" "$ROOT"/programs/*.tasm "$ROOT"/programs/variants/*.tasm
 fi
 
 if [[ $BUILD_ONLY == 1 ]]; then
@@ -141,3 +151,5 @@ if [[ $WORKERS -gt 1 ]]; then
   ARGS+=(-workers="$WORKERS" -jobs="$WORKERS")
 fi
 exec "$TARGET" "${ARGS[@]}" "${EXTRA[@]}" "$OUT/corpus" "$ROOT/tests/fuzz/corpus"
+exit
+}

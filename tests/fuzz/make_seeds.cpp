@@ -1,16 +1,20 @@
 // Writes the fuzzer's seed corpus (tests/fuzz/corpus/*.tbc): modules built in memory that
 // mirror programs of programs/ (vector add, row softmax, the pipelined f16 matmul, the paper's
 // f16 x i6 matmul) and one that exercises every remaining instruction, argument kind and
-// statement kind, each with and without debug info. Seeds that pass the checker let the fuzzer
-// reach deep into it; the tool prints, per seed, whether the checker accepts it.
+// statement kind, plus every .tasm file named on the command line, assembled; each with and
+// without debug info. Seeds that pass the checker let the fuzzer reach deep into it; the tool
+// prints, per seed, whether the checker accepts it.
 //
-// Usage: make_seeds OUTPUT_DIR      (scripts/fuzz.sh --seeds builds and runs it)
+// Usage: make_seeds OUTPUT_DIR [PROGRAM.tasm...]   (scripts/fuzz.sh --seeds runs it)
+#include "assembler/assembler.h"
 #include "isa/bytecode.h"
 #include "loader/checker.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 
 using namespace tilus;
@@ -575,8 +579,8 @@ bool write(const std::string &dir, const std::string &name, const Module &m, boo
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: make_seeds OUTPUT_DIR\n");
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: make_seeds OUTPUT_DIR [PROGRAM.tasm...]\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -600,5 +604,23 @@ int main(int argc, char **argv) {
   }
   all.sourceName = "all.tasm";
   ok = write(dir, "all", all, true) && ok;
+  for (int i = 2; i < argc; ++i) {
+    std::ifstream in(argv[i], std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    AssembleOptions options;
+    options.fileName = argv[i];
+    options.keepSource = true;
+    Expected<Module> m = assemble(text.str(), options);
+    if (!in || !m.ok()) {
+      std::fprintf(stderr, "make_seeds: %s: %s\n", argv[i],
+                   in ? m.status().toString().c_str() : "cannot read");
+      ok = false;
+      continue;
+    }
+    std::string name = "asm_" + std::filesystem::path(argv[i]).stem().string();
+    for (bool debug : {false, true})
+      ok = write(dir, name, *m, debug) && ok;
+  }
   return ok ? 0 : 1;
 }
