@@ -44,6 +44,7 @@ struct AstExpr {
   SrcPos pos;
   std::string text;
   int64_t intValue = 0;
+  uint32_t depth = 1; // height of the tree below (and including) this node
   std::vector<AstExprPtr> children;
   std::vector<AstArg> args;
 };

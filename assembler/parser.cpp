@@ -10,12 +10,21 @@
 //   statement  := NAME (',' NAME)* '=' expr | NAME ':' DTYPE '=' expr | call
 //               | for | if | while | 'break' | 'continue' | 'return' | 'pass'
 //
+// Nesting is bounded so that hostile input cannot exhaust the stack of this parser or of the
+// recursive passes after it: 200 levels of brackets, calls and unary operators, syntax trees
+// 1024 levels deep (a long chain `a + a + ... + a` is a deep tree), 200 levels of blocks (an
+// `elif` counts as a level: it is an `if` nested in the `else`). Typed expressions are further
+// held to 1000 levels (scalar_expr.cpp). The bounds stay below the bytecode decoder's limits
+// (expression depth 1024, statement depth 256), so whatever assembles also decodes, and the
+// disassembly of it (at most 2 levels deeper, for constants like `i64(-5)`) parses again.
+//
 // Expressions follow Python's precedence, lowest first: `a if c else b`, `or`, `and`, `not`,
 // one comparison (chains are rejected), `|`, `^`, `&`, shifts, `+ -`, `* / %`, unary `- + ~`,
 // then postfix calls and `.` products. Grid expressions stop above comparisons so that the
 // closing `>` of `def f<...>` is not read as an operator.
 #include "assembler/parser.h"
 
+#include <algorithm>
 #include <array>
 
 namespace tilus::tasm {
@@ -31,6 +40,32 @@ bool isKeyword(std::string_view name) {
 }
 
 namespace {
+
+constexpr int kMaxNesting = 200;
+constexpr uint32_t kMaxExprDepth = 1024;
+constexpr int kMaxBlockDepth = 200;
+
+/// Recomputes a node's depth from its children and arguments.
+void updateDepth(AstExpr &e) {
+  uint32_t d = 0;
+  for (const AstExprPtr &c : e.children)
+    d = std::max(d, c->depth);
+  for (const AstArg &a : e.args)
+    d = std::max(d, a.value->depth);
+  e.depth = d + 1;
+}
+
+/// Counts one level of nesting for the lifetime of a parsing function.
+class NestingGuard {
+public:
+  explicit NestingGuard(int &counter) : counter_(counter) { ++counter_; }
+  ~NestingGuard() { --counter_; }
+  NestingGuard(const NestingGuard &) = delete;
+  NestingGuard &operator=(const NestingGuard &) = delete;
+
+private:
+  int &counter_;
+};
 
 class Parser {
 public:
@@ -93,9 +128,22 @@ private:
   Status callArgs(AstExpr &call);
   Expected<AstExprPtr> list();
 
+  Status tooDeep() const {
+    return error("expression nested too deeply (more than " + std::to_string(kMaxNesting) +
+                 " levels)");
+  }
+  Status tooLong(const AstExpr &e) const {
+    if (e.depth <= kMaxExprDepth)
+      return Status::success();
+    return error("expression too deep (more than " + std::to_string(kMaxExprDepth) +
+                 " levels)");
+  }
+
   const std::vector<Token> &toks_;
   const std::string &file_;
   size_t i_ = 0;
+  int nesting_ = 0;
+  int blockDepth_ = 0;
 };
 
 AstExprPtr makeNode(AstKind kind, SrcPos pos, std::string text = {}) {
@@ -254,6 +302,10 @@ Status Parser::param(AstParam &out) {
 }
 
 Status Parser::block(std::vector<AstStmt> &out) {
+  NestingGuard guard(blockDepth_);
+  if (blockDepth_ > kMaxBlockDepth)
+    return error("blocks nested too deeply (more than " + std::to_string(kMaxBlockDepth) +
+                 " levels)");
   TILUSVM_TRY(expectOp(":"));
   if (!isKind(TokenKind::Newline))
     return error("expected end of line after ':', found " + describe(cur()) +
@@ -381,6 +433,10 @@ Status Parser::ifStmt(AstStmt &out) {
   out.value = std::move(*c);
   TILUSVM_TRY(block(out.body));
   if (isName("elif")) {
+    NestingGuard guard(blockDepth_);
+    if (blockDepth_ > kMaxBlockDepth)
+      return error("blocks nested too deeply (more than " + std::to_string(kMaxBlockDepth) +
+                   " levels)");
     AstStmt nested;
     nested.pos = cur().pos;
     TILUSVM_TRY(ifStmt(nested));
@@ -403,8 +459,14 @@ Status Parser::whileStmt(AstStmt &out) {
 }
 
 Expected<AstExprPtr> Parser::ternary() {
+  NestingGuard guard(nesting_);
+  if (nesting_ > kMaxNesting)
+    return tooDeep();
   auto then = logicalOr();
-  if (!then || !isName("if"))
+  if (!then)
+    return then;
+  TILUSVM_TRY(tooLong(**then));
+  if (!isName("if"))
     return then;
   SrcPos at = cur().pos;
   advance();
@@ -421,6 +483,8 @@ Expected<AstExprPtr> Parser::ternary() {
   node->children.push_back(std::move(*then));
   node->children.push_back(std::move(*cond));
   node->children.push_back(std::move(*other));
+  updateDepth(*node);
+  TILUSVM_TRY(tooLong(*node));
   return node;
 }
 
@@ -428,6 +492,7 @@ AstExprPtr makeBinary(std::string op, SrcPos at, AstExprPtr a, AstExprPtr b) {
   auto node = makeNode(AstKind::Binary, at, std::move(op));
   node->children.push_back(std::move(a));
   node->children.push_back(std::move(b));
+  updateDepth(*node);
   return node;
 }
 
@@ -440,6 +505,7 @@ Expected<AstExprPtr> Parser::logicalOr() {
     if (!rhs)
       return rhs;
     lhs = makeBinary("or", at, std::move(*lhs), std::move(*rhs));
+    TILUSVM_TRY(tooLong(**lhs));
   }
   return lhs;
 }
@@ -453,6 +519,7 @@ Expected<AstExprPtr> Parser::logicalAnd() {
     if (!rhs)
       return rhs;
     lhs = makeBinary("and", at, std::move(*lhs), std::move(*rhs));
+    TILUSVM_TRY(tooLong(**lhs));
   }
   return lhs;
 }
@@ -462,11 +529,15 @@ Expected<AstExprPtr> Parser::logicalNot() {
     return comparison();
   SrcPos at = cur().pos;
   advance();
+  NestingGuard guard(nesting_);
+  if (nesting_ > kMaxNesting)
+    return tooDeep();
   auto operand = logicalNot();
   if (!operand)
     return operand;
   auto node = makeNode(AstKind::Unary, at, "not");
   node->children.push_back(std::move(*operand));
+  updateDepth(*node);
   return node;
 }
 
@@ -512,6 +583,7 @@ Expected<AstExprPtr> Parser::binaryLevel(int level) {
     if (!rhs)
       return rhs;
     lhs = makeBinary(op, at, std::move(*lhs), std::move(*rhs));
+    TILUSVM_TRY(tooLong(**lhs));
   }
   return lhs;
 }
@@ -521,11 +593,16 @@ Expected<AstExprPtr> Parser::factor() {
     std::string op = cur().text;
     SrcPos at = cur().pos;
     advance();
+    NestingGuard guard(nesting_);
+    if (nesting_ > kMaxNesting)
+      return tooDeep();
     auto operand = factor();
     if (!operand)
       return operand;
     auto node = makeNode(AstKind::Unary, at, op);
     node->children.push_back(std::move(*operand));
+    updateDepth(*node);
+    TILUSVM_TRY(tooLong(*node));
     return node;
   }
   return postfix();
@@ -553,6 +630,8 @@ Expected<AstExprPtr> Parser::postfix() {
     auto node = makeNode(AstKind::Dot, at);
     node->children.push_back(std::move(*lhs));
     node->children.push_back(std::move(*rhs));
+    updateDepth(*node);
+    TILUSVM_TRY(tooLong(*node));
     lhs = std::move(node);
   }
   return lhs;
@@ -570,6 +649,7 @@ Expected<AstExprPtr> Parser::primary() {
       return node;
     node->kind = AstKind::Call;
     TILUSVM_TRY(callArgs(*node));
+    updateDepth(*node);
     return node;
   }
   case TokenKind::Int: {
@@ -648,6 +728,7 @@ Expected<AstExprPtr> Parser::list() {
       auto slice = makeNode(AstKind::Slice, (*e)->pos);
       advance();
       slice->children.push_back(std::move(*e));
+      updateDepth(*slice);
       node->children.push_back(std::move(slice));
     } else {
       node->children.push_back(std::move(*e));
@@ -657,6 +738,7 @@ Expected<AstExprPtr> Parser::list() {
     advance();
   }
   TILUSVM_TRY(expectOp("]"));
+  updateDepth(*node);
   return node;
 }
 

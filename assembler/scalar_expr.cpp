@@ -19,6 +19,7 @@
 #include "isa/convert.h"
 #include "isa/scalar_eval.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -354,10 +355,26 @@ Expected<TypedExpr> Builder::cast(const AstExpr &operand, DataType to) {
   return castTo(std::move(*a), to);
 }
 
+uint32_t depthOf(const TypedExpr &e) {
+  uint32_t d = 0;
+  for (const TypedExpr &o : e.operands)
+    d = std::max(d, depthOf(o));
+  return d + 1;
+}
+
 } // namespace
 
 Expected<TypedExpr> buildScalar(const AstExpr &ast, const ExprContext &ctx) {
-  return Builder(ctx).build(ast);
+  auto e = Builder(ctx).build(ast);
+  if (!e)
+    return e;
+  uint32_t depth = depthOf(*e);
+  if (depth > kMaxTypedExprDepth)
+    return Status::error(ErrorCode::Syntax,
+                         "expression too deep (" + std::to_string(depth) + " levels with its " +
+                             "conversions; at most " + std::to_string(kMaxTypedExprDepth) + ")",
+                         makeLocation(ctx.fileName, ast.pos));
+  return e;
 }
 
 Expected<int64_t> buildIntConstant(const AstExpr &ast, const ExprContext &ctx, ErrorCode code,

@@ -46,9 +46,12 @@ struct ExprContext {
   bool inGrid = false;
 };
 
+/// Deepest typed expression tree the assembler produces (below the decoder's limit of 1024).
+inline constexpr uint32_t kMaxTypedExprDepth = 1000;
+
 /// Type and fold `ast` as a scalar expression. Errors: undefined-name, scope (a tensor or
 /// pointer used as a scalar), grid-expr, dtype-mismatch, bad-argument, unknown-instruction,
-/// syntax (a float literal out of range).
+/// syntax (a float literal out of range, a tree deeper than kMaxTypedExprDepth).
 Expected<TypedExpr> buildScalar(const AstExpr &ast, const ExprContext &ctx);
 
 /// `e` converted to `to` (folded when `e` is constant; unchanged when already of type `to`).

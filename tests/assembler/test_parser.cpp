@@ -219,3 +219,60 @@ TEST_CASE("syntax errors point at the offending token") {
 }
 
 } // namespace
+
+namespace {
+
+using namespace tilus;
+using namespace tilus::testing;
+
+std::string repeat(const std::string &s, int n) {
+  std::string out;
+  for (int k = 0; k < n; ++k)
+    out += s;
+  return out;
+}
+
+TEST_CASE("nesting is bounded: deep input is an error, never a stack overflow") {
+  auto deepParens = asmText("def k<1>():\n    x = " + repeat("(", 100000) + "1" +
+                            repeat(")", 100000) + "\n");
+  CHECK_ERROR(deepParens, ErrorCode::Syntax);
+  CHECK(deepParens.status().first().message ==
+        "expression nested too deeply (more than 200 levels)");
+  CHECK_ERROR(asmText("def k<1>():\n    x = " + repeat("-", 100000) + "1\n"), ErrorCode::Syntax);
+  CHECK_ERROR(asmText("def k<1>():\n    x = " + repeat("not ", 100000) + "1\n"),
+              ErrorCode::Syntax);
+  CHECK_ERROR(asmText("def k<1>():\n    x = f(" + repeat("[", 100000) + "\n"), ErrorCode::Syntax);
+  auto chain = asmText("def k<1>(i32 n):\n    x = n" + repeat(" + n", 100000) + "\n");
+  CHECK_ERROR(chain, ErrorCode::Syntax);
+  CHECK(chain.status().first().message == "expression too deep (more than 1024 levels)");
+  // The typed tree (with its conversions) is held to 1000 levels.
+  auto typedDeep = asmText("def k<1>(i32 n):\n    x = n" + repeat(" + n", 1005) + "\n");
+  CHECK_ERROR(typedDeep, ErrorCode::Syntax);
+  CHECK(typedDeep.status().first().message ==
+        "expression too deep (1006 levels with its conversions; at most 1000)");
+  CHECK_ERROR(asmText("def k<1>(i32 n):\n    x = " + repeat("-", 150) + "(n" +
+                      repeat(" + n", 990) + ")\n"),
+              ErrorCode::Syntax);
+  CHECK_ERROR(parseRegisterLayout("local(1)" + repeat(".local(1)", 5000)), ErrorCode::Syntax);
+  // Within the bounds everything assembles.
+  CHECK_OK(asmText("def k<1>(i32 n):\n    x = n" + repeat(" + n", 900) + "\n"));
+  CHECK_OK(asmText("def k<1>():\n    x = " + repeat("(", 150) + "1" + repeat(")", 150) + "\n"));
+  std::string nested = "def k<1>(i32 n):\n";
+  for (int d = 1; d <= 150; ++d)
+    nested += std::string(size_t(d) * 4, ' ') + "if n:\n";
+  nested += std::string(151 * 4, ' ') + "pass\n";
+  CHECK_OK(asmText(nested));
+  std::string tooNested = "def k<1>(i32 n):\n";
+  for (int d = 1; d <= 250; ++d)
+    tooNested += std::string(size_t(d), ' ') + "if n:\n";
+  tooNested += std::string(251, ' ') + "pass\n";
+  auto t = asmText(tooNested);
+  CHECK_ERROR(t, ErrorCode::Syntax);
+  CHECK(t.status().first().message == "blocks nested too deeply (more than 200 levels)");
+  std::string elifs = "def k<1>(i32 n):\n    if n == 0:\n        pass\n";
+  for (int k = 1; k < 1000; ++k)
+    elifs += "    elif n == " + std::to_string(k) + ":\n        pass\n";
+  CHECK_ERROR(asmText(elifs), ErrorCode::Syntax);
+}
+
+} // namespace

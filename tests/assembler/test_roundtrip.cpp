@@ -46,6 +46,35 @@ TEST_CASE("every example program round-trips through the disassembler to identic
                  {{"M", "64"}, {"N", "64"}, {"K", "64"}});
 }
 
+TEST_CASE("decoded bytecode disassembles like the assembled module") {
+  for (const std::string &path : examplePrograms()) {
+    CAPTURE(path);
+    auto m = asmText(readSourceFile(path));
+    REQUIRE_OK(m);
+    auto decoded = decodeModule(encodeModule(*m));
+    REQUIRE_OK(decoded);
+    CHECK(disassemble(*decoded) == disassemble(*m));
+  }
+}
+
+TEST_CASE("programs at the nesting bounds still decode (assembler bounds < decoder limits)") {
+  std::string chain = "def k<1>(i32 n, i64 w):\n    x = n";
+  for (int k = 0; k < 998; ++k) // 998 additions, 999 levels, and a conversion: 1000
+    chain += k == 500 ? " + w" : " + n";
+  chain += "\n";
+  std::string nested = "def q<1>(i32 n):\n";
+  for (int d = 1; d <= 199; ++d) // the program body is the 200th block
+    nested += std::string(size_t(d), ' ') + (d % 2 ? "if n:\n" : "for i in range(n):\n");
+  nested += std::string(200, ' ') + "break\n";
+  for (const std::string &text : {chain, nested}) {
+    auto m = asmText(text);
+    REQUIRE_OK(m);
+    auto decoded = decodeModule(encodeModule(*m));
+    REQUIRE_OK(decoded);
+    checkRoundTrip(text);
+  }
+}
+
 TEST_CASE("the round trip survives the debug-info encoding of the re-assembled text") {
   // With -g the source text and locations are part of the bytes; the disassembly assembled with
   // keepSource must decode back to the same module as its own encoding.
