@@ -232,6 +232,45 @@ bool ProgramChecker::checkSliceGlobal(const Instruction &inst, Results &r) {
   return true;
 }
 
+/// One offset entry of SliceShared: bounds of a constant start, and for a slice entry its
+/// length (from shape= or the remaining extent), appended to `shape`.
+bool ProgramChecker::checkSharedSliceEntry(const VarType &s, size_t d, const OffsetEntry &e,
+                                           const Argument *shapeArg, std::vector<int64_t> &shape) {
+  if (!isIntegerExpr(e.expr))
+    return fail(ErrorCode::DtypeMismatch, "SliceShared offset entry " + std::to_string(d) +
+                                              " has type " + exprTypeName(e.expr) +
+                                              "; expected an integer");
+  const int64_t dim = s.shape[d];
+  std::optional<int64_t> c = constValue(e.expr);
+  auto where = [&] {
+    return " of dimension " + std::to_string(d) + " (length " + std::to_string(dim) + ")";
+  };
+  if (c && (*c < 0 || *c >= dim))
+    return fail(ErrorCode::OutOfBounds,
+                "SliceShared offset " + std::to_string(*c) + " is outside" + where());
+  if (!e.slice)
+    return true;
+  int64_t len = 0;
+  if (shapeArg) {
+    len = shapeArg->ints[shape.size()];
+    if (len <= 0)
+      return fail(ErrorCode::BadArgument, "SliceShared shape entry " +
+                                              std::to_string(shape.size()) + " is " +
+                                              std::to_string(len) + "; must be positive");
+  } else if (c) {
+    len = dim - *c;
+  } else {
+    return fail(ErrorCode::BadArgument,
+                "SliceShared slice" + where() + " starts at a run-time offset; give shape=");
+  }
+  if (len > dim || (c && *c + len > dim))
+    return fail(ErrorCode::OutOfBounds, "SliceShared slice of length " + std::to_string(len) +
+                                            (c ? " at " + std::to_string(*c) : std::string()) +
+                                            " leaves" + where());
+  shape.push_back(len);
+  return true;
+}
+
 bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
   const VarType *s = tensorArg(inst, "s", VarKind::Shared);
   if (!s)
@@ -251,41 +290,9 @@ bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
         "SliceShared shape has " + counted(int64_t(shapeArg->ints.size()), "entry", "entries") +
             " but the offset has " + counted(int64_t(slices), "slice entry", "slice entries"));
   std::vector<int64_t> shape;
-  for (size_t d = 0; d < entries.size(); ++d) {
-    const OffsetEntry &e = entries[d];
-    if (!isIntegerExpr(e.expr))
-      return fail(ErrorCode::DtypeMismatch, "SliceShared offset entry " + std::to_string(d) +
-                                                " has type " + exprTypeName(e.expr) +
-                                                "; expected an integer");
-    const int64_t dim = s->shape[d];
-    std::optional<int64_t> c = constValue(e.expr);
-    auto where = [&] {
-      return " of dimension " + std::to_string(d) + " (length " + std::to_string(dim) + ")";
-    };
-    if (c && (*c < 0 || *c >= dim))
-      return fail(ErrorCode::OutOfBounds,
-                  "SliceShared offset " + std::to_string(*c) + " is outside" + where());
-    if (!e.slice)
-      continue;
-    int64_t len = 0;
-    if (shapeArg) {
-      len = shapeArg->ints[shape.size()];
-      if (len <= 0)
-        return fail(ErrorCode::BadArgument, "SliceShared shape entry " +
-                                                std::to_string(shape.size()) + " is " +
-                                                std::to_string(len) + "; must be positive");
-    } else if (c) {
-      len = dim - *c;
-    } else {
-      return fail(ErrorCode::BadArgument,
-                  "SliceShared slice" + where() + " starts at a run-time offset; give shape=");
-    }
-    if (len > dim || (c && *c + len > dim))
-      return fail(ErrorCode::OutOfBounds, "SliceShared slice of length " + std::to_string(len) +
-                                              (c ? " at " + std::to_string(*c) : std::string()) +
-                                              " leaves" + where());
-    shape.push_back(len);
-  }
+  for (size_t d = 0; d < entries.size(); ++d)
+    if (!checkSharedSliceEntry(*s, d, entries[d], shapeArg, shape))
+      return false;
   VarType t = *s;
   t.shape = shape;
   t.rank = shape.size();

@@ -129,6 +129,8 @@ private:
 
   // --- checker.cpp: driver, diagnostics, expressions, scopes, statements, results ---
   void analyseExprs();
+  void analyseNode(ExprId id, std::vector<uint8_t> &used);
+  void markRootUses(std::vector<uint8_t> &used);
   void checkHeader();
   uint32_t inferThreads();
   void checkBlock(const std::vector<Stmt> &body);
@@ -138,6 +140,8 @@ private:
   void checkCondition(const Stmt &stmt, const char *what);
   void checkInstructionStmt(const Stmt &stmt);
   bool checkStructure(const Instruction &inst);
+  bool checkArgument(const Instruction &inst, size_t k);
+  bool checkResultSlots(const Instruction &inst);
   bool checkReads(const Instruction &inst, bool &poisoned);
   bool checkExprUse(ExprId id, bool &poisoned);
   bool checkVarRead(VarId var, bool &poisoned);
@@ -194,6 +198,8 @@ private:
   bool checkViewGlobal(const Instruction &inst, Results &results);
   bool checkSliceGlobal(const Instruction &inst, Results &results);
   bool checkSliceShared(const Instruction &inst, Results &results);
+  bool checkSharedSliceEntry(const VarType &s, size_t d, const OffsetEntry &e,
+                             const Argument *shapeArg, std::vector<int64_t> &shape);
   bool checkLoadGlobal(const Instruction &inst, Results &results);
   bool checkLoadShared(const Instruction &inst, Results &results);
   bool checkStoreGlobal(const Instruction &inst);

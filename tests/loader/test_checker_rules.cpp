@@ -112,6 +112,19 @@ TEST_CASE("elementwise: broadcasting picks the operand with the result's shape")
               ErrorCode::LayoutShape, 7);
 }
 
+TEST_CASE("elementwise: a rank-0 Reduce result broadcasts against any shape") {
+  Expected<VerifiedModule> m =
+      checkSource(kernel(kParams, "    a = AllocateRegister(f32, layout=spatial(32))\n"
+                                  "    s = Reduce(a, dim=0, op=sum)\n"
+                                  "    b = Sub(a, s)\n"
+                                  "    c = Mul(s, 2.0)\n"));
+  REQUIRE_OK(m);
+  CHECK(varType(*m, "k", "s").shape.empty());
+  CHECK(varType(*m, "k", "s").rank == 0);
+  CHECK(varType(*m, "k", "b").shape == std::vector<int64_t>{32});
+  CHECK(varType(*m, "k", "c").shape.empty());
+}
+
 TEST_CASE("layout-mismatch: operand owners must cover the result") {
   // y [32, 4] in spatial(8, 4).local(4, 1): thread t holds y[4(t/4) + i, t % 4], not row t.
   expectError(kernel(kParams, std::string(kLoadX) +
@@ -262,10 +275,10 @@ TEST_CASE("Reduce: dimension, dtype, derived layout") {
   CHECK_OK(checkSource(kernel(
       kParams, std::string(kLoadX) +
                    "    r = Reduce(x, dim=1, op=sum, keepdim=True, layout=spatial(32, 1))\n")));
-  expectError(
-      kernel(kParams, std::string(kLoadX) + "    r = Reduce(x, dim=1, op=sum, keepdim=True, "
-                                            "layout=local(32, 1).replicate(32))\n"),
-      ErrorCode::LayoutMismatch, 4);
+  expectError(kernel(kParams, std::string(kLoadX) +
+                                  "    r = Reduce(x, dim=1, op=sum, keepdim=True, "
+                                  "layout=local(32, 1).replicate(32))\n"),
+              ErrorCode::LayoutMismatch, 4);
   expectError(kernel(kParams, std::string(kLoadX) +
                                   "    r = Reduce(x, dim=1, op=sum, layout=spatial(32, 1))\n"),
               ErrorCode::LayoutShape, 4);
