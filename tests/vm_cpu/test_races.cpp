@@ -7,7 +7,7 @@ using namespace cputest;
 
 namespace {
 
-// Each thread stores one element and then reads the element another thread stored.
+// Each thread stores one element; then every thread reads all of them.
 std::string exchangeProgram(bool synchronize) {
   return std::string(R"(
 def k<2>(f32* x_ptr, f32* y_ptr) threads=32:
@@ -16,15 +16,15 @@ def k<2>(f32* x_ptr, f32* y_ptr) threads=32:
     x = LoadGlobal(ViewGlobal(x_ptr, shape=[64]), layout=spatial(32), offset=[b * 32:])
     StoreShared(x, s)
 )") + (synchronize ? "    Synchronize()\n" : "    pass\n") +
-         R"(    y = LoadShared(s, layout=column_spatial(32))
-    StoreGlobal(y, ViewGlobal(y_ptr, shape=[64]), offset=[b * 32:])
+         R"(    y = LoadShared(s, layout=local(32).replicate(32))
+    StoreGlobal(Reduce(y, dim=0, op=sum, keepdim=True), ViewGlobal(y_ptr, shape=[2]), offset=[b:])
 )";
 }
 
 } // namespace
 
 TEST_CASE("StoreShared then LoadShared by other threads without Synchronize is a race") {
-  std::vector<float> x(64, 1.0f), y(64);
+  std::vector<float> x(64, 1.0f), y(2);
   Status racy = run(build(exchangeProgram(false)), {bufferArg(x), bufferArg(y)});
   CHECK_ERROR(racy, ErrorCode::Race);
   CHECK(hasDiagnostic(racy, ErrorCode::Race,
@@ -33,6 +33,7 @@ TEST_CASE("StoreShared then LoadShared by other threads without Synchronize is a
                        "block (0, 0, 0)"}));
   CHECK_OK(run(build(exchangeProgram(true)), {bufferArg(x), bufferArg(y)}));
   CHECK_OK(run(build(exchangeProgram(false)), {bufferArg(x), bufferArg(y)}, options(false)));
+  CHECK(y == std::vector<float>{32.0f, 32.0f});
 }
 
 TEST_CASE("a write after reads in the same epoch, and a store repeated by a loop, race") {

@@ -62,30 +62,46 @@ std::string BlockRaceDetector::name(const Target &target) const {
          std::to_string(target.element) + " of `" + plan_.program->var(target.root).name + "`";
 }
 
-bool BlockRaceDetector::shouldReport(Kind kind, uint32_t other) {
-  return diagnostics_.size() < kMaxReports && reported_.insert({int(kind), current_, other}).second;
+bool BlockRaceDetector::shouldReport(Kind kind, uint32_t other, int32_t thread,
+                                     int32_t otherThread) {
+  bool cross = thread != otherThread || thread < 0;
+  auto key = std::make_tuple(int(kind), current_, other);
+  auto it = reported_.find(key);
+  if (it != reported_.end()) {
+    if (it->second.crossThread || !cross)
+      return false;
+    it->second.crossThread = true;
+    pendingSlot_ = it->second.index;
+    return true;
+  }
+  if (diagnostics_.size() >= kMaxReports)
+    return false;
+  reported_.emplace(key, Reported{diagnostics_.size(), cross});
+  pendingSlot_ = diagnostics_.size();
+  diagnostics_.emplace_back();
+  return true;
 }
 
 void BlockRaceDetector::report(const std::string &message) {
-  diagnostics_.push_back(Diagnostic{ErrorCode::Race,
-                                    "data race in " + blockName(plan_, block_) + ": " + message,
-                                    plan_.location(current_)});
+  diagnostics_[pendingSlot_] = Diagnostic{
+      ErrorCode::Race, "data race in " + blockName(plan_, block_) + ": " + message,
+      plan_.location(current_)};
 }
 
 void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t thread) {
   if (s.pendingCopy != kNoId) {
-    if (shouldReport(Kind::PendingRead, s.pendingCopy))
+    if (shouldReport(Kind::PendingRead, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " reads " + name(target) + " while " +
              plan_.describe(s.pendingCopy) +
              " may still be copying into it (no covering CopyAsyncWaitGroup/WaitAll and "
              "Synchronize() before the read)");
   } else if (s.write.instance != 0 && s.write.epoch == epoch_ && s.write.instance != instance_) {
     if (s.landedAt != kNoId) {
-      if (shouldReport(Kind::UnsyncedLanding, s.write.instruction))
+      if (shouldReport(Kind::UnsyncedLanding, s.write.instruction, thread, -1))
         report(site(current_, thread) + " reads " + name(target) + " delivered by " +
                plan_.describe(s.write.instruction) + " at " + plan_.describe(s.landedAt) +
                " with no Synchronize() after the wait");
-    } else if (shouldReport(Kind::ReadAfterWrite, s.write.instruction)) {
+    } else if (shouldReport(Kind::ReadAfterWrite, s.write.instruction, thread, s.write.thread)) {
       report(site(current_, thread) + " reads " + name(target) + " written by " +
              site(s.write.instruction, s.write.thread) + " with no Synchronize() between them");
     }
@@ -95,15 +111,15 @@ void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t threa
 
 void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thread) {
   if (s.pendingCopy != kNoId) {
-    if (shouldReport(Kind::PendingWrite, s.pendingCopy))
+    if (shouldReport(Kind::PendingWrite, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " writes " + name(target) + " while " +
              plan_.describe(s.pendingCopy) + " may still be copying into it");
   } else if (s.write.instance != 0 && s.write.epoch == epoch_ && s.write.instance != instance_) {
-    if (shouldReport(Kind::WriteAfterWrite, s.write.instruction))
+    if (shouldReport(Kind::WriteAfterWrite, s.write.instruction, thread, s.write.thread))
       report(site(current_, thread) + " writes " + name(target) + " also written by " +
              site(s.write.instruction, s.write.thread) + " with no Synchronize() between them");
   } else if (s.read.instance != 0 && s.read.epoch == epoch_ && s.read.instance != instance_) {
-    if (shouldReport(Kind::WriteAfterRead, s.read.instruction))
+    if (shouldReport(Kind::WriteAfterRead, s.read.instruction, thread, s.read.thread))
       report(site(current_, thread) + " writes " + name(target) + " read by " +
              site(s.read.instruction, s.read.thread) + " with no Synchronize() between them");
   }

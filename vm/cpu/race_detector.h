@@ -18,6 +18,7 @@
 #include "isa/instruction.h"
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -89,7 +90,10 @@ private:
   Shadow &sharedShadow(VarId root, int64_t element);
   void checkRead(Shadow &s, const Target &target, int32_t thread);
   void checkWrite(Shadow &s, const Target &target, int32_t thread);
-  bool shouldReport(Kind kind, uint32_t other);
+  /// Whether to (re)write the report for this pair of instructions: the first conflict of a
+  /// pair is reported, and replaced once by a conflict between two different threads (the
+  /// more telling example) if the first was between accesses of one thread.
+  bool shouldReport(Kind kind, uint32_t other, int32_t thread, int32_t otherThread);
   void report(const std::string &message);
   std::string name(const Target &target) const;
   std::string site(uint32_t instruction, int32_t thread) const;
@@ -102,7 +106,12 @@ private:
   std::vector<std::vector<Shadow>> shared_; // per shared root VarId
   std::unordered_map<uint64_t, Shadow> global_;
   std::vector<AccessInterval> reads_, writes_;
-  std::set<std::tuple<int, uint32_t, uint32_t>> reported_;
+  struct Reported {
+    size_t index;     // into diagnostics_
+    bool crossThread; // its threads differ
+  };
+  std::map<std::tuple<int, uint32_t, uint32_t>, Reported> reported_;
+  size_t pendingSlot_ = 0; // where report() writes
   std::vector<Diagnostic> diagnostics_;
 };
 
