@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Command-line tests of tilus-asm (ISA section 8): exit codes, files written, the CLI round trip
+(.tasm -> .tbc -> .tasm -> .tbc gives identical bytes), diagnostics, and `layout` output checked
+against the reference functions of ISA section 3.1 computed here.
+
+Usage: test_tilus_asm.py TILUS_ASM SOURCE_ROOT
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+TOOL, ROOT = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def run(*args, cwd=None):
+    p = subprocess.run([TOOL, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, errors="replace")
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def expect(args, code, what, cwd=None):
+    rc, out, err = run(*args, cwd=cwd)
+    check(rc == code, f"{what}: exit {rc}, expected {code}\nstdout: {out}\nstderr: {err}")
+    return out, err
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    programs = ["vector_add", "softmax_rows", "paper_matmul_f16_i6", "matmul_f16_pipelined"]
+
+    # Usage.
+    out, _ = expect(["--help"], 0, "--help")
+    check("layout" in out and "-D" in out, "--help lists the options")
+    out, _ = expect(["--version"], 0, "--version")
+    check(out.startswith("tilus-asm "), "--version prints the name and version")
+    expect([], 2, "no input")
+    expect(["--bogus"], 2, "unknown option")
+    src = os.path.join(ROOT, "programs", "vector_add.tasm")
+    expect([src, "-D", "BLOCK"], 2, "-D without =")
+    expect(["-d", src, "--check"], 2, "-d with --check")
+    expect(["--check", src, "-o", os.path.join(tmp, "x.tbc")], 2, "--check with -o")
+    expect(["layout"], 2, "layout without an expression")
+    expect(["layout", "local(2)", src], 2, "layout with an input file")
+
+    # Assemble every example; default output name; CLI round trip to identical bytes.
+    for name in programs:
+        tasm = os.path.join(tmp, name + ".tasm")
+        write(tasm, open(os.path.join(ROOT, "programs", name + ".tasm")).read())
+        expect([tasm], 0, f"assemble {name}")
+        tbc = os.path.join(tmp, name + ".tbc")
+        check(os.path.exists(tbc), f"{name}: default output {name}.tbc written")
+        expect(["--check", tasm], 0, f"--check {name}")
+        dis = os.path.join(tmp, name + ".dis.tasm")
+        expect(["-d", tbc, "-o", dis], 0, f"disassemble {name}")
+        out, _ = expect(["-d", tbc], 0, f"disassemble {name} to stdout")
+        check(out == open(dis).read(), f"{name}: -o and stdout disassembly agree")
+        again = os.path.join(tmp, name + ".again.tbc")
+        expect([dis, "-o", again], 0, f"re-assemble {name}")
+        check(read(tbc) == read(again), f"{name}: .tasm -> .tbc -> .tasm -> .tbc is byte-identical")
+        check(not [f for f in os.listdir(tmp) if ".tmp." in f], "no temporary files left behind")
+
+    # -D and -g.
+    paper = os.path.join(tmp, "paper_matmul_f16_i6.tasm")
+    small = os.path.join(tmp, "small.tbc")
+    expect([paper, "-o", small, "-D", "M=64", "-D", "N=64", "-DK=64"], 0, "-D overrides")
+    out, _ = expect(["-d", small], 0, "disassemble -D build")
+    check("def transform_b<4, 8>(" in out, "-D K=64, N=64 give the grid <64 / 16, 64 / 8>")
+    expect([paper, "-D", "Q=1"], 1, "-D of an undeclared name")
+    debug = os.path.join(tmp, "debug.tbc")
+    expect([paper, "-g", "-o", debug], 0, "-g")
+    check(b"Rearrange i6[K, N] weights" in read(debug), "-g keeps the source text (comments too)")
+    check(b"Rearrange i6[K, N] weights" not in read(os.path.join(tmp, "paper_matmul_f16_i6.tbc")),
+          "without -g no source text")
+
+    # Program errors: every diagnostic on stderr, exit 1, nothing written.
+    bad = os.path.join(tmp, "bad.tasm")
+    write(bad, "def k<1>():\n    x = q\n    y = Frob(1)\n")
+    _, err = expect([bad], 1, "assembler errors")
+    check(err == f"{bad}:2:9: error[undefined-name]: undefined name 'q'\n"
+                 f"{bad}:3:9: error[unknown-instruction]: no instruction or builtin function "
+                 f"named 'Frob'\n", f"assembler diagnostics, one per line:\n{err}")
+    check(not os.path.exists(os.path.join(tmp, "bad.tbc")), "no output after an error")
+    unchecked = os.path.join(tmp, "threads.tasm")
+    write(unchecked, "def k<1>(f32* x) threads=32:\n    g = ViewGlobal(x, shape=[32])\n"
+                     "    r = LoadGlobal(g, layout=spatial(64))\n")
+    _, err = expect([unchecked], 1, "checker errors")
+    check(err.startswith(f"{unchecked}:3:9: error[layout-threads]: "), f"checker diagnostic:\n{err}")
+    expect([os.path.join(tmp, "missing.tasm")], 1, "unreadable input")
+    corrupt = os.path.join(tmp, "corrupt.tbc")
+    with open(corrupt, "wb") as f:
+        f.write(read(os.path.join(tmp, "vector_add.tbc"))[:40])
+    _, err = expect(["-d", corrupt], 1, "corrupt bytecode")
+    check("error[bytecode]" in err, f"corrupt bytecode is a bytecode error:\n{err}")
+
+    # layout --json: replicated and plain layouts against hand-written owners.
+    out, _ = expect(["layout", "spatial(2).local(2)", "--json"], 0, "layout --json")
+    check(out.startswith('{"shape": [4], "threads": 2, "locals": 2, "canonical": '),
+          f"json field order and spacing: {out}")
+    j = json.loads(out)
+    check(j["owners"] == [[[0, 0]], [[0, 1]], [[1, 0]], [[1, 1]]], f"owners of spatial(2).local(2)")
+    j = json.loads(run("layout", "replicate(2).local(2)", "--json")[1])
+    check(j["shape"] == [2] and j["threads"] == 2 and j["locals"] == 2,
+          "replicate(2).local(2) shape and counts")
+    check(j["owners"] == [[[0, 0], [1, 0]], [[0, 1], [1, 1]]], "replicated owners listed in order")
+
+    # The mma C fragment: (t, i) -> (t/4 + 8*(i/2), 2*(t%4) + i%2) (ISA section 3.1).
+    expr = "local(2, 1).spatial(8, 4).local(1, 2)"
+    j = json.loads(run("layout", expr, "--json")[1])
+    want = [[None] * 8 for _ in range(16)]
+    for t in range(32):
+        for i in range(4):
+            want[t // 4 + 8 * (i // 2)][2 * (t % 4) + i % 2] = [t, i]
+    check(j["shape"] == [16, 8] and j["threads"] == 32 and j["locals"] == 4, "C fragment counts")
+    check(j["owners"] == [[want[r][c]] for r in range(16) for c in range(8)],
+          "C fragment owners match the reference function")
+    out, _ = expect(["layout", expr], 0, "layout grid")
+    lines = out.splitlines()
+    check(lines[0] == expr, "grid output starts with the layout")
+    grid = [l.split() for l in lines if l.strip() and l.split()[0].isdigit() and ":" in l]
+    check(len(grid) == 16, f"16 grid rows:\n{out}")
+    for r, row in enumerate(grid):
+        check(row[0] == str(r) and row[1:] == [f"{t}:{i}" for t, i in want[r]],
+              f"grid row {r}: {row}")
+    _, err = expect(["layout", "local(0)"], 1, "invalid layout")
+    check("error[layout-invalid]" in err, f"invalid layout diagnostic:\n{err}")
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all tilus-asm checks passed")
