@@ -107,27 +107,40 @@ inline double halfToDouble(uint16_t h) {
   return sign ? -v : v;
 }
 
-/// Round to nearest even into binary16 (textbook: scale to an integer significand, round).
-inline uint16_t doubleToHalf(double v) {
-  uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+/// Round to nearest even into an IEEE-style binary format with E exponent and M mantissa bits
+/// (textbook: scale to an integer significand, round, renormalise; overflow gives inf).
+inline uint32_t doubleToIeee(double v, int E, int M) {
+  uint32_t sign = std::signbit(v) ? 1u << (E + M) : 0;
+  uint32_t expAllOnes = ((1u << E) - 1) << M;
   if (std::isnan(v))
-    return 0x7E00;
+    return expAllOnes | (1u << (M - 1));
   v = std::fabs(v);
   if (std::isinf(v))
-    return uint16_t(sign | 0x7C00);
-  if (v < std::ldexp(1.0, -14)) // subnormal range: units of 2^-24 (1024 units is the min normal)
-    return uint16_t(sign | uint16_t(std::nearbyint(std::ldexp(v, 24))));
+    return sign | expAllOnes;
+  int bias = (1 << (E - 1)) - 1, minExp = 1 - bias;
+  if (v < std::ldexp(1.0, minExp)) // subnormal: units of 2^(minExp - M)
+    return sign | uint32_t(std::nearbyint(std::ldexp(v, M - minExp)));
   int e;
   std::frexp(v, &e); // v = m * 2^e, m in [0.5, 1)
   int exponent = e - 1;
-  double r = std::nearbyint(std::ldexp(v, 10 - exponent)); // in [1024, 2048]
-  if (r == 2048) {
-    r = 1024;
+  double r = std::nearbyint(std::ldexp(v, M - exponent)); // in [2^M, 2^(M+1)]
+  if (r == std::ldexp(1.0, M + 1)) {
+    r = std::ldexp(1.0, M);
     ++exponent;
   }
-  if (exponent + 15 >= 31)
-    return uint16_t(sign | 0x7C00);
-  return uint16_t(sign | ((exponent + 15) << 10) | (int(r) - 1024));
+  if (exponent + bias >= (1 << E) - 1)
+    return sign | expAllOnes;
+  return sign | uint32_t(exponent + bias) << M | (uint32_t(r) - (1u << M));
+}
+
+inline uint16_t doubleToHalf(double v) { return uint16_t(doubleToIeee(v, 5, 10)); }
+inline uint16_t doubleToBf16(double v) { return uint16_t(doubleToIeee(v, 8, 7)); }
+
+inline double bf16ToDouble(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
 }
 
 inline float bitsToFloat(uint32_t u) {

@@ -203,3 +203,38 @@ def k<1>(i32* r_ptr, i32* c_ptr, i8* z_ptr, f16* h_ptr) threads=32:
     CHECK(h[t] == doubleToHalf(double(0.1f))); // the f32 literal, rounded to f16
   }
 }
+
+TEST_CASE("Dot f16 x f16 + f16 rounds each result once to f16; f32 per-thread Dot") {
+  const char *src = R"(
+def k<1>(f16* a_ptr, f16* b_ptr, f16* c_ptr, f16* d_ptr, f32* e_ptr) threads=32:
+    a = LoadGlobal(ViewGlobal(a_ptr, shape=[16, 16]), layout=column_local(2, 2).spatial(8, 4).local(1, 2))
+    b = LoadGlobal(ViewGlobal(b_ptr, shape=[16, 8]), layout=local(2, 1).column_spatial(4, 8).local(2, 1))
+    c = LoadGlobal(ViewGlobal(c_ptr, shape=[16, 8]), layout=local(2, 1).spatial(8, 4).local(1, 2))
+    StoreGlobal(Dot(a, b, c), ViewGlobal(d_ptr, shape=[16, 8]))
+    fa = LoadGlobal(ViewGlobal(a_ptr, shape=[16, 16]), layout=spatial(4, 1).replicate(8).local(4, 16))
+    fb = LoadGlobal(ViewGlobal(b_ptr, shape=[16, 8]), layout=replicate(4).spatial(1, 8).local(16, 1))
+    acc = AllocateRegister(f32, layout=spatial(4, 8).local(4, 1), init=0.5)
+    StoreGlobal(Dot(Cast(fa, f32), Cast(fb, f32), acc), ViewGlobal(e_ptr, shape=[16, 8]))
+)";
+  std::mt19937 rng(9);
+  std::vector<uint16_t> a(256), b(128), c(128), d(128);
+  std::vector<double> av(256), bv(128), cv(128);
+  for (size_t i = 0; i < 256; ++i)
+    a[i] = doubleToHalf(av[i] = double(int(rng() % 2001) - 1000) / 1024);
+  for (size_t i = 0; i < 128; ++i) {
+    b[i] = doubleToHalf(bv[i] = double(int(rng() % 2001) - 1000) / 1024);
+    c[i] = doubleToHalf(cv[i] = double(int(rng() % 201) - 100) / 64);
+  }
+  std::vector<float> e(128);
+  CHECK_OK(run(build(src), {bufferArg(a), bufferArg(b), bufferArg(c), bufferArg(d), bufferArg(e)}));
+  for (size_t m = 0; m < 16; ++m)
+    for (size_t n = 0; n < 8; ++n) {
+      double exact = cv[m * 8 + n], products = 0.5;
+      for (size_t k = 0; k < 16; ++k) {
+        exact += av[m * 16 + k] * bv[k * 8 + n]; // products of 11-bit values: exact sums here
+        products += av[m * 16 + k] * bv[k * 8 + n];
+      }
+      CHECK(d[m * 8 + n] == doubleToHalf(exact));
+      CHECK(e[m * 8 + n] == float(products));
+    }
+}

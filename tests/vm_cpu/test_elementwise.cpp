@@ -429,3 +429,44 @@ def k<1>(f32* x_ptr, f32* col_ptr, f32* row_ptr, f32* z_ptr) threads=32:
     for (size_t j = 0; j < 8; ++j)
       CHECK(z[i * 8 + j] == x[i * 8 + j] * col[i] - row[j]);
 }
+
+TEST_CASE("bf16 and f64 arithmetic; u64 division, comparison and shifts") {
+  std::mt19937 rng(23);
+  std::vector<uint16_t> x(64), y(64);
+  for (size_t i = 0; i < 64; ++i) {
+    x[i] = uint16_t((rng() & 0x8000) | ((100 + rng() % 50) << 7) | (rng() & 0x7f));
+    y[i] = uint16_t((rng() & 0x8000) | ((100 + rng() % 50) << 7) | (rng() & 0x7f));
+  }
+  auto add = runBinary<uint16_t, uint16_t>("Add", "bf16", "bf16", x, y);
+  auto mul = runBinary<uint16_t, uint16_t>("Mul", "bf16", "bf16", x, y);
+  for (size_t i = 0; i < 64; ++i) {
+    CHECK(add[i] == doubleToBf16(bf16ToDouble(x[i]) + bf16ToDouble(y[i])));
+    CHECK(mul[i] == doubleToBf16(bf16ToDouble(x[i]) * bf16ToDouble(y[i])));
+  }
+  std::vector<double> dx(64), dy(64);
+  for (size_t i = 0; i < 64; ++i) {
+    dx[i] = std::ldexp(double(rng()), int(rng() % 40) - 20) * (i % 2 ? 1 : -1);
+    dy[i] = std::ldexp(double(rng()), int(rng() % 40) - 20);
+  }
+  auto ddiv = runBinary<double, double>("Div", "f64", "f64", dx, dy);
+  auto dsub = runBinary<double, double>("Sub", "f64", "f64", dx, dy);
+  for (size_t i = 0; i < 64; ++i) {
+    CHECK(ddiv[i] == dx[i] / dy[i]);
+    CHECK(dsub[i] == dx[i] - dy[i]);
+  }
+  std::vector<uint64_t> ux(64), uy(64);
+  for (size_t i = 0; i < 64; ++i) {
+    ux[i] = (uint64_t(rng()) << 32 | rng()) | (i % 2 ? 1ull << 63 : 0);
+    uy[i] = i % 8 == 0 ? 0 : i % 3 == 0 ? uint64_t(i) : (uint64_t(rng()) << 32 | rng());
+  }
+  auto udiv = runBinary<uint64_t, uint64_t>("Div", "u64", "u64", ux, uy);
+  auto umod = runBinary<uint64_t, uint64_t>("Mod", "u64", "u64", ux, uy);
+  auto ushr = runBinary<uint64_t, uint64_t>("Shr", "u64", "u64", ux, uy);
+  auto ult = runBinary<uint64_t, uint8_t>("Lt", "u64", "bool", ux, uy);
+  for (size_t i = 0; i < 64; ++i) {
+    CHECK(udiv[i] == (uy[i] == 0 ? 0 : ux[i] / uy[i]));
+    CHECK(umod[i] == (uy[i] == 0 ? 0 : ux[i] % uy[i]));
+    CHECK(ushr[i] == (uy[i] >= 64 ? 0 : ux[i] >> uy[i]));
+    CHECK(ult[i] == (ux[i] < uy[i]));
+  }
+}

@@ -262,3 +262,30 @@ def k<1>(f32* x_ptr, f32* y_ptr) threads=32:
   Status s = run(build(src), {bufferArg(x), bufferArg(y)});
   CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"64-byte buffer", "`x_ptr`"}));
 }
+
+TEST_CASE("SliceShared: default and explicit lengths; a tile past the slice's parent traps") {
+  const char *src = R"(
+def k<1>(i32* x_ptr, i32* y_ptr, i32* z_ptr, i32 col) threads=32:
+    s = AllocateShared(i32, shape=[4, 16])
+    StoreShared(LoadGlobal(ViewGlobal(x_ptr, shape=[4, 16]), layout=spatial(4, 8).local(1, 2)), s)
+    Synchronize()
+    right = SliceShared(s, offset=[0:, 8:])
+    one = SliceShared(right, offset=[2, 0:], shape=[4])
+    StoreGlobal(LoadShared(right, layout=spatial(4, 8)), ViewGlobal(y_ptr, shape=[4, 8]))
+    StoreGlobal(LoadShared(one, layout=spatial(4).replicate(8), offset=[col:]), ViewGlobal(z_ptr, shape=[4]))
+)";
+  VerifiedModule m = build(src);
+  std::vector<int32_t> x(64), y(32, -1), z(4, -1);
+  for (size_t i = 0; i < 64; ++i)
+    x[i] = int32_t(i) * 3;
+  CHECK_OK(run(m, {bufferArg(x), bufferArg(y), bufferArg(z), i32Arg(0)}));
+  for (size_t r = 0; r < 4; ++r)
+    for (size_t c = 0; c < 8; ++c)
+      CHECK(y[r * 8 + c] == x[r * 16 + 8 + c]);
+  for (size_t c = 0; c < 4; ++c)
+    CHECK(z[c] == x[2 * 16 + 8 + c]);
+  // `one` has length 4 inside a row of 8: starting at column 1 the tile leaves `one` although
+  // it stays inside `right` and `s`
+  Status s = run(m, {bufferArg(x), bufferArg(y), bufferArg(z), i32Arg(1)});
+  CHECK(hasDiagnostic(s, ErrorCode::OutOfBounds, {"test.tasm:9:17:", "LoadShared reads index [4]", "shape [4]"}));
+}
