@@ -1,1 +1,227 @@
-// Implementation in progress.
+// The JIT driver: one LLVM initialisation per process, then for each compilation a fresh
+// LLVMContext (so compilations on different host threads share nothing), the device library
+// parsed into the module, the kernel built by Codegen (codegen.h), the O3 pipeline, and PTX
+// from the NVPTX backend for sm_80 or sm_90a.
+//
+// The kernel is an `.entry` named after the program (characters outside [A-Za-z0-9_$]
+// replaced by `_`), with `.reqntid` = the block's threads and dynamic shared memory
+// `tilus_smem` (extern, 16-byte aligned) that holds the checker's shared-memory plan.
+#include "jit/jit.h"
+
+#include "jit/codegen.h"
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <mutex>
+
+namespace tilus {
+
+namespace jit {
+extern const unsigned char kDevlibBitcode[];
+extern const size_t kDevlibBitcodeSize;
+} // namespace jit
+
+namespace {
+
+/// Bumped whenever the generated code changes for the same input (part of cache keys).
+constexpr const char *kJitRevision = "3";
+constexpr const char *kTriple = "nvptx64-nvidia-cuda";
+
+void initializeLlvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+Status jitError(const std::string &message) { return Status::error(ErrorCode::Jit, message); }
+
+Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOptions &options) {
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(kTriple, error);
+  if (!target)
+    return jitError("no NVPTX target: " + error);
+  if (options.smVersion != 80 && options.smVersion != 90)
+    return Status::error(ErrorCode::Unsupported,
+                         "target sm_" + std::to_string(options.smVersion) + " (supported: 80, 90)");
+  const char *cpu = options.smVersion == 90 ? "sm_90a" : "sm_80";
+  const char *features = options.smVersion == 90 ? "+ptx80" : "+ptx75";
+  llvm::TargetOptions to;
+  to.AllowFPOpFusion = llvm::FPOpFusion::Standard; // never contract separate fadd/fmul
+  llvm::CodeGenOptLevel level =
+      options.optLevel <= 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(kTriple, cpu, features, to, std::nullopt, std::nullopt, level));
+  if (!tm)
+    return jitError("cannot create the NVPTX target machine");
+  return tm;
+}
+
+/// The device library parsed into `ctx`, as the module the kernel is added to.
+Expected<std::unique_ptr<llvm::Module>> loadDeviceLibrary(llvm::LLVMContext &ctx) {
+  llvm::StringRef bytes(reinterpret_cast<const char *>(jit::kDevlibBitcode), jit::kDevlibBitcodeSize);
+  llvm::Expected<std::unique_ptr<llvm::Module>> module =
+      llvm::parseBitcodeFile(llvm::MemoryBufferRef(bytes, "tilus_devlib"), ctx);
+  if (!module)
+    return jitError("device library: " + llvm::toString(module.takeError()));
+  for (llvm::Function &f : **module) {
+    f.removeFnAttr("target-cpu");
+    f.removeFnAttr("target-features");
+  }
+  return std::move(*module);
+}
+
+void annotateKernel(llvm::Module &mod, llvm::Function *kernel, uint32_t threads) {
+  llvm::LLVMContext &ctx = mod.getContext();
+  llvm::NamedMDNode *annotations = mod.getOrInsertNamedMetadata("nvvm.annotations");
+  auto add = [&](const char *key, uint32_t value) {
+    llvm::Metadata *md[] = {llvm::ValueAsMetadata::get(kernel), llvm::MDString::get(ctx, key),
+                            llvm::ConstantAsMetadata::get(
+                                llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), value))};
+    annotations->addOperand(llvm::MDNode::get(ctx, md));
+  };
+  add("kernel", 1);
+  add("reqntidx", threads);
+}
+
+/// Library functions become internal (unused ones are deleted, used ones may be inlined);
+/// the small conversion helpers are always inlined so that their constant arguments fold.
+void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
+  for (llvm::Function &f : mod) {
+    if (&f == kernel || f.isDeclaration())
+      continue;
+    f.setLinkage(llvm::GlobalValue::InternalLinkage);
+    llvm::StringRef name = f.getName();
+    if (name.contains("_to_float") || name.contains("to_f32") || name.contains("encode_finite")) {
+      f.removeFnAttr(llvm::Attribute::NoInline);
+      f.removeFnAttr(llvm::Attribute::OptimizeNone);
+      f.addFnAttr(llvm::Attribute::AlwaysInline);
+    }
+  }
+  for (llvm::GlobalVariable &g : mod.globals())
+    if (!g.isDeclaration() && g.getName() != "tilus_smem")
+      g.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+void optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel <= 0   ? llvm::OptimizationLevel::O0
+                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(mod, mam);
+}
+
+struct Compiled {
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  std::unique_ptr<llvm::Module> module;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::string entryName;
+};
+
+Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
+                                 const JitOptions &options) {
+  initializeLlvm();
+  if (programIndex >= vm.module.programs.size() || programIndex >= vm.programs.size())
+    return Status::error(ErrorCode::Usage, "program index " + std::to_string(programIndex) +
+                                               " out of range for " +
+                                               std::to_string(vm.module.programs.size()) + " programs");
+  const Program &program = vm.module.programs[programIndex];
+  const ProgramInfo &info = vm.programs[programIndex];
+  if (info.threads == 0)
+    return jitError("program `" + program.name + "` has no thread count");
+  Expected<std::unique_ptr<llvm::TargetMachine>> tm = makeTargetMachine(options);
+  if (!tm)
+    return tm.takeStatus();
+  Compiled c;
+  c.ctx = std::make_unique<llvm::LLVMContext>();
+  Expected<std::unique_ptr<llvm::Module>> mod = loadDeviceLibrary(*c.ctx);
+  if (!mod)
+    return mod.takeStatus();
+  c.module = std::move(*mod);
+  c.module->setModuleIdentifier(program.name);
+  c.module->setTargetTriple(kTriple);
+  c.module->setDataLayout((*tm)->createDataLayout());
+  jit::Codegen cg(*c.module, program, info, options);
+  Status status = cg.run();
+  if (!status.ok())
+    return status;
+  annotateKernel(*c.module, cg.kernel(), info.threads);
+  internalizeLibrary(*c.module, cg.kernel());
+  std::string verifyErrors;
+  llvm::raw_string_ostream verifyStream(verifyErrors);
+  if (llvm::verifyModule(*c.module, &verifyStream))
+    return jitError("generated IR for `" + program.name + "` is invalid: " + verifyErrors);
+  optimize(*c.module, **tm, options.optLevel);
+  c.entryName = cg.kernel()->getName().str();
+  c.tm = std::move(*tm);
+  return c;
+}
+
+} // namespace
+
+const char *JitOptions::compilerVersion() {
+  static const std::string version = std::string("tilusvm-") + TILUSVM_VERSION + " jit-r" +
+                                     kJitRevision + " llvm-" + LLVM_VERSION_STRING;
+  return version.c_str();
+}
+
+Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programIndex,
+                                 const JitOptions &options) {
+  Expected<Compiled> c = compileModule(module, programIndex, options);
+  if (!c)
+    return c.takeStatus();
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if (c->tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return jitError("the NVPTX backend cannot emit assembly");
+  pm.run(*c->module);
+  PtxKernel kernel;
+  kernel.ptx = std::string(ptx.str());
+  kernel.entryName = c->entryName;
+  kernel.threads = module.programs[programIndex].threads;
+  kernel.sharedBytes = module.programs[programIndex].sharedBytes;
+  return kernel;
+}
+
+Expected<std::string> compileToLlvmIr(const VerifiedModule &module, size_t programIndex,
+                                      const JitOptions &options) {
+  Expected<Compiled> c = compileModule(module, programIndex, options);
+  if (!c)
+    return c.takeStatus();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  c->module->print(os, nullptr);
+  return text;
+}
+
+} // namespace tilus

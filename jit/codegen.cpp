@@ -1,0 +1,575 @@
+// The kernel skeleton: parameters, variable storage, structured control flow and the
+// dispatcher that hands each instruction to its lowering function (lower_*.cpp).
+//
+// Control flow is block-uniform (ISA section 1), so `for`, `if`, `while`, `break`, `continue`
+// and `return` become plain branches that every thread of the block takes together; barriers
+// inside loops are therefore legal. A `for` evaluates start, stop and step once, like the
+// interpreter, and runs while `step > 0 ? i < stop : i > stop` (a zero step runs no
+// iteration: the interpreter reports it as an error, a kernel cannot).
+//
+// Everything that depends only on the thread index or on parameters (thread parts of layouts,
+// the workspace regions) is computed in the prologue block, so that the cached values dominate
+// every use wherever the first use happens to be.
+#include "jit/codegen.h"
+
+#include "isa/convert.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tilus::jit {
+
+Codegen::Codegen(llvm::Module &module, const Program &program, const ProgramInfo &info,
+                 const JitOptions &options)
+    : ctx(module.getContext()), mod(module), b(module.getContext()), prog(program), info(info),
+      opts(options) {}
+
+// ---- types and constants --------------------------------------------------------------------
+
+llvm::Type *Codegen::elemType(DataType t) {
+  if (t.isBool())
+    return b.getInt1Ty();
+  if (t == DataType::f16())
+    return b.getHalfTy();
+  if (t == DataType::bf16())
+    return b.getBFloatTy();
+  if (t == DataType::f32())
+    return b.getFloatTy();
+  if (t == DataType::f64())
+    return b.getDoubleTy();
+  return b.getIntNTy(t.bits);
+}
+
+llvm::Value *Codegen::constBits(DataType t, uint64_t bits) {
+  bits &= bitMask(t.bits);
+  llvm::Type *type = elemType(t);
+  if (type->isIntegerTy())
+    return llvm::ConstantInt::get(type, bits);
+  llvm::Constant *asInt = llvm::ConstantInt::get(b.getIntNTy(t.bits), bits);
+  return llvm::ConstantExpr::getBitCast(asInt, type);
+}
+
+llvm::Value *Codegen::toBits(llvm::Value *v, DataType t) {
+  if (v->getType()->isIntegerTy())
+    return v;
+  return b.CreateBitCast(v, b.getIntNTy(t.bits));
+}
+
+llvm::Value *Codegen::fromBits(llvm::Value *bits, DataType t) {
+  llvm::Type *type = elemType(t);
+  if (type->isIntegerTy())
+    return bits;
+  return b.CreateBitCast(bits, type);
+}
+
+llvm::Value *Codegen::tid() { return tid_; }
+
+llvm::Value *Codegen::sharedBase() {
+  llvm::GlobalVariable *smem = mod.getNamedGlobal("tilus_smem");
+  if (!smem) {
+    smem = new llvm::GlobalVariable(mod, llvm::ArrayType::get(b.getInt8Ty(), 0), false,
+                                    llvm::GlobalValue::ExternalLinkage, nullptr, "tilus_smem",
+                                    nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    smem->setAlignment(llvm::Align(16));
+  }
+  return smem;
+}
+
+llvm::Value *Codegen::callIntrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Type *> types,
+                                    llvm::ArrayRef<llvm::Value *> args) {
+  llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, id, types);
+  return b.CreateCall(f, args);
+}
+
+llvm::Value *Codegen::callDevlib(const char *name, llvm::ArrayRef<llvm::Value *> args) {
+  llvm::Function *f = mod.getFunction(name);
+  assert(f && "device library function missing");
+  return b.CreateCall(f, args);
+}
+
+void Codegen::barrier() { callIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+
+Status Codegen::error(ErrorCode code, const Instruction &inst, const std::string &message) {
+  Location loc;
+  loc.program = prog.name;
+  loc.line = inst.loc.line;
+  loc.column = inst.loc.column;
+  for (size_t k = 0; k < prog.instructions.size(); ++k)
+    if (&prog.instructions[k] == &inst)
+      loc.instruction = int64_t(k);
+  return Status::error(code, std::string(inst.spec().name) + ": " + message, loc);
+}
+
+// ---- variables --------------------------------------------------------------------------------
+
+void Codegen::countAssignments(const std::vector<Stmt> &body) {
+  for (const Stmt &s : body) {
+    switch (s.kind) {
+    case StmtKind::Instruction:
+      for (VarId r : prog.instructions[s.index].results)
+        assignments_[r] += 1;
+      break;
+    case StmtKind::Assign:
+      assignments_[s.var] += 1;
+      break;
+    case StmtKind::For:
+      assignments_[s.var] += 2; // the loop updates it
+      break;
+    case StmtKind::If:
+    case StmtKind::While:
+    case StmtKind::Break:
+    case StmtKind::Continue:
+      break;
+    }
+    countAssignments(s.body);
+    countAssignments(s.orelse);
+  }
+}
+
+VarStorage &Codegen::storage(VarId v, const std::vector<llvm::Type *> &types) {
+  std::unique_ptr<VarStorage> &slot = storage_[v];
+  if (slot)
+    return *slot;
+  slot = std::make_unique<VarStorage>();
+  slot->types = types;
+  slot->multi = assignments_[v] > 1;
+  if (slot->multi) {
+    llvm::IRBuilder<> ab(allocaPoint_);
+    for (llvm::Type *t : types)
+      slot->allocas.push_back(ab.CreateAlloca(t, nullptr, prog.var(v).name));
+  } else {
+    slot->values.assign(types.size(), nullptr);
+  }
+  return *slot;
+}
+
+std::vector<llvm::Value *> Codegen::readComponents(VarId v) {
+  VarStorage &s = *storage_[v];
+  std::vector<llvm::Value *> out(s.types.size());
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (s.multi)
+      out[k] = b.CreateLoad(s.types[k], s.allocas[k]);
+    else
+      out[k] = s.values[k] ? s.values[k] : llvm::UndefValue::get(s.types[k]);
+  }
+  return out;
+}
+
+void Codegen::writeComponents(VarId v, const std::vector<llvm::Value *> &values) {
+  VarStorage &s = *storage_[v];
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (s.multi)
+      b.CreateStore(values[k], s.allocas[k]);
+    else
+      s.values[k] = values[k];
+  }
+}
+
+llvm::Value *Codegen::readScalar(VarId v) {
+  storage(v, {elemType(prog.var(v).dtype)});
+  return readComponents(v)[0];
+}
+
+void Codegen::writeScalar(VarId v, llvm::Value *value) {
+  storage(v, {elemType(prog.var(v).dtype)});
+  writeComponents(v, {value});
+}
+
+std::vector<llvm::Value *> Codegen::readRegister(VarId v) {
+  const VarType &type = info.vars[v];
+  storage(v, std::vector<llvm::Type *>(size_t(type.layout->numLocals()), elemType(type.dtype)));
+  return readComponents(v);
+}
+
+void Codegen::writeRegister(VarId v, const std::vector<llvm::Value *> &slots) {
+  const VarType &type = info.vars[v];
+  storage(v, std::vector<llvm::Type *>(size_t(type.layout->numLocals()), elemType(type.dtype)));
+  writeComponents(v, slots);
+}
+
+namespace {
+
+llvm::Type *ptrGlobal(llvm::LLVMContext &ctx) { return llvm::PointerType::get(ctx, 1); }
+
+} // namespace
+
+GlobalView Codegen::readGlobal(VarId v) {
+  VarStorage &s = *storage_[v];
+  std::vector<llvm::Value *> c = readComponents(v);
+  GlobalView view;
+  view.dtype = info.vars[v].dtype;
+  view.ptr = c[0];
+  view.base = c[1];
+  view.valid = c[2];
+  size_t rank = (s.types.size() - 3) / 4;
+  for (size_t d = 0; d < rank; ++d) {
+    view.shape.push_back(c[3 + d]);
+    view.lo.push_back(c[3 + rank + d]);
+    view.hi.push_back(c[3 + 2 * rank + d]);
+    view.stride.push_back(c[3 + 3 * rank + d]);
+  }
+  return view;
+}
+
+void Codegen::writeGlobal(VarId v, const GlobalView &view) {
+  size_t rank = view.shape.size();
+  std::vector<llvm::Type *> types = {ptrGlobal(ctx), b.getInt64Ty(), b.getInt1Ty()};
+  types.resize(3 + 4 * rank, b.getInt64Ty());
+  storage(v, types);
+  std::vector<llvm::Value *> c = {view.ptr, view.base, view.valid};
+  for (auto *list : {&view.shape, &view.lo, &view.hi, &view.stride})
+    c.insert(c.end(), list->begin(), list->end());
+  writeComponents(v, c);
+}
+
+SharedView Codegen::readShared(VarId v) {
+  const VarType &type = info.vars[v];
+  SharedView view;
+  view.root = type.root == kNoId ? v : type.root;
+  view.dtype = type.dtype;
+  view.shape = type.shape;
+  view.dims = *sharedDims_[v];
+  view.origin = readComponents(v);
+  return view;
+}
+
+Status Codegen::writeShared(VarId v, const SharedView &view) {
+  if (sharedDims_[v] && *sharedDims_[v] != view.dims)
+    return Status::error(ErrorCode::Unsupported,
+                         "shared tensor `" + prog.var(v).name +
+                             "` is updated with a view of other root dimensions");
+  sharedDims_[v] = view.dims;
+  storage(v, std::vector<llvm::Type *>(view.origin.size(), b.getInt64Ty()));
+  writeComponents(v, view.origin);
+  return Status::success();
+}
+
+const LayoutMap &Codegen::layoutMap(const RegisterLayout &layout) {
+  std::string key = layout.canonicalString();
+  std::unique_ptr<LayoutMap> &slot = layoutCache_[key];
+  if (!slot)
+    slot = std::make_unique<LayoutMap>(layout);
+  return *slot;
+}
+
+const LayoutMap &Codegen::layoutOf(VarId v) { return layoutMap(*info.vars[v].layout); }
+
+const std::vector<llvm::Value *> &Codegen::threadPart(const LayoutMap &map) {
+  auto it = threadPartCache_.find(&map);
+  if (it != threadPartCache_.end())
+    return it->second;
+  llvm::IRBuilder<> pb(entry_->getTerminator());
+  std::vector<llvm::Value *> parts(size_t(map.rank()), pb.getInt64(0));
+  llvm::Value *t = pb.CreateZExt(tid_, pb.getInt64Ty());
+  for (const LayoutTerm &term : map.spatialTerms()) {
+    if (term.dim < 0)
+      continue;
+    llvm::Value *coord = pb.CreateURem(pb.CreateUDiv(t, pb.getInt64(uint64_t(term.div))),
+                                       pb.getInt64(uint64_t(term.size)));
+    llvm::Value *scaled = pb.CreateMul(coord, pb.getInt64(uint64_t(term.stride)));
+    parts[size_t(term.dim)] = pb.CreateAdd(parts[size_t(term.dim)], scaled);
+  }
+  return threadPartCache_.emplace(&map, std::move(parts)).first->second;
+}
+
+llvm::Value *Codegen::isPrimary(const LayoutMap &map) {
+  auto it = primaryCache_.find(&map);
+  if (it != primaryCache_.end())
+    return it->second;
+  llvm::IRBuilder<> pb(entry_->getTerminator());
+  llvm::Value *primary = pb.getTrue();
+  for (const LayoutTerm &term : map.spatialTerms()) {
+    if (term.dim >= 0)
+      continue;
+    llvm::Value *coord = pb.CreateURem(pb.CreateUDiv(tid_, pb.getInt32(uint32_t(term.div))),
+                                       pb.getInt32(uint32_t(term.size)));
+    primary = pb.CreateAnd(primary, pb.CreateICmpEQ(coord, pb.getInt32(0)));
+  }
+  primaryCache_[&map] = primary;
+  return primary;
+}
+
+// ---- the kernel -------------------------------------------------------------------------------
+
+namespace {
+
+std::string sanitize(const std::string &name) {
+  std::string out;
+  for (char c : name)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])))
+    out = "_" + out;
+  return out;
+}
+
+} // namespace
+
+Status Codegen::setupParameters() {
+  // Parameters: the program's, then the workspace pointer.
+  llvm::Function::arg_iterator arg = fn_->arg_begin();
+  for (VarId p : prog.params) {
+    const Variable &var = prog.var(p);
+    llvm::Value *value = &*arg++;
+    value->setName(var.name);
+    if (var.kind == VarKind::Pointer) {
+      storage(p, {value->getType()});
+      writeComponents(p, {value});
+      continue;
+    }
+    DataType t = var.dtype;
+    llvm::Type *want = elemType(t);
+    if (value->getType() != want) {
+      llvm::Value *bits = value;
+      if (bits->getType()->isIntegerTy() && bits->getType()->getIntegerBitWidth() != t.bits)
+        bits = b.CreateTrunc(bits, b.getIntNTy(t.bits));
+      value = t.isBool() ? b.CreateICmpNE(bits, llvm::ConstantInt::get(bits->getType(), 0))
+                         : fromBits(bits, t);
+    }
+    writeScalar(p, value);
+  }
+  if (info.usesWorkspace) {
+    workspace_ = &*arg++;
+    workspace_->setName("workspace");
+  }
+  // Workspace regions (vm/cuda/workspace.h): one per AllocateGlobal in instruction order, each
+  // starting at the end of the previous one rounded up to 256 bytes.
+  workspaceRegions_.assign(prog.instructions.size(), nullptr);
+  llvm::Value *offset = b.getInt64(0);
+  for (size_t k = 0; k < prog.instructions.size(); ++k) {
+    const Instruction &inst = prog.instructions[k];
+    if (inst.opcode != Opcode::AllocateGlobal)
+      continue;
+    llvm::Value *aligned = b.CreateAnd(b.CreateAdd(offset, b.getInt64(255)), b.getInt64(~255ull));
+    workspaceRegions_[k] = aligned;
+    llvm::Value *elements = b.getInt64(1);
+    for (ExprId e : inst.arg("shape").exprs)
+      elements = b.CreateMul(elements, exprI64(e));
+    DataType t = inst.arg("dtype").dtype;
+    llvm::Value *bits = b.CreateMul(elements, b.getInt64(uint64_t(t.storageBits())));
+    offset = b.CreateAdd(aligned, b.CreateUDiv(b.CreateAdd(bits, b.getInt64(7)), b.getInt64(8)));
+  }
+  return Status::success();
+}
+
+Status Codegen::run() {
+  std::vector<llvm::Type *> params;
+  for (VarId p : prog.params) {
+    const Variable &var = prog.var(p);
+    if (var.kind == VarKind::Pointer) {
+      params.push_back(ptrGlobal(ctx));
+      continue;
+    }
+    DataType t = var.dtype;
+    if (t == DataType::f32())
+      params.push_back(b.getFloatTy());
+    else if (t == DataType::f64())
+      params.push_back(b.getDoubleTy());
+    else
+      params.push_back(b.getIntNTy(t.bits > 32 ? 64 : 32));
+  }
+  if (info.usesWorkspace)
+    params.push_back(ptrGlobal(ctx));
+  auto *fnType = llvm::FunctionType::get(b.getVoidTy(), params, false);
+  fn_ = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage, sanitize(prog.name),
+                               &mod);
+  fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  fn_->addFnAttr(llvm::Attribute::NoUnwind);
+
+  assignments_.assign(prog.vars.size(), 0);
+  for (VarId p : prog.params)
+    assignments_[p] = 1;
+  countAssignments(prog.body);
+  storage_.resize(prog.vars.size());
+  sharedDims_.resize(prog.vars.size());
+
+  entry_ = llvm::BasicBlock::Create(ctx, "prologue", fn_);
+  llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx, "body", fn_);
+  b.SetInsertPoint(entry_);
+  allocaPoint_ = llvm::cast<llvm::Instruction>(b.CreateAlloca(b.getInt32Ty(), nullptr, "anchor"));
+  tid_ = callIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+  b.CreateBr(body);
+  b.SetInsertPoint(entry_->getTerminator());
+  TILUSVM_TRY(setupParameters());
+  b.SetInsertPoint(body);
+  TILUSVM_TRY(lowerBody(prog.body));
+  b.CreateRetVoid();
+  allocaPoint_->eraseFromParent();
+  return Status::success();
+}
+
+// ---- control flow -------------------------------------------------------------------------------
+
+void Codegen::startDeadBlock() {
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "dead", fn_));
+}
+
+Status Codegen::lowerBody(const std::vector<Stmt> &body) {
+  for (const Stmt &s : body)
+    TILUSVM_TRY(lowerStmt(s));
+  return Status::success();
+}
+
+Status Codegen::lowerStmt(const Stmt &s) {
+  switch (s.kind) {
+  case StmtKind::Instruction:
+    return lowerInstruction(prog.instructions[s.index]);
+  case StmtKind::Assign: {
+    DataType from = prog.expr(s.expr).dtype, to = prog.var(s.var).dtype;
+    writeScalar(s.var, convert(emitExpr(s.expr), from, to));
+    return Status::success();
+  }
+  case StmtKind::For:
+    return lowerFor(s);
+  case StmtKind::If:
+    return lowerIf(s);
+  case StmtKind::While:
+    return lowerWhile(s);
+  case StmtKind::Break:
+  case StmtKind::Continue:
+    if (loops_.empty())
+      return Status::error(ErrorCode::BreakOutsideLoop, "break or continue outside a loop");
+    b.CreateBr(s.kind == StmtKind::Break ? loops_.back().breakTo : loops_.back().continueTo);
+    startDeadBlock();
+    return Status::success();
+  }
+  return Status::success();
+}
+
+Status Codegen::lowerFor(const Stmt &s) {
+  DataType type = prog.var(s.var).dtype;
+  llvm::Value *start = exprI64(s.expr);
+  llvm::Value *stop = exprI64(s.stop);
+  llvm::Value *step = s.step == kNoId ? b.getInt64(1) : exprI64(s.step);
+  llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx, "for.header", fn_);
+  llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(ctx, "for.body", fn_);
+  llvm::BasicBlock *latch = llvm::BasicBlock::Create(ctx, "for.latch", fn_);
+  llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "for.exit", fn_);
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *i = b.CreatePHI(b.getInt64Ty(), 2, prog.var(s.var).name + ".i");
+  i->addIncoming(start, pre);
+  llvm::Value *up = b.CreateICmpSGT(step, b.getInt64(0));
+  llvm::Value *down = b.CreateICmpSLT(step, b.getInt64(0));
+  llvm::Value *go = b.CreateOr(b.CreateAnd(up, b.CreateICmpSLT(i, stop)),
+                               b.CreateAnd(down, b.CreateICmpSGT(i, stop)));
+  b.CreateCondBr(go, bodyBlock, exit);
+  b.SetInsertPoint(bodyBlock);
+  writeScalar(s.var, convert(i, DataType::i64(), type));
+  loops_.push_back({latch, exit});
+  Status status = lowerBody(s.body);
+  loops_.pop_back();
+  TILUSVM_TRY(status);
+  b.CreateBr(latch);
+  b.SetInsertPoint(latch);
+  i->addIncoming(b.CreateAdd(i, step), latch);
+  b.CreateBr(header);
+  b.SetInsertPoint(exit);
+  return Status::success();
+}
+
+Status Codegen::lowerIf(const Stmt &s) {
+  llvm::Value *cond = truth(emitExpr(s.expr), prog.expr(s.expr).dtype);
+  llvm::BasicBlock *thenBlock = llvm::BasicBlock::Create(ctx, "if.then", fn_);
+  llvm::BasicBlock *elseBlock = llvm::BasicBlock::Create(ctx, "if.else", fn_);
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "if.end", fn_);
+  b.CreateCondBr(cond, thenBlock, elseBlock);
+  b.SetInsertPoint(thenBlock);
+  TILUSVM_TRY(lowerBody(s.body));
+  b.CreateBr(join);
+  b.SetInsertPoint(elseBlock);
+  TILUSVM_TRY(lowerBody(s.orelse));
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  return Status::success();
+}
+
+Status Codegen::lowerWhile(const Stmt &s) {
+  llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx, "while.header", fn_);
+  llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(ctx, "while.body", fn_);
+  llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "while.exit", fn_);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  b.CreateCondBr(truth(emitExpr(s.expr), prog.expr(s.expr).dtype), bodyBlock, exit);
+  b.SetInsertPoint(bodyBlock);
+  loops_.push_back({header, exit});
+  Status status = lowerBody(s.body);
+  loops_.pop_back();
+  TILUSVM_TRY(status);
+  b.CreateBr(header);
+  b.SetInsertPoint(exit);
+  return Status::success();
+}
+
+// ---- dispatch ------------------------------------------------------------------------------------
+
+Status Codegen::lowerInstruction(const Instruction &inst) {
+  switch (inst.opcode) {
+  case Opcode::BlockIndices: return lowerBlockIndices(inst);
+  case Opcode::AllocateRegister: return lowerAllocateRegister(inst);
+  case Opcode::Iota: return lowerIota(inst);
+  case Opcode::AllocateShared: return lowerAllocateShared(inst);
+  case Opcode::AllocateGlobal: return lowerAllocateGlobal(inst);
+  case Opcode::ViewGlobal: return lowerViewGlobal(inst);
+  case Opcode::SliceGlobal: return lowerSliceGlobal(inst);
+  case Opcode::SliceShared: return lowerSliceShared(inst);
+  case Opcode::LoadGlobal: return lowerLoadGlobal(inst);
+  case Opcode::LoadShared: return lowerLoadShared(inst);
+  case Opcode::StoreGlobal: return lowerStoreGlobal(inst);
+  case Opcode::StoreShared: return lowerStoreShared(inst);
+  case Opcode::CopyAsync: return lowerCopyAsync(inst);
+  case Opcode::CopyAsyncCommitGroup:
+  case Opcode::CopyAsyncWaitGroup:
+  case Opcode::CopyAsyncWaitAll: return lowerCopyAsyncControl(inst);
+  case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Mod:
+  case Opcode::Max: case Opcode::Min: case Opcode::And: case Opcode::Or: case Opcode::Xor:
+  case Opcode::Shl: case Opcode::Shr: case Opcode::Eq: case Opcode::Ne: case Opcode::Lt:
+  case Opcode::Le: case Opcode::Gt: case Opcode::Ge: case Opcode::Neg: case Opcode::Abs:
+  case Opcode::Not: case Opcode::Exp: case Opcode::Exp2: case Opcode::Log: case Opcode::Log2:
+  case Opcode::Sqrt: case Opcode::Rsqrt: case Opcode::Sin: case Opcode::Cos: case Opcode::Tanh:
+    return lowerElementwise(inst);
+  case Opcode::Where: return lowerWhere(inst);
+  case Opcode::Cast: return lowerCast(inst);
+  case Opcode::View: return lowerView(inst);
+  case Opcode::Permute: return lowerPermute(inst);
+  case Opcode::ConvertLayout: return lowerConvertLayout(inst);
+  case Opcode::Dot: return lowerDot(inst);
+  case Opcode::Reduce: return lowerReduce(inst);
+  case Opcode::Synchronize:
+    barrier();
+    return Status::success();
+  case Opcode::Exit:
+    b.CreateRetVoid();
+    startDeadBlock();
+    return Status::success();
+  case Opcode::Print: return lowerPrint(inst);
+  }
+  return error(ErrorCode::Unsupported, inst, "unknown opcode");
+}
+
+ExprOp exprOpOf(Opcode op) {
+  switch (op) {
+  case Opcode::Add: return ExprOp::Add;
+  case Opcode::Sub: return ExprOp::Sub;
+  case Opcode::Mul: return ExprOp::Mul;
+  case Opcode::Div: return ExprOp::Div;
+  case Opcode::Mod: return ExprOp::Mod;
+  case Opcode::Max: return ExprOp::Max;
+  case Opcode::Min: return ExprOp::Min;
+  case Opcode::And: return ExprOp::BitAnd;
+  case Opcode::Or: return ExprOp::BitOr;
+  case Opcode::Xor: return ExprOp::BitXor;
+  case Opcode::Shl: return ExprOp::Shl;
+  case Opcode::Shr: return ExprOp::Shr;
+  case Opcode::Eq: return ExprOp::Eq;
+  case Opcode::Ne: return ExprOp::Ne;
+  case Opcode::Lt: return ExprOp::Lt;
+  case Opcode::Le: return ExprOp::Le;
+  case Opcode::Gt: return ExprOp::Gt;
+  case Opcode::Ge: return ExprOp::Ge;
+  case Opcode::Neg: return ExprOp::Neg;
+  case Opcode::Not: return ExprOp::BitNot;
+  default: return ExprOp::Const;
+  }
+}
+
+} // namespace tilus::jit

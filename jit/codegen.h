@@ -1,0 +1,263 @@
+// The code generator's state and its lowering functions (internal to jit/).
+//
+// One Codegen lowers one checked program into one NVPTX kernel function. It walks the
+// structured body once, in order, keeping for every program variable its current value:
+//   - scalars: one LLVM value of the element representation of their dtype (elemType);
+//   - register tensors: one LLVM value per local slot of the calling thread (the slot index is
+//     always a compile-time constant, so the array lives in registers);
+//   - global views: root pointer, element offset, a validity flag and, per dimension, shape,
+//     valid index range [lo, hi) and stride (the interpreter's GlobalView, vm/cpu/memory.h);
+//   - shared views: per root dimension the origin, plus the static map from view dimensions
+//     to root dimensions (the root's layout is static, checker-planned).
+// A variable assigned once keeps plain SSA values (so constants stay visible to the lowering,
+// e.g. a unit stride); a variable assigned more than once (loop-carried accumulators, loop
+// variables, updates of enclosing-scope variables) lives in allocas that mem2reg promotes.
+//
+// The lowering functions are split by concept over lower_*.cpp; each handles one instruction
+// family and documents its fast paths.
+#pragma once
+
+#include "jit/jit.h"
+#include "jit/layout_map.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tilus::jit {
+
+/// A global tensor at run time (see vm/cpu/memory.h GlobalView): element x lies at element
+/// offset `base + sum x_d * stride_d` from `ptr`; x is in bounds iff `valid` and lo_d <= x_d <
+/// hi_d for every d.
+struct GlobalView {
+  DataType dtype;
+  llvm::Value *ptr = nullptr;   // ptr addrspace(1)
+  llvm::Value *base = nullptr;  // i64
+  llvm::Value *valid = nullptr; // i1
+  std::vector<llvm::Value *> shape, lo, hi, stride; // i64 per dimension
+};
+
+/// A shared tensor at run time: view element y is root element `origin + y_d` in root dimension
+/// dims[d].
+struct SharedView {
+  VarId root = kNoId;
+  DataType dtype;
+  std::vector<int64_t> shape;      // static
+  std::vector<int32_t> dims;       // static: view dimension -> root dimension
+  std::vector<llvm::Value *> origin; // i64 per root dimension
+};
+
+/// Storage of one variable: a flat list of components (see the file comment).
+struct VarStorage {
+  bool multi = false;
+  std::vector<llvm::Type *> types;
+  std::vector<llvm::Value *> values;       // single assignment
+  std::vector<llvm::AllocaInst *> allocas; // multi assignment
+};
+
+/// The tile that a load, store or copy touches: tile index k (one per slice entry of the
+/// offset) is memory dimension dim[k]; the element offset of tile index x is
+/// `base + sum x_k * stride[k]` (global) and x is in bounds iff `valid` and lo_k <= x_k < hi_k.
+struct GlobalTile {
+  DataType dtype;
+  llvm::Value *ptr = nullptr;
+  llvm::Value *base = nullptr;
+  llvm::Value *valid = nullptr;
+  std::vector<llvm::Value *> lo, hi, stride;
+};
+
+/// The tile of a shared access: tile index k adds to root dimension rootDim[k] of `origin`.
+struct SharedTile {
+  VarId root = kNoId;
+  DataType dtype;
+  std::vector<int32_t> rootDim;
+  std::vector<llvm::Value *> origin;
+};
+
+class Codegen {
+public:
+  Codegen(llvm::Module &module, const Program &program, const ProgramInfo &info,
+          const JitOptions &options);
+
+  /// Build the kernel function.
+  Status run();
+
+  llvm::Function *kernel() const { return fn_; }
+
+  // ---- shared state (used by every lower_*.cpp) --------------------------------------------
+  llvm::LLVMContext &ctx;
+  llvm::Module &mod;
+  llvm::IRBuilder<> b;
+  const Program &prog;
+  const ProgramInfo &info;
+  const JitOptions &opts;
+
+  // ---- types and constants (codegen.cpp) ----------------------------------------------------
+  /// The representation of one element in registers: i1 (bool), iN (integers and the float
+  /// formats without native LLVM type), half, bfloat, float, double.
+  llvm::Type *elemType(DataType t);
+  llvm::Value *constI32(int64_t v) { return b.getInt32(uint32_t(v)); }
+  llvm::Value *constI64(int64_t v) { return b.getInt64(uint64_t(v)); }
+  /// A constant of dtype t from its bit pattern.
+  llvm::Value *constBits(DataType t, uint64_t bits);
+  llvm::Value *zeroOf(DataType t) { return constBits(t, 0); }
+  /// The value's bit pattern as an integer of t.bits bits (and back).
+  llvm::Value *toBits(llvm::Value *v, DataType t);
+  llvm::Value *fromBits(llvm::Value *bits, DataType t);
+  llvm::Value *tid();               // threadIdx.x, i32
+  llvm::Value *sharedBase();        // the dynamic shared memory, ptr addrspace(3)
+  /// A call to an intrinsic or to a device library function.
+  llvm::Value *callIntrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Type *> types,
+                             llvm::ArrayRef<llvm::Value *> args);
+  llvm::Value *callDevlib(const char *name, llvm::ArrayRef<llvm::Value *> args);
+  void barrier();
+  Status error(ErrorCode code, const Instruction &inst, const std::string &message);
+
+  // ---- variables (codegen.cpp) ---------------------------------------------------------------
+  llvm::Value *readScalar(VarId v);
+  void writeScalar(VarId v, llvm::Value *value);
+  std::vector<llvm::Value *> readRegister(VarId v);
+  void writeRegister(VarId v, const std::vector<llvm::Value *> &slots);
+  GlobalView readGlobal(VarId v);
+  void writeGlobal(VarId v, const GlobalView &view);
+  SharedView readShared(VarId v);
+  Status writeShared(VarId v, const SharedView &view);
+  const LayoutMap &layoutOf(VarId v);
+  const LayoutMap &layoutMap(const RegisterLayout &layout);
+  /// S_d(t) of a layout for the calling thread, i64 per dimension (cached per layout).
+  const std::vector<llvm::Value *> &threadPart(const LayoutMap &map);
+  /// Whether the calling thread is the primary owner of its elements (i1).
+  llvm::Value *isPrimary(const LayoutMap &map);
+
+  // ---- scalar expressions (lower_scalar.cpp) -------------------------------------------------
+  llvm::Value *emitExpr(ExprId id);
+  /// A scalar argument (expression) converted to dtype t.
+  llvm::Value *scalarArg(const Argument &arg, DataType t);
+  /// An expression as i64 (integers sign- or zero-extended, floats truncated).
+  llvm::Value *exprI64(ExprId id);
+  /// The truth of a value of type t (x != 0, NaN true), i1.
+  llvm::Value *truth(llvm::Value *v, DataType t);
+  /// An arithmetic, bitwise, comparison or logical operator applied in type t, with
+  /// applyScalarOp's semantics (isa/scalar_eval.h). Comparisons return i1.
+  llvm::Value *applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y);
+  /// NaN results replaced by the canonical NaN of t (identity for non-floats).
+  llvm::Value *canonicalizeNaN(llvm::Value *v, DataType t);
+
+  // ---- conversions (lower_convert.cpp) -------------------------------------------------------
+  /// Convert a value between any two types of ISA section 2.
+  llvm::Value *convert(llvm::Value *v, DataType from, DataType to);
+
+  // ---- control flow (codegen.cpp) -------------------------------------------------------------
+  Status lowerBody(const std::vector<Stmt> &body);
+  Status lowerStmt(const Stmt &stmt);
+  Status lowerInstruction(const Instruction &inst);
+
+  // ---- views and memory (lower_memory.cpp, lower_copy.cpp) -----------------------------------
+  Status lowerViewGlobal(const Instruction &inst);
+  Status lowerAllocateGlobal(const Instruction &inst);
+  Status lowerAllocateShared(const Instruction &inst);
+  Status lowerSliceGlobal(const Instruction &inst);
+  Status lowerSliceShared(const Instruction &inst);
+  Status lowerLoadGlobal(const Instruction &inst);
+  Status lowerStoreGlobal(const Instruction &inst);
+  Status lowerLoadShared(const Instruction &inst);
+  Status lowerStoreShared(const Instruction &inst);
+  Status lowerCopyAsync(const Instruction &inst);
+  Status lowerCopyAsyncControl(const Instruction &inst);
+  GlobalTile globalTile(const GlobalView &view, const Argument &offset);
+  SharedTile sharedTile(const SharedView &view, const Argument &offset);
+  /// Element offset (i64) of root coordinates in a shared root's layout.
+  llvm::Value *sharedOffset(VarId root, const std::vector<llvm::Value *> &coords);
+  /// Byte address (ptr addrspace(3)) of element offset `elem` in shared root `root`.
+  llvm::Value *sharedElementAddress(VarId root, llvm::Value *elem, DataType t);
+  /// Load / store one element at an element offset of global or shared memory (sub-byte types
+  /// bit-packed; stores of sub-byte types are atomic so that neighbours are not disturbed).
+  llvm::Value *loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t);
+  void storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm::Value *value);
+
+  // ---- compute (lower_compute.cpp) ------------------------------------------------------------
+  Status lowerElementwise(const Instruction &inst);
+  Status lowerWhere(const Instruction &inst);
+  Status lowerCast(const Instruction &inst);
+  Status lowerView(const Instruction &inst);
+  Status lowerPermute(const Instruction &inst);
+  Status lowerIota(const Instruction &inst);
+  Status lowerAllocateRegister(const Instruction &inst);
+  Status lowerBlockIndices(const Instruction &inst);
+  /// Operand values parallel to the result's slots: a register tensor gathered through
+  /// gatherSlots, or a scalar converted to t and repeated.
+  Expected<std::vector<llvm::Value *>> operandSlots(const Instruction &inst, const Argument &arg,
+                                                    const LayoutMap &result, DataType t);
+  llvm::Value *mathOp(Opcode op, llvm::Value *x, DataType t);
+
+  // ---- exchanges through shared memory (lower_exchange.cpp) ------------------------------------
+  Status lowerConvertLayout(const Instruction &inst);
+  Status lowerReduce(const Instruction &inst);
+  llvm::Value *scratchBase(); // ptr addrspace(3)
+  /// Stage a register tensor's elements in the scratch area at `byteOffset`, row-major, one
+  /// `storageBytes` slot per element (written by primary owners).
+  void stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, int64_t byteOffset,
+                      int elemBytes);
+  llvm::Value *loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
+                                  DataType t);
+
+  // ---- Dot (lower_dot.cpp) ---------------------------------------------------------------------
+  Status lowerDot(const Instruction &inst);
+
+  // ---- Print (lower_print.cpp) -----------------------------------------------------------------
+  Status lowerPrint(const Instruction &inst);
+
+private:
+  void countAssignments(const std::vector<Stmt> &body);
+  VarStorage &storage(VarId v, const std::vector<llvm::Type *> &types);
+  std::vector<llvm::Value *> readComponents(VarId v);
+  void writeComponents(VarId v, const std::vector<llvm::Value *> &values);
+  Status setupParameters();
+  Status lowerFor(const Stmt &stmt);
+  Status lowerIf(const Stmt &stmt);
+  Status lowerWhile(const Stmt &stmt);
+  void startDeadBlock();
+
+  llvm::Function *fn_ = nullptr;
+  llvm::BasicBlock *entry_ = nullptr;
+  llvm::Instruction *allocaPoint_ = nullptr;
+  llvm::Value *tid_ = nullptr;
+  llvm::Value *workspace_ = nullptr;
+  std::vector<llvm::Value *> workspaceRegions_; // per instruction index (AllocateGlobal)
+  std::vector<int> assignments_;                // per VarId
+  std::vector<std::unique_ptr<VarStorage>> storage_;
+  std::vector<std::optional<std::vector<int32_t>>> sharedDims_; // per VarId
+  std::map<std::string, std::unique_ptr<LayoutMap>> layoutCache_;
+  std::map<const LayoutMap *, std::vector<llvm::Value *>> threadPartCache_;
+  std::map<const LayoutMap *, llvm::Value *> primaryCache_;
+  struct LoopTargets {
+    llvm::BasicBlock *continueTo;
+    llvm::BasicBlock *breakTo;
+  };
+  std::vector<LoopTargets> loops_;
+  llvm::GlobalVariable *printBuffer_ = nullptr;
+
+  friend class PrintLowering;
+
+public:
+  /// Static shared buffer for Print staging (elements of 8 bytes); grown on demand.
+  llvm::Value *printBuffer(int64_t elements);
+  int64_t printBufferElements = 0;
+};
+
+/// Map a tensor Opcode to its scalar operator (Const when there is none).
+ExprOp exprOpOf(Opcode op);
+
+/// Strides of a shared layout that is linear in its coordinates (row_major, column_major,
+/// strided); empty for tiled and swizzled layouts.
+std::vector<int64_t> sharedLinearStrides(const SharedLayout &layout);
+/// x + y and x * y, folding additions of 0 and multiplications by 1.
+llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
+llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
+
+} // namespace tilus::jit

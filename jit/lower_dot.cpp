@@ -1,0 +1,280 @@
+// Dot: d[m, n] = c[m, n] + sum_k a[m, k] b[k, n].
+//
+// Three lowerings, tried in order:
+//  1. mma.sync.aligned.m16n8k16 (f16 x f16 -> f32 or f16, bf16 x bf16 -> f32) when a, b and d
+//     divide by the tensor-core atoms
+//        A = column_local(2, 2).spatial(8, 4).local(1, 2)     (16 x 16)
+//        B = local(2, 1).column_spatial(4, 8).local(2, 1)     (16 x 8)
+//        C = local(2, 1).spatial(8, 4).local(1, 2)            (16 x 8)
+//     (these are exactly the PTX fragment orders: register j of A holds slots 2j and 2j + 1),
+//     the outer layouts (one "thread" per warp) let every warp own, for each of its C tiles,
+//     the A and B tiles along k, and the outer slots do not depend on the warp. Each warp then
+//     issues one mma per (C tile, k tile), accumulating in registers.
+//  2. Per thread, when every thread owns c[m, n], a[m, k] and b[k, n] for each of its d[m, n]
+//     (at slots that do not depend on the thread): fused multiply-adds in registers.
+//  3. Otherwise a and b are staged in the scratch area (the checker plans M*K + K*N elements),
+//     and every thread computes its d elements from there.
+// Paths 2 and 3 accumulate f16, bf16, f32 and FP8 products in f32 with fma (products of these
+// are exact in f32), f64 in f64, integers in the (wrapping) result type; the result is rounded
+// once into d's type. The accumulation order is unspecified by the ISA.
+#include "jit/codegen.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tilus::jit {
+
+namespace {
+
+RegisterLayout atomA() {
+  return RegisterLayout::columnLocal({2, 2})->product(*RegisterLayout::spatial({8, 4}))->product(
+      *RegisterLayout::local({1, 2})).value();
+}
+RegisterLayout atomB() {
+  return RegisterLayout::local({2, 1})->product(*RegisterLayout::columnSpatial({4, 8}))->product(
+      *RegisterLayout::local({2, 1})).value();
+}
+RegisterLayout atomC() {
+  return RegisterLayout::local({2, 1})->product(*RegisterLayout::spatial({8, 4}))->product(
+      *RegisterLayout::local({1, 2})).value();
+}
+
+struct MmaPlan {
+  llvm::Intrinsic::ID id;
+  // For each outer C slot oc and each k tile: the outer A and B slots.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> steps;
+  int64_t outerC = 0;
+};
+
+std::optional<MmaPlan> planMma(const RegisterLayout &la, const RegisterLayout &lb,
+                               const RegisterLayout &ld, DataType da, DataType db, DataType dd,
+                               int64_t threads) {
+  MmaPlan plan;
+  if (da == DataType::f16() && db == DataType::f16() && dd == DataType::f32())
+    plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;
+  else if (da == DataType::f16() && db == DataType::f16() && dd == DataType::f16())
+    plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f16_f16;
+  else if (da == DataType::bf16() && db == DataType::bf16() && dd == DataType::f32())
+    plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+  else
+    return std::nullopt;
+  if (threads % 32 != 0)
+    return std::nullopt;
+  std::optional<RegisterLayout> oa = la.divideRight(atomA());
+  std::optional<RegisterLayout> ob = lb.divideRight(atomB());
+  std::optional<RegisterLayout> od = ld.divideRight(atomC());
+  if (!oa || !ob || !od)
+    return std::nullopt;
+  LayoutMap ma(*oa), mb(*ob), md(*od);
+  int64_t warps = threads / 32;
+  if (ma.threads() != warps || mb.threads() != warps || md.threads() != warps)
+    return std::nullopt;
+  if (ma.rank() != 2 || mb.rank() != 2 || md.rank() != 2)
+    return std::nullopt;
+  int64_t kTiles = ma.shape()[1];
+  if (mb.shape()[0] != kTiles)
+    return std::nullopt;
+  plan.outerC = md.locals();
+  plan.steps.resize(size_t(md.locals()));
+  int64_t x[2];
+  for (int64_t oc = 0; oc < md.locals(); ++oc) {
+    for (int64_t w = 0; w < warps; ++w) {
+      md.apply(w, oc, x);
+      for (int64_t k = 0; k < kTiles; ++k) {
+        int64_t ai[2] = {x[0], k}, bi[2] = {k, x[1]};
+        if (!ma.owns(w, ai) || !mb.owns(w, bi))
+          return std::nullopt;
+        std::pair<int64_t, int64_t> slots{ma.localSlotOf(ai), mb.localSlotOf(bi)};
+        if (w == 0)
+          plan.steps[size_t(oc)].push_back(slots);
+        else if (plan.steps[size_t(oc)][size_t(k)] != slots)
+          return std::nullopt;
+      }
+    }
+  }
+  return plan;
+}
+
+/// Pack two elements into the type an mma operand register has.
+llvm::Value *packPair(llvm::IRBuilder<> &b, llvm::Type *type, llvm::Value *lo, llvm::Value *hi) {
+  auto *vec = llvm::FixedVectorType::get(lo->getType(), 2);
+  llvm::Value *v = llvm::PoisonValue::get(vec);
+  v = b.CreateInsertElement(v, lo, uint64_t(0));
+  v = b.CreateInsertElement(v, hi, uint64_t(1));
+  return v->getType() == type ? v : b.CreateBitCast(v, type);
+}
+
+/// The accumulation type of paths 2 and 3.
+DataType accumulationType(DataType dd) {
+  if (dd.isFloat())
+    return dd == DataType::f64() ? DataType::f64() : DataType::f32();
+  return dd;
+}
+
+} // namespace
+
+namespace {
+
+llvm::Value *multiplyAdd(Codegen &cg, DataType acc, llvm::Value *sum, llvm::Value *x, llvm::Value *y) {
+  if (acc.isFloat())
+    return cg.callIntrinsic(llvm::Intrinsic::fma, {sum->getType()}, {x, y, sum});
+  return cg.b.CreateAdd(sum, cg.b.CreateMul(x, y));
+}
+
+} // namespace
+
+Status Codegen::lowerDot(const Instruction &inst) {
+  VarId va = inst.arg("a").var, vb = inst.arg("b").var, vc = inst.arg("c").var;
+  VarId vd = inst.results[0];
+  if (va == kNoId || vb == kNoId || vc == kNoId)
+    return error(ErrorCode::Scope, inst, "Dot operands must be register tensors");
+  const VarType &ta = info.vars[va], &tb = info.vars[vb], &td = info.vars[vd];
+  const LayoutMap &ma = layoutOf(va), &mb = layoutOf(vb), &md = layoutOf(vd);
+  if (ma.rank() != 2 || mb.rank() != 2 || md.rank() != 2)
+    return error(ErrorCode::DotShape, inst, "Dot operands must have rank 2");
+  int64_t kDim = ma.shape()[1];
+  DataType dd = td.dtype;
+  // c gathered into d's slots (d's owners own c).
+  Expected<std::vector<llvm::Value *>> cSlots = operandSlots(inst, inst.arg("c"), md, dd);
+  if (!cSlots)
+    return cSlots.takeStatus();
+  std::vector<llvm::Value *> aVals = readRegister(va), bVals = readRegister(vb);
+
+  // 1. tensor cores
+  if (std::optional<MmaPlan> plan = planMma(*ta.layout, *tb.layout, *td.layout, ta.dtype, tb.dtype, dd,
+                                            int64_t(info.threads))) {
+    llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, plan->id);
+    llvm::FunctionType *ft = f->getFunctionType();
+    std::vector<llvm::Value *> out = *cSlots;
+    bool accF16 = dd == DataType::f16();
+    for (int64_t oc = 0; oc < plan->outerC; ++oc) {
+      llvm::Value *d0 = out[size_t(oc * 4 + 0)], *d1 = out[size_t(oc * 4 + 1)];
+      llvm::Value *d2 = out[size_t(oc * 4 + 2)], *d3 = out[size_t(oc * 4 + 3)];
+      for (const auto &[sa, sb] : plan->steps[size_t(oc)]) {
+        std::vector<llvm::Value *> args;
+        unsigned p = 0;
+        for (int j = 0; j < 4; ++j, ++p)
+          args.push_back(packPair(b, ft->getParamType(p), aVals[size_t(sa * 8 + 2 * j)], aVals[size_t(sa * 8 + 2 * j + 1)]));
+        for (int j = 0; j < 2; ++j, ++p)
+          args.push_back(packPair(b, ft->getParamType(p), bVals[size_t(sb * 4 + 2 * j)], bVals[size_t(sb * 4 + 2 * j + 1)]));
+        if (accF16) {
+          args.push_back(packPair(b, ft->getParamType(p++), d0, d1));
+          args.push_back(packPair(b, ft->getParamType(p++), d2, d3));
+        } else {
+          for (llvm::Value *v : {d0, d1, d2, d3})
+            args.push_back(v);
+        }
+        llvm::Value *res = b.CreateCall(f, args);
+        if (accF16) {
+          llvm::Value *r0 = b.CreateExtractValue(res, 0), *r1 = b.CreateExtractValue(res, 1);
+          auto *h2 = llvm::FixedVectorType::get(b.getHalfTy(), 2);
+          r0 = b.CreateBitCast(r0, h2);
+          r1 = b.CreateBitCast(r1, h2);
+          d0 = b.CreateExtractElement(r0, uint64_t(0));
+          d1 = b.CreateExtractElement(r0, uint64_t(1));
+          d2 = b.CreateExtractElement(r1, uint64_t(0));
+          d3 = b.CreateExtractElement(r1, uint64_t(1));
+        } else {
+          d0 = b.CreateExtractValue(res, 0);
+          d1 = b.CreateExtractValue(res, 1);
+          d2 = b.CreateExtractValue(res, 2);
+          d3 = b.CreateExtractValue(res, 3);
+        }
+      }
+      out[size_t(oc * 4 + 0)] = d0;
+      out[size_t(oc * 4 + 1)] = d1;
+      out[size_t(oc * 4 + 2)] = d2;
+      out[size_t(oc * 4 + 3)] = d3;
+    }
+    writeRegister(vd, out);
+    return Status::success();
+  }
+
+  DataType acc = accumulationType(dd);
+  // 2. per thread: a and b slots for every (d slot, k), the same in every thread.
+  bool perThread = true;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> steps(size_t(md.locals()));
+  {
+    int64_t x[2];
+    for (int64_t t = 0; t < md.threads() && perThread; ++t) {
+      for (int64_t i = 0; i < md.locals() && perThread; ++i) {
+        md.apply(t, i, x);
+        for (int64_t k = 0; k < kDim && perThread; ++k) {
+          int64_t ai[2] = {x[0], k}, bi[2] = {k, x[1]};
+          if (t >= ma.threads() || t >= mb.threads() || !ma.owns(t, ai) || !mb.owns(t, bi)) {
+            perThread = false;
+            break;
+          }
+          std::pair<int64_t, int64_t> s{ma.localSlotOf(ai), mb.localSlotOf(bi)};
+          if (t == 0)
+            steps[size_t(i)].push_back(s);
+          else if (steps[size_t(i)][size_t(k)] != s)
+            perThread = false;
+        }
+      }
+    }
+  }
+  std::vector<llvm::Value *> out(size_t(md.locals()));
+  if (perThread) {
+    for (int64_t i = 0; i < md.locals(); ++i) {
+      llvm::Value *sum = convert((*cSlots)[size_t(i)], dd, acc);
+      for (const auto &[sa, sb] : steps[size_t(i)])
+        sum = multiplyAdd(*this, acc, sum, convert(aVals[size_t(sa)], ta.dtype, acc),
+                          convert(bVals[size_t(sb)], tb.dtype, acc));
+      out[size_t(i)] = convert(sum, acc, dd);
+    }
+    writeRegister(vd, out);
+    return Status::success();
+  }
+
+  // 3. through the scratch area
+  int bytesA = ta.dtype.storageBits() % 8 == 0 ? ta.dtype.storageBits() / 8 : 1;
+  int bytesB = tb.dtype.storageBits() % 8 == 0 ? tb.dtype.storageBits() / 8 : 1;
+  int64_t mDim = ma.shape()[0], nDim = mb.shape()[1];
+  int64_t offsetB = mDim * kDim * bytesA;
+  if (offsetB + kDim * nDim * bytesB > info.scratchBytes)
+    return error(ErrorCode::Runtime, inst,
+                 "scratch area of " + std::to_string(info.scratchBytes) + " bytes is too small for Dot");
+  stageToScratch(va, aVals, 0, bytesA);
+  stageToScratch(vb, bVals, offsetB, bytesB);
+  barrier();
+  const std::vector<llvm::Value *> &s = threadPart(md);
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  for (int64_t i = 0; i < md.locals(); ++i) {
+    llvm::Value *m = addFolded(b, s[0], constI64(md.localPart(i)[0]));
+    llvm::Value *n = addFolded(b, s[1], constI64(md.localPart(i)[1]));
+    llvm::Value *rowA = b.CreateMul(m, constI64(kDim));
+    llvm::Value *sum = convert((*cSlots)[size_t(i)], dd, acc);
+    auto step = [&](llvm::Value *sumIn, llvm::Value *k) {
+      llvm::Value *x = loadScratchElement(b.CreateAdd(rowA, k), 0, bytesA, ta.dtype);
+      llvm::Value *y = loadScratchElement(b.CreateAdd(b.CreateMul(k, constI64(nDim)), n), offsetB, bytesB, tb.dtype);
+      return multiplyAdd(*this, acc, sumIn, convert(x, ta.dtype, acc), convert(y, tb.dtype, acc));
+    };
+    if (kDim <= 16) {
+      for (int64_t k = 0; k < kDim; ++k)
+        sum = step(sum, constI64(k));
+      out[size_t(i)] = convert(sum, acc, dd);
+      continue;
+    }
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx, "dot.k", fn);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "dot.k.end", fn);
+    b.CreateBr(loop);
+    b.SetInsertPoint(loop);
+    llvm::PHINode *k = b.CreatePHI(b.getInt64Ty(), 2);
+    llvm::PHINode *phi = b.CreatePHI(sum->getType(), 2);
+    k->addIncoming(constI64(0), pre);
+    phi->addIncoming(sum, pre);
+    llvm::Value *next = step(phi, k);
+    llvm::Value *kn = b.CreateAdd(k, constI64(1));
+    k->addIncoming(kn, b.GetInsertBlock());
+    phi->addIncoming(next, b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpSLT(kn, constI64(kDim)), loop, exit);
+    b.SetInsertPoint(exit);
+    out[size_t(i)] = convert(next, acc, dd);
+  }
+  barrier();
+  writeRegister(vd, out);
+  return Status::success();
+}
+
+} // namespace tilus::jit

@@ -1,0 +1,344 @@
+// Instructions that move values between threads: ConvertLayout and Reduce.
+//
+// ConvertLayout: when every thread already owns the elements it needs in the new layout (the
+// elementwise ownership rule) the conversion is a renaming of registers. Otherwise the source
+// goes through the scratch area of shared memory (ProgramInfo::scratchByteOffset): the primary
+// owners write every element at its row-major index, a barrier, every thread reads the elements
+// of its new slots, and a second barrier frees the scratch area for the next user.
+//
+// Reduce: when the reduced dimension is spread over lanes of one warp only (its thread modes
+// have power-of-two sizes and strides below 32), each thread first combines its own slots, then
+// butterfly shuffles (shfl.sync.bfly) combine the lanes: every lane ends with the full result,
+// which is what the derived result layout (thread modes of the reduced dimension become
+// replication) asks for. Otherwise the operand is staged in the scratch area and every thread
+// reduces its result elements from there.
+// Accumulation (the order is unspecified, ISA section 5): f16/bf16/f32 in f32, f64 in f64,
+// integers wrapping in their type, bool sum/prod as or/and; max/min with applyOp's IEEE
+// maxNum/minNum; any/all on truth values, giving 0 or 1 in the operand's type.
+#include "jit/codegen.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tilus::jit {
+
+namespace {
+
+int scratchElementBytes(DataType t) { return t.storageBits() % 8 == 0 ? t.storageBits() / 8 : 1; }
+
+std::vector<int64_t> rowMajor(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+} // namespace
+
+llvm::Value *Codegen::scratchBase() {
+  return b.CreateGEP(b.getInt8Ty(), sharedBase(), constI64(info.scratchByteOffset));
+}
+
+void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, int64_t byteOffset,
+                             int elemBytes) {
+  const LayoutMap &map = layoutOf(v);
+  DataType t = info.vars[v].dtype;
+  const std::vector<llvm::Value *> &s = threadPart(map);
+  std::vector<int64_t> strides = rowMajor(map.shape());
+  llvm::Value *threadLinear = constI64(0);
+  for (int d = 0; d < map.rank(); ++d)
+    threadLinear = addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
+  llvm::Value *base = b.CreateGEP(b.getInt8Ty(), scratchBase(), constI64(byteOffset));
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock *write = llvm::BasicBlock::Create(ctx, "stage", fn);
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "stage.end", fn);
+  b.CreateCondBr(isPrimary(map), write, join);
+  b.SetInsertPoint(write);
+  for (int64_t i = 0; i < map.locals(); ++i) {
+    int64_t c = 0;
+    for (int d = 0; d < map.rank(); ++d)
+      c += map.localPart(i)[d] * strides[size_t(d)];
+    llvm::Value *linear = addFolded(b, threadLinear, constI64(c));
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(linear, constI64(elemBytes)));
+    llvm::Value *value = slots[size_t(i)];
+    if (t.isBool() || t.isSubByte())
+      value = b.CreateZExt(toBits(value, t), b.getInt8Ty());
+    b.CreateAlignedStore(value, addr, llvm::Align(uint64_t(elemBytes)));
+  }
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+}
+
+llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
+                                         DataType t) {
+  llvm::Value *base = b.CreateGEP(b.getInt8Ty(), scratchBase(), constI64(byteOffset));
+  llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(linear, constI64(elemBytes)));
+  if (t.isBool() || t.isSubByte()) {
+    llvm::Value *byte = b.CreateAlignedLoad(b.getInt8Ty(), addr, llvm::Align(1));
+    if (t.isBool())
+      return b.CreateICmpNE(byte, b.getInt8(0));
+    return fromBits(b.CreateTrunc(byte, b.getIntNTy(t.bits)), t);
+  }
+  return b.CreateAlignedLoad(elemType(t), addr, llvm::Align(uint64_t(elemBytes)));
+}
+
+Status Codegen::lowerConvertLayout(const Instruction &inst) {
+  VarId a = inst.arg("a").var, r = inst.results[0];
+  if (a == kNoId)
+    return error(ErrorCode::Scope, inst, "ConvertLayout of something other than a register tensor");
+  const LayoutMap &result = layoutOf(r);
+  const LayoutMap &source = layoutOf(a);
+  DataType t = info.vars[a].dtype;
+  bool local = true;
+  for (const SlotSource &src : gatherSlots(result, source))
+    local = local && src.ok;
+  if (local) {
+    Expected<std::vector<llvm::Value *>> slots = operandSlots(inst, inst.arg("a"), result, t);
+    if (!slots)
+      return slots.takeStatus();
+    writeRegister(r, *slots);
+    return Status::success();
+  }
+  int elemBytes = scratchElementBytes(t);
+  int64_t elements = 1;
+  for (int64_t n : source.shape())
+    elements *= n;
+  if (elements * elemBytes > info.scratchBytes)
+    return error(ErrorCode::Runtime, inst,
+                 "scratch area of " + std::to_string(info.scratchBytes) + " bytes is smaller than the " +
+                     std::to_string(elements * elemBytes) + " bytes the conversion needs");
+  stageToScratch(a, readRegister(a), 0, elemBytes);
+  barrier();
+  const std::vector<llvm::Value *> &s = threadPart(result);
+  std::vector<int64_t> strides = rowMajor(result.shape());
+  std::vector<llvm::Value *> out(size_t(result.locals()));
+  for (int64_t i = 0; i < result.locals(); ++i) {
+    llvm::Value *linear = constI64(0);
+    for (int d = 0; d < result.rank(); ++d) {
+      llvm::Value *x = addFolded(b, s[size_t(d)], constI64(result.localPart(i)[d]));
+      linear = addFolded(b, linear, mulFolded(b, x, constI64(strides[size_t(d)])));
+    }
+    out[size_t(i)] = loadScratchElement(linear, 0, elemBytes, t);
+  }
+  barrier();
+  writeRegister(r, out);
+  return Status::success();
+}
+
+// ---- Reduce -------------------------------------------------------------------------------------
+
+namespace {
+
+struct Accumulator {
+  DataType type; // accumulation type
+  ReduceOp op;
+};
+
+Accumulator accumulatorFor(ReduceOp op, DataType t) {
+  if (op == ReduceOp::Any || op == ReduceOp::All)
+    return {DataType::boolean(), op};
+  if (t == DataType::f16() || t == DataType::bf16())
+    return {(op == ReduceOp::Sum || op == ReduceOp::Prod) ? DataType::f32() : t, op};
+  return {t, op};
+}
+
+} // namespace
+
+namespace {
+
+llvm::Value *combine(Codegen &cg, const Accumulator &acc, llvm::Value *x, llvm::Value *y) {
+  llvm::IRBuilder<> &b = cg.b;
+  DataType t = acc.type;
+  switch (acc.op) {
+  case ReduceOp::Any: return b.CreateOr(x, y);
+  case ReduceOp::All: return b.CreateAnd(x, y);
+  case ReduceOp::Max: return cg.applyOp(ExprOp::Max, t, x, y);
+  case ReduceOp::Min: return cg.applyOp(ExprOp::Min, t, x, y);
+  case ReduceOp::Sum:
+    if (t.isBool())
+      return b.CreateOr(x, y);
+    return t.isFloat() ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
+  case ReduceOp::Prod:
+    if (t.isBool())
+      return b.CreateAnd(x, y);
+    return t.isFloat() ? b.CreateFMul(x, y) : b.CreateMul(x, y);
+  }
+  return x;
+}
+
+/// A value of the operand type as an accumulator value.
+llvm::Value *toAcc(Codegen &cg, const Accumulator &acc, llvm::Value *v, DataType t) {
+  if (acc.op == ReduceOp::Any || acc.op == ReduceOp::All)
+    return cg.truth(v, t);
+  return cg.convert(v, t, acc.type);
+}
+
+llvm::Value *fromAcc(Codegen &cg, const Accumulator &acc, llvm::Value *v, DataType t) {
+  if (acc.op == ReduceOp::Any || acc.op == ReduceOp::All)
+    return cg.convert(v, DataType::boolean(), t);
+  return cg.canonicalizeNaN(cg.convert(v, acc.type, t), t);
+}
+
+/// shfl.sync.bfly of a value of any accumulator type.
+llvm::Value *shuffleXor(Codegen &cg, llvm::Value *v, DataType t, int mask) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Value *full = b.getInt32(0xFFFFFFFFu);
+  auto shfl32 = [&](llvm::Value *x) {
+    return cg.callIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+                            {full, x, b.getInt32(uint32_t(mask)), b.getInt32(0x1F)});
+  };
+  llvm::Value *bits = t.isBool() ? b.CreateZExt(v, b.getInt32Ty()) : cg.toBits(v, t);
+  if (t.bits > 32) {
+    llvm::Value *lo = shfl32(b.CreateTrunc(bits, b.getInt32Ty()));
+    llvm::Value *hi = shfl32(b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty()));
+    llvm::Value *w = b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
+    return cg.fromBits(b.CreateTrunc(w, b.getIntNTy(t.bits)), t);
+  }
+  llvm::Value *r = shfl32(b.CreateZExtOrTrunc(bits, b.getInt32Ty()));
+  if (t.isBool())
+    return b.CreateICmpNE(r, b.getInt32(0));
+  return cg.fromBits(b.CreateTrunc(r, b.getIntNTy(t.bits)), t);
+}
+
+bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/// Index x of the operand without dimension `dim` (or with it set to 0 when keepDim).
+std::vector<int64_t> reducedIndex(const int64_t *x, int rank, int dim, bool keepDim) {
+  std::vector<int64_t> out;
+  for (int d = 0; d < rank; ++d) {
+    if (d == dim) {
+      if (keepDim)
+        out.push_back(0);
+      continue;
+    }
+    out.push_back(x[d]);
+  }
+  return out;
+}
+
+} // namespace
+
+Status Codegen::lowerReduce(const Instruction &inst) {
+  VarId a = inst.arg("a").var, r = inst.results[0];
+  if (a == kNoId)
+    return error(ErrorCode::Scope, inst, "Reduce of something other than a register tensor");
+  const LayoutMap &source = layoutOf(a);
+  const LayoutMap &result = layoutOf(r);
+  int dim = int(inst.arg("dim").intValue);
+  bool keepDim = inst.arg("keepdim").present && inst.arg("keepdim").intValue != 0;
+  if (dim < 0 || dim >= source.rank())
+    return error(ErrorCode::ReduceDim, inst, "Reduce dimension " + std::to_string(dim) + " out of range");
+  DataType t = info.vars[a].dtype;
+  DataType rt = info.vars[r].dtype;
+  Accumulator acc = accumulatorFor(ReduceOp(inst.arg("op").intValue), t);
+  std::vector<llvm::Value *> in = readRegister(a);
+
+  // Shuffle path: the reduced dimension's thread modes stay within a warp.
+  bool shuffle = source.threads() == result.threads();
+  std::vector<int> masks;
+  for (const LayoutTerm &term : source.spatialTerms()) {
+    if (term.dim != dim)
+      continue;
+    if (!isPowerOfTwo(term.div) || !isPowerOfTwo(term.size) || term.div * term.size > 32)
+      shuffle = false;
+    for (int64_t m = term.div; m < term.div * term.size; m *= 2)
+      masks.push_back(int(m));
+  }
+  // Which of its own slots each result slot combines; must not depend on the thread.
+  std::vector<std::vector<int64_t>> parts(size_t(result.locals()));
+  if (shuffle) {
+    std::vector<int64_t> x(size_t(source.rank())), y(size_t(result.rank()) + 1);
+    for (int64_t t = 0; t < source.threads() && shuffle; ++t) {
+      for (int64_t i = 0; i < result.locals() && shuffle; ++i) {
+        result.apply(t, i, y.data());
+        std::vector<int64_t> mine;
+        for (int64_t j = 0; j < source.locals(); ++j) {
+          source.apply(t, j, x.data());
+          std::vector<int64_t> red = reducedIndex(x.data(), source.rank(), dim, keepDim);
+          if (std::equal(red.begin(), red.end(), y.begin()))
+            mine.push_back(j);
+        }
+        if (mine.empty() || (t > 0 && mine != parts[size_t(i)]))
+          shuffle = false;
+        parts[size_t(i)] = mine;
+      }
+    }
+  }
+  if (shuffle) {
+    std::vector<llvm::Value *> out(size_t(result.locals()));
+    for (int64_t i = 0; i < result.locals(); ++i) {
+      const std::vector<int64_t> &mine = parts[size_t(i)];
+      llvm::Value *v = toAcc(*this, acc, in[size_t(mine[0])], t);
+      for (size_t k = 1; k < mine.size(); ++k)
+        v = combine(*this, acc, v, toAcc(*this, acc, in[size_t(mine[k])], t));
+      for (int mask : masks)
+        v = combine(*this, acc, v, shuffleXor(*this, v, acc.type, mask));
+      out[size_t(i)] = fromAcc(*this, acc, v, rt);
+    }
+    writeRegister(r, out);
+    return Status::success();
+  }
+
+  // Scratch path.
+  int elemBytes = scratchElementBytes(t);
+  int64_t elements = 1;
+  for (int64_t n : source.shape())
+    elements *= n;
+  if (elements * elemBytes > info.scratchBytes)
+    return error(ErrorCode::Runtime, inst,
+                 "scratch area of " + std::to_string(info.scratchBytes) + " bytes is smaller than the " +
+                     std::to_string(elements * elemBytes) + " bytes the reduction needs");
+  stageToScratch(a, in, 0, elemBytes);
+  barrier();
+  std::vector<int64_t> strides = rowMajor(source.shape());
+  int64_t length = source.shape()[size_t(dim)];
+  const std::vector<llvm::Value *> &s = threadPart(result);
+  std::vector<llvm::Value *> out(size_t(result.locals()));
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  for (int64_t i = 0; i < result.locals(); ++i) {
+    // Row-major offset of the first element (index 0 along dim) of this result element.
+    llvm::Value *base = constI64(0);
+    int rd = 0;
+    for (int d = 0; d < source.rank(); ++d) {
+      if (d == dim) {
+        if (keepDim)
+          ++rd;
+        continue;
+      }
+      llvm::Value *x = addFolded(b, s[size_t(rd)], constI64(result.localPart(i)[rd]));
+      base = addFolded(b, base, mulFolded(b, x, constI64(strides[size_t(d)])));
+      ++rd;
+    }
+    llvm::Value *first = toAcc(*this, acc, loadScratchElement(base, 0, elemBytes, t), t);
+    if (length <= 16) {
+      llvm::Value *v = first;
+      for (int64_t j = 1; j < length; ++j) {
+        llvm::Value *e = b.CreateAdd(base, constI64(j * strides[size_t(dim)]));
+        v = combine(*this, acc, v, toAcc(*this, acc, loadScratchElement(e, 0, elemBytes, t), t));
+      }
+      out[size_t(i)] = fromAcc(*this, acc, v, rt);
+      continue;
+    }
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx, "reduce", fn);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "reduce.end", fn);
+    b.CreateBr(loop);
+    b.SetInsertPoint(loop);
+    llvm::PHINode *j = b.CreatePHI(b.getInt64Ty(), 2);
+    llvm::PHINode *v = b.CreatePHI(first->getType(), 2);
+    j->addIncoming(constI64(1), pre);
+    v->addIncoming(first, pre);
+    llvm::Value *e = b.CreateAdd(base, b.CreateMul(j, constI64(strides[size_t(dim)])));
+    llvm::Value *next = combine(*this, acc, v, toAcc(*this, acc, loadScratchElement(e, 0, elemBytes, t), t));
+    llvm::Value *jn = b.CreateAdd(j, constI64(1));
+    j->addIncoming(jn, b.GetInsertBlock());
+    v->addIncoming(next, b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpSLT(jn, constI64(length)), loop, exit);
+    b.SetInsertPoint(exit);
+    out[size_t(i)] = fromAcc(*this, acc, next, rt);
+  }
+  barrier();
+  writeRegister(r, out);
+  return Status::success();
+}
+
+} // namespace tilus::jit

@@ -1,0 +1,84 @@
+// Helpers shared by the JIT tests: build a verified module from a file or a source text, and
+// assemble PTX with ptxas (TILUSVM_PTXAS, set by the build when the CUDA toolkit has it).
+#pragma once
+
+#include "assembler/assembler.h"
+#include "jit/jit.h"
+#include "loader/checker.h"
+#include "test_helpers.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+namespace tilus::testing {
+
+inline std::string readFileText(const std::string &path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline VerifiedModule buildSource(const std::string &source,
+                                  const std::map<std::string, std::string> &defines = {},
+                                  const std::string &name = "test.tasm") {
+  AssembleOptions options;
+  options.fileName = name;
+  options.defines = defines;
+  Expected<Module> module = assemble(source, options);
+  REQUIRE_OK(module);
+  Expected<VerifiedModule> verified = checkModule(std::move(module).value());
+  REQUIRE_OK(verified);
+  return std::move(verified).value();
+}
+
+inline VerifiedModule buildFile(const std::string &path,
+                                const std::map<std::string, std::string> &defines = {}) {
+  return buildSource(readFileText(path), defines, path);
+}
+
+inline bool ptxasAvailable() {
+#ifdef TILUSVM_PTXAS
+  return access(TILUSVM_PTXAS, X_OK) == 0;
+#else
+  return false;
+#endif
+}
+
+/// Assemble `ptx` for sm_80 or sm_90a; true when ptxas accepts it (or is unavailable).
+inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
+  if (!ptxasAvailable())
+    return true;
+#ifdef TILUSVM_PTXAS
+  char ptxPath[] = "/tmp/tilus_jit_XXXXXX";
+  int fd = mkstemp(ptxPath);
+  REQUIRE(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  std::fwrite(ptx.data(), 1, ptx.size(), f);
+  std::fclose(f);
+  std::string logPath = std::string(ptxPath) + ".log";
+  std::string cmd = std::string(TILUSVM_PTXAS) + " -arch=" + (sm == 90 ? "sm_90a" : "sm_80") +
+                    " " + ptxPath + " -o /dev/null > " + logPath + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::ifstream in(logPath);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  log = ss.str();
+  std::remove(ptxPath);
+  std::remove(logPath.c_str());
+  return rc == 0;
+#else
+  (void)ptx;
+  (void)sm;
+  (void)log;
+  return true;
+#endif
+}
+
+} // namespace tilus::testing
