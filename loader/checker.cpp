@@ -515,9 +515,23 @@ const Argument *ProgramChecker::optionalArg(const Instruction &inst, const char 
   return &inst.args[k];
 }
 
-const RegisterLayout *ProgramChecker::layoutArg(const Instruction &inst, const char *name) const {
+/// A layout argument as a tensor layout. A product of replicates only (`replicate(32)`) has
+/// no rank of its own; as the layout of a tensor it is the rank-0 layout with the same threads
+/// (what Reduce derives for a rank-0 result), so that the two compare equal.
+const RegisterLayout *ProgramChecker::layoutArg(const Instruction &inst, const char *name) {
   const Argument *a = optionalArg(inst, name);
-  return a && a->regLayout ? &*a->regLayout : nullptr;
+  if (!a || !a->regLayout)
+    return nullptr;
+  const RegisterLayout &l = *a->regLayout;
+  if (l.rank() >= 0)
+    return &l;
+  std::unique_ptr<RegisterLayout> &ranked = rankedLayouts_[&l];
+  if (!ranked) {
+    Expected<RegisterLayout> scalar = RegisterLayout::local({});
+    Expected<RegisterLayout> p = scalar ? scalar->product(l) : scalar;
+    ranked = std::make_unique<RegisterLayout>(p ? *p : l);
+  }
+  return ranked.get();
 }
 
 namespace {

@@ -165,7 +165,7 @@ private:
   const VarType &typeOf(VarId var) const { return info_.vars[var]; }
   /// A required tensor argument of kind `kind` (scope error otherwise).
   const VarType *tensorArg(const Instruction &inst, const char *name, VarKind kind);
-  const RegisterLayout *layoutArg(const Instruction &inst, const char *name) const;
+  const RegisterLayout *layoutArg(const Instruction &inst, const char *name);
   const Argument *optionalArg(const Instruction &inst, const char *name) const;
   /// The out= target's type, or nullptr without out=.
   const VarType *outTarget(const Instruction &inst) const;
@@ -231,6 +231,8 @@ private:
   std::vector<uint8_t> instructionSeen_;
   std::vector<std::vector<VarId>> scopes_;
   std::vector<ExprId> exprStack_; // checkExprUse's work list, kept to avoid reallocation
+  // Rank-0 forms of rank-less layout arguments (layoutArg).
+  std::unordered_map<const RegisterLayout *, std::unique_ptr<RegisterLayout>> rankedLayouts_;
   int loopDepth_ = 0;
 
   // The instruction being checked (for diagnostics).

@@ -123,6 +123,15 @@ TEST_CASE("elementwise: a rank-0 Reduce result broadcasts against any shape") {
   CHECK(varType(*m, "k", "s").rank == 0);
   CHECK(varType(*m, "k", "b").shape == std::vector<int64_t>{32});
   CHECK(varType(*m, "k", "c").shape.empty());
+  // `replicate(32)` written as a tensor layout is that rank-0 layout.
+  Expected<VerifiedModule> r =
+      checkSource(kernel(kParams, "    a = AllocateRegister(f32, layout=spatial(32))\n"
+                                  "    s = Reduce(a, dim=0, op=sum, layout=replicate(32))\n"
+                                  "    t = AllocateRegister(f32, layout=replicate(32))\n"
+                                  "    u = Add(s, t)\n"
+                                  "    Add(s, t, out=s)\n"));
+  REQUIRE_OK(r);
+  CHECK(*varType(*r, "k", "t").layout == *varType(*r, "k", "s").layout);
 }
 
 TEST_CASE("layout-mismatch: operand owners must cover the result") {
