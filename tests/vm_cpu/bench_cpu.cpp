@@ -92,7 +92,8 @@ int main(int argc, char **argv) {
       only = argv[i + 1];
   }
   VerifiedModule matmul, vadd;
-  if (!load("programs/matmul_f16_pipelined.tasm", matmul) || !load("programs/vector_add.tasm", vadd))
+  if (!load("programs/matmul_f16_pipelined.tasm", matmul) ||
+      !load("programs/vector_add.tasm", vadd))
     return 1;
   const int32_t n = 512;
   std::vector<uint16_t> a(size_t(n * n), 0x3C00), b(size_t(n * n), 0x3800), c(size_t(n * n));
@@ -108,20 +109,23 @@ int main(int argc, char **argv) {
     if (only == "vector_add")
       break;
     options.checked = checked;
-    if (!timeRuns(checked ? 1 : repeat, [&] { return runOnCpu(matmul, 0, margs, options); }, seconds))
+    if (!timeRuns(
+            checked ? 1 : repeat, [&] { return runOnCpu(matmul, 0, margs, options); }, seconds))
       return 1;
     double flops = 2.0 * n * n * n;
     std::printf("matmul_f16_pipelined 512x512x512 %-9s %9.3f s  %8.3f GFLOP/s\n",
                 checked ? "checked" : "unchecked", seconds, flops / seconds * 1e-9);
   }
   const int32_t elements = 1 << 24;
-  std::vector<float> x(size_t(elements), 1.0f), y(size_t(elements), 2.0f), z(static_cast<size_t>(elements));
+  std::vector<float> x(size_t(elements), 1.0f), y(size_t(elements), 2.0f),
+      z(static_cast<size_t>(elements));
   KernelArgs vargs = {buffer(x), buffer(y), buffer(z), scalar(elements)};
   for (bool checked : modes) {
     if (only == "matmul")
       break;
     options.checked = checked;
-    if (!timeRuns(checked ? 1 : repeat, [&] { return runOnCpu(vadd, 0, vargs, options); }, seconds))
+    if (!timeRuns(
+            checked ? 1 : repeat, [&] { return runOnCpu(vadd, 0, vargs, options); }, seconds))
       return 1;
     std::printf("vector_add n=%d %-9s %9.3f s  %8.3f Melements/s\n", elements,
                 checked ? "checked" : "unchecked", seconds, elements / seconds * 1e-6);

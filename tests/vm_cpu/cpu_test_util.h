@@ -92,8 +92,8 @@ inline CpuRunOptions options(bool checked = true, int workers = 0, std::ostream 
 }
 
 /// Run the module's only (or named) program.
-inline Status run(const VerifiedModule &m, const KernelArgs &args, const CpuRunOptions &o = options(),
-                  const std::string &name = "") {
+inline Status run(const VerifiedModule &m, const KernelArgs &args,
+                  const CpuRunOptions &o = options(), const std::string &name = "") {
   return runOnCpu(m, name.empty() ? 0 : programIndex(m, name), args, o);
 }
 

@@ -146,10 +146,10 @@ def k<1>(i32* x_ptr, i32* r_ptr, i32* c_ptr, f32* f_ptr) threads=32:
     f = Cast(x, f32)
     StoreGlobal(Reduce(Div(f, 3.0), dim=1, op=sum), ViewGlobal(f_ptr, shape=[4]))
 )";
-  std::vector<int32_t> x = {1,  2, 3,  4,  5, 6, 7, 8,            // row 0
-                            -1, 0, 9,  -9, 3, 3, 3, 3,            // row 1 has a zero
-                            7,  7, 7,  7,  7, 7, 7, 7,            // row 2
-                            100000, 100000, 1, 1, 1, 1, 1, -2};   // row 3: prod wraps
+  std::vector<int32_t> x = {1,      2,      3, 4,  5, 6, 7, 8,   // row 0
+                            -1,     0,      9, -9, 3, 3, 3, 3,   // row 1 has a zero
+                            7,      7,      7, 7,  7, 7, 7, 7,   // row 2
+                            100000, 100000, 1, 1,  1, 1, 1, -2}; // row 3: prod wraps
   std::vector<int32_t> r(24), c(8);
   std::vector<float> f(4);
   CHECK_OK(run(build(src), {bufferArg(x), bufferArg(r), bufferArg(c), bufferArg(f)}));

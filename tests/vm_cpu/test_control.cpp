@@ -100,7 +100,11 @@ def k<2>(f32* x_ptr, i32 n) threads=32:
     Print(Iota(layout=spatial(2, 16), dim=1, dtype=i8), "iota")
     Print(Cast(x, f64), "wide")
 )";
-  std::vector<float> x = {0.1f, -2.0f, 1e20f, -0.0f, std::numeric_limits<float>::infinity(),
+  std::vector<float> x = {0.1f,
+                          -2.0f,
+                          1e20f,
+                          -0.0f,
+                          std::numeric_limits<float>::infinity(),
                           std::numeric_limits<float>::quiet_NaN()};
   std::ostringstream out;
   CHECK_OK(run(build(src), {bufferArg(x), i32Arg(21)}, options(true, 1, &out)));

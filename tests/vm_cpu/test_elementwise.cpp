@@ -49,8 +49,8 @@ std::vector<R> runBinary(const std::string &op, const std::string &t, const std:
 
 std::vector<float> specialFloats() {
   float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 3.5f, -2.25f, inf, -inf, nan, 1e-45f,
-                          3.4e38f, -3.4e38f, 0.1f, 7.0f, 1e-30f, 123456.789f};
+  std::vector<float> v = {0.0f, -0.0f,  1.0f,    -1.0f,    3.5f, -2.25f, inf,    -inf,
+                          nan,  1e-45f, 3.4e38f, -3.4e38f, 0.1f, 7.0f,   1e-30f, 123456.789f};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-100.0f, 100.0f);
   while (v.size() < 64)
@@ -155,9 +155,7 @@ int32_t refMod(int32_t a, int32_t b) {
   return a % b;
 }
 
-int32_t refShl(int32_t a, int32_t b) {
-  return (b < 0 || b >= 32) ? 0 : int32_t(uint32_t(a) << b);
-}
+int32_t refShl(int32_t a, int32_t b) { return (b < 0 || b >= 32) ? 0 : int32_t(uint32_t(a) << b); }
 
 int32_t refShr(int32_t a, int32_t b) {
   if (b < 0 || b >= 32)
@@ -168,8 +166,8 @@ int32_t refShr(int32_t a, int32_t b) {
 } // namespace
 
 TEST_CASE("i32 arithmetic wraps; division by zero gives 0; shifts saturate") {
-  std::vector<int32_t> x = {0, 1, -1, 7, -7, INT32_MAX, INT32_MIN, INT32_MIN, 100, -100, 5, 5,
-                            1 << 30, -(1 << 30), 12345, -12345};
+  std::vector<int32_t> x = {0,   1,    -1, 7, -7,      INT32_MAX,  INT32_MIN, INT32_MIN,
+                            100, -100, 5,  5, 1 << 30, -(1 << 30), 12345,     -12345};
   std::vector<int32_t> y = {0, 0, -1, 2, 2, 1, -1, 1, 33, 32, 31, -3, 4, 4, -12345, 7};
   std::mt19937 rng(3);
   while (x.size() < 64) {
@@ -397,8 +395,10 @@ def k<1>(f32* x_ptr, i32* a_ptr, f16* b_ptr, u8* c_ptr, i8* d_ptr, bool* e_ptr, 
   for (size_t i = 0; i < 64; ++i) {
     double v = x[i];
     CAPTURE(v);
-    int64_t toI32 = std::isnan(v) ? 0 : v >= 2147483647.0 ? INT32_MAX
-                                      : v <= -2147483648.0 ? INT32_MIN : int64_t(std::trunc(v));
+    int64_t toI32 = std::isnan(v)        ? 0
+                    : v >= 2147483647.0  ? INT32_MAX
+                    : v <= -2147483648.0 ? INT32_MIN
+                                         : int64_t(std::trunc(v));
     CHECK(a[i] == toI32);
     uint16_t half = doubleToHalf(v);
     if (std::isnan(v))

@@ -167,7 +167,8 @@ def k<1>(i32* x_ptr, i32 start) threads=32:
   CHECK_OK(run(m, {bufferArg(x), i32Arg(0)}));
   Status s = run(m, {bufferArg(x), i32Arg(3)});
   CHECK_ERROR(s, ErrorCode::OutOfBounds);
-  CHECK(hasDiagnostic(s, ErrorCode::OutOfBounds, {"test.tasm:5:", "StoreShared", "[16]", "block (0, 0, 0)"}));
+  CHECK(hasDiagnostic(s, ErrorCode::OutOfBounds,
+                      {"test.tasm:5:", "StoreShared", "[16]", "block (0, 0, 0)"}));
   // traps in unchecked mode too
   CHECK_ERROR(run(m, {bufferArg(x), i32Arg(-1)}, options(false)), ErrorCode::OutOfBounds);
 }
@@ -194,8 +195,8 @@ def k<1>(i32* x_ptr, i32* early_ptr, i32* one_ptr, i32* late_ptr) threads=32:
   std::vector<int32_t> x(64), early(64), one(64), late(64);
   for (size_t i = 0; i < 64; ++i)
     x[i] = int32_t(i) * 10;
-  Status unchecked = run(m, {bufferArg(x), bufferArg(early), bufferArg(one), bufferArg(late)},
-                         options(false));
+  Status unchecked =
+      run(m, {bufferArg(x), bufferArg(early), bufferArg(one), bufferArg(late)}, options(false));
   CHECK_OK(unchecked);
   for (size_t i = 0; i < 64; ++i) {
     CHECK(early[i] == -1);
@@ -206,9 +207,11 @@ def k<1>(i32* x_ptr, i32* early_ptr, i32* one_ptr, i32* late_ptr) threads=32:
   // Synchronize), at the lines of the LoadShared instructions
   Status checked = run(m, {bufferArg(x), bufferArg(early), bufferArg(one), bufferArg(late)});
   CHECK_ERROR(checked, ErrorCode::Race);
-  CHECK(hasDiagnostic(checked, ErrorCode::Race, {"test.tasm:11:", "may still be copying", "CopyAsync at 7:"}));
+  CHECK(hasDiagnostic(checked, ErrorCode::Race,
+                      {"test.tasm:11:", "may still be copying", "CopyAsync at 7:"}));
   CHECK(hasDiagnostic(checked, ErrorCode::Race, {"test.tasm:13:", "delivered by CopyAsync at 7:"}));
-  CHECK(hasDiagnostic(checked, ErrorCode::Race, {"test.tasm:13:", "may still be copying", "CopyAsync at 9:"}));
+  CHECK(hasDiagnostic(checked, ErrorCode::Race,
+                      {"test.tasm:13:", "may still be copying", "CopyAsync at 9:"}));
   CHECK_FALSE(hasDiagnostic(checked, ErrorCode::Race, {"test.tasm:16:"}));
 }
 
@@ -250,7 +253,8 @@ def k<1>(i32* y_ptr, i32 leave) threads=32:
   for (int32_t i = 0; i < 32; ++i)
     CHECK(y[size_t(i)] == i);
   Status dirty = run(m, {bufferArg(y), i32Arg(1)});
-  CHECK(hasDiagnostic(dirty, ErrorCode::Runtime, {"requires_clean workspace left dirty", "test.tasm:3:", "31 of 128 bytes"}));
+  CHECK(hasDiagnostic(dirty, ErrorCode::Runtime,
+                      {"requires_clean workspace left dirty", "test.tasm:3:", "31 of 128 bytes"}));
 }
 
 TEST_CASE("a pointer argument smaller than the view is an error, not a host overflow") {
@@ -287,5 +291,6 @@ def k<1>(i32* x_ptr, i32* y_ptr, i32* z_ptr, i32 col) threads=32:
   // `one` has length 4 inside a row of 8: starting at column 1 the tile leaves `one` although
   // it stays inside `right` and `s`
   Status s = run(m, {bufferArg(x), bufferArg(y), bufferArg(z), i32Arg(1)});
-  CHECK(hasDiagnostic(s, ErrorCode::OutOfBounds, {"test.tasm:9:17:", "LoadShared reads index [4]", "shape [4]"}));
+  CHECK(hasDiagnostic(s, ErrorCode::OutOfBounds,
+                      {"test.tasm:9:17:", "LoadShared reads index [4]", "shape [4]"}));
 }

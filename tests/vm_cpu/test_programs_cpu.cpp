@@ -28,7 +28,8 @@ TEST_CASE("vector_add: n not a multiple of the 256-element block") {
   VerifiedModule m = build(readSource("programs/vector_add.tasm"), {}, "vector_add.tasm");
   for (int32_t n : {1, 255, 1000, 4097}) {
     CAPTURE(n);
-    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n)), z(size_t(n) + 7, -1.0f);
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n)),
+        z(size_t(n) + 7, -1.0f);
     for (int32_t i = 0; i < n; ++i) {
       x[size_t(i)] = float(i) * 0.25f - 3.0f;
       y[size_t(i)] = 1.0f / float(i + 1);

@@ -52,7 +52,8 @@ def k<1>(i32* y_ptr) threads=32:
 )";
   std::vector<int32_t> y(32);
   Status s = run(build(src), {bufferArg(y)});
-  CHECK(hasDiagnostic(s, ErrorCode::Race, {"test.tasm:8:", "writes shared element", "read by LoadShared at 7:"}));
+  CHECK(hasDiagnostic(s, ErrorCode::Race,
+                      {"test.tasm:8:", "writes shared element", "read by LoadShared at 7:"}));
   CHECK(hasDiagnostic(s, ErrorCode::Race, {"test.tasm:11:", "also written by StoreShared at 11:"}));
 }
 
@@ -70,7 +71,9 @@ def k<1>(f32* x_ptr, f32* y_ptr) threads=32:
   std::vector<float> x(32, 2.0f), y(32);
   Status s = run(build(src), {bufferArg(x), bufferArg(y)});
   CHECK_ERROR(s, ErrorCode::Race);
-  CHECK(hasDiagnostic(s, ErrorCode::Race, {"test.tasm:6:", "LoadShared at 6:9 (thread", "CopyAsync at 4:5", "may still be copying"}));
+  CHECK(hasDiagnostic(
+      s, ErrorCode::Race,
+      {"test.tasm:6:", "LoadShared at 6:9 (thread", "CopyAsync at 4:5", "may still be copying"}));
 }
 
 TEST_CASE("blocks writing the same global element race with each other") {
@@ -82,7 +85,9 @@ def k<4>(i32* y_ptr) threads=32:
 )";
   std::vector<int32_t> y(32);
   Status s = run(build(src), {bufferArg(y)});
-  CHECK(hasDiagnostic(s, ErrorCode::Race, {"data race between blocks", "StoreGlobal at 5:5", "writes global element", "of `_t"}));
+  CHECK(hasDiagnostic(
+      s, ErrorCode::Race,
+      {"data race between blocks", "StoreGlobal at 5:5", "writes global element", "of `_t"}));
 }
 
 TEST_CASE("blocks reading what another block writes race; disjoint blocks do not") {
@@ -97,7 +102,8 @@ def k<2>(i32* y_ptr, i32 shift) threads=32:
   std::vector<int32_t> y(96);
   // block 0 writes 32..63, which block 1 reads
   Status racy = run(m, {bufferArg(y), i32Arg(0)});
-  CHECK(hasDiagnostic(racy, ErrorCode::Race, {"data race between blocks", "LoadGlobal at 5:9", "StoreGlobal at 6:5"}));
+  CHECK(hasDiagnostic(racy, ErrorCode::Race,
+                      {"data race between blocks", "LoadGlobal at 5:9", "StoreGlobal at 6:5"}));
   // with shift 64 block 0 reads 64..95 (written by block 1), so still racy; a per-block
   // private layout is clean:
   const char *clean = R"(

@@ -6,8 +6,7 @@
 
 namespace tilus::cpu {
 
-BlockState::BlockState(const LaunchPlan &p)
-    : plan(p), program(*p.program), info(*p.info) {
+BlockState::BlockState(const LaunchPlan &p) : plan(p), program(*p.program), info(*p.info) {
   size_t nv = program.vars.size();
   scalars.assign(nv, 0);
   regs.resize(nv);

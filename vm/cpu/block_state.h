@@ -24,7 +24,7 @@ namespace tilus::cpu {
 /// shared memory when a wait covers it.
 struct AsyncCopy {
   uint32_t instruction = kNoId;
-  VarId root = kNoId;        // destination shared root
+  VarId root = kNoId; // destination shared root
   int storageBits = 8;
   std::vector<int64_t> bitAddrs; // in the block's shared memory
   std::vector<int64_t> elements; // element offsets within the root (race detection)
@@ -47,15 +47,15 @@ public:
   int64_t linear = 0;
   int64_t index[3] = {0, 0, 0};
 
-  std::vector<uint64_t> scalars;               // per VarId: Scalar and Pointer variables
-  std::vector<std::vector<uint64_t>> regs;     // per VarId: register tensors (slots)
-  std::vector<GlobalView> globals;             // per VarId: global tensors
-  std::vector<SharedView> shareds;             // per VarId: shared tensors
-  std::vector<uint8_t> shared;                 // the block's shared memory
-  std::vector<AsyncCopy> uncommitted;          // issued since the last commit
+  std::vector<uint64_t> scalars;                // per VarId: Scalar and Pointer variables
+  std::vector<std::vector<uint64_t>> regs;      // per VarId: register tensors (slots)
+  std::vector<GlobalView> globals;              // per VarId: global tensors
+  std::vector<SharedView> shareds;              // per VarId: shared tensors
+  std::vector<uint8_t> shared;                  // the block's shared memory
+  std::vector<AsyncCopy> uncommitted;           // issued since the last commit
   std::deque<std::vector<AsyncCopy>> committed; // oldest first
-  std::unique_ptr<BlockRaceDetector> race;     // checked mode only
-  std::vector<uint64_t> scratch[3];            // operand staging for elementwise instructions
+  std::unique_ptr<BlockRaceDetector> race;      // checked mode only
+  std::vector<uint64_t> scratch[3];             // operand staging for elementwise instructions
 
   /// Evaluate a scalar expression in this block.
   uint64_t eval(ExprId id) const { return evaluateExpr(program, id, varValue_); }

@@ -59,14 +59,14 @@ void CrossBlockRaces::report(const AccessInterval &earlier, bool earlierWrites,
   int64_t element = later.element + int64_t((at - later.lo) / uint64_t(later.bits));
   std::string what = "global element " + std::to_string(element) + " of `" +
                      plan_.program->var(later.root).name + "`";
-  diagnostics_.push_back(Diagnostic{
-      ErrorCode::Race,
-      "data race between blocks: " + plan_.describe(later.instruction) + " in " +
-          blockName(plan_, later.block) + (laterWrites ? " writes " : " reads ") + what +
-          ", which " + plan_.describe(earlier.instruction) + " in " +
-          blockName(plan_, earlier.block) + (earlierWrites ? " writes" : " reads") +
-          "; blocks run in no defined order and cannot wait for each other",
-      plan_.location(later.instruction)});
+  diagnostics_.push_back(
+      Diagnostic{ErrorCode::Race,
+                 "data race between blocks: " + plan_.describe(later.instruction) + " in " +
+                     blockName(plan_, later.block) + (laterWrites ? " writes " : " reads ") + what +
+                     ", which " + plan_.describe(earlier.instruction) + " in " +
+                     blockName(plan_, earlier.block) + (earlierWrites ? " writes" : " reads") +
+                     "; blocks run in no defined order and cannot wait for each other",
+                 plan_.location(later.instruction)});
 }
 
 void CrossBlockRaces::writesAgainstWrites() {

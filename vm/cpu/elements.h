@@ -14,7 +14,8 @@
 
 namespace tilus::cpu {
 
-static_assert(std::endian::native == std::endian::little, "the interpreter assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "the interpreter assumes a little-endian host");
 
 /// Float value classes with a fast decode/encode.
 enum class FloatKind : uint8_t { F32, F64, F16, BF16, Other };

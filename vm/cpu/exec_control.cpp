@@ -20,34 +20,80 @@ Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
   if (b.race)
     b.race->beginInstruction(index);
   switch (inst.opcode) {
-  case Opcode::BlockIndices: return execBlockIndices(b, index);
-  case Opcode::AllocateRegister: return execAllocateRegister(b, index);
-  case Opcode::Iota: return execIota(b, index);
-  case Opcode::AllocateShared: return execAllocateShared(b, index);
-  case Opcode::AllocateGlobal: return execAllocateGlobal(b, index);
-  case Opcode::ViewGlobal: return execViewGlobal(b, index);
-  case Opcode::SliceGlobal: return execSliceGlobal(b, index);
-  case Opcode::SliceShared: return execSliceShared(b, index);
-  case Opcode::LoadGlobal: return execLoadGlobal(b, index);
-  case Opcode::LoadShared: return execLoadShared(b, index);
-  case Opcode::StoreGlobal: return execStoreGlobal(b, index);
-  case Opcode::StoreShared: return execStoreShared(b, index);
-  case Opcode::CopyAsync: return execCopyAsync(b, index);
-  case Opcode::CopyAsyncCommitGroup: return execCopyAsyncCommitGroup(b, index);
-  case Opcode::CopyAsyncWaitGroup: return execCopyAsyncWaitGroup(b, index);
-  case Opcode::CopyAsyncWaitAll: return execCopyAsyncWaitAll(b, index);
-  case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Mod:
-  case Opcode::Max: case Opcode::Min: case Opcode::And: case Opcode::Or: case Opcode::Xor:
-  case Opcode::Shl: case Opcode::Shr: case Opcode::Eq: case Opcode::Ne: case Opcode::Lt:
-  case Opcode::Le: case Opcode::Gt: case Opcode::Ge: case Opcode::Neg: case Opcode::Abs:
-  case Opcode::Not: case Opcode::Exp: case Opcode::Exp2: case Opcode::Log: case Opcode::Log2:
-  case Opcode::Sqrt: case Opcode::Rsqrt: case Opcode::Sin: case Opcode::Cos: case Opcode::Tanh:
-  case Opcode::Where: case Opcode::Cast: case Opcode::ConvertLayout:
+  case Opcode::BlockIndices:
+    return execBlockIndices(b, index);
+  case Opcode::AllocateRegister:
+    return execAllocateRegister(b, index);
+  case Opcode::Iota:
+    return execIota(b, index);
+  case Opcode::AllocateShared:
+    return execAllocateShared(b, index);
+  case Opcode::AllocateGlobal:
+    return execAllocateGlobal(b, index);
+  case Opcode::ViewGlobal:
+    return execViewGlobal(b, index);
+  case Opcode::SliceGlobal:
+    return execSliceGlobal(b, index);
+  case Opcode::SliceShared:
+    return execSliceShared(b, index);
+  case Opcode::LoadGlobal:
+    return execLoadGlobal(b, index);
+  case Opcode::LoadShared:
+    return execLoadShared(b, index);
+  case Opcode::StoreGlobal:
+    return execStoreGlobal(b, index);
+  case Opcode::StoreShared:
+    return execStoreShared(b, index);
+  case Opcode::CopyAsync:
+    return execCopyAsync(b, index);
+  case Opcode::CopyAsyncCommitGroup:
+    return execCopyAsyncCommitGroup(b, index);
+  case Opcode::CopyAsyncWaitGroup:
+    return execCopyAsyncWaitGroup(b, index);
+  case Opcode::CopyAsyncWaitAll:
+    return execCopyAsyncWaitAll(b, index);
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div:
+  case Opcode::Mod:
+  case Opcode::Max:
+  case Opcode::Min:
+  case Opcode::And:
+  case Opcode::Or:
+  case Opcode::Xor:
+  case Opcode::Shl:
+  case Opcode::Shr:
+  case Opcode::Eq:
+  case Opcode::Ne:
+  case Opcode::Lt:
+  case Opcode::Le:
+  case Opcode::Gt:
+  case Opcode::Ge:
+  case Opcode::Neg:
+  case Opcode::Abs:
+  case Opcode::Not:
+  case Opcode::Exp:
+  case Opcode::Exp2:
+  case Opcode::Log:
+  case Opcode::Log2:
+  case Opcode::Sqrt:
+  case Opcode::Rsqrt:
+  case Opcode::Sin:
+  case Opcode::Cos:
+  case Opcode::Tanh:
+  case Opcode::Where:
+  case Opcode::Cast:
+  case Opcode::ConvertLayout:
     return execElementwise(b, index);
-  case Opcode::View: return execView(b, index);
-  case Opcode::Permute: return execPermute(b, index);
-  case Opcode::Dot: return execDot(b, index);
-  case Opcode::Reduce: return execReduce(b, index);
+  case Opcode::View:
+    return execView(b, index);
+  case Opcode::Permute:
+    return execPermute(b, index);
+  case Opcode::Dot:
+    return execDot(b, index);
+  case Opcode::Reduce:
+    return execReduce(b, index);
   case Opcode::Synchronize:
     if (b.race)
       b.race->synchronize();
@@ -55,7 +101,8 @@ Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
   case Opcode::Exit:
     flow = Flow::Exit;
     return Status::success();
-  case Opcode::Print: return execPrint(b, index);
+  case Opcode::Print:
+    return execPrint(b, index);
   }
   return b.fail(ErrorCode::Runtime, index, "unknown opcode");
 }

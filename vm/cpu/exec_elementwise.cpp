@@ -21,27 +21,48 @@ namespace {
 
 ExprOp exprOpOf(Opcode op) {
   switch (op) {
-  case Opcode::Add: return ExprOp::Add;
-  case Opcode::Sub: return ExprOp::Sub;
-  case Opcode::Mul: return ExprOp::Mul;
-  case Opcode::Div: return ExprOp::Div;
-  case Opcode::Mod: return ExprOp::Mod;
-  case Opcode::Max: return ExprOp::Max;
-  case Opcode::Min: return ExprOp::Min;
-  case Opcode::And: return ExprOp::BitAnd;
-  case Opcode::Or: return ExprOp::BitOr;
-  case Opcode::Xor: return ExprOp::BitXor;
-  case Opcode::Shl: return ExprOp::Shl;
-  case Opcode::Shr: return ExprOp::Shr;
-  case Opcode::Eq: return ExprOp::Eq;
-  case Opcode::Ne: return ExprOp::Ne;
-  case Opcode::Lt: return ExprOp::Lt;
-  case Opcode::Le: return ExprOp::Le;
-  case Opcode::Gt: return ExprOp::Gt;
-  case Opcode::Ge: return ExprOp::Ge;
-  case Opcode::Neg: return ExprOp::Neg;
-  case Opcode::Not: return ExprOp::BitNot;
-  default: return ExprOp::Const; // not an expression operator
+  case Opcode::Add:
+    return ExprOp::Add;
+  case Opcode::Sub:
+    return ExprOp::Sub;
+  case Opcode::Mul:
+    return ExprOp::Mul;
+  case Opcode::Div:
+    return ExprOp::Div;
+  case Opcode::Mod:
+    return ExprOp::Mod;
+  case Opcode::Max:
+    return ExprOp::Max;
+  case Opcode::Min:
+    return ExprOp::Min;
+  case Opcode::And:
+    return ExprOp::BitAnd;
+  case Opcode::Or:
+    return ExprOp::BitOr;
+  case Opcode::Xor:
+    return ExprOp::BitXor;
+  case Opcode::Shl:
+    return ExprOp::Shl;
+  case Opcode::Shr:
+    return ExprOp::Shr;
+  case Opcode::Eq:
+    return ExprOp::Eq;
+  case Opcode::Ne:
+    return ExprOp::Ne;
+  case Opcode::Lt:
+    return ExprOp::Lt;
+  case Opcode::Le:
+    return ExprOp::Le;
+  case Opcode::Gt:
+    return ExprOp::Gt;
+  case Opcode::Ge:
+    return ExprOp::Ge;
+  case Opcode::Neg:
+    return ExprOp::Neg;
+  case Opcode::Not:
+    return ExprOp::BitNot;
+  default:
+    return ExprOp::Const; // not an expression operator
   }
 }
 
@@ -52,12 +73,18 @@ bool isComparison(ExprOp op) {
 
 template <typename T> bool compareValues(ExprOp op, T x, T y) {
   switch (op) {
-  case ExprOp::Eq: return x == y;
-  case ExprOp::Ne: return x != y;
-  case ExprOp::Lt: return x < y;
-  case ExprOp::Le: return x <= y;
-  case ExprOp::Gt: return x > y;
-  default: return x >= y;
+  case ExprOp::Eq:
+    return x == y;
+  case ExprOp::Ne:
+    return x != y;
+  case ExprOp::Lt:
+    return x < y;
+  case ExprOp::Le:
+    return x <= y;
+  case ExprOp::Gt:
+    return x > y;
+  default:
+    return x >= y;
   }
 }
 
@@ -84,11 +111,20 @@ bool floatBinaryFast(ExprOp op, DataType t, const Slots &s) {
       s.d[i] = encodeFloat(f(decodeFloat(s.a[i], t), decodeFloat(s.b[i], t)), t);
   };
   switch (op) {
-  case ExprOp::Add: loop([](double x, double y) { return x + y; }); return true;
-  case ExprOp::Sub: loop([](double x, double y) { return x - y; }); return true;
-  case ExprOp::Mul: loop([](double x, double y) { return x * y; }); return true;
-  case ExprOp::Div: loop([](double x, double y) { return x / y; }); return true;
-  default: return false;
+  case ExprOp::Add:
+    loop([](double x, double y) { return x + y; });
+    return true;
+  case ExprOp::Sub:
+    loop([](double x, double y) { return x - y; });
+    return true;
+  case ExprOp::Mul:
+    loop([](double x, double y) { return x * y; });
+    return true;
+  case ExprOp::Div:
+    loop([](double x, double y) { return x / y; });
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -99,10 +135,11 @@ bool intBinaryFast(ExprOp op, DataType t, const Slots &s) {
   uint64_t mask = bitMask(t.bits);
   if (isComparison(op)) {
     for (size_t i = 0; i < s.n; ++i)
-      s.d[i] = (t.isSigned() ? compareValues(op, signExtend(s.a[i], t.bits), signExtend(s.b[i], t.bits))
-                             : compareValues(op, s.a[i] & mask, s.b[i] & mask))
-                   ? 1
-                   : 0;
+      s.d[i] =
+          (t.isSigned() ? compareValues(op, signExtend(s.a[i], t.bits), signExtend(s.b[i], t.bits))
+                        : compareValues(op, s.a[i] & mask, s.b[i] & mask))
+              ? 1
+              : 0;
     return true;
   }
   auto loop = [&](auto f) {
@@ -110,13 +147,26 @@ bool intBinaryFast(ExprOp op, DataType t, const Slots &s) {
       s.d[i] = f(s.a[i], s.b[i]) & mask;
   };
   switch (op) {
-  case ExprOp::Add: loop([](uint64_t x, uint64_t y) { return x + y; }); return true;
-  case ExprOp::Sub: loop([](uint64_t x, uint64_t y) { return x - y; }); return true;
-  case ExprOp::Mul: loop([](uint64_t x, uint64_t y) { return x * y; }); return true;
-  case ExprOp::BitAnd: loop([](uint64_t x, uint64_t y) { return x & y; }); return true;
-  case ExprOp::BitOr: loop([](uint64_t x, uint64_t y) { return x | y; }); return true;
-  case ExprOp::BitXor: loop([](uint64_t x, uint64_t y) { return x ^ y; }); return true;
-  default: return false;
+  case ExprOp::Add:
+    loop([](uint64_t x, uint64_t y) { return x + y; });
+    return true;
+  case ExprOp::Sub:
+    loop([](uint64_t x, uint64_t y) { return x - y; });
+    return true;
+  case ExprOp::Mul:
+    loop([](uint64_t x, uint64_t y) { return x * y; });
+    return true;
+  case ExprOp::BitAnd:
+    loop([](uint64_t x, uint64_t y) { return x & y; });
+    return true;
+  case ExprOp::BitOr:
+    loop([](uint64_t x, uint64_t y) { return x | y; });
+    return true;
+  case ExprOp::BitXor:
+    loop([](uint64_t x, uint64_t y) { return x ^ y; });
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -142,15 +192,24 @@ uint64_t absBits(uint64_t x, DataType t) {
 
 double mathFunction(Opcode op, double x) {
   switch (op) {
-  case Opcode::Exp: return std::exp(x);
-  case Opcode::Exp2: return std::exp2(x);
-  case Opcode::Log: return std::log(x);
-  case Opcode::Log2: return std::log2(x);
-  case Opcode::Sqrt: return std::sqrt(x);
-  case Opcode::Rsqrt: return 1.0 / std::sqrt(x);
-  case Opcode::Sin: return std::sin(x);
-  case Opcode::Cos: return std::cos(x);
-  default: return std::tanh(x);
+  case Opcode::Exp:
+    return std::exp(x);
+  case Opcode::Exp2:
+    return std::exp2(x);
+  case Opcode::Log:
+    return std::log(x);
+  case Opcode::Log2:
+    return std::log2(x);
+  case Opcode::Sqrt:
+    return std::sqrt(x);
+  case Opcode::Rsqrt:
+    return 1.0 / std::sqrt(x);
+  case Opcode::Sin:
+    return std::sin(x);
+  case Opcode::Cos:
+    return std::cos(x);
+  default:
+    return std::tanh(x);
   }
 }
 
@@ -177,7 +236,8 @@ Status unary(BlockState &b, uint32_t index, DataType t, const Slots &s) {
 
 void where(DataType condType, const uint64_t *c, const Slots &s) {
   for (size_t i = 0; i < s.n; ++i) {
-    bool truth = condType.isBool() ? c[i] != 0 : convertBits(c[i], condType, DataType::boolean()) != 0;
+    bool truth =
+        condType.isBool() ? c[i] != 0 : convertBits(c[i], condType, DataType::boolean()) != 0;
     s.d[i] = truth ? s.a[i] : s.b[i];
   }
 }
@@ -229,7 +289,8 @@ Expected<const uint64_t *> stageOperand(BlockState &b, uint32_t index, const Arg
   size_t need = size_t(b.plan.varTables[arg.var]->numSlots());
   if (src.size() != need)
     return b.fail(ErrorCode::Runtime, index,
-                  "register tensor `" + b.program.var(arg.var).name + "` is used before it is assigned");
+                  "register tensor `" + b.program.var(arg.var).name +
+                      "` is used before it is assigned");
   if (map.kind == OperandMap::Kind::Identity)
     return src.data();
   b.scratch[k].resize(n);

@@ -55,8 +55,8 @@ Status sharedOutOfBounds(const BlockState &b, uint32_t index, const SharedView &
                          const std::vector<OffsetValue> &offsets, const int64_t *idx,
                          const char *verb) {
   return b.fail(ErrorCode::OutOfBounds, index,
-                std::string(b.program.instructions[index].spec().name) + " " + verb +
-                    " index " + indexText(offsets, idx) + " outside shared tensor of shape " +
+                std::string(b.program.instructions[index].spec().name) + " " + verb + " index " +
+                    indexText(offsets, idx) + " outside shared tensor of shape " +
                     shapeText(view.shape) + " (allocation `" + b.program.var(view.root).name +
                     "`)");
 }
@@ -173,13 +173,13 @@ Status execLoadShared(BlockState &b, uint32_t index) {
   logical.assign(size_t(table.elements), 0);
   int sb = dtype.storageBits();
   int64_t base = view.byteOffset * 8;
-  TILUSVM_TRY(forEachSharedElement(b, index, view, offsets, *tile, "reads",
-                                   [&](int64_t e, int64_t off) {
-    uint64_t v = canonicalFromMemory(readBits(b.shared.data(), base + off * sb, sb), dtype);
-    logical[size_t(e)] = dtype == resultType ? v : convertBits(v, dtype, resultType);
-    if (b.race)
-      b.race->sharedRead(view.root, off, ownerThread(table, e));
-  }));
+  TILUSVM_TRY(
+      forEachSharedElement(b, index, view, offsets, *tile, "reads", [&](int64_t e, int64_t off) {
+        uint64_t v = canonicalFromMemory(readBits(b.shared.data(), base + off * sb, sb), dtype);
+        logical[size_t(e)] = dtype == resultType ? v : convertBits(v, dtype, resultType);
+        if (b.race)
+          b.race->sharedRead(view.root, off, ownerThread(table, e));
+      }));
   scatterToOwners(b, r, logical);
   return Status::success();
 }
@@ -197,14 +197,14 @@ Status execStoreShared(BlockState &b, uint32_t index) {
     return b.fail(tile.status().code(), index, tile.status().first().message);
   int sb = dtype.storageBits();
   int64_t base = view.byteOffset * 8;
-  return forEachSharedElement(b, index, view, offsets, *tile, "writes",
-                              [&](int64_t e, int64_t off) {
-    uint64_t v = slots[size_t(table.firstOwner(e))];
-    writeBits(b.shared.data(), base + off * sb, sb,
-              dtype == valueType ? v : convertBits(v, valueType, dtype));
-    if (b.race)
-      b.race->sharedWrite(view.root, off, ownerThread(table, e));
-  });
+  return forEachSharedElement(
+      b, index, view, offsets, *tile, "writes", [&](int64_t e, int64_t off) {
+        uint64_t v = slots[size_t(table.firstOwner(e))];
+        writeBits(b.shared.data(), base + off * sb, sb,
+                  dtype == valueType ? v : convertBits(v, valueType, dtype));
+        if (b.race)
+          b.race->sharedWrite(view.root, off, ownerThread(table, e));
+      });
 }
 
 Status execCopyAsync(BlockState &b, uint32_t index) {
@@ -228,13 +228,13 @@ Status execCopyAsync(BlockState &b, uint32_t index) {
   copy.elements.resize(n);
   copy.values.assign(n, 0);
   int64_t base = dst.byteOffset * 8;
-  TILUSVM_TRY(forEachSharedElement(b, index, dst, whole, *dstTile, "writes",
-                                   [&](int64_t e, int64_t off) {
-    copy.bitAddrs[size_t(e)] = base + off * copy.storageBits;
-    copy.elements[size_t(e)] = off;
-    if (b.race)
-      b.race->sharedCopyIssue(dst.root, off);
-  }));
+  TILUSVM_TRY(
+      forEachSharedElement(b, index, dst, whole, *dstTile, "writes", [&](int64_t e, int64_t off) {
+        copy.bitAddrs[size_t(e)] = base + off * copy.storageBits;
+        copy.elements[size_t(e)] = off;
+        if (b.race)
+          b.race->sharedCopyIssue(dst.root, off);
+      }));
   int sb = src.dtype.storageBits();
   bool same = src.dtype == dst.dtype;
   Status status;

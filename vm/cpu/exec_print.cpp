@@ -25,12 +25,13 @@ Status sharedValues(BlockState &b, uint32_t index, const SharedView &view,
   forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
     if (!valid) {
       if (status.ok())
-        status = b.fail(ErrorCode::OutOfBounds, index, "Print of a shared tensor that reaches "
-                                                      "outside its allocation");
+        status = b.fail(ErrorCode::OutOfBounds, index,
+                        "Print of a shared tensor that reaches "
+                        "outside its allocation");
       return;
     }
-    values[size_t(e)] =
-        canonicalFromMemory(readBits(b.shared.data(), view.byteOffset * 8 + off * sb, sb), view.dtype);
+    values[size_t(e)] = canonicalFromMemory(
+        readBits(b.shared.data(), view.byteOffset * 8 + off * sb, sb), view.dtype);
     if (b.race)
       b.race->sharedRead(view.root, off, -1);
   });
@@ -58,8 +59,8 @@ Status globalValues(BlockState &b, uint32_t index, const GlobalView &view,
     }
     values[size_t(e)] = canonicalFromMemory(readBits(view.base, bit, sb), view.dtype);
     if (b.race)
-      b.race->globalRead(uint64_t(reinterpret_cast<uintptr_t>(view.base)) * 8 + uint64_t(bit),
-                         sb, view.root, off, -1);
+      b.race->globalRead(uint64_t(reinterpret_cast<uintptr_t>(view.base)) * 8 + uint64_t(bit), sb,
+                         view.root, off, -1);
   });
   return status;
 }

@@ -98,8 +98,7 @@ Status execAllocateShared(BlockState &b, uint32_t index) {
 Status execAllocateGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
-  const WorkspaceRegion &region =
-      b.plan.workspaceRegions[size_t(b.plan.workspaceRegionOf[index])];
+  const WorkspaceRegion &region = b.plan.workspaceRegions[size_t(b.plan.workspaceRegionOf[index])];
   GlobalView view;
   view.base = b.plan.workspace.get() + region.byteOffset;
   view.byteSize = uint64_t(region.bytes);
@@ -119,7 +118,8 @@ Status execViewGlobal(BlockState &b, uint32_t index) {
   VarId ptr = inst.arg("ptr").var;
   uint32_t k = ptr == kNoId ? kNoId : b.plan.paramIndex[ptr];
   if (k == kNoId)
-    return b.fail(ErrorCode::Runtime, index, "ViewGlobal of something other than a pointer parameter");
+    return b.fail(ErrorCode::Runtime, index,
+                  "ViewGlobal of something other than a pointer parameter");
   const KernelArg &arg = (*b.plan.args)[k];
   GlobalView view;
   view.base = static_cast<uint8_t *>(arg.pointer);

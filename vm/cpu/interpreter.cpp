@@ -5,8 +5,8 @@
 // back ordered by block, traps first.
 #include "vm/cpu/interpreter.h"
 
-#include "vm/cpu/exec.h"
 #include "vm/cpu/cross_block_races.h"
+#include "vm/cpu/exec.h"
 
 #include <algorithm>
 #include <atomic>
@@ -42,9 +42,10 @@ public:
       for (std::thread &t : threads)
         t.join();
     }
-    std::stable_sort(reports_.begin(), reports_.end(), [](const BlockReport &a, const BlockReport &b) {
-      return a.trap != b.trap ? a.trap : a.block < b.block;
-    });
+    std::stable_sort(reports_.begin(), reports_.end(),
+                     [](const BlockReport &a, const BlockReport &b) {
+                       return a.trap != b.trap ? a.trap : a.block < b.block;
+                     });
     return std::move(reports_);
   }
 

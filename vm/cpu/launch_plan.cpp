@@ -123,8 +123,9 @@ Status planOperands(LaunchPlan &plan) {
     if (!usesOperandMaps(inst))
       continue;
     if (inst.results.empty() || !plan.varTables[inst.results[0]])
-      return Status::error(ErrorCode::Runtime, "result of " + plan.describe(uint32_t(k)) +
-                                                   " has no register layout", plan.location(uint32_t(k)));
+      return Status::error(ErrorCode::Runtime,
+                           "result of " + plan.describe(uint32_t(k)) + " has no register layout",
+                           plan.location(uint32_t(k)));
     const LayoutTable &result = *plan.varTables[inst.results[0]];
     const auto &specs = inst.spec().args;
     for (size_t a = 0; a < specs.size(); ++a) {
@@ -138,7 +139,8 @@ Status planOperands(LaunchPlan &plan) {
       const LayoutTable *operand = plan.varTables[arg.var];
       if (!operand)
         return Status::error(ErrorCode::Runtime,
-                             "operand of " + plan.describe(uint32_t(k)) + " is not a register tensor",
+                             "operand of " + plan.describe(uint32_t(k)) +
+                                 " is not a register tensor",
                              plan.location(uint32_t(k)));
       plan.operandMaps[k].push_back(buildOperandMap(result, *operand));
     }
@@ -211,10 +213,9 @@ Status planWorkspace(LaunchPlan &plan) {
 Status bindParameters(LaunchPlan &plan, const KernelArgs &args) {
   const Program &program = *plan.program;
   if (args.size() != program.params.size())
-    return Status::error(ErrorCode::Usage,
-                         "program `" + program.name + "` takes " +
-                             std::to_string(program.params.size()) + " arguments, got " +
-                             std::to_string(args.size()));
+    return Status::error(ErrorCode::Usage, "program `" + program.name + "` takes " +
+                                               std::to_string(program.params.size()) +
+                                               " arguments, got " + std::to_string(args.size()));
   plan.paramIndex.assign(program.vars.size(), kNoId);
   for (size_t k = 0; k < program.params.size(); ++k)
     plan.paramIndex[program.params[k]] = uint32_t(k);
@@ -230,8 +231,8 @@ Status evaluateGrid(LaunchPlan &plan) {
   for (size_t d = 0; d < program.grid.size(); ++d) {
     int64_t n = evalParamInt(plan, program.grid[d]);
     if (n < 0)
-      return Status::error(ErrorCode::Runtime, "grid dimension " + std::to_string(d) + " is " +
-                                                   std::to_string(n));
+      return Status::error(ErrorCode::Runtime,
+                           "grid dimension " + std::to_string(d) + " is " + std::to_string(n));
     plan.grid[d] = n;
   }
   return Status::success();

@@ -72,7 +72,7 @@ struct LaunchPlan {
   std::vector<uint32_t> paramIndex;
 
   std::vector<std::unique_ptr<LayoutTable>> tables;
-  std::vector<RegisterLayout> tableLayouts; // parallel to tables
+  std::vector<RegisterLayout> tableLayouts;   // parallel to tables
   std::vector<const LayoutTable *> varTables; // per VarId; null for non-register variables
   /// Per instruction: one entry per Value argument of elementwise instructions (Arithmetic,
   /// Bitwise, Comparison, Unary, Math, Where, Cast, ConvertLayout), in argument order.

@@ -52,8 +52,8 @@ Status countMismatch(const char *what, size_t got, size_t want) {
 }
 
 size_t sliceCount(const std::vector<OffsetValue> &offsets) {
-  return size_t(std::count_if(offsets.begin(), offsets.end(),
-                              [](const OffsetValue &o) { return o.slice; }));
+  return size_t(
+      std::count_if(offsets.begin(), offsets.end(), [](const OffsetValue &o) { return o.slice; }));
 }
 
 /// Strides of a shared layout that is linear in its coordinates, or an empty vector.

@@ -19,13 +19,13 @@ namespace tilus::cpu {
 /// (sub-byte types: at bit storageBits * that offset).
 struct GlobalView {
   uint8_t *base = nullptr;
-  uint64_t byteSize = 0;    // bytes of the buffer at base (a pointer argument or workspace)
-  VarId root = kNoId;       // the ViewGlobal / AllocateGlobal variable
-  VarId buffer = kNoId;     // the pointer parameter (kNoId for the workspace)
+  uint64_t byteSize = 0; // bytes of the buffer at base (a pointer argument or workspace)
+  VarId root = kNoId;    // the ViewGlobal / AllocateGlobal variable
+  VarId buffer = kNoId;  // the pointer parameter (kNoId for the workspace)
   DataType dtype;
   int64_t offset = 0;
   std::vector<int64_t> shape, strides, lo, hi;
-  bool empty = false;       // a fixed slice index fell outside its parent
+  bool empty = false; // a fixed slice index fell outside its parent
 };
 
 /// A shared tensor: element y is the root's element at root coordinates `origin` plus y_d in
@@ -34,9 +34,9 @@ struct SharedView {
   VarId root = kNoId;
   DataType dtype;
   const SharedLayout *layout = nullptr;
-  int64_t byteOffset = 0;           // of the root allocation
-  std::vector<int64_t> origin;      // per root dimension
-  std::vector<int32_t> dims;        // per view dimension: its root dimension
+  int64_t byteOffset = 0;      // of the root allocation
+  std::vector<int64_t> origin; // per root dimension
+  std::vector<int32_t> dims;   // per view dimension: its root dimension
   std::vector<int64_t> shape, lo, hi;
   bool empty = false;
 };
@@ -49,9 +49,9 @@ struct OffsetValue {
 
 /// The elements of a tile (row-major over `shape`) and where they are in memory.
 struct TileAccess {
-  std::vector<int64_t> shape;       // tile shape
-  std::vector<int64_t> lo, hi;      // valid index range per tile dimension
-  bool empty = false;               // no element is valid
+  std::vector<int64_t> shape;  // tile shape
+  std::vector<int64_t> lo, hi; // valid index range per tile dimension
+  bool empty = false;          // no element is valid
   // Linear addressing (global views; shared layouts row_major/column_major/strided):
   // element offset = base + sum idx_k * stride_k.
   bool linear = true;

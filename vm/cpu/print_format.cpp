@@ -49,8 +49,8 @@ void appendNested(std::string &out, DataType type, const std::vector<int64_t> &s
 std::string formatPrint(const int64_t block[3], const std::string &message, DataType type,
                         bool isTensor, const std::vector<int64_t> &shape,
                         const std::vector<uint64_t> &values) {
-  std::string out = "[block " + std::to_string(block[0]) + ", " + std::to_string(block[1]) +
-                    ", " + std::to_string(block[2]) + "] ";
+  std::string out = "[block " + std::to_string(block[0]) + ", " + std::to_string(block[1]) + ", " +
+                    std::to_string(block[2]) + "] ";
   if (!message.empty())
     out += message + ": ";
   out += type.name();

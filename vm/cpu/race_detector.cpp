@@ -83,9 +83,9 @@ bool BlockRaceDetector::shouldReport(Kind kind, uint32_t other, int32_t thread,
 }
 
 void BlockRaceDetector::report(const std::string &message) {
-  diagnostics_[pendingSlot_] = Diagnostic{
-      ErrorCode::Race, "data race in " + blockName(plan_, block_) + ": " + message,
-      plan_.location(current_)};
+  diagnostics_[pendingSlot_] =
+      Diagnostic{ErrorCode::Race, "data race in " + blockName(plan_, block_) + ": " + message,
+                 plan_.location(current_)};
 }
 
 void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t thread) {
@@ -153,8 +153,7 @@ namespace {
 /// Extend the last interval when the access continues it, else start a new one.
 void note(std::vector<AccessInterval> &v, uint64_t key, int bits, VarId root, int64_t element,
           uint32_t instruction, int64_t block) {
-  if (!v.empty() && v.back().hi == key && v.back().root == root &&
-      v.back().bits == bits)
+  if (!v.empty() && v.back().hi == key && v.back().root == root && v.back().bits == bits)
     v.back().hi = key + uint64_t(bits);
   else
     v.push_back(AccessInterval{key, key + uint64_t(bits), block, instruction, root, element, bits});

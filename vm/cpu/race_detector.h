@@ -14,8 +14,8 @@
 // cross_block_races.h compares once every block has run.
 #pragma once
 
-#include "isa/status.h"
 #include "isa/instruction.h"
+#include "isa/status.h"
 
 #include <cstdint>
 #include <map>
@@ -30,10 +30,10 @@ namespace tilus::cpu {
 struct LaunchPlan;
 
 struct Access {
-  uint64_t instance = 0;  // dynamic instruction number; 0 = never
+  uint64_t instance = 0; // dynamic instruction number; 0 = never
   uint32_t epoch = 0;
   uint32_t instruction = kNoId;
-  int32_t thread = -1;    // -1: the whole block (CopyAsync)
+  int32_t thread = -1; // -1: the whole block (CopyAsync)
 };
 
 struct Shadow {
@@ -79,8 +79,14 @@ public:
   std::vector<AccessInterval> takeWrites();
 
 private:
-  enum class Kind : uint8_t { ReadAfterWrite, WriteAfterRead, WriteAfterWrite, PendingRead,
-                              PendingWrite, UnsyncedLanding };
+  enum class Kind : uint8_t {
+    ReadAfterWrite,
+    WriteAfterRead,
+    WriteAfterWrite,
+    PendingRead,
+    PendingWrite,
+    UnsyncedLanding
+  };
   /// The element an access touches (names are only built when something is reported).
   struct Target {
     bool global;
