@@ -83,8 +83,7 @@ Status ModuleAssembler::run(const AstModule &ast, Module &module) {
     Location loc;
     loc.file = options_.fileName;
     errors.append(Diagnostic{ErrorCode::UndefinedName,
-                             "-D " + name + ": no constant named '" + name + "' is declared",
-                             loc});
+                             "-D " + name + ": no constant named '" + name + "' is declared", loc});
   }
   return errors;
 }

@@ -59,10 +59,10 @@ enum class AstStmtKind : uint8_t { Assign, Call, For, If, While, Break, Continue
 struct AstStmt {
   AstStmtKind kind = AstStmtKind::Pass;
   SrcPos pos;
-  std::vector<AstName> targets; // Assign
-  AstName annotation;           // Assign `NAME: DTYPE = expr` (empty name when absent)
-  AstExprPtr value;             // Assign/Call: the right-hand side or the call; If/While: cond
-  AstName loopVar;              // For
+  std::vector<AstName> targets;      // Assign
+  AstName annotation;                // Assign `NAME: DTYPE = expr` (empty name when absent)
+  AstExprPtr value;                  // Assign/Call: the right-hand side or the call; If/While: cond
+  AstName loopVar;                   // For
   std::vector<AstExprPtr> rangeArgs; // For: 1 to 3
   std::vector<AstStmt> body;
   std::vector<AstStmt> orelse; // If; `elif` is an If as the only statement of orelse

@@ -39,11 +39,21 @@ std::string quoteString(const std::string &text) {
   for (char c : text) {
     unsigned char u = static_cast<unsigned char>(c);
     switch (c) {
-    case '\\': out += "\\\\"; break;
-    case '"': out += "\\\""; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    case '\r': out += "\\r"; break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '"':
+      out += "\\\"";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
     default:
       if (u < 0x20 || u == 0x7f) {
         out += "\\x";
@@ -81,10 +91,10 @@ std::string floatDigits(double v, bool asF32) {
   std::string s;
   for (int p = 1; p <= 17; ++p) {
     std::snprintf(buf, sizeof buf, "%.*g", p, v);
-    bool same = asF32 ? std::bit_cast<uint32_t>(std::strtof(buf, nullptr)) ==
-                            std::bit_cast<uint32_t>(float(v))
-                      : std::bit_cast<uint64_t>(std::strtod(buf, nullptr)) ==
-                            std::bit_cast<uint64_t>(v);
+    bool same =
+        asF32 ? std::bit_cast<uint32_t>(std::strtof(buf, nullptr)) ==
+                    std::bit_cast<uint32_t>(float(v))
+              : std::bit_cast<uint64_t>(std::strtod(buf, nullptr)) == std::bit_cast<uint64_t>(v);
     if (same)
       break;
   }
@@ -127,24 +137,42 @@ struct BinaryForm {
 
 BinaryForm binaryForm(ExprOp op) {
   switch (op) {
-  case ExprOp::Add: return {"+", kPrecAdd};
-  case ExprOp::Sub: return {"-", kPrecAdd};
-  case ExprOp::Mul: return {"*", kPrecMul};
-  case ExprOp::Div: return {"/", kPrecMul};
-  case ExprOp::Mod: return {"%", kPrecMul};
-  case ExprOp::Shl: return {"<<", kPrecShift};
-  case ExprOp::Shr: return {">>", kPrecShift};
-  case ExprOp::BitAnd: return {"&", kPrecBitAnd};
-  case ExprOp::BitOr: return {"|", kPrecBitOr};
-  case ExprOp::BitXor: return {"^", kPrecBitXor};
-  case ExprOp::Eq: return {"==", kPrecCompare};
-  case ExprOp::Ne: return {"!=", kPrecCompare};
-  case ExprOp::Lt: return {"<", kPrecCompare};
-  case ExprOp::Le: return {"<=", kPrecCompare};
-  case ExprOp::Gt: return {">", kPrecCompare};
-  case ExprOp::Ge: return {">=", kPrecCompare};
-  case ExprOp::LogicalAnd: return {"and", kPrecAnd};
-  case ExprOp::LogicalOr: return {"or", kPrecOr};
+  case ExprOp::Add:
+    return {"+", kPrecAdd};
+  case ExprOp::Sub:
+    return {"-", kPrecAdd};
+  case ExprOp::Mul:
+    return {"*", kPrecMul};
+  case ExprOp::Div:
+    return {"/", kPrecMul};
+  case ExprOp::Mod:
+    return {"%", kPrecMul};
+  case ExprOp::Shl:
+    return {"<<", kPrecShift};
+  case ExprOp::Shr:
+    return {">>", kPrecShift};
+  case ExprOp::BitAnd:
+    return {"&", kPrecBitAnd};
+  case ExprOp::BitOr:
+    return {"|", kPrecBitOr};
+  case ExprOp::BitXor:
+    return {"^", kPrecBitXor};
+  case ExprOp::Eq:
+    return {"==", kPrecCompare};
+  case ExprOp::Ne:
+    return {"!=", kPrecCompare};
+  case ExprOp::Lt:
+    return {"<", kPrecCompare};
+  case ExprOp::Le:
+    return {"<=", kPrecCompare};
+  case ExprOp::Gt:
+    return {">", kPrecCompare};
+  case ExprOp::Ge:
+    return {">=", kPrecCompare};
+  case ExprOp::LogicalAnd:
+    return {"and", kPrecAnd};
+  case ExprOp::LogicalOr:
+    return {"or", kPrecOr};
   case ExprOp::Const:
   case ExprOp::Var:
   case ExprOp::BitNot:
@@ -177,12 +205,13 @@ std::string printNode(const Program &p, const ExprNode &n, int &prec) {
     return "not " + operand(0, kPrecNot);
   case ExprOp::Select:
     prec = kPrecTernary;
-    return operand(1, kPrecOr) + " if " + operand(0, kPrecOr) + " else " +
-           operand(2, kPrecTernary);
+    return operand(1, kPrecOr) + " if " + operand(0, kPrecOr) + " else " + operand(2, kPrecTernary);
   case ExprOp::Min:
   case ExprOp::Max:
   case ExprOp::CeilDiv:
-    return std::string(n.op == ExprOp::Min ? "min" : n.op == ExprOp::Max ? "max" : "cdiv") +
+    return std::string(n.op == ExprOp::Min   ? "min"
+                       : n.op == ExprOp::Max ? "max"
+                                             : "cdiv") +
            "(" + operand(0, kPrecTernary) + ", " + operand(1, kPrecTernary) + ")";
   case ExprOp::Cast:
     return n.dtype.name() + "(" + operand(0, kPrecTernary) + ")";

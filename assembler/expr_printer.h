@@ -33,7 +33,8 @@ std::string printExpr(const Program &program, ExprId id, int minPrec = kPrecTern
 /// "f64(0.1)", "f16(1.5)", "(1.0 / 0.0)"); `prec` receives its precedence.
 std::string printConst(DataType dtype, uint64_t bits, int *prec = nullptr);
 
-/// An integer as an expression that folds to that i64/i32 value ("-5", "(-9223372036854775807 - 1)").
+/// An integer as an expression that folds to that i64/i32 value ("-5", "(-9223372036854775807 -
+/// 1)").
 std::string printInteger(int64_t value);
 
 /// A string literal with escapes that the lexer reads back to the same bytes.

@@ -78,8 +78,8 @@ Expected<RegisterLayout> registerPrimitive(const AstExpr &call, const ExprContex
   }
   TILUSVM_TRY(noKeywords(call, ctx));
   const std::string &f = call.text;
-  bool known = f == "local" || f == "column_local" || f == "spatial" ||
-               f == "column_spatial" || f == "replicate";
+  bool known = f == "local" || f == "column_local" || f == "spatial" || f == "column_spatial" ||
+               f == "replicate";
   if (!known)
     return argError(ctx, call.pos, "unknown register layout '" + f + "'" + kExpected);
   if (f == "replicate" && call.args.size() != 1)
@@ -88,12 +88,11 @@ Expected<RegisterLayout> registerPrimitive(const AstExpr &call, const ExprContex
   auto n = intArgs(call, 0, call.args.size(), ctx);
   if (!n)
     return n.takeStatus();
-  Expected<RegisterLayout> l = f == "local"          ? RegisterLayout::local(*n)
-                               : f == "column_local" ? RegisterLayout::columnLocal(*n)
-                               : f == "spatial"      ? RegisterLayout::spatial(*n)
-                               : f == "column_spatial"
-                                   ? RegisterLayout::columnSpatial(*n)
-                                   : RegisterLayout::replicate((*n)[0]);
+  Expected<RegisterLayout> l = f == "local"            ? RegisterLayout::local(*n)
+                               : f == "column_local"   ? RegisterLayout::columnLocal(*n)
+                               : f == "spatial"        ? RegisterLayout::spatial(*n)
+                               : f == "column_spatial" ? RegisterLayout::columnSpatial(*n)
+                                                       : RegisterLayout::replicate((*n)[0]);
   if (!l)
     return relocate(l.status(), ctx.fileName, call.pos);
   return l;

@@ -67,6 +67,7 @@ private:
   Status lineStart(bool &skipLine);
   Status lexToken();
   Status lexNumber();
+  Status lexHex();
   Status lexString();
   Status lexOperator();
 
@@ -184,28 +185,8 @@ Status Lexer::lexToken() {
 Status Lexer::lexNumber() {
   SrcPos at = here();
   size_t start = pos_;
-  if (peek() == '0' && (peek(1) == 'x' || peek(1) == 'X')) {
-    advance();
-    advance();
-    uint64_t value = 0;
-    bool any = false, overflow = false;
-    while (isHexDigit(peek())) {
-      char h = peek();
-      int d = isDigit(h) ? h - '0' : (std::tolower(static_cast<unsigned char>(h)) - 'a' + 10);
-      if (value > (uint64_t(INT64_MAX) - uint64_t(d)) / 16)
-        overflow = true;
-      value = value * 16 + uint64_t(d);
-      any = true;
-      advance();
-    }
-    std::string text(src_.substr(start, pos_ - start));
-    if (!any || isNameChar(peek()))
-      return error(at, "invalid hexadecimal literal '" + text + "'");
-    if (overflow)
-      return error(at, "integer literal " + text + " does not fit in 64 bits");
-    push(TokenKind::Int, text, at, int64_t(value));
-    return Status::success();
-  }
+  if (peek() == '0' && (peek(1) == 'x' || peek(1) == 'X'))
+    return lexHex();
   bool isFloat = false;
   while (isDigit(peek()))
     advance();
@@ -245,6 +226,31 @@ Status Lexer::lexNumber() {
   return Status::success();
 }
 
+Status Lexer::lexHex() {
+  SrcPos at = here();
+  size_t start = pos_;
+  advance();
+  advance();
+  uint64_t value = 0;
+  bool any = false, overflow = false;
+  while (isHexDigit(peek())) {
+    char h = peek();
+    int d = isDigit(h) ? h - '0' : (std::tolower(static_cast<unsigned char>(h)) - 'a' + 10);
+    if (value > (uint64_t(INT64_MAX) - uint64_t(d)) / 16)
+      overflow = true;
+    value = value * 16 + uint64_t(d);
+    any = true;
+    advance();
+  }
+  std::string text(src_.substr(start, pos_ - start));
+  if (!any || isNameChar(peek()))
+    return error(at, "invalid hexadecimal literal '" + text + "'");
+  if (overflow)
+    return error(at, "integer literal " + text + " does not fit in 64 bits");
+  push(TokenKind::Int, text, at, int64_t(value));
+  return Status::success();
+}
+
 // Escapes: \\ \' \" \n \t \r \0 \xHH. Strings end on the same line.
 Status Lexer::lexString() {
   SrcPos at = here();
@@ -268,13 +274,27 @@ Status Lexer::lexString() {
     advance();
     char e = peek();
     switch (e) {
-    case '\\': text += '\\'; break;
-    case '\'': text += '\''; break;
-    case '"': text += '"'; break;
-    case 'n': text += '\n'; break;
-    case 't': text += '\t'; break;
-    case 'r': text += '\r'; break;
-    case '0': text += '\0'; break;
+    case '\\':
+      text += '\\';
+      break;
+    case '\'':
+      text += '\'';
+      break;
+    case '"':
+      text += '"';
+      break;
+    case 'n':
+      text += '\n';
+      break;
+    case 't':
+      text += '\t';
+      break;
+    case 'r':
+      text += '\r';
+      break;
+    case '0':
+      text += '\0';
+      break;
     case 'x': {
       if (!isHexDigit(peek(1)) || !isHexDigit(peek(2)))
         return error(escAt, "\\x escape needs two hexadecimal digits");

@@ -44,54 +44,59 @@ const char *kindText(VarKind k) {
 
 } // namespace
 
-Status ProgramLowering::instruction(const AstExpr &call, const std::vector<AstName> &targets,
-                                    SrcPos stmtPos, std::vector<Stmt> &out,
-                                    VarId *nestedResult) {
-  const InstructionSpec *found = findInstruction(call.text);
-  assert(found && "callers pass instruction calls only");
-  const InstructionSpec &spec = *found;
-  auto fail = [&](Status s) {
-    declareAfterFailure(targets, spec.resultKind == VarKind::None ? VarKind::Scalar
-                                                                  : spec.resultKind);
-    return s;
-  };
-  // Match the written arguments to the table: positional first, then by keyword.
-  std::vector<const AstArg *> slots(spec.args.size(), nullptr);
-  const AstArg *outArg = nullptr;
+// Matches the written arguments to the table: positional first, then by keyword; `out=` aside.
+Status ProgramLowering::matchArguments(const InstructionSpec &spec, const AstExpr &call,
+                                       std::vector<const AstArg *> &slots,
+                                       const AstArg *&outArg) const {
+  std::string op = std::string("'") + spec.name + "'";
+  slots.assign(spec.args.size(), nullptr);
   size_t positional = 0;
   for (const AstArg &a : call.args) {
     if (a.keyword.empty()) {
       if (positional >= spec.args.size())
-        return fail(error(ErrorCode::BadArgument, a.pos,
-                          std::string("'") + spec.name + "' takes at most " +
-                              std::to_string(spec.args.size()) + " arguments, got " +
-                              std::to_string(call.args.size())));
+        return error(ErrorCode::BadArgument, a.pos,
+                     op + " takes at most " + std::to_string(spec.args.size()) +
+                         " arguments, got " + std::to_string(call.args.size()));
       slots[positional++] = &a;
       continue;
     }
     if (a.keyword == "out") {
       if (outArg)
-        return fail(error(ErrorCode::BadArgument, a.pos, "out= is given twice"));
+        return error(ErrorCode::BadArgument, a.pos, "out= is given twice");
       outArg = &a;
       continue;
     }
     int idx = spec.argIndex(a.keyword);
     if (idx < 0)
-      return fail(error(ErrorCode::BadArgument, a.pos,
-                        std::string("'") + spec.name + "' has no argument '" + a.keyword + "'"));
+      return error(ErrorCode::BadArgument, a.pos, op + " has no argument '" + a.keyword + "'");
     if (slots[size_t(idx)])
-      return fail(error(ErrorCode::BadArgument, a.pos, argName(spec, size_t(idx)) +
-                                                           " is given twice"));
+      return error(ErrorCode::BadArgument, a.pos, argName(spec, size_t(idx)) + " is given twice");
     slots[size_t(idx)] = &a;
   }
   for (size_t k = 0; k < spec.args.size(); ++k)
     if (spec.args[k].required && !slots[k])
-      return fail(error(ErrorCode::BadArgument, call.pos,
-                        std::string("'") + spec.name + "' is missing required argument '" +
-                            spec.args[k].name + "'"));
+      return error(ErrorCode::BadArgument, call.pos,
+                   op + " is missing required argument '" + spec.args[k].name + "'");
   if (outArg && !spec.allowsOut)
-    return fail(error(ErrorCode::BadArgument, outArg->pos,
-                      std::string("'") + spec.name + "' does not accept out="));
+    return error(ErrorCode::BadArgument, outArg->pos, op + " does not accept out=");
+  return Status::success();
+}
+
+Status ProgramLowering::instruction(const AstExpr &call, const std::vector<AstName> &targets,
+                                    SrcPos stmtPos, std::vector<Stmt> &out, VarId *nestedResult) {
+  const InstructionSpec *found = findInstruction(call.text);
+  assert(found && "callers pass instruction calls only");
+  const InstructionSpec &spec = *found;
+  auto fail = [&](Status s) {
+    declareAfterFailure(targets,
+                        spec.resultKind == VarKind::None ? VarKind::Scalar : spec.resultKind);
+    return s;
+  };
+  std::vector<const AstArg *> slots;
+  const AstArg *outArg = nullptr;
+  Status matched = matchArguments(spec, call, slots, outArg);
+  if (!matched.ok())
+    return fail(matched);
   // Nested instruction calls, in source order.
   std::vector<VarId> nested(spec.args.size(), kNoId);
   for (const AstArg &a : call.args) {
@@ -171,10 +176,10 @@ Status ProgramLowering::results(const InstructionSpec &spec, const AstExpr &call
   if (spec.maxResults == 0)
     return error(ErrorCode::BadArgument, targets[0].pos, op + " returns no value");
   if (targets.size() < spec.minResults || targets.size() > spec.maxResults) {
-    std::string range = spec.minResults == spec.maxResults
-                            ? std::to_string(spec.minResults)
-                            : std::to_string(spec.minResults) + " to " +
-                                  std::to_string(spec.maxResults);
+    std::string range =
+        spec.minResults == spec.maxResults
+            ? std::to_string(spec.minResults)
+            : std::to_string(spec.minResults) + " to " + std::to_string(spec.maxResults);
     return error(ErrorCode::BadArgument, targets[0].pos,
                  op + " returns " + range + (spec.maxResults == 1 ? " value" : " values") +
                      ", got " + std::to_string(targets.size()) + " targets");
@@ -220,18 +225,8 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
   switch (spec.args[index].kind) {
   case ArgKind::Value:
     return valueArgument(value, nested);
-  case ArgKind::Expr: {
-    VarId id = value.kind == AstKind::Name ? scopes_.find(value.text) : kNoId;
-    if (id != kNoId && program_.vars[id].kind != VarKind::Scalar)
-      return error(ErrorCode::BadArgument, value.pos,
-                   what + " must be a scalar expression, got " +
-                       kindText(program_.vars[id].kind) + " '" + value.text + "'");
-    auto e = buildScalar(value, ctx);
-    if (!e)
-      return e.takeStatus();
-    arg.expr = emitExpr(program_, *e);
-    return arg;
-  }
+  case ArgKind::Expr:
+    return exprArgument(what, value);
   case ArgKind::Int: {
     auto v = buildIntConstant(value, ctx, ErrorCode::BadArgument, what);
     if (!v)
@@ -239,15 +234,8 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
     arg.intValue = *v;
     return arg;
   }
-  case ArgKind::Bool: {
-    auto e = buildScalar(value, ctx);
-    if (!e)
-      return e.takeStatus();
-    if (!e->isConst() || !e->dtype.isBool())
-      return error(ErrorCode::BadArgument, value.pos, what + " must be True or False");
-    arg.intValue = e->bits != 0 ? 1 : 0;
-    return arg;
-  }
+  case ArgKind::Bool:
+    return boolArgument(what, value);
   case ArgKind::DType: {
     std::optional<DataType> dt =
         value.kind == AstKind::Name ? DataType::parse(value.text) : std::nullopt;
@@ -290,6 +278,31 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
     return arg;
   }
   return error(ErrorCode::BadArgument, value.pos, what + " has an unknown kind");
+}
+
+Expected<Argument> ProgramLowering::exprArgument(const std::string &what, const AstExpr &value) {
+  VarId id = value.kind == AstKind::Name ? scopes_.find(value.text) : kNoId;
+  if (id != kNoId && program_.vars[id].kind != VarKind::Scalar)
+    return error(ErrorCode::BadArgument, value.pos,
+                 what + " must be a scalar expression, got " + kindText(program_.vars[id].kind) +
+                     " '" + value.text + "'");
+  auto e = buildScalar(value, exprContext());
+  if (!e)
+    return e.takeStatus();
+  Argument arg;
+  arg.expr = emitExpr(program_, *e);
+  return arg;
+}
+
+Expected<Argument> ProgramLowering::boolArgument(const std::string &what, const AstExpr &value) {
+  auto e = buildScalar(value, exprContext());
+  if (!e)
+    return e.takeStatus();
+  if (!e->isConst() || !e->dtype.isBool())
+    return error(ErrorCode::BadArgument, value.pos, what + " must be True or False");
+  Argument arg;
+  arg.intValue = e->bits != 0 ? 1 : 0;
+  return arg;
 }
 
 // IntList `[1, 2]`, ExprList `[m, k]`, Offset `[e, e:, ...]`.

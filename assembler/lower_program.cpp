@@ -66,13 +66,14 @@ Status ProgramLowering::header(const AstProgram &ast) {
   for (const AstParam &p : ast.params) {
     std::optional<DataType> dt = DataType::parse(p.dtype.name);
     if (!dt) {
-      errors.append(error(ErrorCode::Syntax, p.dtype.pos,
-                          "unknown data type '" + p.dtype.name + "'"));
+      errors.append(
+          error(ErrorCode::Syntax, p.dtype.pos, "unknown data type '" + p.dtype.name + "'"));
       continue;
     }
     if (const ConstValue *c = scopes_.findConstant(p.name.name)) {
       errors.append(error(ErrorCode::Redefined, p.name.pos,
-                          "parameter '" + p.name.name + "' redefines the constant declared at line " +
+                          "parameter '" + p.name.name +
+                              "' redefines the constant declared at line " +
                               std::to_string(c->pos.line)));
       continue;
     }
@@ -83,8 +84,8 @@ Status ProgramLowering::header(const AstProgram &ast) {
                               std::to_string(scopes_.declaredAt(prev).column) + ")"));
       continue;
     }
-    VarId id = scopes_.declare(p.name, p.pointer ? VarKind::Pointer : VarKind::Scalar, *dt, true,
-                               true);
+    VarId id =
+        scopes_.declare(p.name, p.pointer ? VarKind::Pointer : VarKind::Scalar, *dt, true, true);
     program_.params.push_back(id);
   }
   if (!errors.ok())
@@ -108,9 +109,9 @@ Status ProgramLowering::header(const AstProgram &ast) {
     if (!t) {
       errors.append(t.status());
     } else if (*t < 32 || *t > 1024 || *t % 32 != 0) {
-      errors.append(error(ErrorCode::Threads, ast.threads->pos,
-                          "threads=" + std::to_string(*t) +
-                              " is not a multiple of 32 in [32, 1024]"));
+      errors.append(
+          error(ErrorCode::Threads, ast.threads->pos,
+                "threads=" + std::to_string(*t) + " is not a multiple of 32 in [32, 1024]"));
     } else {
       program_.threads = uint32_t(*t);
     }
@@ -127,8 +128,9 @@ Status ProgramLowering::statement(const AstStmt &s, std::vector<Stmt> &out) {
       if (s.value->text == "min" || s.value->text == "max" || s.value->text == "cdiv" ||
           DataType::parse(s.value->text))
         return error(ErrorCode::UnknownInstruction, s.value->pos,
-                     "'" + s.value->text + "' is a scalar function, not an instruction; its "
-                                           "value must be assigned");
+                     "'" + s.value->text +
+                         "' is a scalar function, not an instruction; its "
+                         "value must be assigned");
       return error(ErrorCode::UnknownInstruction, s.value->pos,
                    "unknown instruction '" + s.value->text + "'");
     }

@@ -35,11 +35,14 @@ private:
   /// nested call `nestedResult` receives the variable holding its value.
   Status instruction(const AstExpr &call, const std::vector<AstName> &targets, SrcPos stmtPos,
                      std::vector<Stmt> &out, VarId *nestedResult);
+  Status matchArguments(const InstructionSpec &spec, const AstExpr &call,
+                        std::vector<const AstArg *> &slots, const AstArg *&outArg) const;
   Expected<Argument> argument(const InstructionSpec &spec, size_t index, const AstExpr &value,
                               VarId nested);
+  Expected<Argument> exprArgument(const std::string &what, const AstExpr &value);
+  Expected<Argument> boolArgument(const std::string &what, const AstExpr &value);
   Expected<Argument> valueArgument(const AstExpr &value, VarId nested);
-  Expected<Argument> listArgument(const InstructionSpec &spec, size_t index,
-                                  const AstExpr &value);
+  Expected<Argument> listArgument(const InstructionSpec &spec, size_t index, const AstExpr &value);
   Status results(const InstructionSpec &spec, const AstExpr &call, const AstArg *outArg,
                  const std::vector<AstName> &targets, VarId *nestedResult, Instruction &inst);
 

@@ -31,8 +31,8 @@ namespace tilus::tasm {
 
 bool isKeyword(std::string_view name) {
   static constexpr std::array<std::string_view, 17> kKeywords = {
-      "const",  "def",  "for", "in", "if",  "elif", "else",  "while", "break",
-      "continue", "return", "pass", "and", "or", "not", "True", "False"};
+      "const",    "def",    "for",  "in",  "if", "elif", "else", "while", "break",
+      "continue", "return", "pass", "and", "or", "not",  "True", "False"};
   for (std::string_view k : kKeywords)
     if (k == name)
       return true;
@@ -82,9 +82,7 @@ private:
       ++i_;
   }
   bool isOp(std::string_view op) const { return cur().kind == TokenKind::Op && cur().text == op; }
-  bool isName(std::string_view n) const {
-    return cur().kind == TokenKind::Name && cur().text == n;
-  }
+  bool isName(std::string_view n) const { return cur().kind == TokenKind::Name && cur().text == n; }
   bool isKind(TokenKind k) const { return cur().kind == k; }
   static std::string describe(const Token &t);
   Status error(std::string message) const { return errorAt(cur().pos, std::move(message)); }
@@ -135,8 +133,7 @@ private:
   Status tooLong(const AstExpr &e) const {
     if (e.depth <= kMaxExprDepth)
       return Status::success();
-    return error("expression too deep (more than " + std::to_string(kMaxExprDepth) +
-                 " levels)");
+    return error("expression too deep (more than " + std::to_string(kMaxExprDepth) + " levels)");
   }
 
   const std::vector<Token> &toks_;
@@ -419,8 +416,8 @@ Status Parser::forStmt(AstStmt &out) {
   }
   TILUSVM_TRY(expectOp(")"));
   if (out.rangeArgs.empty() || out.rangeArgs.size() > 3)
-    return errorAt(rangePos, "range() takes 1 to 3 arguments, got " +
-                                 std::to_string(out.rangeArgs.size()));
+    return errorAt(rangePos,
+                   "range() takes 1 to 3 arguments, got " + std::to_string(out.rangeArgs.size()));
   return block(out.body);
 }
 

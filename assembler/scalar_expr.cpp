@@ -68,16 +68,26 @@ struct BinaryOpInfo {
 };
 
 constexpr BinaryOpInfo kBinaryOps[] = {
-    {"+", ExprOp::Add, OpClass::Arith},          {"-", ExprOp::Sub, OpClass::Arith},
-    {"*", ExprOp::Mul, OpClass::Arith},          {"/", ExprOp::Div, OpClass::Arith},
-    {"%", ExprOp::Mod, OpClass::Arith},          {"<<", ExprOp::Shl, OpClass::Integer},
-    {">>", ExprOp::Shr, OpClass::Integer},       {"&", ExprOp::BitAnd, OpClass::Integer},
-    {"|", ExprOp::BitOr, OpClass::Integer},      {"^", ExprOp::BitXor, OpClass::Integer},
-    {"==", ExprOp::Eq, OpClass::Compare},        {"!=", ExprOp::Ne, OpClass::Compare},
-    {"<", ExprOp::Lt, OpClass::Compare},         {"<=", ExprOp::Le, OpClass::Compare},
-    {">", ExprOp::Gt, OpClass::Compare},         {">=", ExprOp::Ge, OpClass::Compare},
-    {"and", ExprOp::LogicalAnd, OpClass::Logical}, {"or", ExprOp::LogicalOr, OpClass::Logical},
-    {"min", ExprOp::Min, OpClass::Arith},        {"max", ExprOp::Max, OpClass::Arith},
+    {"+", ExprOp::Add, OpClass::Arith},
+    {"-", ExprOp::Sub, OpClass::Arith},
+    {"*", ExprOp::Mul, OpClass::Arith},
+    {"/", ExprOp::Div, OpClass::Arith},
+    {"%", ExprOp::Mod, OpClass::Arith},
+    {"<<", ExprOp::Shl, OpClass::Integer},
+    {">>", ExprOp::Shr, OpClass::Integer},
+    {"&", ExprOp::BitAnd, OpClass::Integer},
+    {"|", ExprOp::BitOr, OpClass::Integer},
+    {"^", ExprOp::BitXor, OpClass::Integer},
+    {"==", ExprOp::Eq, OpClass::Compare},
+    {"!=", ExprOp::Ne, OpClass::Compare},
+    {"<", ExprOp::Lt, OpClass::Compare},
+    {"<=", ExprOp::Le, OpClass::Compare},
+    {">", ExprOp::Gt, OpClass::Compare},
+    {">=", ExprOp::Ge, OpClass::Compare},
+    {"and", ExprOp::LogicalAnd, OpClass::Logical},
+    {"or", ExprOp::LogicalOr, OpClass::Logical},
+    {"min", ExprOp::Min, OpClass::Arith},
+    {"max", ExprOp::Max, OpClass::Arith},
     {"cdiv", ExprOp::CeilDiv, OpClass::Integer},
 };
 
@@ -171,8 +181,7 @@ Expected<TypedExpr> Builder::build(const AstExpr &ast) {
   case AstKind::Slice:
     return error(ErrorCode::BadArgument, ast.pos, "a list is not a scalar expression");
   case AstKind::Dot:
-    return error(ErrorCode::BadArgument, ast.pos,
-                 "a layout expression is not a scalar expression");
+    return error(ErrorCode::BadArgument, ast.pos, "a layout expression is not a scalar expression");
   }
   return error(ErrorCode::Syntax, ast.pos, "malformed expression");
 }
@@ -255,8 +264,7 @@ Expected<TypedExpr> Builder::unary(const AstExpr &ast) {
   return makeOp(ast.text == "-" ? ExprOp::Neg : ExprOp::BitNot, rt, {std::move(operand)});
 }
 
-Expected<TypedExpr> Builder::binary(const BinaryOpInfo &info, SrcPos at, TypedExpr a,
-                                    TypedExpr b) {
+Expected<TypedExpr> Builder::binary(const BinaryOpInfo &info, SrcPos at, TypedExpr a, TypedExpr b) {
   DataType ta = a.dtype, tb = b.dtype;
   if (info.cls == OpClass::Logical && (!isCondition(ta) || !isCondition(tb)))
     return error(ErrorCode::DtypeMismatch, at,
@@ -307,8 +315,8 @@ Expected<TypedExpr> Builder::ternary(const AstExpr &ast) {
 
 Expected<TypedExpr> Builder::call(const AstExpr &ast) {
   const std::string &f = ast.text;
-  const BinaryOpInfo *builtin = (f == "min" || f == "max" || f == "cdiv") ? findBinaryOp(f)
-                                                                          : nullptr;
+  const BinaryOpInfo *builtin =
+      (f == "min" || f == "max" || f == "cdiv") ? findBinaryOp(f) : nullptr;
   std::optional<DataType> castType = DataType::parse(f);
   if (!builtin && !castType) {
     if (findInstruction(f))

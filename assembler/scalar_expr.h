@@ -32,9 +32,9 @@ struct TypedExpr {
 /// What a name denotes where an expression is built.
 struct NameMeaning {
   enum class Kind : uint8_t { None, Constant, Variable } kind = Kind::None;
-  DataType dtype;     // Constant and Variable (Scalar and Pointer)
-  uint64_t bits = 0;  // Constant
-  VarId var = kNoId;  // Variable
+  DataType dtype;    // Constant and Variable (Scalar and Pointer)
+  uint64_t bits = 0; // Constant
+  VarId var = kNoId; // Variable
   VarKind varKind = VarKind::Scalar;
 };
 using NameLookup = std::function<NameMeaning(const std::string &)>;

@@ -58,7 +58,7 @@ private:
   const std::string &file_;
   const std::set<std::string> &reserved_;
   std::vector<std::unordered_map<std::string, VarId>> scopes_;
-  std::vector<SrcPos> declPos_;  // by VarId
+  std::vector<SrcPos> declPos_;   // by VarId
   std::vector<uint8_t> readOnly_; // by VarId
   uint32_t nextTemp_ = 0;
 };

@@ -66,8 +66,7 @@ bool readFile(const std::string &path, std::string &out) {
 }
 
 /// Write `data` to `path` through a temporary file in the same directory and a rename.
-bool writeFileAtomically(const std::string &path, const void *data, size_t size,
-                         std::string &why) {
+bool writeFileAtomically(const std::string &path, const void *data, size_t size, std::string &why) {
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path tmp = target;
@@ -185,11 +184,10 @@ std::string joinInts(const std::vector<int64_t> &v) {
 
 /// {"shape": [..], "threads": T, "locals": N, "canonical": "...", "owners": [[[t, i], ...], ...]}
 std::string layoutJson(const RegisterLayout &l) {
-  std::string s = "{\"shape\": [" + joinInts(l.shape()) + "], \"threads\": " +
-                  std::to_string(l.numThreads()) + ", \"locals\": " +
-                  std::to_string(l.numLocals()) +
-                  ", \"canonical\": " + nlohmann::json(l.canonicalString()).dump() +
-                  ", \"owners\": [";
+  std::string s =
+      "{\"shape\": [" + joinInts(l.shape()) + "], \"threads\": " + std::to_string(l.numThreads()) +
+      ", \"locals\": " + std::to_string(l.numLocals()) +
+      ", \"canonical\": " + nlohmann::json(l.canonicalString()).dump() + ", \"owners\": [";
   auto owners = l.owners();
   for (size_t e = 0; e < owners.size(); ++e) {
     s += e ? ", [" : "[";
@@ -261,8 +259,8 @@ int layoutMode(const Options &o) {
     return kExitOk;
   }
   std::cout << l->toString() << "\n"
-            << "shape [" << joinInts(l->shape()) << "], threads " << l->numThreads()
-            << ", locals " << l->numLocals() << "\n"
+            << "shape [" << joinInts(l->shape()) << "], threads " << l->numThreads() << ", locals "
+            << l->numLocals() << "\n"
             << "canonical: " << l->canonicalString() << "\n\n"
             << layoutGrid(*l);
   return kExitOk;
@@ -271,8 +269,7 @@ int layoutMode(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"Assemble, check and disassemble Tilus VM programs (.tasm <-> .tbc).",
-               "tilus-asm"};
+  CLI::App app{"Assemble, check and disassemble Tilus VM programs (.tasm <-> .tbc).", "tilus-asm"};
   app.set_version_flag("--version", std::string("tilus-asm ") + TILUSVM_VERSION);
   Options o;
   app.add_option("input", o.input, "INPUT.tasm to assemble (INPUT.tbc with -d)");
@@ -299,8 +296,8 @@ int main(int argc, char **argv) {
     return usageError(e.what());
   }
   if (layout->parsed()) {
-    if (!o.input.empty() || !o.output.empty() || !o.defines.empty() || o.debugInfo ||
-        o.checkOnly || o.disassemble)
+    if (!o.input.empty() || !o.output.empty() || !o.defines.empty() || o.debugInfo || o.checkOnly ||
+        o.disassemble)
       return usageError("'layout' takes no other options");
     return layoutMode(o);
   }

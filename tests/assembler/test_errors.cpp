@@ -24,7 +24,8 @@ std::string stmt(const std::string &line) { return diag(std::string(kPre) + "   
 TEST_CASE("syntax") {
   CHECK(diag("def k<1>():\n\tpass\n") ==
         "t.tasm:2:1: error[syntax]: tab in indentation (indent with spaces)");
-  CHECK(diag("def k<1>(f17 a):\n    pass\n") == "t.tasm:1:10: error[syntax]: unknown data type 'f17'");
+  CHECK(diag("def k<1>(f17 a):\n    pass\n") ==
+        "t.tasm:1:10: error[syntax]: unknown data type 'f17'");
   CHECK(stmt("y: f99 = 1") == "t.tasm:4:8: error[syntax]: unknown data type 'f99'");
   CHECK(stmt("a, b = n + 1") ==
         "t.tasm:4:8: error[syntax]: assigning 2 targets needs an instruction that returns several "
@@ -115,8 +116,10 @@ TEST_CASE("bad-argument: wrong kind of argument") {
   CHECK(stmt("y = AllocateRegister(f32, layout=4)") ==
         "t.tasm:4:38: error[bad-argument]: expected a register layout (expected local, "
         "column_local, spatial, column_spatial or replicate)");
-  CHECK(stmt("y = Add(r, [1])") == "t.tasm:4:16: error[bad-argument]: a list is not a scalar expression");
-  CHECK(stmt("y = Add(r, \"s\")") == "t.tasm:4:16: error[bad-argument]: a string is not a scalar expression");
+  CHECK(stmt("y = Add(r, [1])") ==
+        "t.tasm:4:16: error[bad-argument]: a list is not a scalar expression");
+  CHECK(stmt("y = Add(r, \"s\")") ==
+        "t.tasm:4:16: error[bad-argument]: a string is not a scalar expression");
   CHECK(stmt("y = n + Exp(r)") ==
         "t.tasm:4:13: error[bad-argument]: instruction 'Exp' cannot be used inside a scalar "
         "expression");
@@ -129,9 +132,11 @@ TEST_CASE("bad-argument: results and out=") {
         "t.tasm:4:5: error[bad-argument]: 'Exp' returns 1 value, got 2 targets");
   CHECK(stmt("a, b, c, d = BlockIndices()") ==
         "t.tasm:4:5: error[bad-argument]: 'BlockIndices' returns 1 to 3 values, got 4 targets");
-  CHECK(stmt("a = Synchronize()") == "t.tasm:4:5: error[bad-argument]: 'Synchronize' returns no value");
-  CHECK(stmt("Exp(r)") ==
-        "t.tasm:4:5: error[bad-argument]: the result of 'Exp' is not used (assign it, or pass out=)");
+  CHECK(stmt("a = Synchronize()") ==
+        "t.tasm:4:5: error[bad-argument]: 'Synchronize' returns no value");
+  CHECK(
+      stmt("Exp(r)") ==
+      "t.tasm:4:5: error[bad-argument]: the result of 'Exp' is not used (assign it, or pass out=)");
   CHECK(stmt("y = Exp(StoreGlobal(r, g))") ==
         "t.tasm:4:13: error[bad-argument]: 'StoreGlobal' returns no value and cannot be used as "
         "an argument");
@@ -203,7 +208,8 @@ def b<1>():
   CHECK(d[1].toString() == "t.tasm:4:13: error[undefined-name]: undefined name 'w'");
   CHECK(d[2].toString() == "t.tasm:6:5: error[break-outside-loop]: 'break' outside a loop");
   // A failed statement still declares its targets: no cascade of undefined names.
-  auto c = asmText("def a<1>(f32* p) threads=32:\n    t = Exp(Frob(p))\n    u = Exp(t)\n    v = x2\n");
+  auto c =
+      asmText("def a<1>(f32* p) threads=32:\n    t = Exp(Frob(p))\n    u = Exp(t)\n    v = x2\n");
   REQUIRE_FALSE(c.ok());
   REQUIRE(c.status().diagnostics().size() == 2);
   CHECK(c.status().diagnostics()[0].code == ErrorCode::UnknownInstruction);

@@ -165,7 +165,7 @@ TEST_CASE("constant casts follow ISA section 2 conversions") {
   CHECK(typed("bool(0.0)") == "bool:0");
   CHECK(typed("f32(3)") == f32bits(3.0f));
   CHECK(typed("f16(1.5)") == "f16#3e00");
-  CHECK(typed("f16(65520.0)") == "f16#7c00"); // overflow to inf
+  CHECK(typed("f16(65520.0)") == "f16#7c00");    // overflow to inf
   CHECK(typed("f8e4m3(1000.0)") == "f8e4m3#7e"); // saturates to 448
   CHECK(typed("i32(f32(16777217))") == "i32:16777216");
 }
@@ -216,7 +216,8 @@ TEST_CASE("-D overrides replace the declared value, and later constants see it")
 
   auto badName = asmText(src, {{"A", "N"}});
   CHECK_ERROR(badName, ErrorCode::UndefinedName);
-  CHECK(badName.status().first().toString() == "-D A:1:1: error[undefined-name]: undefined name 'N'");
+  CHECK(badName.status().first().toString() ==
+        "-D A:1:1: error[undefined-name]: undefined name 'N'");
   auto badSyntax = asmText(src, {{"A", "1 +"}});
   CHECK_ERROR(badSyntax, ErrorCode::Syntax);
   CHECK(badSyntax.status().first().location.file == "-D A");

@@ -33,8 +33,8 @@ RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
 
 /// The register layout of AllocateRegister(f32, layout=TEXT) in a program with constants.
 RegisterLayout inProgram(const std::string &text) {
-  Program p = asmProgram("const BM, W = 16, 2\ndef k<1>():\n    r = AllocateRegister(f32, layout=" +
-                         text + ")\n");
+  Program p = asmProgram(
+      "const BM, W = 16, 2\ndef k<1>():\n    r = AllocateRegister(f32, layout=" + text + ")\n");
   REQUIRE(p.instructions[0].arg("layout").regLayout);
   return *p.instructions[0].arg("layout").regLayout;
 }
@@ -81,11 +81,10 @@ TEST_CASE("register layouts match the reference functions of ISA section 3.1") {
   checkFunction(parsed("local(2, 1).spatial(8, 4).local(1, 2)"), 32, 4, [](int64_t t, int64_t i) {
     return std::vector<int64_t>{t / 4 + 8 * (i / 2), 2 * (t % 4) + i % 2};
   });
-  checkFunction(parsed("column_local(2, 2).spatial(8, 4).local(1, 2)"), 32, 8,
-                [](int64_t t, int64_t i) {
-                  return std::vector<int64_t>{t / 4 + 8 * ((i / 2) % 2),
-                                              2 * (t % 4) + i % 2 + 8 * (i / 4)};
-                });
+  checkFunction(
+      parsed("column_local(2, 2).spatial(8, 4).local(1, 2)"), 32, 8, [](int64_t t, int64_t i) {
+        return std::vector<int64_t>{t / 4 + 8 * ((i / 2) % 2), 2 * (t % 4) + i % 2 + 8 * (i / 4)};
+      });
   checkFunction(parsed("local(2, 1).column_spatial(4, 8).local(2, 1)"), 32, 4,
                 [](int64_t t, int64_t i) {
                   return std::vector<int64_t>{8 * (i / 2) + 2 * (t % 4) + i % 2, t / 4};
@@ -113,13 +112,12 @@ def k<1>():
   CHECK(layout(0) == *SharedLayout::rowMajor({4, 8}));
   CHECK(layout(1) == *SharedLayout::columnMajor({4, 8}));
   CHECK(layout(2) == *SharedLayout::strided({4, 8}, {1, 5}));
-  CHECK(layout(3) == *SharedLayout::tile(*SharedLayout::rowMajor({2, 2}),
-                                         *SharedLayout::rowMajor({4, 4})));
+  CHECK(layout(3) ==
+        *SharedLayout::tile(*SharedLayout::rowMajor({2, 2}), *SharedLayout::rowMajor({4, 4})));
   CHECK(layout(4) == *SharedLayout::swizzle(*SharedLayout::rowMajor({64, 32}), 3, 3, 3));
-  CHECK(layout(5) ==
-        *SharedLayout::tile(*SharedLayout::rowMajor({2, 2}),
-                            *SharedLayout::tile(*SharedLayout::rowMajor({2, 2}),
-                                                *SharedLayout::rowMajor({4, 4}))));
+  CHECK(layout(5) == *SharedLayout::tile(*SharedLayout::rowMajor({2, 2}),
+                                         *SharedLayout::tile(*SharedLayout::rowMajor({2, 2}),
+                                                             *SharedLayout::rowMajor({4, 4}))));
   CHECK_FALSE(p.instructions[6].arg("layout").present);
   // Hand-computed offsets: column-major [4, 8] puts (1, 2) at 1 + 2*4; the tiling puts (5, 6)
   // in tile (1, 1) at 3 * 16 and within it at (1, 2) -> 1*4 + 2.
@@ -151,13 +149,15 @@ TEST_CASE("layout errors") {
   auto inProg = asmText("def k<1>(i32 n):\n    r = AllocateRegister(f32, layout=spatial(n))\n");
   CHECK_ERROR(inProg, ErrorCode::BadArgument);
   CHECK(firstWhere(inProg.status()) == "t.tasm:2:46");
-  auto shared = asmText("def k<1>():\n    s = AllocateShared(f16, shape=[4], layout=swizzle(row_major(4), 3, 0, 1))\n");
+  auto shared = asmText("def k<1>():\n    s = AllocateShared(f16, shape=[4], "
+                        "layout=swizzle(row_major(4), 3, 0, 1))\n");
   CHECK_ERROR(shared, ErrorCode::LayoutInvalid);
   CHECK(firstWhere(shared.status()) == "t.tasm:2:47");
   CHECK_ERROR(asmText("def k<1>():\n    s = AllocateShared(f16, shape=[4], layout=diagonal(4))\n"),
               ErrorCode::BadArgument);
-  CHECK_ERROR(asmText("def k<1>():\n    s = AllocateShared(f16, shape=[4], layout=strided([4], 1))\n"),
-              ErrorCode::BadArgument);
+  CHECK_ERROR(
+      asmText("def k<1>():\n    s = AllocateShared(f16, shape=[4], layout=strided([4], 1))\n"),
+      ErrorCode::BadArgument);
 }
 
 } // namespace

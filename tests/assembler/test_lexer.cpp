@@ -64,8 +64,8 @@ std::string lexError(const std::string &text) {
 
 TEST_CASE("indentation becomes INDENT and DEDENT tokens") {
   CHECK(lex("def f:\n    a\n    if b:\n        c\n    d\ne\n") ==
-        v({"def", "f", ":", "NL", "IN", "a", "NL", "if", "b", ":", "NL", "IN", "c", "NL", "DE",
-           "d", "NL", "DE", "e", "NL", "END"}));
+        v({"def", "f", ":",  "NL", "IN", "a",  "NL", "if", "b",  ":",  "NL",
+           "IN",  "c", "NL", "DE", "d",  "NL", "DE", "e",  "NL", "END"}));
   // Several levels closed at once, and at the end of input without a final newline.
   CHECK(lex("a\n  b\n    c\nd") ==
         v({"a", "NL", "IN", "b", "NL", "IN", "c", "NL", "DE", "DE", "d", "NL", "END"}));
@@ -87,11 +87,10 @@ TEST_CASE("newlines inside brackets continue the line") {
 
 TEST_CASE("operators take the longest match") {
   CHECK(lex("a<<b>>c<=d>=e==f!=g<h>i=j") ==
-        v({"a", "<<", "b", ">>", "c", "<=", "d", ">=", "e", "==", "f", "!=", "g", "<", "h", ">",
-           "i", "=", "j", "NL", "END"}));
-  CHECK(lex("+-*/%&|^~:,.()[]") ==
-        v({"+", "-", "*", "/", "%", "&", "|", "^", "~", ":", ",", ".", "(", ")", "[", "]", "NL",
-           "END"}));
+        v({"a",  "<<", "b", ">>", "c", "<=", "d", ">=", "e",  "==", "f",
+           "!=", "g",  "<", "h",  ">", "i",  "=", "j",  "NL", "END"}));
+  CHECK(lex("+-*/%&|^~:,.()[]") == v({"+", "-", "*", "/", "%", "&", "|", "^", "~", ":", ",", ".",
+                                      "(", ")", "[", "]", "NL", "END"}));
   // A tab between tokens is whitespace.
   CHECK(lex("a\t+ b") == v({"a", "+", "b", "NL", "END"}));
 }
@@ -103,9 +102,8 @@ TEST_CASE("integer literals") {
 }
 
 TEST_CASE("float literals, and a dot before a name is an operator") {
-  CHECK(lex("1.0 1. .5 1e-3 2E+10 3.25e2") ==
-        v({"float:1.0", "float:1.", "float:.5", "float:1e-3", "float:2E+10", "float:3.25e2", "NL",
-           "END"}));
+  CHECK(lex("1.0 1. .5 1e-3 2E+10 3.25e2") == v({"float:1.0", "float:1.", "float:.5", "float:1e-3",
+                                                 "float:2E+10", "float:3.25e2", "NL", "END"}));
   CHECK(lex("local(2).spatial(4)") ==
         v({"local", "(", "int:2", ")", ".", "spatial", "(", "int:4", ")", "NL", "END"}));
 }

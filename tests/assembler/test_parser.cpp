@@ -182,13 +182,11 @@ TEST_CASE("syntax errors point at the offending token") {
   CHECK(syntaxError("const A, B = 1\n") == "1:12 2 constant names but 1 values");
   CHECK(syntaxError("def k<1, 2, 3, 4>():\n    pass\n") == "1:16 a grid has at most 3 dimensions");
   CHECK(syntaxError("def k(i32 n):\n    pass\n") == "1:6 expected '<', found '('");
-  CHECK(syntaxError("def k<1>(i32):\n    pass\n") ==
-        "1:13 expected a parameter name, found ')'");
+  CHECK(syntaxError("def k<1>(i32):\n    pass\n") == "1:13 expected a parameter name, found ')'");
   CHECK(syntaxError("def k<1>()\n    pass\n") == "1:11 expected ':', found end of line");
   CHECK(syntaxError("def k<1>(): pass\n") ==
         "1:13 expected end of line after ':', found 'pass' (a block starts on the next line)");
-  CHECK(syntaxError("def k<1>():\npass\n") ==
-        "2:1 expected an indented block, found 'pass'");
+  CHECK(syntaxError("def k<1>():\npass\n") == "2:1 expected an indented block, found 'pass'");
   CHECK(syntaxError("def k<1>():\n    return 1\n") == "2:12 'return' takes no value");
   CHECK(syntaxError("def k<1>():\n    else:\n        pass\n") ==
         "2:5 'else' without a matching 'if'");
@@ -233,14 +231,13 @@ std::string repeat(const std::string &s, int n) {
 }
 
 TEST_CASE("nesting is bounded: deep input is an error, never a stack overflow") {
-  auto deepParens = asmText("def k<1>():\n    x = " + repeat("(", 100000) + "1" +
-                            repeat(")", 100000) + "\n");
+  auto deepParens =
+      asmText("def k<1>():\n    x = " + repeat("(", 100000) + "1" + repeat(")", 100000) + "\n");
   CHECK_ERROR(deepParens, ErrorCode::Syntax);
   CHECK(deepParens.status().first().message ==
         "expression nested too deeply (more than 200 levels)");
   CHECK_ERROR(asmText("def k<1>():\n    x = " + repeat("-", 100000) + "1\n"), ErrorCode::Syntax);
-  CHECK_ERROR(asmText("def k<1>():\n    x = " + repeat("not ", 100000) + "1\n"),
-              ErrorCode::Syntax);
+  CHECK_ERROR(asmText("def k<1>():\n    x = " + repeat("not ", 100000) + "1\n"), ErrorCode::Syntax);
   CHECK_ERROR(asmText("def k<1>():\n    x = f(" + repeat("[", 100000) + "\n"), ErrorCode::Syntax);
   auto chain = asmText("def k<1>(i32 n):\n    x = n" + repeat(" + n", 100000) + "\n");
   CHECK_ERROR(chain, ErrorCode::Syntax);
@@ -250,9 +247,9 @@ TEST_CASE("nesting is bounded: deep input is an error, never a stack overflow") 
   CHECK_ERROR(typedDeep, ErrorCode::Syntax);
   CHECK(typedDeep.status().first().message ==
         "expression too deep (1006 levels with its conversions; at most 1000)");
-  CHECK_ERROR(asmText("def k<1>(i32 n):\n    x = " + repeat("-", 150) + "(n" +
-                      repeat(" + n", 990) + ")\n"),
-              ErrorCode::Syntax);
+  CHECK_ERROR(
+      asmText("def k<1>(i32 n):\n    x = " + repeat("-", 150) + "(n" + repeat(" + n", 990) + ")\n"),
+      ErrorCode::Syntax);
   CHECK_ERROR(parseRegisterLayout("local(1)" + repeat(".local(1)", 5000)), ErrorCode::Syntax);
   // Within the bounds everything assembles.
   CHECK_OK(asmText("def k<1>(i32 n):\n    x = n" + repeat(" + n", 900) + "\n"));

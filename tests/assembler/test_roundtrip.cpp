@@ -180,21 +180,21 @@ bool spellable(DataType t, uint64_t bits) {
 TEST_CASE("constant printing covers every data type and edge value") {
   // Print a Const node of every type for a spread of bit patterns; re-assembly must give back
   // exactly the dtype and bits (the disassembler's contract for constants).
-  std::vector<std::string> names = {"bool", "i2",  "i7",   "i8",  "i16",    "i32",    "i64",
-                                    "u1",   "u7",  "u8",   "u16", "u32",    "u64",    "f16",
-                                    "bf16", "f32", "f64",  "f8e4m3", "f8e5m2", "f4e2m1",
-                                    "f6e3m2", "f3e1m1", "f7e5m1"};
+  std::vector<std::string> names = {"bool",   "i2",     "i7",     "i8",     "i16",   "i32",
+                                    "i64",    "u1",     "u7",     "u8",     "u16",   "u32",
+                                    "u64",    "f16",    "bf16",   "f32",    "f64",   "f8e4m3",
+                                    "f8e5m2", "f4e2m1", "f6e3m2", "f3e1m1", "f7e5m1"};
   for (const std::string &n : names) {
     DataType t = *DataType::parse(n);
     uint64_t mask = t.bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << t.bits) - 1;
     std::vector<uint64_t> patterns;
     for (uint64_t b = 0; b <= std::min<uint64_t>(mask, 255); ++b) // every value of <= 8 bits
       patterns.push_back(b);
-    for (uint64_t b : {mask, mask >> 1, (mask >> 1) + 1, mask - 1,
-                       uint64_t(0x5A5A5A5A5A5A5A5A), uint64_t(0x3C00), uint64_t(0x7C00),
-                       uint64_t(0x7E00), uint64_t(0xFE00), uint64_t(0x7F800000),
-                       uint64_t(0xFFC00000), uint64_t(0x7FC00000), uint64_t(0x3FB999999999999A),
-                       uint64_t(0x7FF0000000000000), uint64_t(0xFFF8000000000000)})
+    for (uint64_t b :
+         {mask, mask >> 1, (mask >> 1) + 1, mask - 1, uint64_t(0x5A5A5A5A5A5A5A5A),
+          uint64_t(0x3C00), uint64_t(0x7C00), uint64_t(0x7E00), uint64_t(0xFE00),
+          uint64_t(0x7F800000), uint64_t(0xFFC00000), uint64_t(0x7FC00000),
+          uint64_t(0x3FB999999999999A), uint64_t(0x7FF0000000000000), uint64_t(0xFFF8000000000000)})
       patterns.push_back(b & mask);
     for (uint64_t bits : patterns) {
       if ((t.isBool() && bits > 1) || !spellable(t, bits))

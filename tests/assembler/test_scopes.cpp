@@ -45,7 +45,7 @@ TEST_CASE("update of an enclosing-scope variable versus shadowing in the same sc
   CHECK(readVar(p, add.operands[0]) == 1);
   CHECK(readVar(p, add.operands[1]) == 2);
   CHECK(loop.body[1].var == 3);
-  CHECK(loop.body[2].var == 4); // same scope: a new t ...
+  CHECK(loop.body[2].var == 4);                                   // same scope: a new t ...
   CHECK(readVar(p, p.exprs[loop.body[2].expr].operands[0]) == 3); // ... computed from the old
   CHECK(p.body[2].var == 5);
 }
