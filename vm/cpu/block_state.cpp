@@ -61,6 +61,21 @@ void BlockState::setRegister(VarId v, std::vector<uint64_t> &&slots) {
   regs[v] = std::move(slots);
 }
 
+Status BlockState::requireRegister(uint32_t instruction, VarId v) const {
+  const LayoutTable *table = plan.varTables[v];
+  if (table && regs[v].size() == size_t(table->numSlots()))
+    return Status::success();
+  return fail(ErrorCode::Runtime, instruction,
+              "register tensor `" + program.var(v).name + "` is used before it is assigned");
+}
+
+Status BlockState::requireShared(uint32_t instruction, VarId v) const {
+  if (shareds[v].layout)
+    return Status::success();
+  return fail(ErrorCode::Runtime, instruction,
+              "shared tensor `" + program.var(v).name + "` is used before it is allocated");
+}
+
 std::string BlockState::blockText() const {
   return "block (" + std::to_string(index[0]) + ", " + std::to_string(index[1]) + ", " +
          std::to_string(index[2]) + ")";

@@ -69,6 +69,12 @@ public:
   /// Install `slots` as the value of register variable v.
   void setRegister(VarId v, std::vector<uint64_t> &&slots);
 
+  /// An error unless register variable v holds a value (the checker makes this hold for
+  /// every well-formed program; bytecode could still break it).
+  Status requireRegister(uint32_t instruction, VarId v) const;
+  /// An error unless shared view v has been created.
+  Status requireShared(uint32_t instruction, VarId v) const;
+
   /// "block (1, 0, 0)".
   std::string blockText() const;
   /// An error at an instruction: "block (..): message" located at the instruction.

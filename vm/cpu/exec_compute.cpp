@@ -16,11 +16,10 @@ namespace {
 /// Logical elements (row-major) of register tensor v, each taken from its first owner.
 Expected<const std::vector<uint64_t> *> logicalValues(BlockState &b, uint32_t index, VarId v,
                                                       size_t scratch) {
+  if (Status s = b.requireRegister(index, v); !s.ok())
+    return s;
   const LayoutTable &table = *b.plan.varTables[v];
   const std::vector<uint64_t> &slots = b.regs[v];
-  if (slots.size() != size_t(table.numSlots()))
-    return b.fail(ErrorCode::Runtime, index,
-                  "register tensor `" + b.program.var(v).name + "` is used before it is assigned");
   std::vector<uint64_t> &out = b.scratch[scratch];
   out.resize(size_t(table.elements));
   for (int64_t e = 0; e < table.elements; ++e)
@@ -66,10 +65,8 @@ Status execView(BlockState &b, uint32_t index) {
     return b.fail(ErrorCode::ViewBits, index,
                   "View of " + std::to_string(at.locals * sa) + " bits per thread into " +
                       std::to_string(rt.locals * sr) + " bits per thread");
+  TILUSVM_TRY(b.requireRegister(index, a));
   const std::vector<uint64_t> &src = b.regs[a];
-  if (src.size() != size_t(at.numSlots()))
-    return b.fail(ErrorCode::Runtime, index,
-                  "register tensor `" + b.program.var(a).name + "` is used before it is assigned");
   std::vector<uint64_t> out = b.takeBuffer(size_t(rt.numSlots()));
   std::vector<uint64_t> words(size_t((at.locals * sa + 63) / 64) + 1);
   for (int64_t t = 0; t < at.threads; ++t) {
@@ -86,6 +83,7 @@ Status execView(BlockState &b, uint32_t index) {
 Status execPermute(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId a = inst.arg("a").var, r = inst.results[0];
+  TILUSVM_TRY(b.requireRegister(index, a));
   const std::vector<uint64_t> &src = b.regs[a];
   if (src.size() != size_t(b.plan.varTables[r]->numSlots()))
     return b.fail(ErrorCode::Runtime, index,

@@ -285,12 +285,9 @@ Expected<const uint64_t *> stageOperand(BlockState &b, uint32_t index, const Arg
     b.scratch[k].assign(n, v);
     return b.scratch[k].data();
   }
+  if (Status s = b.requireRegister(index, arg.var); !s.ok())
+    return s;
   const std::vector<uint64_t> &src = b.regs[arg.var];
-  size_t need = size_t(b.plan.varTables[arg.var]->numSlots());
-  if (src.size() != need)
-    return b.fail(ErrorCode::Runtime, index,
-                  "register tensor `" + b.program.var(arg.var).name +
-                      "` is used before it is assigned");
   if (map.kind == OperandMap::Kind::Identity)
     return src.data();
   b.scratch[k].resize(n);

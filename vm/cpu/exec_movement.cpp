@@ -131,6 +131,7 @@ Status execLoadGlobal(BlockState &b, uint32_t index) {
 Status execStoreGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.arg("r").var;
+  TILUSVM_TRY(b.requireRegister(index, r));
   const LayoutTable &table = *b.plan.varTables[r];
   const std::vector<uint64_t> &slots = b.regs[r];
   const GlobalView &view = b.globals[inst.arg("g").var];
@@ -163,6 +164,7 @@ Status execLoadShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
+  TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
   const SharedView &view = b.shareds[inst.arg("s").var];
   DataType dtype = view.dtype, resultType = b.info.vars[r].dtype;
   std::vector<OffsetValue> offsets = b.offsets(inst.arg("offset"), view.shape.size());
@@ -187,6 +189,8 @@ Status execLoadShared(BlockState &b, uint32_t index) {
 Status execStoreShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.arg("r").var;
+  TILUSVM_TRY(b.requireRegister(index, r));
+  TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
   const LayoutTable &table = *b.plan.varTables[r];
   const std::vector<uint64_t> &slots = b.regs[r];
   const SharedView &view = b.shareds[inst.arg("s").var];
@@ -209,6 +213,7 @@ Status execStoreShared(BlockState &b, uint32_t index) {
 
 Status execCopyAsync(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
+  TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
   const SharedView &dst = b.shareds[inst.arg("s").var];
   const GlobalView &src = b.globals[inst.arg("g").var];
   std::vector<OffsetValue> whole(dst.shape.size(), OffsetValue{0, true});

@@ -83,16 +83,16 @@ Status execPrint(BlockState &b, uint32_t index) {
     DataType dtype = type.dtype;
     switch (type.kind) {
     case VarKind::Register: {
+      TILUSVM_TRY(b.requireRegister(index, x.var));
       const LayoutTable &table = *b.plan.varTables[x.var];
       const std::vector<uint64_t> &slots = b.regs[x.var];
-      if (slots.size() != size_t(table.numSlots()))
-        return b.fail(ErrorCode::Runtime, index, "Print of an unassigned register tensor");
       shape = table.shape;
       for (int64_t e = 0; e < table.elements; ++e)
         values.push_back(slots[size_t(table.firstOwner(e))]);
       break;
     }
     case VarKind::Shared:
+      TILUSVM_TRY(b.requireShared(index, x.var));
       shape = b.shareds[x.var].shape;
       dtype = b.shareds[x.var].dtype;
       TILUSVM_TRY(sharedValues(b, index, b.shareds[x.var], values));

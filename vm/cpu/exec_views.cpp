@@ -164,6 +164,7 @@ Status execSliceGlobal(BlockState &b, uint32_t index) {
 
 Status execSliceShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
+  TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
   const SharedView &parent = b.shareds[inst.arg("s").var];
   std::vector<int64_t> shape;
   if (const Argument &s = inst.arg("shape"); s.present)
