@@ -67,10 +67,10 @@ void writeSharedLayout(ByteWriter &w, const SharedLayout &layout) {
 
 namespace {
 
-/// Charge `elements` to the module's layout budget.
+/// Charge `elements` (element visits that layout code will make) to the module's layout budget.
 bool charge(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget, int64_t elements,
             size_t start) {
-  budget.layoutElements += elements; // both <= 2^26 + 2^24: no overflow
+  budget.layoutElements += elements; // the total stays below 2 * 2^32 * 2^24: no overflow
   if (budget.layoutElements <= limits.maxTotalLayoutElements)
     return true;
   r.failAt(start, "layout elements of the module exceed limit " +
@@ -188,6 +188,7 @@ namespace {
 
 /// Upper bounds that the decoder tracks for a shared layout before building it.
 struct SharedBound {
+  int64_t nodes = 1;    // nodes of the expression tree
   int64_t elements = 1; // product of the shape
   int64_t extent = 1;   // an upper bound of max offset + 1
 };
@@ -242,6 +243,7 @@ std::optional<SharedLayout> readSharedTile(ByteReader &r, const BytecodeLimits &
       outer ? readShared(r, limits, budget, depth + 1, b) : std::nullopt;
   if (!inner)
     return std::nullopt;
+  bound.nodes = a.nodes + b.nodes + 1;
   bound.elements = a.elements * b.elements; // each <= 2^24
   bound.extent = a.extent * b.extent;
   if (bound.elements > limits.maxLayoutElements || bound.extent > limits.maxLayoutElements) {
@@ -284,7 +286,9 @@ std::optional<SharedLayout> readSharedSwizzle(ByteReader &r, const BytecodeLimit
                      ", limit is " + std::to_string(limits.maxLayoutElements));
     return std::nullopt;
   }
-  if (!charge(r, limits, budget, std::max(bound.elements, bound.extent), at))
+  // The factory evaluates the offset of every element through the whole inner tree.
+  bound.nodes += 1;
+  if (!charge(r, limits, budget, std::max(bound.elements, bound.extent) * bound.nodes, at))
     return std::nullopt;
   Expected<SharedLayout> built = SharedLayout::swizzle(*inner, bits, base, shift);
   if (!built) {

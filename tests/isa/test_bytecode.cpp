@@ -15,7 +15,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <new>
 #include <string>
 
@@ -1249,4 +1252,96 @@ TEST_CASE("bytecode: debug section consistency") {
   CHECK(d.programs[0].loc == SourceLoc{1, 2});
   CHECK(d.programs[0].instructions[0].loc == SourceLoc{3, 4});
   CHECK(d.programs[0].body[0].loc == SourceLoc{5, 6});
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fuzzer's checked-in inputs (tests/fuzz/).
+
+namespace {
+
+/// The .tbc files of `dir` by name.
+std::map<std::string, std::vector<uint8_t>> filesIn(const std::string &dir) {
+  std::map<std::string, std::vector<uint8_t>> files;
+  if (!std::filesystem::is_directory(dir))
+    return files;
+  for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".tbc")
+      continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    files[entry.path().stem().string()] = std::vector<uint8_t>(
+        std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return files;
+}
+
+/// Whether b re-encodes a: equal apart from the producer section (which re-encodes as ours).
+bool sameApartFromProducer(const std::vector<uint8_t> &a, const std::vector<uint8_t> &b) {
+  size_t pa = 34 + a[33], pb = 34 + b[33];
+  return std::equal(a.begin(), a.begin() + 16, b.begin()) &&
+         std::equal(a.begin() + long(pa), a.end(), b.begin() + long(pb), b.end());
+}
+
+} // namespace
+
+TEST_CASE("bytecode: the seed corpus decodes and re-encodes to the same bytes") {
+  std::map<std::string, std::vector<uint8_t>> seeds =
+      filesIn(TILUSVM_SOURCE_DIR "/tests/fuzz/corpus");
+  CHECK(seeds.size() >= 13);
+  for (const auto &[name, bytes] : seeds) {
+    INFO(name);
+    Module m = must(decodeModule(bytes));
+    CHECK(sameApartFromProducer(bytes, encodeModule(m, {m.hasDebugInfo})));
+  }
+}
+
+TEST_CASE("bytecode: fuzzer regression inputs") {
+  // Each input is stored as the fuzzer produced it and, like in the fuzz target, resealed
+  // before decoding. The expected outcome of each, by the bug it reproduces:
+  const std::map<std::string, std::string> expected = {
+      // A swizzle over a tile of 2^24 elements: SharedLayout::swizzle evaluates every offset
+      // (12 s under ASan). Layouts are now bounded at 2^21 elements, and a swizzle is charged
+      // its elements times the nodes below it.
+      {"swizzle-factory-enumerates-16m-elements",
+       "instruction 11 (AllocateShared): tiled shared layout exceeds 2097152 elements"},
+  };
+  std::map<std::string, std::vector<uint8_t>> inputs =
+      filesIn(TILUSVM_SOURCE_DIR "/tests/fuzz/regressions");
+  CHECK(inputs.size() == expected.size());
+  for (auto [name, bytes] : inputs) {
+    INFO(name);
+    REQUIRE(expected.count(name) == 1);
+    if (bytes.size() >= 32)
+      bytes = seal(bytes);
+    Expected<Module> m = decodeModule(bytes);
+    if (expected.at(name).empty()) {
+      REQUIRE(m.ok());
+      CHECK(sameApartFromProducer(bytes, encodeModule(*m, {m->hasDebugInfo})));
+    } else {
+      CHECK(contains(errorOf(bytes), expected.at(name)));
+    }
+  }
+}
+
+TEST_CASE("bytecode: layout work is charged per element visit") {
+  // swizzle(tile(row_major(2^10), row_major(2^10))), 2^20 elements: its factory evaluates every
+  // element's offset through four nodes (itself, the tile, both leaves), 4 * 2^20 visits; the
+  // tile is charged 2^20 and the leaves 2^10 each.
+  auto prog = [](const BytecodeLimits &limits) {
+    Bytes p;
+    p.str("p").uleb(32).uleb(1).str("s").u8(4).u8(0).i32();
+    p.uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0);
+    p.uleb(1).uleb(int(Opcode::AllocateShared)).uleb(1).uleb(0).u8(0);
+    p.u8(1).dtype(2, 1).u8(1).uleb(1).sleb(1 << 20).u8(1);
+    p.u8(4).u8(3).u8(0).uleb(1).uleb(1 << 10).u8(0).uleb(1).uleb(1 << 10).uleb(3).uleb(3).uleb(3);
+    p.uleb(1).u8(0).uleb(0);
+    return decodeModule(makeFile(programsOf({p})), limits);
+  };
+  BytecodeLimits limits;
+  const int64_t visits = 4 * (1 << 20) + (1 << 20) + 2 * (1 << 10);
+  limits.maxTotalLayoutElements = visits;
+  CHECK_OK(prog(limits));
+  limits.maxTotalLayoutElements = visits - 1;
+  Expected<Module> m = prog(limits);
+  REQUIRE_FALSE(m.ok());
+  CHECK(contains(m.status().first().message, "layout elements of the module exceed limit"));
 }
