@@ -1,7 +1,8 @@
 // Dot: d[m, n] = c[m, n] + sum_k a[m, k] b[k, n].
 //
 // Three lowerings, tried in order:
-//  1. mma.sync.aligned.m16n8k16 (f16 x f16 -> f32 or f16, bf16 x bf16 -> f32) when a, b and d
+//  1. mma.sync.aligned.m16n8k16 (f16 x f16 -> f32 or f16, bf16 x bf16 -> f32; an f16 result is
+//     accumulated in f32 and rounded once per Dot, like the other paths) when a, b and d
 //     divide by the tensor-core atoms
 //        A = column_local(2, 2).spatial(8, 4).local(1, 2)     (16 x 16)
 //        B = local(2, 1).column_spatial(4, 8).local(2, 1)     (16 x 8)
@@ -52,7 +53,7 @@ std::optional<MmaPlan> planMma(const RegisterLayout &la, const RegisterLayout &l
   if (da == DataType::f16() && db == DataType::f16() && dd == DataType::f32())
     plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;
   else if (da == DataType::f16() && db == DataType::f16() && dd == DataType::f16())
-    plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f16_f16;
+    plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32; // f32 accumulation, one rounding
   else if (da == DataType::bf16() && db == DataType::bf16() && dd == DataType::f32())
     plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
   else
@@ -144,11 +145,14 @@ Status Codegen::lowerDot(const Instruction &inst) {
                                             int64_t(info.threads))) {
     llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, plan->id);
     llvm::FunctionType *ft = f->getFunctionType();
-    std::vector<llvm::Value *> out = *cSlots;
-    bool accF16 = dd == DataType::f16();
+    // f16 results accumulate in f32 registers and are rounded once at the end.
+    std::vector<llvm::Value *> out;
+    for (llvm::Value *v : *cSlots)
+      out.push_back(convert(v, dd, DataType::f32()));
     for (int64_t oc = 0; oc < plan->outerC; ++oc) {
-      llvm::Value *d0 = out[size_t(oc * 4 + 0)], *d1 = out[size_t(oc * 4 + 1)];
-      llvm::Value *d2 = out[size_t(oc * 4 + 2)], *d3 = out[size_t(oc * 4 + 3)];
+      llvm::Value *d[4];
+      for (int j = 0; j < 4; ++j)
+        d[j] = out[size_t(oc * 4 + j)];
       for (const auto &[sa, sb] : plan->steps[size_t(oc)]) {
         std::vector<llvm::Value *> args;
         unsigned p = 0;
@@ -156,35 +160,17 @@ Status Codegen::lowerDot(const Instruction &inst) {
           args.push_back(packPair(b, ft->getParamType(p), aVals[size_t(sa * 8 + 2 * j)], aVals[size_t(sa * 8 + 2 * j + 1)]));
         for (int j = 0; j < 2; ++j, ++p)
           args.push_back(packPair(b, ft->getParamType(p), bVals[size_t(sb * 4 + 2 * j)], bVals[size_t(sb * 4 + 2 * j + 1)]));
-        if (accF16) {
-          args.push_back(packPair(b, ft->getParamType(p++), d0, d1));
-          args.push_back(packPair(b, ft->getParamType(p++), d2, d3));
-        } else {
-          for (llvm::Value *v : {d0, d1, d2, d3})
-            args.push_back(v);
-        }
+        for (llvm::Value *v : d)
+          args.push_back(v);
         llvm::Value *res = b.CreateCall(f, args);
-        if (accF16) {
-          llvm::Value *r0 = b.CreateExtractValue(res, 0), *r1 = b.CreateExtractValue(res, 1);
-          auto *h2 = llvm::FixedVectorType::get(b.getHalfTy(), 2);
-          r0 = b.CreateBitCast(r0, h2);
-          r1 = b.CreateBitCast(r1, h2);
-          d0 = b.CreateExtractElement(r0, uint64_t(0));
-          d1 = b.CreateExtractElement(r0, uint64_t(1));
-          d2 = b.CreateExtractElement(r1, uint64_t(0));
-          d3 = b.CreateExtractElement(r1, uint64_t(1));
-        } else {
-          d0 = b.CreateExtractValue(res, 0);
-          d1 = b.CreateExtractValue(res, 1);
-          d2 = b.CreateExtractValue(res, 2);
-          d3 = b.CreateExtractValue(res, 3);
-        }
+        for (unsigned j = 0; j < 4; ++j)
+          d[j] = b.CreateExtractValue(res, j);
       }
-      out[size_t(oc * 4 + 0)] = d0;
-      out[size_t(oc * 4 + 1)] = d1;
-      out[size_t(oc * 4 + 2)] = d2;
-      out[size_t(oc * 4 + 3)] = d3;
+      for (int j = 0; j < 4; ++j)
+        out[size_t(oc * 4 + j)] = d[j];
     }
+    for (llvm::Value *&v : out)
+      v = convert(v, DataType::f32(), dd);
     writeRegister(vd, out);
     return Status::success();
   }

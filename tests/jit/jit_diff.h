@@ -1,0 +1,55 @@
+// Differential testing of the JIT: run one program on the CPU reference interpreter and on the
+// GPU (compiled by the JIT) with the same inputs, then compare every buffer (bit for bit, or
+// within a tolerance in units in the last place for outputs whose rounding the ISA leaves
+// open) and the Print text. Without a CUDA driver the CPU side still runs (so the programs are
+// checked here) and the comparison is skipped with a message.
+#pragma once
+
+#include "isa/dtype.h"
+#include "loader/verified_module.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tilus::jitdiff {
+
+enum class Fill : uint8_t {
+  Random,   // random bit patterns
+  Special,  // random bits, with special values (0, -0, -1, min, max, inf, NaN, ...) mixed in
+  Moderate, // values of moderate magnitude (floats in [-8, 8), small integers)
+  Positive, // floats in (0, 16]
+  Zero,
+  Index,    // element k holds k (converted to the dtype)
+};
+
+struct BufferSpec {
+  std::string param;   // pointer parameter name
+  DataType dtype;
+  int64_t elements = 0;
+  Fill fill = Fill::Random;
+  /// Output comparison: 0 = bit for bit; otherwise floats may differ by this many ulps
+  /// (NaN must meet NaN). Ignored for non-float dtypes.
+  double ulps = 0;
+  /// Relative tolerance (|x - y| <= rel * (|y| + 1)) instead of ulps, for reductions and Dot.
+  double rel = 0;
+};
+
+struct Case {
+  std::string name;
+  std::string source;
+  std::string program;                     // empty: the module's first program
+  std::map<std::string, std::string> defines;
+  std::map<std::string, uint64_t> scalars; // scalar parameters by name (bit patterns)
+  std::vector<BufferSpec> buffers;
+  bool comparePrint = false;
+};
+
+/// Whether the GPU side can run (a driver and a device); the reason otherwise.
+bool gpuAvailable(std::string &why);
+
+/// Run the case on the CPU, and on the GPU when available, and CHECK that they agree.
+void runCase(const Case &c);
+
+} // namespace tilus::jitdiff

@@ -1,0 +1,523 @@
+// The JIT against the CPU interpreter, instruction family by instruction family (see
+// jit_diff.h): arithmetic and comparisons of every arithmetic dtype on special values, every
+// conversion between a broad set of types, math within 2 ulp, View, scalar expressions,
+// control flow, bounds of global views and slices, packed sub-byte stores from many threads,
+// shared layouts, CopyAsync, ConvertLayout, Reduce, Dot, Print, the workspace, and the
+// library's programs. Results must be bit-identical unless the ISA leaves the rounding open.
+#include "jit_diff.h"
+
+#include "test_helpers.h"
+
+#include <bit>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+using namespace tilus;
+using namespace tilus::jitdiff;
+
+namespace {
+
+std::string name(DataType t) { return t.name(); }
+
+const std::vector<DataType> kArithmetic = {
+    DataType::boolean(), DataType::i(8),  DataType::i(16), DataType::i(32), DataType::i(64),
+    DataType::u(8),      DataType::u(16), DataType::u(32), DataType::u(64), DataType::f16(),
+    DataType::bf16(),    DataType::f32(), DataType::f64()};
+
+Case binaryCase(DataType t) {
+  std::vector<std::string> ops = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min"};
+  if (!t.isFloat())
+    for (const char *op : {"And", "Or", "Xor", "Shl", "Shr"})
+      ops.push_back(op);
+  std::vector<std::string> unary = {"Neg", "Abs"};
+  if (!t.isFloat())
+    unary.push_back("Not");
+  const char *cmps[] = {"Eq", "Ne", "Lt", "Le", "Gt", "Ge"};
+  std::string T = name(t);
+  size_t total = ops.size() + unary.size() + 2;
+  std::stringstream s;
+  s << "def binops<1>(" << T << "* a_ptr, " << T << "* b_ptr, " << T << "* c_ptr, bool* d_ptr) threads=128:\n"
+    << "    ga = ViewGlobal(a_ptr, shape=[256])\n"
+    << "    gb = ViewGlobal(b_ptr, shape=[256])\n"
+    << "    gc = ViewGlobal(c_ptr, shape=[" << total << ", 256])\n"
+    << "    gd = ViewGlobal(d_ptr, shape=[6, 256])\n"
+    << "    a = LoadGlobal(ga, layout=spatial(128).local(2))\n"
+    << "    b = LoadGlobal(gb, layout=local(2).spatial(128))\n"
+    << "    b = ConvertLayout(b, layout=spatial(128).local(2))\n";
+  size_t row = 0;
+  for (const std::string &op : ops)
+    s << "    StoreGlobal(" << op << "(a, b), gc, offset=[" << row++ << ", 0:])\n";
+  for (const std::string &op : unary)
+    s << "    StoreGlobal(" << op << "(a), gc, offset=[" << row++ << ", 0:])\n";
+  s << "    StoreGlobal(Add(a, 3), gc, offset=[" << row++ << ", 0:])\n";
+  s << "    StoreGlobal(Mul(b, 2), gc, offset=[" << row++ << ", 0:])\n";
+  for (int k = 0; k < 6; ++k)
+    s << "    StoreGlobal(" << cmps[k] << "(a, b), gd, offset=[" << k << ", 0:])\n";
+  Case c;
+  c.name = "binops_" + T;
+  c.source = s.str();
+  c.buffers = {{"a_ptr", t, 256, Fill::Special},
+               {"b_ptr", t, 256, Fill::Special},
+               {"c_ptr", t, int64_t(total * 256), Fill::Zero},
+               {"d_ptr", DataType::boolean(), 6 * 256, Fill::Zero}};
+  return c;
+}
+
+const std::vector<DataType> kCastTypes = {
+    DataType::boolean(), DataType::i(8),   DataType::u(8),     DataType::i(16),
+    DataType::u(16),     DataType::i(32),  DataType::u(32),    DataType::i(64),
+    DataType::u(64),     DataType::f16(),  DataType::bf16(),   DataType::f32(),
+    DataType::f64(),     DataType::i(4),   DataType::u(3),     DataType::i(6),
+    DataType::u(1),      DataType::i(2),   DataType::f8e4m3(), DataType::f8e5m2(),
+    DataType::f(2, 1),   DataType::f(3, 2), DataType::f(2, 3), DataType::f(1, 1),
+    DataType::f(2, 2),   DataType::f(3, 3), DataType::f(3, 4), DataType::f(6, 1)};
+
+Case castCase(DataType from, Fill fill) {
+  std::stringstream s;
+  s << "def casts<1>(" << name(from) << "* a_ptr";
+  for (size_t k = 0; k < kCastTypes.size(); ++k)
+    s << ", " << name(kCastTypes[k]) << "* o" << k;
+  s << ") threads=64:\n"
+    << "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[256]), layout=spatial(64).local(4))\n";
+  for (size_t k = 0; k < kCastTypes.size(); ++k)
+    s << "    StoreGlobal(Cast(a, " << name(kCastTypes[k]) << "), ViewGlobal(o" << k << ", shape=[256]))\n";
+  Case c;
+  c.name = "casts_from_" + name(from) + (fill == Fill::Moderate ? "_moderate" : "");
+  c.source = s.str();
+  c.buffers = {{"a_ptr", from, 256, fill}};
+  for (size_t k = 0; k < kCastTypes.size(); ++k)
+    c.buffers.push_back({"o" + std::to_string(k), kCastTypes[k], 256, Fill::Zero});
+  return c;
+}
+
+Case mathCase(DataType t, Fill fill) {
+  const char *ops[] = {"Exp", "Exp2", "Log", "Log2", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh"};
+  std::string T = name(t);
+  std::stringstream s;
+  s << "def math<1>(" << T << "* x_ptr, " << T << "* y_ptr) threads=128:\n"
+    << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[512]), layout=spatial(128).local(4))\n"
+    << "    gy = ViewGlobal(y_ptr, shape=[9, 512])\n";
+  for (int k = 0; k < 9; ++k)
+    s << "    StoreGlobal(" << ops[k] << "(x), gy, offset=[" << k << ", 0:])\n";
+  Case c;
+  c.name = "math_" + T + (fill == Fill::Special ? "_special" : "");
+  c.source = s.str();
+  c.buffers = {{"x_ptr", t, 512, fill}, {"y_ptr", t, 9 * 512, Fill::Zero, 2.0}};
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("gpu: elementwise arithmetic and comparisons of every arithmetic dtype") {
+  for (DataType t : kArithmetic)
+    runCase(binaryCase(t));
+}
+
+TEST_CASE("gpu: Cast between all pairs of a broad set of types") {
+  for (DataType from : kCastTypes) {
+    runCase(castCase(from, Fill::Random));
+    if (from.isFloat())
+      runCase(castCase(from, Fill::Moderate));
+  }
+}
+
+TEST_CASE("gpu: math functions within 2 ulp, special values") {
+  for (DataType t : {DataType::f16(), DataType::bf16(), DataType::f32(), DataType::f64()}) {
+    runCase(mathCase(t, Fill::Moderate));
+    runCase(mathCase(t, Fill::Special));
+  }
+}
+
+TEST_CASE("gpu: View between packed types") {
+  Case c;
+  c.name = "view";
+  c.source = R"(
+def view<1>(i6* a_ptr, u8* b_ptr, f16* c_ptr, u32* d_ptr, bool* e_ptr, u8* f_ptr, i4* g_ptr, u32* h_ptr) threads=32:
+    a = LoadGlobal(ViewGlobal(a_ptr, shape=[16, 8]), layout=local(2, 1).column_spatial(4, 8).local(2, 1))
+    StoreGlobal(View(a, dtype=u8, layout=local(3).spatial(32)), ViewGlobal(b_ptr, shape=[96]))
+    h = LoadGlobal(ViewGlobal(c_ptr, shape=[64]), layout=spatial(32).local(2))
+    StoreGlobal(View(h, dtype=u32, layout=spatial(32)), ViewGlobal(d_ptr, shape=[32]))
+    e = LoadGlobal(ViewGlobal(e_ptr, shape=[128]), layout=spatial(32).local(4))
+    StoreGlobal(View(e, dtype=u8, layout=spatial(32).local(4)), ViewGlobal(f_ptr, shape=[128]))
+    q = LoadGlobal(ViewGlobal(g_ptr, shape=[256]), layout=spatial(32).local(8))
+    StoreGlobal(View(q, dtype=u32, layout=spatial(32)), ViewGlobal(h_ptr, shape=[32]))
+)";
+  c.buffers = {{"a_ptr", DataType::i(6), 128, Fill::Random},  {"b_ptr", DataType::u(8), 96, Fill::Zero},
+               {"c_ptr", DataType::f16(), 64, Fill::Random},  {"d_ptr", DataType::u(32), 32, Fill::Zero},
+               {"e_ptr", DataType::boolean(), 128, Fill::Moderate}, {"f_ptr", DataType::u(8), 128, Fill::Zero},
+               {"g_ptr", DataType::i(4), 256, Fill::Random},  {"h_ptr", DataType::u(32), 32, Fill::Zero}};
+  runCase(c);
+}
+
+TEST_CASE("gpu: scalar expressions") {
+  Case c;
+  c.name = "scalars";
+  c.source = R"(
+def scalars<1>(i64* out_ptr, f32* fout_ptr, i32 x, i32 y, u32 u, f32 f, i64 w) threads=32:
+    g = ViewGlobal(out_ptr, shape=[32])
+    gf = ViewGlobal(fout_ptr, shape=[8])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=x / y), g, offset=[0:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=x % y), g, offset=[1:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=cdiv(x, y)), g, offset=[2:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=x << y), g, offset=[3:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=x >> (y & 7)), g, offset=[4:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=min(x, y) * max(x, y)), g, offset=[5:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=i64(x) * w), g, offset=[6:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=u / 3 + u % 7), g, offset=[7:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=(x if x > y else y) - (1 if x == y else 0)), g, offset=[8:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=i32(f * 3.5) + i32(-f)), g, offset=[9:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=~x ^ y), g, offset=[10:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=1 if (x > 0 and y < 0) or not (x == 3) else 2), g, offset=[11:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=cdiv(w, 4) + w / -3), g, offset=[12:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=u >> 31), g, offset=[13:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=i32(u) >> 31), g, offset=[14:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=x / 0 + x % 0), g, offset=[15:])
+    StoreGlobal(AllocateRegister(i64, layout=spatial(1).replicate(32), init=w >> 70), g, offset=[16:])
+    StoreGlobal(AllocateRegister(f32, layout=spatial(1).replicate(32), init=f / 3.0), gf, offset=[0:])
+    StoreGlobal(AllocateRegister(f32, layout=spatial(1).replicate(32), init=f % 1.5), gf, offset=[1:])
+    StoreGlobal(AllocateRegister(f32, layout=spatial(1).replicate(32), init=f * f - 1.0 / f), gf, offset=[2:])
+    StoreGlobal(AllocateRegister(f32, layout=spatial(1).replicate(32), init=max(f, -f)), gf, offset=[3:])
+    StoreGlobal(AllocateRegister(f32, layout=spatial(1).replicate(32), init=f32(w) + f32(u)), gf, offset=[4:])
+)";
+  c.scalars = {{"x", uint32_t(-123457)}, {"y", 5}, {"u", 0xF0000007u},
+               {"f", std::bit_cast<uint32_t>(-7.3f)}, {"w", uint64_t(-98765432123ll)}};
+  c.buffers = {{"out_ptr", DataType::i64(), 32, Fill::Zero}, {"fout_ptr", DataType::f32(), 8, Fill::Zero}};
+  runCase(c);
+}
+
+TEST_CASE("gpu: control flow (for with negative step, continue, break, while, early return)") {
+  const char *source = R"(
+def flow<2>(i32* out_ptr, i32 n) threads=32:
+    bi = BlockIndices()
+    g = ViewGlobal(out_ptr, shape=[2, 64])
+    s = 0
+    for i in range(n, 0, -3):
+        if i % 2 == 0:
+            continue
+        s = s + i
+        if s > 100:
+            break
+    k = 0
+    while k < n:
+        k = k + 7
+        if k == 14:
+            k = k + 1
+    t = 0
+    for j in range(0, 4):
+        for j2 in range(j):
+            t = t + j * 10 + j2
+    acc = AllocateRegister(i32, layout=spatial(32), init=s * 10000 + k * 100 + t)
+    StoreGlobal(acc, g, offset=[bi, 0:])
+    if bi == 1:
+        return
+    StoreGlobal(Add(acc, 1), g, offset=[bi, 32:])
+)";
+  for (int n : {0, 7, 40, 1000}) {
+    Case c;
+    c.name = "flow_" + std::to_string(n);
+    c.source = source;
+    c.scalars = {{"n", uint64_t(n)}};
+    c.buffers = {{"out_ptr", DataType::i32(), 128, Fill::Zero}};
+    runCase(c);
+  }
+}
+
+TEST_CASE("gpu: global bounds, strides, slices and replicated stores") {
+  Case c;
+  c.name = "bounds";
+  c.source = R"(
+def bounds<cdiv(m, 16), cdiv(n, 32)>(f32* x_ptr, f32* y_ptr, f32* t_ptr, f32* s_ptr, f32* r_ptr, f32* w_ptr, i32 m, i32 n) threads=128:
+    bi, bj = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[m, n])
+    gy = ViewGlobal(y_ptr, shape=[m, n])
+    x = LoadGlobal(gx, layout=spatial(16, 8).local(1, 4), offset=[bi * 16:, bj * 32:])
+    StoreGlobal(Add(x, 1.0), gy, offset=[bi * 16:, bj * 32:])
+    gt = ViewGlobal(t_ptr, shape=[n, m], strides=[1, n])
+    xt = LoadGlobal(gt, layout=spatial(8, 16).local(4, 1), offset=[bj * 32 - 3:, bi * 16 + 1:])
+    StoreGlobal(Permute(xt, dims=[1, 0]), ViewGlobal(s_ptr, shape=[m, n]), offset=[bi * 16:, bj * 32:])
+    sub = SliceGlobal(gx, offset=[bi * 16 + 2:, 5:], shape=[20, 100])
+    r = LoadGlobal(sub, layout=replicate(2).spatial(8, 8).local(2, 4), offset=[0:, bj * 32:])
+    StoreGlobal(r, ViewGlobal(r_ptr, shape=[m, n]), offset=[bi * 16:, bj * 32:])
+    row = SliceGlobal(gx, offset=[m - 1 - bi, 0:])
+    v = LoadGlobal(row, layout=spatial(128).local(1), offset=[bj * 32 - 50:])
+    StoreGlobal(v, ViewGlobal(w_ptr, shape=[cdiv(m, 16), cdiv(n, 32), 128]), offset=[bi, bj, 0:])
+)";
+  c.scalars = {{"m", 37}, {"n", 45}};
+  int64_t mn = 37 * 45;
+  c.buffers = {{"x_ptr", DataType::f32(), mn, Fill::Moderate}, {"y_ptr", DataType::f32(), mn, Fill::Zero},
+               {"t_ptr", DataType::f32(), mn, Fill::Moderate}, {"s_ptr", DataType::f32(), mn, Fill::Zero},
+               {"r_ptr", DataType::f32(), mn, Fill::Zero}, {"w_ptr", DataType::f32(), 3 * 2 * 128, Fill::Zero}};
+  runCase(c);
+}
+
+TEST_CASE("gpu: packed sub-byte loads and stores shared by many threads") {
+  Case c;
+  c.name = "packed";
+  c.source = R"(
+def packed<4>(i3* a_ptr, u5* b_ptr, f4e2m1* c_ptr, i3* d_ptr, u5* e_ptr, f4e2m1* f_ptr, i32* g_ptr) threads=64:
+    bi = BlockIndices()
+    ga = ViewGlobal(a_ptr, shape=[4, 255])
+    a = LoadGlobal(ga, layout=spatial(64).local(4), offset=[bi, 0:])
+    b0 = LoadGlobal(ViewGlobal(b_ptr, shape=[4, 256]), layout=local(4).spatial(64), offset=[bi, 0:])
+    b = ConvertLayout(b0, layout=spatial(64).local(4))
+    f = LoadGlobal(ViewGlobal(c_ptr, shape=[4, 256]), layout=spatial(64).local(4), offset=[bi, 0:])
+    StoreGlobal(Cast(Add(Cast(a, i32), 1), i3), ViewGlobal(d_ptr, shape=[4, 255]), offset=[bi, 0:])
+    StoreGlobal(b, ViewGlobal(e_ptr, shape=[4, 256]), offset=[bi, 0:])
+    StoreGlobal(Cast(Mul(Cast(f, f32), 0.75), f4e2m1), ViewGlobal(f_ptr, shape=[4, 256]), offset=[bi, 0:])
+    StoreGlobal(Add(Cast(a, i32), Cast(b, i32)), ViewGlobal(g_ptr, shape=[4, 256]), offset=[bi, 0:])
+)";
+  c.buffers = {{"a_ptr", DataType::i(3), 4 * 255, Fill::Random}, {"b_ptr", DataType::u(5), 1024, Fill::Random},
+               {"c_ptr", DataType::f(2, 1), 1024, Fill::Random}, {"d_ptr", DataType::i(3), 4 * 255, Fill::Random},
+               {"e_ptr", DataType::u(5), 1024, Fill::Random}, {"f_ptr", DataType::f(2, 1), 1024, Fill::Random},
+               {"g_ptr", DataType::i32(), 1024, Fill::Zero}};
+  runCase(c);
+}
+
+TEST_CASE("gpu: shared layouts (row/column major, strided, tiled, swizzled, packed)") {
+  const char *layouts[] = {"row_major(32, 64)", "column_major(32, 64)", "strided([32, 64], [65, 1])",
+                           "row_major(4, 8).row_major(8, 8)", "swizzle(row_major(32, 64), 3, 3, 4)",
+                           "swizzle(row_major(4, 2).column_major(8, 32), 2, 1, 5)"};
+  int k = 0;
+  for (const char *layout : layouts) {
+    for (const char *dtype : {"f16", "f32", "u4"}) {
+      std::stringstream s;
+      s << "def shared<1>(" << dtype << "* x_ptr, " << dtype << "* y_ptr) threads=128:\n"
+        << "    s = AllocateShared(" << dtype << ", shape=[32, 64], layout=" << layout << ")\n"
+        << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[32, 64]), layout=spatial(4, 32).local(8, 2))\n"
+        << "    StoreShared(x, s)\n"
+        << "    Synchronize()\n"
+        << "    y = LoadShared(s, layout=local(2, 2).spatial(16, 8).local(1, 4))\n"
+        << "    StoreGlobal(y, ViewGlobal(y_ptr, shape=[32, 64]))\n"
+        << "    t = SliceShared(s, offset=[3, 8:], shape=[32])\n"
+        << "    z = LoadShared(t, layout=spatial(32).replicate(4))\n"
+        << "    Synchronize()\n"
+        << "    StoreShared(z, s, offset=[5, 16:])\n"
+        << "    Synchronize()\n"
+        << "    w = LoadShared(s, layout=spatial(4, 32).local(8, 2))\n"
+        << "    StoreGlobal(w, ViewGlobal(y_ptr, shape=[32, 64]))\n";
+      DataType t = *DataType::parse(dtype);
+      Case c;
+      c.name = "shared_" + std::to_string(k++) + "_" + dtype;
+      c.source = s.str();
+      c.buffers = {{"x_ptr", t, 32 * 64, Fill::Random}, {"y_ptr", t, 32 * 64, Fill::Zero}};
+      runCase(c);
+    }
+  }
+}
+
+TEST_CASE("gpu: CopyAsync (cp.async chunks, partial and misaligned tiles, packed types)") {
+  const char *source = R"(
+def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, i32 m, i32 n, i32 shift) threads=128:
+    bi, bj = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[m, n])
+    s = AllocateShared(DT, shape=[2, 32, 64])
+    CopyAsync(SliceShared(s, offset=[1, 0:, 0:]), gx, offset=[bi * 32:, bj * 64 + shift:])
+    CopyAsyncCommitGroup()
+    CopyAsyncWaitGroup(0)
+    Synchronize()
+    y = LoadShared(s, layout=spatial(32, 4).local(1, 16), offset=[1, 0:, 0:])
+    StoreGlobal(y, ViewGlobal(y_ptr, shape=[m, n]), offset=[bi * 32:, bj * 64:])
+    CopyAsync(SliceShared(s, offset=[0, 0:, 0:]), gx, offset=[bi * 32 - 1:, bj * 64 - 3:])
+    CopyAsyncWaitAll()
+    Synchronize()
+    z = LoadShared(s, layout=spatial(32, 4).local(1, 16), offset=[0, 0:, 0:])
+    StoreGlobal(Add(z, y), ViewGlobal(y_ptr, shape=[m, n]), offset=[bi * 32:, bj * 64:])
+)";
+  for (const char *dtype : {"f16", "f32", "u8", "f64"}) {
+    for (int shift : {0, 1, 8}) {
+      for (auto [m, n] : {std::pair{64, 128}, std::pair{45, 77}}) {
+        Case c;
+        c.name = std::string("copy_") + dtype + "_" + std::to_string(shift) + "_" + std::to_string(m);
+        c.source = source;
+        std::string text = source;
+        for (size_t p = text.find("DT"); p != std::string::npos; p = text.find("DT", p + 1))
+          text.replace(p, 2, dtype);
+        c.source = text;
+        c.scalars = {{"m", uint64_t(m)}, {"n", uint64_t(n)}, {"shift", uint64_t(shift)}};
+        DataType t = *DataType::parse(dtype);
+        c.buffers = {{"x_ptr", t, m * n, Fill::Moderate}, {"y_ptr", t, m * n, Fill::Zero}};
+        runCase(c);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: ConvertLayout and Reduce (warp shuffles and shared memory)") {
+  for (const char *dtype : {"f32", "i32", "f16", "u8", "bool", "f64", "bf16"}) {
+    std::stringstream s;
+    s << "def red<1>(" << dtype << "* x_ptr, " << dtype << "* y_ptr, " << dtype << "* z_ptr, " << dtype
+      << "* c_ptr) threads=128:\n"
+      << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[4, 128]), layout=spatial(4, 32).local(1, 4))\n"
+      << "    gy = ViewGlobal(y_ptr, shape=[6, 4])\n"
+      << "    gz = ViewGlobal(z_ptr, shape=[6, 128])\n";
+    const char *ops[] = {"sum", "max", "min", "prod", "any", "all"};
+    DataType t = *DataType::parse(dtype);
+    for (int k = 0; k < (t.isFloat() ? 4 : 6); ++k) {
+      s << "    StoreGlobal(Reduce(x, dim=1, op=" << ops[k] << "), gy, offset=[" << k << ", 0:])\n";
+      s << "    StoreGlobal(Reduce(x, dim=0, op=" << ops[k] << "), gz, offset=[" << k << ", 0:])\n";
+    }
+    s << "    StoreGlobal(ConvertLayout(x, layout=local(4, 1).spatial(1, 128)), ViewGlobal(c_ptr, shape=[4, 128]))\n";
+    Case c;
+    c.name = std::string("reduce_") + dtype;
+    c.source = s.str();
+    bool isFloat = t.isFloat();
+    c.buffers = {{"x_ptr", t, 512, isFloat ? Fill::Moderate : Fill::Random},
+                 {"y_ptr", t, 24, Fill::Zero, 0, isFloat ? 1e-5 : 0},
+                 {"z_ptr", t, 6 * 128, Fill::Zero, 0, isFloat ? 1e-5 : 0},
+                 {"c_ptr", t, 512, Fill::Zero}};
+    if (t == DataType::f16() || t == DataType::bf16()) {
+      c.buffers[1].rel = 1e-2;
+      c.buffers[2].rel = 1e-2;
+    }
+    runCase(c);
+  }
+}
+
+TEST_CASE("gpu: Dot through mma.sync, per thread and through shared memory") {
+  struct DotSpec {
+    const char *name, *ab, *cd, *la, *lb, *lc;
+    int m, n, k, threads;
+  };
+  const DotSpec specs[] = {
+      {"mma_f16_f32", "f16", "f32", "column_local(2, 2).spatial(8, 4).local(1, 2)",
+       "local(2, 1).column_spatial(4, 8).local(2, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16, 8, 16, 32},
+      {"mma_f16_f16", "f16", "f16", "local(1, 2).column_local(2, 2).spatial(8, 4).local(1, 2)",
+       "local(2, 2).local(2, 1).column_spatial(4, 8).local(2, 1)", "local(1, 2).local(2, 1).spatial(8, 4).local(1, 2)", 16, 16, 64, 32},
+      {"mma_bf16", "bf16", "f32", "spatial(2, 1).column_local(2, 2).spatial(8, 4).local(1, 2)",
+       "replicate(2).local(2, 1).column_spatial(4, 8).local(2, 1)", "spatial(2, 1).local(2, 1).spatial(8, 4).local(1, 2)", 32, 8, 16, 64},
+      {"mma_i8", "i8", "i32", "column_local(2, 2).spatial(8, 4).local(1, 4)",
+       "local(2, 1).column_spatial(4, 8).local(4, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16, 8, 32, 32},
+      {"mma_e4m3", "f8e4m3", "f32", "column_local(2, 2).spatial(8, 4).local(1, 4)",
+       "local(2, 1).column_spatial(4, 8).local(4, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16, 8, 32, 32},
+      {"thread_f32", "f32", "f32", "spatial(4, 1).replicate(8).local(4, 16)",
+       "replicate(4).spatial(1, 8).local(16, 1)", "spatial(4, 8).local(4, 1)", 16, 8, 16, 32},
+      {"thread_f64", "f64", "f64", "spatial(4, 1).replicate(8).local(4, 16)",
+       "replicate(4).spatial(1, 8).local(16, 1)", "spatial(4, 8).local(4, 1)", 16, 8, 16, 32},
+  };
+  for (const DotSpec &d : specs) {
+    std::stringstream s;
+    s << "def dot<1>(" << d.ab << "* a_ptr, " << d.ab << "* b_ptr, " << d.cd << "* c_ptr, " << d.cd << "* d_ptr) threads=" << d.threads << ":\n"
+      << "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[" << d.m << ", " << d.k << "]), layout=" << d.la << ")\n"
+      << "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[" << d.k << ", " << d.n << "]), layout=" << d.lb << ")\n"
+      << "    gc = ViewGlobal(c_ptr, shape=[" << d.m << ", " << d.n << "])\n"
+      << "    c = LoadGlobal(gc, layout=" << d.lc << ")\n"
+      << "    StoreGlobal(Dot(a, b, c), ViewGlobal(d_ptr, shape=[" << d.m << ", " << d.n << "]))\n";
+    DataType ab = *DataType::parse(d.ab), cd = *DataType::parse(d.cd);
+    Case c;
+    c.name = std::string("dot_") + d.name;
+    c.source = s.str();
+    c.buffers = {{"a_ptr", ab, d.m * d.k, Fill::Moderate}, {"b_ptr", ab, d.k * d.n, Fill::Moderate},
+                 {"c_ptr", cd, d.m * d.n, Fill::Moderate},
+                 {"d_ptr", cd, d.m * d.n, Fill::Zero, 0, cd == DataType::f16() ? 2e-3 : 1e-5}};
+    runCase(c);
+  }
+}
+
+TEST_CASE("gpu: Iota, Where, AllocateRegister, BlockIndices on a 3-D grid, workspace") {
+  Case c;
+  c.name = "misc";
+  c.source = R"(
+def misc<2, 3, 4>(i32* o_ptr, f32* f_ptr) threads=64:
+    bx, by, bz = BlockIndices()
+    i = Iota(layout=spatial(8, 8).local(1, 2), dim=1)
+    j = Iota(layout=spatial(8, 8).local(1, 2), dim=0, dtype=f32)
+    w = AllocateGlobal(i32, shape=[2, 3, 4, 8, 16])
+    v = Where(Lt(i, 7), Add(i, bx * 100 + by * 10 + bz), -1)
+    StoreGlobal(v, w, offset=[bx, by, bz, 0:, 0:])
+    Synchronize()
+    back = LoadGlobal(w, layout=spatial(8, 8).local(1, 2), offset=[bx, by, bz, 0:, 0:])
+    StoreGlobal(back, ViewGlobal(o_ptr, shape=[2, 3, 4, 8, 16]), offset=[bx, by, bz, 0:, 0:])
+    z = AllocateRegister(f32, layout=spatial(8, 8).local(1, 2), init=2.5)
+    StoreGlobal(Where(Gt(j, 3.0), j, z), ViewGlobal(f_ptr, shape=[2, 3, 4, 8, 16]), offset=[bx, by, bz, 0:, 0:])
+)";
+  c.buffers = {{"o_ptr", DataType::i32(), 24 * 128, Fill::Zero}, {"f_ptr", DataType::f32(), 24 * 128, Fill::Zero}};
+  runCase(c);
+}
+
+TEST_CASE("gpu: Print gives the interpreter's text") {
+  Case c;
+  c.name = "print";
+  c.comparePrint = true;
+  c.source = R"(
+def show<1>(f32* x_ptr, i16 n) threads=32:
+    x = LoadGlobal(ViewGlobal(x_ptr, shape=[2, 4]), layout=spatial(2, 4).replicate(4))
+    Print(n, msg="n is")
+    Print(n * 3)
+    Print(x, msg="x 100%")
+    b = Lt(x, 0.5)
+    Print(b)
+    Print(Cast(x, i8))
+    s = AllocateShared(f16, shape=[2, 4])
+    StoreShared(Cast(x, f16), s)
+    Synchronize()
+    Print(s, msg="shared")
+    y = LoadGlobal(ViewGlobal(x_ptr, shape=[64]), layout=spatial(32).local(2))
+    Print(y)
+)";
+  c.scalars = {{"n", uint64_t(uint16_t(-12))}};
+  c.buffers = {{"x_ptr", DataType::f32(), 64, Fill::Special}};
+  runCase(c);
+}
+
+namespace {
+
+std::string programText(const std::string &relative) {
+  const char *root = std::getenv("TILUSVM_SOURCE_ROOT"); // where the build tree moved
+  std::ifstream in(std::string(root ? root : TILUSVM_SOURCE_DIR) + "/programs/" + relative);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << relative);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+TEST_CASE("gpu: the library's programs") {
+  {
+    Case c{"vector_add", programText("vector_add.tasm")};
+    c.scalars = {{"n", 1000}};
+    c.buffers = {{"x_ptr", DataType::f32(), 1000, Fill::Random}, {"y_ptr", DataType::f32(), 1000, Fill::Random},
+                 {"z_ptr", DataType::f32(), 1000, Fill::Zero}};
+    runCase(c);
+  }
+  {
+    Case c{"softmax", programText("softmax_rows.tasm")};
+    c.scalars = {{"m", 37}};
+    c.buffers = {{"x_ptr", DataType::f32(), 37 * 128, Fill::Moderate},
+                 {"y_ptr", DataType::f32(), 37 * 128, Fill::Zero, 0, 1e-6}};
+    runCase(c);
+  }
+  for (auto [m, n, k] : {std::tuple{64, 64, 64}, std::tuple{100, 72, 40}}) {
+    Case c{"pipelined_" + std::to_string(m), programText("matmul_f16_pipelined.tasm")};
+    c.scalars = {{"m", uint64_t(m)}, {"n", uint64_t(n)}, {"k", uint64_t(k)}};
+    c.buffers = {{"a_ptr", DataType::f16(), m * k, Fill::Moderate}, {"b_ptr", DataType::f16(), k * n, Fill::Moderate},
+                 {"c_ptr", DataType::f16(), m * n, Fill::Zero, 0, 2e-3}};
+    runCase(c);
+  }
+  {
+    std::map<std::string, std::string> sizes = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
+    Case t{"paper_transform", programText("paper_matmul_f16_i6.tasm"), "transform_b", sizes};
+    t.buffers = {{"b_ptr", DataType::i(6), 64 * 64, Fill::Random},
+                 {"transformed_b_ptr", DataType::u(8), 64 * 64 * 6 / 8, Fill::Zero}};
+    runCase(t);
+    Case c{"paper_matmul", programText("paper_matmul_f16_i6.tasm"), "matmul", sizes};
+    c.buffers = {{"a_ptr", DataType::f16(), 64 * 64, Fill::Moderate},
+                 {"transformed_b_ptr", DataType::u(8), 64 * 64 * 6 / 8, Fill::Random},
+                 {"c_ptr", DataType::f16(), 64 * 64, Fill::Zero, 0, 2e-3}};
+    runCase(c);
+  }
+  {
+    Case c{"bf16_u4", programText("variants/matmul_bf16_u4_2warps.tasm")};
+    c.buffers = {{"a_ptr", DataType::bf16(), 256 * 256, Fill::Moderate}, {"b_ptr", DataType::u(4), 256 * 256, Fill::Random},
+                 {"c_ptr", DataType::bf16(), 256 * 256, Fill::Zero, 0, 1e-2}};
+    runCase(c);
+  }
+  {
+    Case c{"f32_u2", programText("variants/matmul_f32_u2.tasm")};
+    c.buffers = {{"a_ptr", DataType::f32(), 128 * 128, Fill::Moderate}, {"b_ptr", DataType::u(2), 128 * 128, Fill::Random},
+                 {"c_ptr", DataType::f32(), 128 * 128, Fill::Zero, 0, 5e-4}};
+    runCase(c);
+  }
+}
