@@ -32,7 +32,8 @@ std::string tree(const Program &p, ExprId id) {
   std::string s = std::string("(") + exprOpName(n.op) + ":" + t;
   for (int k = 0; k < exprOpArity(n.op); ++k) {
     CHECK(n.operands[k] < id); // post-order
-    s += " " + tree(p, n.operands[k]);
+    s += ' ';
+    s += tree(p, n.operands[k]);
   }
   return s + ")";
 }

@@ -15,7 +15,8 @@ std::string show(const AstExpr &e) {
   auto kids = [&](std::string head) {
     std::string s = "(" + head;
     for (const AstExprPtr &c : e.children)
-      s += " " + show(*c);
+      s += ' ';
+      s += show(*c);
     return s + ")";
   };
   switch (e.kind) {
