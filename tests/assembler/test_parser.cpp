@@ -14,9 +14,10 @@ using namespace tilus::testing;
 std::string show(const AstExpr &e) {
   auto kids = [&](std::string head) {
     std::string s = "(" + head;
-    for (const AstExprPtr &c : e.children)
+    for (const AstExprPtr &c : e.children) {
       s += ' ';
       s += show(*c);
+    }
     return s + ")";
   };
   switch (e.kind) {
