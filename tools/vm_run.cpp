@@ -70,8 +70,14 @@ Status usage(std::string message) { return Status::error(ErrorCode::Usage, std::
 int exitCodeOf(const Status &status) { return status.code() == ErrorCode::Usage ? 2 : 1; }
 
 int report(const Status &status, const Options &options) {
-  for (const Diagnostic &d : status.diagnostics())
-    std::cerr << (d.location.known() ? d.toString() : "vm-run: " + d.message) << "\n";
+  for (const Diagnostic &d : status.diagnostics()) {
+    if (d.location.known())
+      std::cerr << d.toString() << "\n";
+    else if (d.code == ErrorCode::Usage)
+      std::cerr << "vm-run: " << d.message << "\n";
+    else
+      std::cerr << "vm-run: error[" << errorCodeName(d.code) << "]: " << d.message << "\n";
+  }
   if (options.json)
     std::cout << json{{"ok", false}, {"error", status.toString()}}.dump(2) << "\n";
   return exitCodeOf(status);
