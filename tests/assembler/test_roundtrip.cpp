@@ -133,6 +133,80 @@ def k<cdiv(n, B), 2>(f32* x_ptr, i32 n, i64 big, f16 h) threads=64:
 )");
 }
 
+TEST_CASE("every instruction of the table round-trips with every argument it takes") {
+  const char *text = R"(
+def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
+    bx, by, bz = BlockIndices()
+    r = AllocateRegister(f32, layout=spatial(64).local(2), shape=[128], init=s)
+    io = Iota(layout=spatial(8, 8), dim=1, dtype=i64)
+    sh = AllocateShared(f16, shape=[2, 64], layout=swizzle(row_major(2, 64), 2, 1, 3))
+    wg = AllocateGlobal(i32, shape=[n, 4], requires_clean=True)
+    g = ViewGlobal(p, dtype=f16, shape=[n, 64], strides=[64, 1])
+    gs = SliceGlobal(g, offset=[bx, 0:], shape=[32])
+    ss = SliceShared(sh, offset=[1, 0:], shape=[64])
+    a = LoadGlobal(g, layout=spatial(64).local(1), offset=[by:, 0])
+    b = LoadShared(sh, layout=spatial(64), offset=[0, 0:])
+    StoreGlobal(a, g, offset=[bz * 2:, 3])
+    StoreShared(b, sh)
+    CopyAsync(sh, g, offset=[0:, 0:])
+    CopyAsyncCommitGroup()
+    CopyAsyncWaitGroup(0)
+    CopyAsyncWaitAll()
+    x0 = Add(r, 1)
+    x1 = Sub(r, r, layout=spatial(64).local(2))
+    x2 = Mul(r, s)
+    x3 = Div(2.0, r)
+    x4 = Mod(r, r)
+    x5 = Max(r, r)
+    x6 = Min(r, r)
+    y0 = And(io, 3)
+    y1 = Or(io, io)
+    y2 = Xor(io, io)
+    y3 = Shl(io, 1)
+    y4 = Shr(io, n)
+    c0 = Eq(r, r)
+    c1 = Ne(r, 0.5)
+    c2 = Lt(r, r)
+    c3 = Le(r, r)
+    c4 = Gt(r, r)
+    c5 = Ge(r, r)
+    u0 = Neg(r)
+    u1 = Abs(r, layout=spatial(64).local(2))
+    u2 = Not(c0)
+    m0 = Exp(r)
+    m1 = Exp2(r)
+    m2 = Log(r)
+    m3 = Log2(r)
+    m4 = Sqrt(r)
+    m5 = Rsqrt(r)
+    m6 = Sin(r)
+    m7 = Cos(r)
+    m8 = Tanh(r)
+    w = Where(c0, r, 0.0)
+    h = Cast(r, f16)
+    v = View(h, dtype=u16, layout=spatial(64).local(2))
+    t = Permute(io, dims=[1, 0])
+    cl = ConvertLayout(r, layout=local(2).spatial(64))
+    d = Dot(a, b, r)
+    Dot(a, b, r, out=r)
+    rd = Reduce(io, dim=0, op=prod, keepdim=False, layout=spatial(8).replicate(8))
+    Synchronize()
+    Print(r, msg="r")
+    Print(s)
+    Exit()
+)";
+  auto m = asmText(text);
+  REQUIRE_OK(m);
+  std::vector<bool> seen(numOpcodes(), false);
+  for (const Instruction &inst : m->programs[0].instructions)
+    seen[size_t(inst.opcode)] = true;
+  for (size_t op = 0; op < numOpcodes(); ++op) {
+    CAPTURE(instructionSpec(Opcode(op)).name);
+    CHECK(seen[op]);
+  }
+  checkRoundTrip(text);
+}
+
 TEST_CASE("constants of every kind round-trip bit-exactly") {
   checkRoundTrip(R"(
 def k<1>(i64 a, f64 d, f32 f, u64 q, u8 b, i8 c, f16 h, bf16 bh) threads=32:
