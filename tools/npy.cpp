@@ -40,8 +40,7 @@ public:
         break;
       std::string key;
       if (!string(key))
-        return formatError("expected a quoted key in the header at offset " +
-                           std::to_string(pos_));
+        return formatError("expected a quoted key in the header at offset " + std::to_string(pos_));
       skipSpace();
       if (!eat(':'))
         return formatError("expected ':' after '" + key + "'");
@@ -303,8 +302,8 @@ Expected<std::vector<uint8_t>> cOrderLittleEndian(const Array &array) {
 
 std::vector<uint8_t> encode(const std::string &descr, const std::vector<int64_t> &shape,
                             std::span<const uint8_t> data) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " +
-                       shapeText(shape) + ", }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shapeText(shape) + ", }";
   size_t unpadded = kMagicBytes + 2 + 2 + header.size() + 1; // + '\n'
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';

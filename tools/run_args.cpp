@@ -8,11 +8,11 @@
 
 #include "isa/convert.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <algorithm>
 
 namespace tilus::run {
 namespace {
@@ -98,8 +98,8 @@ Expected<std::vector<int64_t>> parseDims(std::string_view text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos
-                                                                                : comma - start);
+    std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
     while (!item.empty() && item.front() == ' ')
       item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ')
@@ -160,9 +160,8 @@ Expected<BufferSpec> parseBufferSpec(std::string_view text) {
   else if (head == "rand")
     spec.kind = BufferSpec::Kind::Rand;
   else
-    return usage(quoted(text) +
-                 " is not a buffer value (@FILE.npy, zeros, rand[:SEED], "
-                 "zeros:DTYPE[d1,..], rand:DTYPE[d1,..]:SEED)");
+    return usage(quoted(text) + " is not a buffer value (@FILE.npy, zeros, rand[:SEED], "
+                                "zeros:DTYPE[d1,..], rand:DTYPE[d1,..]:SEED)");
   if (head.size() == text.size())
     return spec;
   std::string_view rest = text.substr(head.size() + 1);

@@ -26,10 +26,10 @@ Expected<uint64_t> parseScalar(std::string_view text, DataType dtype);
 struct BufferSpec {
   enum class Kind { File, Zeros, Rand };
   Kind kind = Kind::Zeros;
-  std::string path;                  // File
-  std::optional<DataType> dtype;     // explicit form zeros:DTYPE[..] / rand:DTYPE[..]
-  std::vector<int64_t> shape;        // explicit form
-  uint64_t seed = 0;                 // Rand
+  std::string path;              // File
+  std::optional<DataType> dtype; // explicit form zeros:DTYPE[..] / rand:DTYPE[..]
+  std::vector<int64_t> shape;    // explicit form
+  uint64_t seed = 0;             // Rand
   bool explicitShape() const { return dtype.has_value(); }
   /// Elements of the explicit shape (product of the dimensions; 1 for []).
   int64_t explicitElements() const;

@@ -101,9 +101,9 @@ Expected<size_t> chooseProgram(const Module &module, const std::string &name) {
                " programs; choose one with --kernel NAME (" + names + ")");
 }
 
-Expected<std::map<std::string, std::string>> collectAssignments(
-    const std::vector<std::string> &items, const Program &program, const char *flag,
-    bool pointersOnly) {
+Expected<std::map<std::string, std::string>>
+collectAssignments(const std::vector<std::string> &items, const Program &program, const char *flag,
+                   bool pointersOnly) {
   std::map<std::string, std::string> out;
   for (const std::string &item : items) {
     auto kv = run::splitAssignment(item);
@@ -170,9 +170,10 @@ Status makeBuffer(Job &job, Buffer &buffer, const std::string &value) {
     } else if (extent) {
       buffer.elements = *extent;
     } else {
-      return usage(buffer.name + ": the program's views of it depend on run-time values; give "
-                   "its size as zeros:" + buffer.dtype.name() + "[n] or rand:" +
-                   buffer.dtype.name() + "[n]:SEED");
+      return usage(buffer.name +
+                   ": the program's views of it depend on run-time values; give "
+                   "its size as zeros:" +
+                   buffer.dtype.name() + "[n] or rand:" + buffer.dtype.name() + "[n]:SEED");
     }
     buffer.initial.assign(cuda::storageBytes(buffer.dtype, buffer.elements), 0);
     if (spec->kind == run::BufferSpec::Kind::Rand)
@@ -277,9 +278,9 @@ Expected<Results> runCpu(const Job &job, const Options &options, json *bench) {
     for (int i = 0; i < iterations; ++i) {
       auto start = std::chrono::steady_clock::now();
       TILUSVM_TRY(runOnCpu(job.module.verified, job.index, timed, cpu));
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                             start)
-                       .count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
     }
     *bench = benchJson("cpu", "host", 0, ms);
   }
@@ -356,15 +357,15 @@ void printCheck(const json &buffers, bool ok) {
       std::cout << "not written, equal\n";
       continue;
     }
-    std::cout << (b["ok"].get<bool>() ? "ok" : "MISMATCH") << ": "
-              << b["mismatches"].get<int64_t>() << " mismatches";
+    std::cout << (b["ok"].get<bool>() ? "ok" : "MISMATCH") << ": " << b["mismatches"].get<int64_t>()
+              << " mismatches";
     if (b["exact"].get<bool>())
       std::cout << " (exact comparison)";
     else
-      std::cout << ", max abs error " << fmt(b["max_abs_error"].get<double>())
-                << ", max rel error " << fmt(b["max_rel_error"].get<double>()) << ", rel l2 "
-                << fmt(b["rel_l2_error"].get<double>()) << " (rtol "
-                << fmt(b["rtol"].get<double>()) << ")";
+      std::cout << ", max abs error " << fmt(b["max_abs_error"].get<double>()) << ", max rel error "
+                << fmt(b["max_rel_error"].get<double>()) << ", rel l2 "
+                << fmt(b["rel_l2_error"].get<double>()) << " (rtol " << fmt(b["rtol"].get<double>())
+                << ")";
     if (b["first_mismatch"].get<int64_t>() >= 0)
       std::cout << ", first at element " << b["first_mismatch"].get<int64_t>();
     std::cout << "\n";
@@ -389,12 +390,18 @@ json argsJson(const Job &job) {
   for (size_t i = 0; i < program.params.size(); ++i) {
     const Variable &param = program.var(program.params[i]);
     if (param.kind != VarKind::Pointer)
-      out.push_back({{"name", param.name}, {"dtype", param.dtype.name()}, {"kind", "scalar"},
+      out.push_back({{"name", param.name},
+                     {"dtype", param.dtype.name()},
+                     {"kind", "scalar"},
                      {"value", job.scalarText[i]}});
   }
   for (const Buffer &b : job.buffers)
-    out.push_back({{"name", b.name}, {"dtype", b.dtype.name()}, {"kind", "pointer"},
-                   {"source", b.source}, {"elements", b.elements}, {"bytes", b.initial.size()}});
+    out.push_back({{"name", b.name},
+                   {"dtype", b.dtype.name()},
+                   {"kind", "pointer"},
+                   {"source", b.source},
+                   {"elements", b.elements},
+                   {"bytes", b.initial.size()}});
   return out;
 }
 
@@ -403,8 +410,8 @@ void printHuman(const json &out, const Options &options) {
   std::cout << out["kernel"].get<std::string>() << ": ran on " << out["device"].get<std::string>();
   if (out.contains("device_name"))
     std::cout << " (" << out["device_name"].get<std::string>() << ")";
-  std::cout << ", grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", "
-            << out["threads"] << " threads\n";
+  std::cout << ", grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", " << out["threads"]
+            << " threads\n";
   if (options.check)
     printCheck(out["check"]["buffers"], out["check"]["ok"].get<bool>());
   for (const json &s : out["saved"])
@@ -431,8 +438,8 @@ Expected<DeviceChoice> chooseDevices(const Options &options) {
   Status available = cuda::cudaAvailable();
   if (options.check) {
     if (!available.ok())
-      return Status::error(ErrorCode::Cuda, "--check runs on cuda and cpu: " +
-                                                available.first().message);
+      return Status::error(ErrorCode::Cuda,
+                           "--check runs on cuda and cpu: " + available.first().message);
     return DeviceChoice{true, true};
   }
   if (options.device == "cpu")

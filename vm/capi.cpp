@@ -144,19 +144,32 @@ TILUSVM_API const char *tilusvm_last_error(void) { return tLastError.c_str(); }
 
 TILUSVM_API const char *tilusvm_status_name(int status) {
   switch (status) {
-  case TILUSVM_OK: return "TILUSVM_OK";
-  case TILUSVM_ERROR_INVALID_ARGUMENT: return "TILUSVM_ERROR_INVALID_ARGUMENT";
-  case TILUSVM_ERROR_NOT_FOUND: return "TILUSVM_ERROR_NOT_FOUND";
-  case TILUSVM_ERROR_IO: return "TILUSVM_ERROR_IO";
-  case TILUSVM_ERROR_BYTECODE: return "TILUSVM_ERROR_BYTECODE";
-  case TILUSVM_ERROR_CHECK: return "TILUSVM_ERROR_CHECK";
-  case TILUSVM_ERROR_NO_DRIVER: return "TILUSVM_ERROR_NO_DRIVER";
-  case TILUSVM_ERROR_NO_DEVICE: return "TILUSVM_ERROR_NO_DEVICE";
-  case TILUSVM_ERROR_CUDA: return "TILUSVM_ERROR_CUDA";
-  case TILUSVM_ERROR_JIT: return "TILUSVM_ERROR_JIT";
-  case TILUSVM_ERROR_RUNTIME: return "TILUSVM_ERROR_RUNTIME";
-  case TILUSVM_ERROR_UNSUPPORTED: return "TILUSVM_ERROR_UNSUPPORTED";
-  case TILUSVM_ERROR_INTERNAL: return "TILUSVM_ERROR_INTERNAL";
+  case TILUSVM_OK:
+    return "TILUSVM_OK";
+  case TILUSVM_ERROR_INVALID_ARGUMENT:
+    return "TILUSVM_ERROR_INVALID_ARGUMENT";
+  case TILUSVM_ERROR_NOT_FOUND:
+    return "TILUSVM_ERROR_NOT_FOUND";
+  case TILUSVM_ERROR_IO:
+    return "TILUSVM_ERROR_IO";
+  case TILUSVM_ERROR_BYTECODE:
+    return "TILUSVM_ERROR_BYTECODE";
+  case TILUSVM_ERROR_CHECK:
+    return "TILUSVM_ERROR_CHECK";
+  case TILUSVM_ERROR_NO_DRIVER:
+    return "TILUSVM_ERROR_NO_DRIVER";
+  case TILUSVM_ERROR_NO_DEVICE:
+    return "TILUSVM_ERROR_NO_DEVICE";
+  case TILUSVM_ERROR_CUDA:
+    return "TILUSVM_ERROR_CUDA";
+  case TILUSVM_ERROR_JIT:
+    return "TILUSVM_ERROR_JIT";
+  case TILUSVM_ERROR_RUNTIME:
+    return "TILUSVM_ERROR_RUNTIME";
+  case TILUSVM_ERROR_UNSUPPORTED:
+    return "TILUSVM_ERROR_UNSUPPORTED";
+  case TILUSVM_ERROR_INTERNAL:
+    return "TILUSVM_ERROR_INTERNAL";
   }
   return "TILUSVM_UNKNOWN_STATUS";
 }
@@ -204,8 +217,7 @@ TILUSVM_API int tilusvm_module_program_count(tilusvm_module module, size_t *out)
   });
 }
 
-TILUSVM_API int tilusvm_module_program_name(tilusvm_module module, size_t index,
-                                            const char **out) {
+TILUSVM_API int tilusvm_module_program_name(tilusvm_module module, size_t index, const char **out) {
   return guarded([&]() -> int {
     if (!module || !out)
       return nullArgument("tilusvm_module_program_name", module ? "out" : "module");
@@ -266,8 +278,8 @@ TILUSVM_API int tilusvm_program_param(tilusvm_module module, const char *program
   });
 }
 
-TILUSVM_API int tilusvm_run_cpu(tilusvm_module module, const char *program,
-                                const tilusvm_arg *args, size_t num_args, int checked) {
+TILUSVM_API int tilusvm_run_cpu(tilusvm_module module, const char *program, const tilusvm_arg *args,
+                                size_t num_args, int checked) {
   return guarded([&]() -> int {
     if (!module)
       return nullArgument("tilusvm_run_cpu", "module");
@@ -342,9 +354,8 @@ TILUSVM_API int tilusvm_prepare(tilusvm_runtime runtime, tilusvm_module module,
   });
 }
 
-TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module,
-                               const char *program, const tilusvm_arg *args, size_t num_args,
-                               void *stream) {
+TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module, const char *program,
+                               const tilusvm_arg *args, size_t num_args, void *stream) {
   return guarded([&]() -> int {
     if (!runtime || !module)
       return nullArgument("tilusvm_launch", runtime ? "module" : "runtime");
@@ -359,8 +370,8 @@ TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module,
                                              verified.programs[index], kernelArgs);
     if (!valid.ok())
       return fail(TILUSVM_ERROR_INVALID_ARGUMENT, messageOf(valid));
-    Status launched = runtime->runtime->launch(module->loaded, index, kernelArgs,
-                                               static_cast<CUstream>(stream));
+    Status launched =
+        runtime->runtime->launch(module->loaded, index, kernelArgs, static_cast<CUstream>(stream));
     return launched.ok() ? TILUSVM_OK : failWith(launched);
   });
 }

@@ -40,10 +40,10 @@ void runPipelinedMatmul(int m, int n, int k, const std::map<std::string, std::st
   std::vector<uint16_t> b = randomHalves(size_t(k) * size_t(n), 32);
   DeviceArray da = DeviceArray::from(a), db = DeviceArray::from(b),
               dc = DeviceArray::from(std::vector<uint16_t>(size_t(m) * size_t(n), 0x7e00));
-  REQUIRE_OK(runtime().launch(module, 0,
-                              {da.arg(), db.arg(), dc.arg(), scalar(uint32_t(m)),
-                               scalar(uint32_t(n)), scalar(uint32_t(k))},
-                              nullptr));
+  REQUIRE_OK(runtime().launch(
+      module, 0,
+      {da.arg(), db.arg(), dc.arg(), scalar(uint32_t(m)), scalar(uint32_t(n)), scalar(uint32_t(k))},
+      nullptr));
   REQUIRE_OK(runtime().synchronize(nullptr));
   std::vector<double> ref(size_t(m) * size_t(n), 0.0);
   for (int i = 0; i < m; ++i)
@@ -58,17 +58,12 @@ void runPipelinedMatmul(int m, int n, int k, const std::map<std::string, std::st
 
 } // namespace
 
-TEST_CASE("pipelined f16 matmul with partial tiles") {
-  runPipelinedMatmul(100, 72, 40, {});
-}
+TEST_CASE("pipelined f16 matmul with partial tiles") { runPipelinedMatmul(100, 72, 40, {}); }
 
-TEST_CASE("pipelined f16 matmul at 256^3") {
-  runPipelinedMatmul(256, 256, 256, {});
-}
+TEST_CASE("pipelined f16 matmul at 256^3") { runPipelinedMatmul(256, 256, 256, {}); }
 
 TEST_CASE("an 8-stage pipeline needs and gets more than 48 KiB of dynamic shared memory") {
-  cuda::LoadedModule module =
-      loadProgramFile("matmul_f16_pipelined.tasm", {{"STAGES", "8"}});
+  cuda::LoadedModule module = loadProgramFile("matmul_f16_pipelined.tasm", {{"STAGES", "8"}});
   CHECK(module.verified.programs[0].sharedBytes > 48 * 1024);
   runPipelinedMatmul(128, 128, 320, {{"STAGES", "8"}});
 }

@@ -175,8 +175,8 @@ TEST_CASE("running on the cpu through the C API") {
     x[size_t(i)] = float(i) * 0.5f;
     y[size_t(i)] = 1000.0f - float(i);
   }
-  tilusvm_arg args[4] = {{0, x.data(), n * 4}, {0, y.data(), n * 4}, {0, z.data(), n * 4},
-                         {uint64_t(n), nullptr, 0}};
+  tilusvm_arg args[4] = {
+      {0, x.data(), n * 4}, {0, y.data(), n * 4}, {0, z.data(), n * 4}, {uint64_t(n), nullptr, 0}};
   CHECK(tilusvm_run_cpu(m, "vector_add", args, 4, 1) == TILUSVM_OK);
   INFO(tilusvm_last_error());
   for (int i = 0; i < n; ++i)
@@ -196,8 +196,8 @@ TEST_CASE("running on the cpu through the C API") {
   module.runOnCpu("fill", {tilusvm::Arg::pointer(out.data(), 32), tilusvm::Arg::bits(0xfd)});
   for (int8_t v : out)
     CHECK(v == -3);
-  CHECK_THROWS_AS(module.runOnCpu("fill", {tilusvm::Arg::pointer(out.data(), 16),
-                                           tilusvm::Arg::bits(1)}),
-                  tilusvm::Error);
+  CHECK_THROWS_AS(
+      module.runOnCpu("fill", {tilusvm::Arg::pointer(out.data(), 16), tilusvm::Arg::bits(1)}),
+      tilusvm::Error);
   tilusvm_module_destroy(m);
 }

@@ -31,7 +31,10 @@ KernelKey sampleKey() {
 }
 
 CachedKernel sampleKernel() {
-  return {"matmul", 128, 49152, ".version 8.0\n.target sm_90a\n", std::string("\x7f" "ELF\0\1", 6)};
+  return {"matmul", 128, 49152, ".version 8.0\n.target sm_90a\n",
+          std::string("\x7f"
+                      "ELF\0\1",
+                      6)};
 }
 
 void putLe(std::vector<uint8_t> &out, uint64_t v, int bytes) {
@@ -216,8 +219,8 @@ TEST_CASE("the cache directory comes from the environment") {
     else
       ::unsetenv(name);
   };
-  auto dirVar = saved("TILUSVM_CACHE_DIR"), xdg = saved("XDG_CACHE_HOME"),
-       home = saved("HOME"), flag = saved("TILUSVM_DISK_CACHE");
+  auto dirVar = saved("TILUSVM_CACHE_DIR"), xdg = saved("XDG_CACHE_HOME"), home = saved("HOME"),
+       flag = saved("TILUSVM_DISK_CACHE");
   ::unsetenv("TILUSVM_DISK_CACHE");
   ::setenv("TILUSVM_CACHE_DIR", "/tmp/a", 1);
   ::setenv("XDG_CACHE_HOME", "/tmp/x", 1);

@@ -46,8 +46,8 @@ KernelArgs vectorAddArgs(int32_t n, uint64_t bytes, void *pointer) {
 
 TEST_CASE("storage bytes pack sub-byte types") {
   CHECK(storageBytes(DataType::f32(), 1000) == 4000);
-  CHECK(storageBytes(DataType::i(6), 7) == 6);   // 42 bits
-  CHECK(storageBytes(DataType::u(1), 9) == 2);   // 9 bits
+  CHECK(storageBytes(DataType::i(6), 7) == 6); // 42 bits
+  CHECK(storageBytes(DataType::u(1), 9) == 2); // 9 bits
   CHECK(storageBytes(DataType::i(4), 8) == 4);
   CHECK(storageBytes(DataType::boolean(), 3) == 3);
   CHECK(storageBytes(DataType::f16(), 0) == 0);

@@ -34,11 +34,11 @@ std::vector<uint8_t> numpyV1(const std::string &dict, const std::vector<uint8_t>
 
 TEST_CASE("encode writes what np.save writes for a float32 vector") {
   // np.save(f, np.array([1, 2, 3], dtype='<f4')): header length 118 (0x76), data at 128.
-  std::vector<uint8_t> data = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x40,
-                               0x00, 0x00, 0x40, 0x40};
+  std::vector<uint8_t> data = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00,
+                               0x00, 0x40, 0x00, 0x00, 0x40, 0x40};
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
-  std::vector<uint8_t> expected = bytesOf(std::string("\x93NUMPY\x01\x00\x76\x00", 10) + dict +
-                                          std::string(60, ' ') + "\n");
+  std::vector<uint8_t> expected =
+      bytesOf(std::string("\x93NUMPY\x01\x00\x76\x00", 10) + dict + std::string(60, ' ') + "\n");
   expected.insert(expected.end(), data.begin(), data.end());
   CHECK(npy::encode("<f4", {3}, data) == expected);
   CHECK(expected.size() == 128 + 12);
@@ -88,8 +88,8 @@ TEST_CASE("a scalar array has shape () and one element") {
 TEST_CASE("Fortran order is reordered to C order") {
   // [[1, 2, 3], [4, 5, 6]] as '<i2' in Fortran order is stored column by column: 1 4 2 5 3 6.
   std::vector<uint8_t> data = {1, 0, 4, 0, 2, 0, 5, 0, 3, 0, 6, 0};
-  auto array = npy::parse(numpyV1("{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }",
-                                  data));
+  auto array =
+      npy::parse(numpyV1("{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }", data));
   REQUIRE_OK(array);
   auto c = npy::cOrderLittleEndian(*array);
   REQUIRE_OK(c);

@@ -43,7 +43,7 @@ TEST_CASE("float scalars are rounded to the parameter's type") {
   CHECK(parseScalar("-2", DataType::f64()).value() == 0xc000000000000000ull);
   CHECK(parseScalar("1", DataType::f16()).value() == 0x3c00);
   CHECK(parseScalar("1.0", DataType::bf16()).value() == 0x3f80);
-  CHECK(parseScalar("70000", DataType::f16()).value() == 0x7c00);  // overflow to +inf
+  CHECK(parseScalar("70000", DataType::f16()).value() == 0x7c00); // overflow to +inf
   CHECK(parseScalar("1000", DataType::f8e4m3()).value() == 0x7e); // saturates to 448
   CHECK(parseScalar("inf", DataType::f32()).value() == 0x7f800000u);
   CHECK_ERROR(parseScalar("one", DataType::f32()), ErrorCode::Usage);

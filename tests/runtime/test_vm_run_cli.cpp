@@ -64,8 +64,8 @@ struct Workspace {
     const char *binary = std::getenv("VM_RUN");
     if (!binary)
       binary = TILUSVM_VM_RUN;
-    std::string command = std::string(binary) + " " + args + " >" + path("out.txt") + " 2>" +
-                          path("err.txt");
+    std::string command =
+        std::string(binary) + " " + args + " >" + path("out.txt") + " 2>" + path("err.txt");
     Result r;
     int raw = std::system(command.c_str());
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -169,8 +169,9 @@ TEST_CASE("vm-run saves sub-byte buffers as packed u1 bytes and reads them back"
   REQUIRE(r.status == 0);
   std::string bytes = Workspace::slurp(ws.path("o.npy"));
   size_t headerBytes = uint8_t(bytes[8]) | (size_t(uint8_t(bytes[9])) << 8);
-  CHECK(bytes.substr(10, headerBytes).find("'descr': '|u1', 'fortran_order': False, "
-                                           "'shape': (48,)") != std::string::npos);
+  CHECK(bytes.substr(10, headerBytes)
+            .find("'descr': '|u1', 'fortran_order': False, "
+                  "'shape': (48,)") != std::string::npos);
   std::string data = bytes.substr(10 + headerBytes);
   REQUIRE(data.size() == 48);
   for (int k = 0; k < 64; ++k) {

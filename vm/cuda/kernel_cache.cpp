@@ -109,8 +109,8 @@ std::string temporaryName(const std::string &finalName) {
 
 std::string KernelKey::text() const {
   return "tilusvm-kernel/" + std::to_string(kCacheFormatVersion) + " module=" + hex16(moduleHash) +
-         " program=" + program + " compiler=" + compilerVersion + " ptx=" +
-         smName(ptxTarget, true) + " device=" + smName(deviceArch, false) + " O" +
+         " program=" + program + " compiler=" + compilerVersion +
+         " ptx=" + smName(ptxTarget, true) + " device=" + smName(deviceArch, false) + " O" +
          std::to_string(optLevel) + " driver=" + std::to_string(driverVersion);
 }
 
@@ -213,7 +213,8 @@ DiskCache::Lookup DiskCache::load(const KernelKey &key) const {
   Expected<CachedKernel> decoded =
       ec ? Expected<CachedKernel>(corrupt("entry could not be read: " + ec.message()))
       : size > kMaxCacheEntryBytes
-          ? Expected<CachedKernel>(corrupt("entry of " + std::to_string(size) + " bytes is too large"))
+          ? Expected<CachedKernel>(
+                corrupt("entry of " + std::to_string(size) + " bytes is too large"))
           : decodeCacheEntry(bytes, key.text());
   if (decoded.ok()) {
     result.kernel = std::move(decoded.value());

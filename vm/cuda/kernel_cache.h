@@ -8,8 +8,8 @@
 // load, so a hash collision is a miss, never a wrong kernel.
 //
 // Disk layout: one file per kernel, DIR/<16 hex digits>.tvmk:
-//   header  "TVMKCACH" | u32 format version (1) | u32 0 | u64 payload bytes | u64 XXH3-64 of payload
-//   payload str key | str entry name | u32 threads | i64 shared bytes | str ptx | str cubin
+//   header  "TVMKCACH" | u32 format version (1) | u32 0 | u64 payload bytes | u64 XXH3-64 of
+//   payload payload str key | str entry name | u32 threads | i64 shared bytes | str ptx | str cubin
 // (little-endian; str = u64 length + bytes). A file whose size, hash, key or fields do not
 // check out is corrupt: load() removes it and reports a miss, and the caller recompiles.
 // store() writes a temporary file in DIR and renames it over the entry (atomic on POSIX).
@@ -35,7 +35,8 @@ struct KernelKey {
   int driverVersion = 0;
 
   /// The canonical spelling, e.g.
-  /// "tilusvm-kernel/1 module=00ab.. program=matmul compiler=.. ptx=sm_90a device=sm_90 O3 driver=13000"
+  /// "tilusvm-kernel/1 module=00ab.. program=matmul compiler=.. ptx=sm_90a device=sm_90 O3
+  /// driver=13000"
   std::string text() const;
   /// XXH3-64 of text().
   uint64_t hash() const;
@@ -59,8 +60,7 @@ inline constexpr uint64_t kMaxCacheEntryBytes = 512ull << 20;
 /// The bytes of an entry file for `keyText`.
 std::vector<uint8_t> encodeCacheEntry(const std::string &keyText, const CachedKernel &kernel);
 /// Parse and verify an entry file; an error (code `io`) says what is wrong with it.
-Expected<CachedKernel> decodeCacheEntry(std::span<const uint8_t> bytes,
-                                        const std::string &keyText);
+Expected<CachedKernel> decodeCacheEntry(std::span<const uint8_t> bytes, const std::string &keyText);
 
 /// The cache directory from the environment: $TILUSVM_CACHE_DIR, else
 /// $XDG_CACHE_HOME/tilusvm, else $HOME/.cache/tilusvm; nullopt (no disk cache) when

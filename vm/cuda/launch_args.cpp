@@ -66,8 +66,7 @@ Status validateArgs(const Program &program, const ProgramInfo &info, const Kerne
     uint64_t needed = storageBytes(param.dtype, elements);
     const KernelArg &arg = args[size_t(index)];
     if (arg.byteSize < needed)
-      return argError(program, "argument " + param.name + " holds " +
-                                   std::to_string(arg.byteSize) +
+      return argError(program, "argument " + param.name + " holds " + std::to_string(arg.byteSize) +
                                    " bytes; the program can touch " + std::to_string(needed) +
                                    " bytes (" + std::to_string(elements) + " " +
                                    param.dtype.name() + " elements)");

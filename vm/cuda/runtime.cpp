@@ -232,16 +232,15 @@ Status CudaRuntime::Impl::build(const LoadedModule &loaded, size_t index, const 
 Status CudaRuntime::Impl::finish(const ProgramInfo &info, Slot &slot) {
   CompiledKernel &kernel = slot.kernel;
   if (kernel.threads != info.threads)
-    return Status::error(ErrorCode::Jit, "kernel " + kernel.entryName + " has " +
-                                             std::to_string(kernel.threads) +
-                                             " threads per block, the program " +
-                                             std::to_string(info.threads));
+    return Status::error(ErrorCode::Jit,
+                         "kernel " + kernel.entryName + " has " + std::to_string(kernel.threads) +
+                             " threads per block, the program " + std::to_string(info.threads));
   if (kernel.sharedBytes > device.maxSharedPerBlockOptin)
-    return Status::error(ErrorCode::Cuda,
-                         "kernel " + kernel.entryName + " needs " +
-                             std::to_string(kernel.sharedBytes) +
-                             " bytes of shared memory; device " + device.name + " allows " +
-                             std::to_string(device.maxSharedPerBlockOptin));
+    return Status::error(ErrorCode::Cuda, "kernel " + kernel.entryName + " needs " +
+                                              std::to_string(kernel.sharedBytes) +
+                                              " bytes of shared memory; device " + device.name +
+                                              " allows " +
+                                              std::to_string(device.maxSharedPerBlockOptin));
   TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuModuleGetFunction, &kernel.function, slot.module.get(),
                               kernel.entryName.c_str()));
   if (kernel.sharedBytes > kDefaultSharedLimit)
@@ -319,8 +318,8 @@ KernelKey CudaRuntime::cacheKey(const LoadedModule &module, size_t programIndex)
 Expected<const CompiledKernel *> CudaRuntime::kernel(const LoadedModule &module,
                                                      size_t programIndex) {
   if (programIndex >= module.verified.module.programs.size())
-    return Status::error(ErrorCode::Usage, "program index " + std::to_string(programIndex) +
-                                               " out of range");
+    return Status::error(ErrorCode::Usage,
+                         "program index " + std::to_string(programIndex) + " out of range");
   KernelKey key = cacheKey(module, programIndex);
   std::string text = key.text();
   std::shared_ptr<Impl::Slot> slot;
@@ -355,11 +354,11 @@ Expected<const CompiledKernel *> CudaRuntime::kernel(const LoadedModule &module,
   return &slot->kernel;
 }
 
-Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex,
-                           const KernelArgs &args, CUstream stream) {
+Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, const KernelArgs &args,
+                           CUstream stream) {
   if (programIndex >= module.verified.module.programs.size())
-    return Status::error(ErrorCode::Usage, "program index " + std::to_string(programIndex) +
-                                               " out of range");
+    return Status::error(ErrorCode::Usage,
+                         "program index " + std::to_string(programIndex) + " out of range");
   const Program &program = module.verified.module.programs[programIndex];
   const ProgramInfo &info = module.verified.programs[programIndex];
   TILUSVM_TRY(validateArgs(program, info, args));
@@ -392,16 +391,15 @@ Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex,
     for (uint64_t &slot : storage)
       params.push_back(&slot);
     const LaunchGeometry &g = *geometry;
-    return TILUSVM_CU_CALL(*impl_->api, cuLaunchKernel, k.function, g.grid[0], g.grid[1],
-                           g.grid[2], k.threads, 1, 1, unsigned(k.sharedBytes), stream,
-                           params.data(), nullptr);
+    return TILUSVM_CU_CALL(*impl_->api, cuLaunchKernel, k.function, g.grid[0], g.grid[1], g.grid[2],
+                           k.threads, 1, 1, unsigned(k.sharedBytes), stream, params.data(),
+                           nullptr);
   });
 }
 
 Expected<std::vector<double>> CudaRuntime::benchmark(const LoadedModule &module,
                                                      size_t programIndex, const KernelArgs &args,
-                                                     CUstream stream, int warmup,
-                                                     int iterations) {
+                                                     CUstream stream, int warmup, int iterations) {
   const DriverApi &api = *impl_->api;
   ContextGuard guard(api, impl_->context.get());
   TILUSVM_TRY(guard.status());

@@ -138,7 +138,8 @@ WorkspacePool::~WorkspacePool() {
 }
 
 void WorkspacePool::freeCompletedLocked() {
-  std::erase_if(retired_, [&](Retired &r) { return api_.cuEventQuery(r.done.get()) == CUDA_SUCCESS; });
+  std::erase_if(retired_,
+                [&](Retired &r) { return api_.cuEventQuery(r.done.get()) == CUDA_SUCCESS; });
 }
 
 Status WorkspacePool::launchWith(const WorkspacePlan &plan, CUstream stream,
@@ -172,8 +173,8 @@ Status WorkspacePool::launchWith(const WorkspacePlan &plan, CUstream stream,
       continue;
     for (const DirtyRanges::Range &r :
          slot.dirty.takeClean(region.offset, region.offset + region.bytes))
-      TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuMemsetD8Async, base + r.begin, 0,
-                                  size_t(r.end - r.begin), stream));
+      TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuMemsetD8Async, base + r.begin, 0, size_t(r.end - r.begin),
+                                  stream));
   }
   // Mark dirty before launching: even a failed launch may have queued work.
   for (const WorkspaceRegion &region : plan.regions)

@@ -82,8 +82,7 @@ TILUSVM_API int tilusvm_module_load_file(const char *path, tilusvm_module *out);
 TILUSVM_API int tilusvm_module_destroy(tilusvm_module module);
 TILUSVM_API int tilusvm_module_program_count(tilusvm_module module, size_t *out);
 /* The name of program `index`; the string lives as long as the module. */
-TILUSVM_API int tilusvm_module_program_name(tilusvm_module module, size_t index,
-                                            const char **out);
+TILUSVM_API int tilusvm_module_program_name(tilusvm_module module, size_t index, const char **out);
 TILUSVM_API int tilusvm_module_find_program(tilusvm_module module, const char *name,
                                             size_t *out_index);
 /* Number of parameters of a program. */
@@ -99,8 +98,8 @@ TILUSVM_API int tilusvm_program_param(tilusvm_module module, const char *program
 
 /* Run a program to completion on host memory (pointer arguments are host addresses).
  * checked != 0 enables race, bounds and workspace checks. */
-TILUSVM_API int tilusvm_run_cpu(tilusvm_module module, const char *program,
-                                const tilusvm_arg *args, size_t num_args, int checked);
+TILUSVM_API int tilusvm_run_cpu(tilusvm_module module, const char *program, const tilusvm_arg *args,
+                                size_t num_args, int checked);
 
 /* ---- The CUDA runtime ---- */
 
@@ -117,9 +116,8 @@ TILUSVM_API int tilusvm_runtime_compute_capability(tilusvm_runtime runtime, int 
 TILUSVM_API int tilusvm_prepare(tilusvm_runtime runtime, tilusvm_module module,
                                 const char *program);
 /* Queue a launch of `program` on `stream` (a CUstream; NULL = default stream). */
-TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module,
-                               const char *program, const tilusvm_arg *args, size_t num_args,
-                               void *stream);
+TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module, const char *program,
+                               const tilusvm_arg *args, size_t num_args, void *stream);
 
 #ifdef __cplusplus
 } /* extern "C" */
