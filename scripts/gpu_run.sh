@@ -4,14 +4,32 @@
 # run (PyTorch/cuBLAS f16 matmul for the matmuls, device-to-device copy bandwidth for
 # vector_add). Prints a short table last.
 #
-# Usage (from the repository root, with a build folder built on the development machine):
-#   BUILD_DIR=build-rt bash scripts/gpu_run.sh
-# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm.so*.
+# Here (the development machine, no GPU): build and pack what travels, stripped, into .carry/
+# (git-ignored; about 45 MB, under the device tool's 64 MiB):
+#   bash scripts/gpu_run.sh --pack            # BUILD_DIR defaults to build-rt
+# There (the device tool's `run`, carrying .carry):
+#   BUILD_DIR=.carry bash scripts/gpu_run.sh
+# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm.so.0.
 # Logs and JSON reports go to $OUT (the device tool's output folder) or /tmp/tilusvm-gpu.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 build="${BUILD_DIR:-build-rt}"
+if [ "${1:-}" = "--pack" ]; then
+  set -e
+  ninja -C "$build" -j1 tools/vm-run tools/tilus-asm tests/gpu/test_gpu
+  rm -rf .carry
+  mkdir -p .carry/vm .carry/tools .carry/tests/gpu
+  cp -L "$build/vm/libtilusvm.so.0" .carry/vm/
+  # libxxhash is not part of every CUDA image; it travels beside libtilusvm.
+  cp -L "$(ldd "$build/vm/libtilusvm.so.0" | awk '/libxxhash/ {print $3}')" .carry/vm/
+  cp "$build/tools/vm-run" "$build/tools/tilus-asm" .carry/tools/
+  cp "$build/tests/gpu/test_gpu" .carry/tests/gpu/
+  strip --strip-unneeded .carry/vm/libtilusvm.so.0 .carry/tools/* .carry/tests/gpu/test_gpu
+  du -sh .carry
+  exit 0
+fi
+export LD_LIBRARY_PATH="$build/vm${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out="${OUT:-/tmp/tilusvm-gpu}"
 bench_size="${BENCH_SIZE:-4096}"
 mkdir -p "$out"
