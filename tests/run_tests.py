@@ -6,6 +6,7 @@ Other tests count as one case each, passed or failed by exit status. The last li
 "N passed, N failed, N skipped" over all test cases.
 """
 import json
+import os
 import re
 import subprocess
 import sys
@@ -25,7 +26,8 @@ def main() -> int:
         if only and t["name"] not in only:
             continue
         start = time.monotonic()
-        proc = subprocess.run(t["cmd"], cwd=t.get("workdir") or None, env=None,
+        env = dict(os.environ, **(t.get("env") or {}))
+        proc = subprocess.run(t["cmd"], cwd=t.get("workdir") or build_dir, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               errors="replace", timeout=t.get("timeout") or 1800)
         elapsed = time.monotonic() - start
