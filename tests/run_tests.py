@@ -29,7 +29,7 @@ def main() -> int:
         env = dict(os.environ, **(t.get("env") or {}))
         proc = subprocess.run(t["cmd"], cwd=t.get("workdir") or build_dir, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              errors="replace", timeout=t.get("timeout") or 1800)
+                              errors="replace", timeout=max(900, 10 * (t.get("timeout") or 0)))
         elapsed = time.monotonic() - start
         out = proc.stdout
         m = None
