@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -24,8 +25,19 @@ namespace {
 
 using namespace tilus;
 
+/// The repository root: $TILUSVM_SOURCE_DIR when set (a binary carried to another machine),
+/// else the source directory it was built from.
+std::string sourceDir() {
+  const char *env = std::getenv("TILUSVM_SOURCE_DIR");
+  return env && *env ? env : TILUSVM_SOURCE_DIR;
+}
+
 bool load(const std::string &relative, VerifiedModule &out) {
-  std::ifstream in(std::string(TILUSVM_SOURCE_DIR) + "/" + relative);
+  std::ifstream in(sourceDir() + "/" + relative);
+  if (!in.good()) {
+    std::fprintf(stderr, "cannot open %s/%s\n", sourceDir().c_str(), relative.c_str());
+    return false;
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   AssembleOptions options;
