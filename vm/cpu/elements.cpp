@@ -30,11 +30,7 @@ void updateByteAtomically(uint8_t *byte, uint8_t mask, uint8_t bits) {
 
 } // namespace
 
-void writeBitsShared(uint8_t *mem, int64_t bitAddr, int storageBits, uint64_t value) {
-  if ((storageBits & 7) == 0 && (bitAddr & 7) == 0) {
-    writeBits(mem, bitAddr, storageBits, value);
-    return;
-  }
+void writeBitsAtomic(uint8_t *mem, int64_t bitAddr, int storageBits, uint64_t value) {
   uint8_t *p = mem + (bitAddr >> 3);
   int shift = int(bitAddr & 7);
   uint32_t mask = uint32_t(bitMask(storageBits)) << shift;

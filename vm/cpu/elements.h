@@ -69,13 +69,54 @@ inline uint64_t encodeFloat(double v, DataType t) {
   return 0;
 }
 
-/// Read an element of `storageBits` bits at bit address `bitAddr` of `mem`.
-inline uint64_t readBits(const uint8_t *mem, int64_t bitAddr, int storageBits) {
-  if ((storageBits & 7) == 0 && (bitAddr & 7) == 0) {
-    uint64_t v = 0;
-    std::memcpy(&v, mem + (bitAddr >> 3), size_t(storageBits >> 3));
+/// Load/store of a whole 1, 2, 4 or 8-byte element (constant-size copies, no library call).
+inline uint64_t loadBytes(const uint8_t *p, int bytes) {
+  switch (bytes) {
+  case 1:
+    return *p;
+  case 2: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
     return v;
   }
+  case 4: {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  default: {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  }
+}
+
+inline void storeBytes(uint8_t *p, int bytes, uint64_t value) {
+  switch (bytes) {
+  case 1:
+    *p = uint8_t(value);
+    return;
+  case 2: {
+    uint16_t v = uint16_t(value);
+    std::memcpy(p, &v, 2);
+    return;
+  }
+  case 4: {
+    uint32_t v = uint32_t(value);
+    std::memcpy(p, &v, 4);
+    return;
+  }
+  default:
+    std::memcpy(p, &value, 8);
+    return;
+  }
+}
+
+/// Read an element of `storageBits` bits at bit address `bitAddr` of `mem`.
+inline uint64_t readBits(const uint8_t *mem, int64_t bitAddr, int storageBits) {
+  if ((storageBits & 7) == 0 && (bitAddr & 7) == 0)
+    return loadBytes(mem + (bitAddr >> 3), storageBits >> 3);
   // Sub-byte: at most 7 bits, so the element lies within two bytes.
   const uint8_t *p = mem + (bitAddr >> 3);
   int shift = int(bitAddr & 7);
@@ -88,7 +129,7 @@ inline uint64_t readBits(const uint8_t *mem, int64_t bitAddr, int storageBits) {
 /// Write an element (no other bits of memory change).
 inline void writeBits(uint8_t *mem, int64_t bitAddr, int storageBits, uint64_t value) {
   if ((storageBits & 7) == 0 && (bitAddr & 7) == 0) {
-    std::memcpy(mem + (bitAddr >> 3), &value, size_t(storageBits >> 3));
+    storeBytes(mem + (bitAddr >> 3), storageBits >> 3, value);
     return;
   }
   uint8_t *p = mem + (bitAddr >> 3);
@@ -100,10 +141,18 @@ inline void writeBits(uint8_t *mem, int64_t bitAddr, int storageBits, uint64_t v
     p[1] = uint8_t((p[1] & ~(mask >> 8)) | (bits >> 8));
 }
 
+/// Packed (sub-byte) writeBits where other host threads may update neighbouring elements of the
+/// same bytes: each byte changes by an atomic read-modify-write of this element's bits only.
+void writeBitsAtomic(uint8_t *mem, int64_t bitAddr, int storageBits, uint64_t value);
+
 /// writeBits for memory that other host threads may update at the same time (global memory:
-/// blocks run in parallel and packed elements of different blocks can share a byte). Each
-/// byte is updated with an atomic read-modify-write that changes only this element's bits.
-void writeBitsShared(uint8_t *mem, int64_t bitAddr, int storageBits, uint64_t value);
+/// blocks run in parallel and packed elements of different blocks can share a byte).
+inline void writeBitsShared(uint8_t *mem, int64_t bitAddr, int storageBits, uint64_t value) {
+  if ((storageBits & 7) == 0 && (bitAddr & 7) == 0)
+    storeBytes(mem + (bitAddr >> 3), storageBits >> 3, value);
+  else
+    writeBitsAtomic(mem, bitAddr, storageBits, value);
+}
 
 /// The element as stored in memory becomes a canonical register pattern (bool: != 0).
 inline uint64_t canonicalFromMemory(uint64_t raw, DataType t) {

@@ -38,6 +38,13 @@ inline bool inBuffer(const GlobalView &view, int64_t bit, int sb) {
   return bit >= 0 && uint64_t(bit) + uint64_t(sb) <= view.byteSize * 8;
 }
 
+/// Whether the buffer holds every element the tile can address (then no per-element test).
+bool tileInBuffer(const GlobalView &view, const TileAccess &tile, int sb) {
+  int64_t min = 0, max = 0;
+  tile.offsetRange(min, max);
+  return inBuffer(view, min * sb, sb) && inBuffer(view, max * sb, sb);
+}
+
 Status outsideBuffer(const BlockState &b, uint32_t index, const GlobalView &view, int64_t offset) {
   std::string buffer = view.buffer == kNoId ? std::string("the workspace")
                                             : "`" + b.program.var(view.buffer).name + "`";
@@ -108,12 +115,13 @@ Status execLoadGlobal(BlockState &b, uint32_t index) {
   logical.assign(size_t(table.elements), 0);
   int sb = dtype.storageBits();
   bool same = dtype == resultType;
+  bool checkBuffer = !tileInBuffer(view, *tile, sb);
   Status status;
   forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
     int64_t bit = off * sb;
     if (!valid)
       return;
-    if (!inBuffer(view, bit, sb)) {
+    if (checkBuffer && !inBuffer(view, bit, sb)) {
       if (status.ok())
         status = outsideBuffer(b, index, view, off);
       return;
@@ -142,12 +150,13 @@ Status execStoreGlobal(BlockState &b, uint32_t index) {
     return b.fail(tile.status().code(), index, tile.status().first().message);
   int sb = dtype.storageBits();
   bool same = dtype == valueType;
+  bool checkBuffer = !tileInBuffer(view, *tile, sb);
   Status status;
   forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
     int64_t bit = off * sb;
     if (!valid)
       return;
-    if (!inBuffer(view, bit, sb)) {
+    if (checkBuffer && !inBuffer(view, bit, sb)) {
       if (status.ok())
         status = outsideBuffer(b, index, view, off);
       return;
@@ -242,12 +251,13 @@ Status execCopyAsync(BlockState &b, uint32_t index) {
       }));
   int sb = src.dtype.storageBits();
   bool same = src.dtype == dst.dtype;
+  bool checkBuffer = !tileInBuffer(src, *srcTile, sb);
   Status status;
   forEachTileElement(*srcTile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
     int64_t bit = off * sb;
     if (!valid)
       return;
-    if (!inBuffer(src, bit, sb)) {
+    if (checkBuffer && !inBuffer(src, bit, sb)) {
       if (status.ok())
         status = outsideBuffer(b, index, src, off);
       return;

@@ -22,6 +22,23 @@ int64_t TileAccess::elements() const {
   return n;
 }
 
+bool TileAccess::allValid() const {
+  if (empty)
+    return false;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] > 0 && (lo[k] > 0 || hi[k] < shape[k]))
+      return false;
+  return true;
+}
+
+void TileAccess::offsetRange(int64_t &min, int64_t &max) const {
+  min = max = base;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    int64_t reach = stride[k] * std::max<int64_t>(shape[k] - 1, 0);
+    (reach < 0 ? min : max) += reach;
+  }
+}
+
 int64_t TileAccess::elementOffset(const int64_t *idx) const {
   size_t rank = shape.size();
   if (linear) {

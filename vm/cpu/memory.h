@@ -63,8 +63,12 @@ struct TileAccess {
   std::vector<int32_t> rootDim;
 
   int64_t elements() const;
+  /// Whether every tile index is valid.
+  bool allValid() const;
   /// Element offset of a tile index (precondition: inside [lo, hi)).
   int64_t elementOffset(const int64_t *idx) const;
+  /// Linear tiles: the smallest and largest element offset of any tile index (valid or not).
+  void offsetRange(int64_t &min, int64_t &max) const;
 };
 
 /// The tile of `view` at `offsets` whose slice dimensions have the lengths `tileShape`.
@@ -94,10 +98,14 @@ template <typename F> void forEachTileElement(const TileAccess &tile, F &&f) {
   std::vector<int64_t> heapIdx(rank > kInline ? rank : 0, 0);
   int64_t *idx = rank > kInline ? heapIdx.data() : inlineIdx;
   int64_t offset = tile.base;
+  bool allValid = tile.allValid();
   for (int64_t e = 0; e < count; ++e) {
-    bool valid = !tile.empty;
-    for (size_t k = 0; k < rank && valid; ++k)
-      valid = idx[k] >= tile.lo[k] && idx[k] < tile.hi[k];
+    bool valid = allValid;
+    if (!allValid) {
+      valid = !tile.empty;
+      for (size_t k = 0; k < rank && valid; ++k)
+        valid = idx[k] >= tile.lo[k] && idx[k] < tile.hi[k];
+    }
     int64_t at = valid ? (tile.linear ? offset : tile.elementOffset(idx)) : 0;
     f(e, static_cast<const int64_t *>(idx), valid, at);
     for (size_t k = rank; k-- > 0;) {
