@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace tilus::jit {
@@ -169,6 +170,13 @@ public:
   Status lowerStoreShared(const Instruction &inst);
   Status lowerCopyAsync(const Instruction &inst);
   Status lowerCopyAsyncControl(const Instruction &inst);
+  /// LoadShared of mma fragments of 16-bit types with ldmatrix (lower_ldmatrix.cpp); false
+  /// (and nothing emitted) when the layouts do not allow it.
+  bool tryLdmatrix(const SharedTile &tile, VarId result);
+  /// Whether every run of `width` elements along root dimension `dim` of a shared root that
+  /// starts at a multiple of `width` is contiguous and width-aligned in its layout (checked
+  /// exhaustively over the root's shape, cached).
+  bool contiguousRuns(VarId root, int dim, int width);
   GlobalTile globalTile(const GlobalView &view, const Argument &offset);
   SharedTile sharedTile(const SharedView &view, const Argument &offset);
   /// Element offset (i64) of root coordinates in a shared root's layout.
@@ -241,6 +249,7 @@ private:
   };
   std::vector<LoopTargets> loops_;
   llvm::GlobalVariable *printBuffer_ = nullptr;
+  std::map<std::tuple<VarId, int, int>, bool> runsCache_;
 
   friend class PrintLowering;
 

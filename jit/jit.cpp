@@ -52,7 +52,20 @@ void initializeLlvm() {
 
 Status jitError(const std::string &message) { return Status::error(ErrorCode::Jit, message); }
 
-Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOptions &options) {
+/// Whether the program has a Dot of FP8 operands (mma.sync on e4m3/e5m2 needs PTX 8.4).
+bool usesFp8Mma(const Program &program, const ProgramInfo &info) {
+  for (const Instruction &inst : program.instructions) {
+    if (inst.opcode != Opcode::Dot || !inst.arg("a").isTensor())
+      continue;
+    DataType t = info.vars[inst.arg("a").var].dtype;
+    if (t == DataType::f8e4m3() || t == DataType::f8e5m2())
+      return true;
+  }
+  return false;
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOptions &options,
+                                                                 bool ptx84) {
   std::string error;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(kTriple, error);
   if (!target)
@@ -61,7 +74,8 @@ Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOption
     return Status::error(ErrorCode::Unsupported,
                          "target sm_" + std::to_string(options.smVersion) + " (supported: 80, 90)");
   const char *cpu = options.smVersion == 90 ? "sm_90a" : "sm_80";
-  const char *features = options.smVersion == 90 ? "+ptx80" : "+ptx75";
+  // The lowest PTX version that has every instruction used, so that older drivers load it.
+  const char *features = options.smVersion == 90 ? (ptx84 ? "+ptx84" : "+ptx80") : "+ptx75";
   llvm::TargetOptions to;
   to.AllowFPOpFusion = llvm::FPOpFusion::Standard; // never contract separate fadd/fmul
   llvm::CodeGenOptLevel level =
@@ -108,7 +122,8 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
       continue;
     f.setLinkage(llvm::GlobalValue::InternalLinkage);
     llvm::StringRef name = f.getName();
-    if (name.contains("_to_float") || name.contains("to_f32") || name.contains("encode_finite")) {
+    if (name.contains("_to_float") || name.contains("to_f32") || name.contains("encode_finite") ||
+        name == "tl_expf" || name == "tl_exp2f") {
       f.removeFnAttr(llvm::Attribute::NoInline);
       f.removeFnAttr(llvm::Attribute::OptimizeNone);
       f.addFnAttr(llvm::Attribute::AlwaysInline);
@@ -158,7 +173,8 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   const ProgramInfo &info = vm.programs[programIndex];
   if (info.threads == 0)
     return jitError("program `" + program.name + "` has no thread count");
-  Expected<std::unique_ptr<llvm::TargetMachine>> tm = makeTargetMachine(options);
+  Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+      makeTargetMachine(options, usesFp8Mma(program, info));
   if (!tm)
     return tm.takeStatus();
   Compiled c;

@@ -7,9 +7,10 @@
 // every thread the register is used directly; otherwise (rare: e.g. a replicated operand with
 // more locals than the result) the slot index is computed from the thread index and a short
 // select chain picks the register.
-// Operators follow applyOp (lower_scalar.cpp), math functions are computed in f64 by the device
-// library (within 1 ulp of f64, so correctly rounded or 1 ulp off after rounding into f32, f16,
-// bf16) and Sqrt is the IEEE square root (.rn); Rsqrt is 1 / sqrt(x) in f64, as the
+// Operators follow applyOp (lower_scalar.cpp), math functions are computed by the device
+// library: Exp and Exp2 of f32/f16/bf16 in f32 (within 0.77 ulp of f32), everything else in f64
+// (within 1.1 ulp of f64), then rounded into the type, so at most 1 ulp from the correctly
+// rounded result; Sqrt is the IEEE square root (.rn); Rsqrt is 1 / sqrt(x) in f64, as the
 // interpreter computes it.
 // View reinterprets the thread's bit stream (ISA section 2 packing): output slot j is bits
 // [j * sr, (j + 1) * sr) of the concatenated input slots, assembled with shifts at compile time.
@@ -97,6 +98,13 @@ llvm::Value *Codegen::mathOp(Opcode op, llvm::Value *x, DataType t) {
     if (narrow)
       r = b.CreateFPTrunc(r, elemType(t));
     return canonicalizeNaN(r, t);
+  }
+  bool narrow = t == DataType::f16() || t == DataType::bf16() || t == DataType::f32();
+  if (narrow && (op == Opcode::Exp || op == Opcode::Exp2)) {
+    // f32 exponentials within 0.77 ulp of f32 (exhaustively checked on the host)
+    llvm::Value *f = convert(x, t, DataType::f32());
+    llvm::Value *r = callDevlib(op == Opcode::Exp ? "tl_expf" : "tl_exp2f", {f});
+    return canonicalizeNaN(convert(r, DataType::f32(), t), t);
   }
   llvm::Value *d = convert(x, t, f64);
   llvm::Value *r = nullptr;

@@ -1,46 +1,89 @@
 // Dot: d[m, n] = c[m, n] + sum_k a[m, k] b[k, n].
 //
 // Three lowerings, tried in order:
-//  1. mma.sync.aligned.m16n8k16 (f16 x f16 -> f32 or f16, bf16 x bf16 -> f32; an f16 result is
-//     accumulated in f32 and rounded once per Dot, like the other paths) when a, b and d
-//     divide by the tensor-core atoms
-//        A = column_local(2, 2).spatial(8, 4).local(1, 2)     (16 x 16)
-//        B = local(2, 1).column_spatial(4, 8).local(2, 1)     (16 x 8)
-//        C = local(2, 1).spatial(8, 4).local(1, 2)            (16 x 8)
-//     (these are exactly the PTX fragment orders: register j of A holds slots 2j and 2j + 1),
-//     the outer layouts (one "thread" per warp) let every warp own, for each of its C tiles,
-//     the A and B tiles along k, and the outer slots do not depend on the warp. Each warp then
-//     issues one mma per (C tile, k tile), accumulating in registers.
+//  1. mma.sync when a, b and d divide by the tensor-core atoms of their dtype (the checker's
+//     atoms, loader/check_dot.cpp; they are exactly the PTX fragment orders):
+//        m16n8k16 (f16 -> f32|f16, bf16 -> f32):
+//          A column_local(2, 2).spatial(8, 4).local(1, 2), B local(2, 1).column_spatial(4, 8).local(2, 1)
+//        m16n8k32 (i8|u8 -> i32; f8e4m3|f8e5m2 -> f32 on sm_90, by inline PTX):
+//          A column_local(2, 2).spatial(8, 4).local(1, 4), B local(2, 1).column_spatial(4, 8).local(4, 1)
+//        C local(2, 1).spatial(8, 4).local(1, 2)
+//     register j of a fragment holds its slots [j p, (j + 1) p) (p elements per 32-bit register,
+//     lowest index in the lowest bits), the outer layouts (one "thread" per warp) let every
+//     warp own, for each of its C tiles, the A and B tiles along k, and the outer slots do not
+//     depend on the warp. Each warp then issues one mma per (C tile, k tile). An f16 result is
+//     accumulated in f32 (m16n8k16 f32 variant) and rounded once per Dot, like the other paths.
 //  2. Per thread, when every thread owns c[m, n], a[m, k] and b[k, n] for each of its d[m, n]
 //     (at slots that do not depend on the thread): fused multiply-adds in registers.
 //  3. Otherwise a and b are staged in the scratch area (the checker plans M*K + K*N elements),
-//     and every thread computes its d elements from there.
+//     and every thread computes its d elements from there (FP8 Dots on sm_80 come here).
 // Paths 2 and 3 accumulate f16, bf16, f32 and FP8 products in f32 with fma (products of these
 // are exact in f32), f64 in f64, integers in the (wrapping) result type; the result is rounded
 // once into d's type. The accumulation order is unspecified by the ISA.
 #include "jit/codegen.h"
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace tilus::jit {
 
 namespace {
 
-RegisterLayout atomA() {
-  return RegisterLayout::columnLocal({2, 2})->product(*RegisterLayout::spatial({8, 4}))->product(
-      *RegisterLayout::local({1, 2})).value();
+RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
+  std::optional<RegisterLayout> l;
+  for (const Expected<RegisterLayout> &p : parts)
+    l = l ? l->product(*p).value() : *p;
+  return *l;
 }
-RegisterLayout atomB() {
-  return RegisterLayout::local({2, 1})->product(*RegisterLayout::columnSpatial({4, 8}))->product(
-      *RegisterLayout::local({2, 1})).value();
-}
-RegisterLayout atomC() {
-  return RegisterLayout::local({2, 1})->product(*RegisterLayout::spatial({8, 4}))->product(
-      *RegisterLayout::local({1, 2})).value();
+
+/// One mma.sync shape: its fragments (as layouts), how many elements share a 32-bit operand
+/// register, and the instruction (an intrinsic, or inline PTX where LLVM has none).
+struct MmaKind {
+  RegisterLayout atomA, atomB, atomC;
+  int perReg = 2;          // elements per 32-bit A/B register
+  DataType acc;            // accumulator element type (f32 or i32)
+  llvm::Intrinsic::ID id = llvm::Intrinsic::not_intrinsic;
+  std::string ptx;         // when id is not_intrinsic: the instruction
+};
+
+std::optional<MmaKind> mmaKindFor(DataType ab, DataType cd, int smVersion) {
+  using L = RegisterLayout;
+  MmaKind k;
+  bool k16 = ab == DataType::f16() || ab == DataType::bf16();
+  if (k16) {
+    k.atomA = chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 2})});
+    k.atomB = chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({2, 1})});
+    k.perReg = 2;
+  } else {
+    k.atomA = chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 4})});
+    k.atomB = chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({4, 1})});
+    k.perReg = 4;
+  }
+  k.atomC = chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})});
+  k.acc = DataType::f32();
+  if (ab == DataType::f16() && (cd == DataType::f32() || cd == DataType::f16()))
+    k.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32; // f16 results: f32 accumulation
+  else if (ab == DataType::bf16() && cd == DataType::f32())
+    k.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+  else if (ab == DataType::i(8) && cd == DataType::i32())
+    k.id = llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8;
+  else if (ab == DataType::u(8) && cd == DataType::i32())
+    k.id = llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_u8;
+  else if ((ab == DataType::f8e4m3() || ab == DataType::f8e5m2()) && cd == DataType::f32() &&
+           smVersion >= 90) {
+    std::string t = ab == DataType::f8e4m3() ? "e4m3" : "e5m2";
+    k.ptx = "mma.sync.aligned.m16n8k32.row.col.f32." + t + "." + t +
+            ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+  } else {
+    return std::nullopt;
+  }
+  if (!cd.isFloat())
+    k.acc = DataType::i32();
+  return k;
 }
 
 struct MmaPlan {
-  llvm::Intrinsic::ID id;
+  MmaKind kind;
   // For each outer C slot oc and each k tile: the outer A and B slots.
   std::vector<std::vector<std::pair<int64_t, int64_t>>> steps;
   int64_t outerC = 0;
@@ -48,21 +91,16 @@ struct MmaPlan {
 
 std::optional<MmaPlan> planMma(const RegisterLayout &la, const RegisterLayout &lb,
                                const RegisterLayout &ld, DataType da, DataType db, DataType dd,
-                               int64_t threads) {
-  MmaPlan plan;
-  if (da == DataType::f16() && db == DataType::f16() && dd == DataType::f32())
-    plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32;
-  else if (da == DataType::f16() && db == DataType::f16() && dd == DataType::f16())
-    plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32; // f32 accumulation, one rounding
-  else if (da == DataType::bf16() && db == DataType::bf16() && dd == DataType::f32())
-    plan.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
-  else
+                               int64_t threads, int smVersion) {
+  if (da != db || threads % 32 != 0)
     return std::nullopt;
-  if (threads % 32 != 0)
+  std::optional<MmaKind> kind = mmaKindFor(da, dd, smVersion);
+  if (!kind)
     return std::nullopt;
-  std::optional<RegisterLayout> oa = la.divideRight(atomA());
-  std::optional<RegisterLayout> ob = lb.divideRight(atomB());
-  std::optional<RegisterLayout> od = ld.divideRight(atomC());
+  MmaPlan plan{*kind, {}, 0};
+  std::optional<RegisterLayout> oa = la.divideRight(kind->atomA);
+  std::optional<RegisterLayout> ob = lb.divideRight(kind->atomB);
+  std::optional<RegisterLayout> od = ld.divideRight(kind->atomC);
   if (!oa || !ob || !od)
     return std::nullopt;
   LayoutMap ma(*oa), mb(*ob), md(*od);
@@ -95,13 +133,18 @@ std::optional<MmaPlan> planMma(const RegisterLayout &la, const RegisterLayout &l
   return plan;
 }
 
-/// Pack two elements into the type an mma operand register has.
-llvm::Value *packPair(llvm::IRBuilder<> &b, llvm::Type *type, llvm::Value *lo, llvm::Value *hi) {
-  auto *vec = llvm::FixedVectorType::get(lo->getType(), 2);
-  llvm::Value *v = llvm::PoisonValue::get(vec);
-  v = b.CreateInsertElement(v, lo, uint64_t(0));
-  v = b.CreateInsertElement(v, hi, uint64_t(1));
-  return v->getType() == type ? v : b.CreateBitCast(v, type);
+/// Pack consecutive elements (lowest index in the lowest bits) into one 32-bit operand register
+/// of type `type` (i32, or a vector such as <2 x half>).
+llvm::Value *packRegister(Codegen &cg, llvm::Type *type, const std::vector<llvm::Value *> &elems,
+                          DataType t) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Value *word = b.getInt32(0);
+  int bits = 32 / int(elems.size());
+  for (size_t j = 0; j < elems.size(); ++j) {
+    llvm::Value *v = b.CreateZExt(cg.toBits(elems[j], t), b.getInt32Ty());
+    word = b.CreateOr(word, b.CreateShl(v, uint64_t(j) * uint64_t(bits)));
+  }
+  return word->getType() == type ? word : b.CreateBitCast(word, type);
 }
 
 /// The accumulation type of paths 2 and 3.
@@ -142,13 +185,32 @@ Status Codegen::lowerDot(const Instruction &inst) {
 
   // 1. tensor cores
   if (std::optional<MmaPlan> plan = planMma(*ta.layout, *tb.layout, *td.layout, ta.dtype, tb.dtype, dd,
-                                            int64_t(info.threads))) {
-    llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, plan->id);
-    llvm::FunctionType *ft = f->getFunctionType();
-    // f16 results accumulate in f32 registers and are rounded once at the end.
+                                            int64_t(info.threads), opts.smVersion)) {
+    const MmaKind &kind = plan->kind;
+    int perReg = kind.perReg;
+    int aSlots = 4 * perReg, bSlots = 2 * perReg;
+    llvm::Type *i32 = b.getInt32Ty();
+    llvm::Type *accType = elemType(kind.acc);
+    llvm::FunctionType *ft;
+    llvm::Value *callee;
+    if (kind.id != llvm::Intrinsic::not_intrinsic) {
+      llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, kind.id);
+      ft = f->getFunctionType();
+      callee = f;
+    } else {
+      std::vector<llvm::Type *> params(6, i32);
+      params.insert(params.end(), 4, accType);
+      llvm::Type *ret = llvm::StructType::get(ctx, std::vector<llvm::Type *>(4, accType));
+      ft = llvm::FunctionType::get(ret, params, false);
+      callee = llvm::InlineAsm::get(ft, kind.ptx, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", false);
+    }
+    // Accumulators in the mma's type; f16 results are rounded once at the end.
     std::vector<llvm::Value *> out;
     for (llvm::Value *v : *cSlots)
-      out.push_back(convert(v, dd, DataType::f32()));
+      out.push_back(convert(v, dd, kind.acc));
+    auto slice = [](const std::vector<llvm::Value *> &v, int64_t first, int n) {
+      return std::vector<llvm::Value *>(v.begin() + first, v.begin() + first + n);
+    };
     for (int64_t oc = 0; oc < plan->outerC; ++oc) {
       llvm::Value *d[4];
       for (int j = 0; j < 4; ++j)
@@ -157,12 +219,12 @@ Status Codegen::lowerDot(const Instruction &inst) {
         std::vector<llvm::Value *> args;
         unsigned p = 0;
         for (int j = 0; j < 4; ++j, ++p)
-          args.push_back(packPair(b, ft->getParamType(p), aVals[size_t(sa * 8 + 2 * j)], aVals[size_t(sa * 8 + 2 * j + 1)]));
+          args.push_back(packRegister(*this, ft->getParamType(p), slice(aVals, sa * aSlots + j * perReg, perReg), ta.dtype));
         for (int j = 0; j < 2; ++j, ++p)
-          args.push_back(packPair(b, ft->getParamType(p), bVals[size_t(sb * 4 + 2 * j)], bVals[size_t(sb * 4 + 2 * j + 1)]));
+          args.push_back(packRegister(*this, ft->getParamType(p), slice(bVals, sb * bSlots + j * perReg, perReg), tb.dtype));
         for (llvm::Value *v : d)
           args.push_back(v);
-        llvm::Value *res = b.CreateCall(f, args);
+        llvm::Value *res = b.CreateCall(ft, callee, args);
         for (unsigned j = 0; j < 4; ++j)
           d[j] = b.CreateExtractValue(res, j);
       }
@@ -170,7 +232,7 @@ Status Codegen::lowerDot(const Instruction &inst) {
         out[size_t(oc * 4 + j)] = d[j];
     }
     for (llvm::Value *&v : out)
-      v = convert(v, DataType::f32(), dd);
+      v = convert(v, kind.acc, dd);
     writeRegister(vd, out);
     return Status::success();
   }

@@ -451,22 +451,25 @@ struct SlotGroup {
 };
 
 /// Split the slots into groups of `width` consecutive elements (or single slots).
-std::vector<SlotGroup> groupSlots(const LayoutMap &map, int width,
+std::vector<SlotGroup> groupSlots(const LayoutMap &map, int width, int minWidth,
                                   const std::vector<bool> &unitStride) {
   std::vector<SlotGroup> groups;
   int rank = map.rank();
   for (int64_t i = 0; i < map.locals();) {
     SlotGroup g{i, 1, -1};
-    if (width > 1 && i + width <= map.locals()) {
+    // The widest power-of-two run starting here (aligned to its width in the tile).
+    for (int w = width; w >= minWidth && w > 1 && g.dim < 0; w /= 2) {
+      if (i + w > map.locals())
+        continue;
       for (int d = 0; d < rank && g.dim < 0; ++d) {
-        if (!unitStride[size_t(d)] || map.localPart(i)[d] % width != 0)
+        if (!unitStride[size_t(d)] || map.localPart(i)[d] % w != 0)
           continue;
         bool ok = true;
-        for (int j = 1; j < width && ok; ++j)
+        for (int j = 1; j < w && ok; ++j)
           for (int e = 0; e < rank; ++e)
             ok = ok && map.localPart(i + j)[e] == map.localPart(i)[e] + (e == d ? j : 0);
         if (ok)
-          g = SlotGroup{i, width, d};
+          g = SlotGroup{i, w, d};
       }
     }
     groups.push_back(g);
@@ -474,6 +477,9 @@ std::vector<SlotGroup> groupSlots(const LayoutMap &map, int width,
   }
   return groups;
 }
+
+/// The narrowest group worth a vector access: 4 bytes.
+int minVectorWidth(int bytes) { return bytes >= 4 ? 2 : 4 / bytes; }
 
 /// The widest vector (in elements) worth trying for an element of `bytes` bytes.
 int vectorWidth(int bytes, int64_t locals) {
@@ -698,7 +704,7 @@ Status Codegen::lowerLoadGlobal(const Instruction &inst) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
     return wordsToElements(*this, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
   };
-  for (const SlotGroup &g : groupSlots(map, width, unit)) {
+  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
     if (g.count == 1) {
       slots[size_t(g.first)] = elementLoad(g.first, nullptr);
       continue;
@@ -777,7 +783,7 @@ Status Codegen::lowerStoreGlobal(const Instruction &inst) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
     asmStoreGlobal(b, addr, ok, elementsToWords(*this, {slots[size_t(i)]}, t), es);
   };
-  for (const SlotGroup &g : groupSlots(map, width, unit)) {
+  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
     if (g.count == 1) {
       elementStore(g.first);
       continue;
@@ -826,18 +832,42 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
   std::vector<int64_t> strides = sharedLinearStrides(layout);
   DataType t = tile.dtype;
   if (strides.empty() && layout.rank() != 0) {
-    // Non-linear layout (tile, swizzle): the full layout function per slot.
+    // Non-linear layout (tile, swizzle): the full layout function per slot. A run of w slots
+    // along a tile dimension is one vector when the layout keeps every w-run of that root
+    // dimension that starts at a multiple of w contiguous and w-aligned (checked once over the
+    // root's shape) and the run provably starts at such a multiple (known bits).
+    std::vector<llvm::Value *> start(static_cast<size_t>(rank)); // root coordinate of Loc = 0
     for (int64_t i = 0; i < map.locals(); ++i) {
       std::vector<llvm::Value *> coords = tile.origin;
       const int64_t *loc = map.localPart(i);
       for (int k = 0; k < rank; ++k) {
         size_t r = size_t(tile.rootDim[size_t(k)]);
-        coords[r] = sum(b, coords[r], sum(b, s[size_t(k)], b.getInt64(uint64_t(loc[k]))));
+        llvm::Value *base = sum(b, coords[r], s[size_t(k)]);
+        start[size_t(k)] = base;
+        coords[r] = sum(b, base, b.getInt64(uint64_t(loc[k])));
       }
       out.elem[size_t(i)] = cg.sharedOffset(tile.root, coords);
     }
-    for (int64_t i = 0; i < map.locals(); ++i)
-      out.groups.push_back(SlotGroup{i, 1, -1});
+    int bits = t.storageBits();
+    int width = (bits % 8 == 0 && !t.isBool()) ? vectorWidth(bits / 8, map.locals()) : 1;
+    std::vector<bool> all(static_cast<size_t>(rank), true);
+    const llvm::DataLayout &dl = cg.mod.getDataLayout();
+    int64_t rootOffset = cg.info.vars[tile.root].sharedByteOffset;
+    for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, bits / 8)), all)) {
+      bool ok = g.count > 1 && rootOffset % (int64_t(bits / 8) * g.count) == 0;
+      if (ok) {
+        int r = tile.rootDim[size_t(g.dim)];
+        unsigned tz = llvm::computeKnownBits(start[size_t(g.dim)], dl).countMinTrailingZeros();
+        ok = (int64_t(1) << std::min(tz, 30u)) % g.count == 0 &&
+             map.localPart(g.first)[g.dim] % g.count == 0 && cg.contiguousRuns(tile.root, r, int(g.count));
+      }
+      if (ok) {
+        out.groups.push_back(g);
+        continue;
+      }
+      for (int64_t j = 0; j < g.count; ++j)
+        out.groups.push_back(SlotGroup{g.first + j, 1, -1});
+    }
     return out;
   }
   llvm::Value *base = b.getInt64(0);
@@ -863,7 +893,7 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
   int width = (bits % 8 == 0 && !t.isBool()) ? vectorWidth(bits / 8, map.locals()) : 1;
   const llvm::DataLayout &dl = cg.mod.getDataLayout();
   int64_t rootOffset = cg.info.vars[tile.root].sharedByteOffset;
-  for (const SlotGroup &g : groupSlots(map, width, unit)) {
+  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, bits / 8)), unit)) {
     if (g.count == 1) {
       out.groups.push_back(g);
       continue;
@@ -891,6 +921,8 @@ Status Codegen::lowerLoadShared(const Instruction &inst) {
   SharedTile tile = sharedTile(view, inst.arg("offset"));
   if (int(tile.rootDim.size()) != map.rank())
     return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+  if (tryLdmatrix(tile, r))
+    return Status::success();
   DataType t = tile.dtype;
   SharedSlots ss = sharedSlots(*this, tile, map);
   std::vector<llvm::Value *> slots(size_t(map.locals()));
@@ -944,6 +976,38 @@ Status Codegen::lowerStoreShared(const Instruction &inst) {
     return nullptr;
   });
   return Status::success();
+}
+
+bool Codegen::contiguousRuns(VarId root, int dim, int width) {
+  auto key = std::make_tuple(root, dim, width);
+  auto it = runsCache_.find(key);
+  if (it != runsCache_.end())
+    return it->second;
+  const SharedLayout &layout = *info.vars[root].sharedLayout;
+  const std::vector<int64_t> &shape = layout.shape();
+  bool ok = dim >= 0 && dim < int(shape.size()) && shape[size_t(dim)] % width == 0;
+  int64_t total = 1;
+  for (int64_t n : shape)
+    total *= n;
+  std::vector<int64_t> x(shape.size(), 0);
+  for (int64_t e = 0; e < total && ok; ++e) {
+    int64_t rest = e;
+    for (size_t d = shape.size(); d-- > 0;) {
+      x[d] = rest % shape[d];
+      rest /= shape[d];
+    }
+    if (x[size_t(dim)] % width != 0)
+      continue;
+    int64_t first = layout.offset(x);
+    ok = first % width == 0;
+    for (int j = 1; j < width && ok; ++j) {
+      std::vector<int64_t> y = x;
+      y[size_t(dim)] += j;
+      ok = layout.offset(y) == first + j;
+    }
+  }
+  runsCache_[key] = ok;
+  return ok;
 }
 
 } // namespace tilus::jit

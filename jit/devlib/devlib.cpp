@@ -313,6 +313,76 @@ double tl_expm1(double x) {
   return hi + lo;
 }
 
+} // extern "C"
+
+// ---- exponentials in f32 ------------------------------------------------------------------------
+
+namespace {
+
+inline float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+inline float rintf(float x) { return __builtin_rintf(x); }
+
+/// 2^k as a float for k in [-126, 127].
+inline float pow2f(int k) { return bitCast<float>(uint32_t(k + 127) << 23); }
+
+/// e^(gh + gl) for |gh| <= 0.36 and gl a tail below ulp(gh), in [0.7, 1.42], within about
+/// 0.5 ulp: e^g - 1 = g + g^2 (1/2 + g (1/6 + ...)) by Taylor to g^8 (the first omitted term is
+/// below 2^-27), then 1 + that with the two roundings compensated.
+float expTailf(float gh, float gl) {
+  float h = 0x1.a01a02p-16f; // 1/8!
+  h = fmaf(h, gh, 0x1.a01a02p-13f);
+  h = fmaf(h, gh, 0x1.6c16c2p-10f);
+  h = fmaf(h, gh, 0x1.111112p-7f);
+  h = fmaf(h, gh, 0x1.555556p-5f);
+  h = fmaf(h, gh, 0x1.555556p-3f);
+  h = fmaf(h, gh, 0.5f);
+  float t = gh * gh * h + gl * (1.0f + gh); // e^g - 1 - gh, |t| < 0.07
+  float s = gh + t;
+  float e1 = (gh - s) + t; // |gh| >= |t|: fast two-sum
+  float y = 1.0f + s;
+  float e2 = ((1.0f - y) + s) + e1;
+  return y + e2;
+}
+
+/// y 2^k with one rounding for |k| <= 300, y in [0.5, 2].
+inline float scale2f(float y, int k) {
+  int k1 = k / 2;
+  return (y * pow2f(k1)) * pow2f(k - k1);
+}
+
+} // namespace
+
+extern "C" {
+
+float tl_expf(float x) {
+  if (x != x)
+    return bitCast<float>(uint32_t(0x7FC00000));
+  if (x > 89.0f)
+    return __builtin_inff();
+  if (x < -104.0f)
+    return 0.0f;
+  float j = rintf(x * 0x1.715476p+0f);
+  float gh = fmaf(j, -0x1.62e4p-1f, x);   // exact: j ln2_hi has at most 24 bits
+  float lo = j * 0x1.7f7d1cp-20f;         // j (ln2 - ln2_hi)
+  float g = gh - lo;
+  float gl = (gh - g) - lo;
+  return scale2f(expTailf(g, gl), int(j));
+}
+
+float tl_exp2f(float x) {
+  if (x != x)
+    return bitCast<float>(uint32_t(0x7FC00000));
+  if (x >= 128.0f)
+    return __builtin_inff();
+  if (x < -151.0f)
+    return 0.0f;
+  float j = rintf(x);
+  float r = x - j; // exact
+  float gh = r * 0x1.62e430p-1f;
+  float gl = fmaf(r, 0x1.62e430p-1f, -gh) + r * -0x1.05c610p-29f;
+  return scale2f(expTailf(gh, gl), int(j));
+}
+
 // ---- logarithms ---------------------------------------------------------------------------------
 
 } // extern "C"

@@ -307,9 +307,62 @@ TEST_CASE("gpu: shared layouts (row/column major, strided, tiled, swizzled, pack
   }
 }
 
+TEST_CASE("gpu: LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from several layouts") {
+  const char *sharedLayouts[] = {"row_major(64, 64)", "strided([64, 64], [72, 1])", "strided([64, 64], [65, 1])",
+                                 "swizzle(row_major(64, 64), 3, 3, 3)", "swizzle(row_major(64, 64), 2, 4, 6)"};
+  struct Frag {
+    const char *layout;
+    int rows, cols;
+  };
+  const Frag regLayouts[] = {
+      {"column_local(2, 2).spatial(8, 4).local(1, 2)", 16, 16},                    // A, x4
+      {"local(2, 1).column_spatial(4, 8).local(2, 1)", 16, 8},                     // B, x2.trans
+      {"spatial(2, 2).local(2, 4).local(2, 1).spatial(8, 4).local(1, 2)", 64, 64}, // C-like, x4 x2
+      {"spatial(2, 1).replicate(2).local(2, 2).column_local(2, 2).spatial(8, 4).local(1, 2)", 64, 32},
+      {"replicate(2).spatial(1, 2).local(2, 4).local(2, 1).column_spatial(4, 8).local(2, 1)", 32, 64},
+      {"local(3, 1).spatial(8, 4).local(1, 2)", 24, 8},                            // 3 matrices
+  };
+  int k = 0;
+  for (const char *sl : sharedLayouts) {
+    for (const Frag &frag : regLayouts) {
+      const char *rl = frag.layout;
+      std::string text = std::string("def frag<1>(bf16* x_ptr, bf16* y_ptr, i32 r0, i32 c0) threads=THREADS:\n") +
+                         "    s = AllocateShared(bf16, shape=[64, 64], layout=" + sl + ")\n" +
+                         "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64, 64]), layout=spatial(THREADS / 4, 4).local(64 / (THREADS / 4), 16))\n" +
+                         "    StoreShared(x, s)\n" +
+                         "    Synchronize()\n" +
+                         "    f = LoadShared(s, layout=" + rl + ", offset=[r0 * 8:, c0 * 8 - SHIFT:])\n" +
+                         "    StoreGlobal(f, ViewGlobal(y_ptr, shape=[64, 64]), offset=[r0 * 8:, c0 * 8 - SHIFT:])\n";
+      std::string layout = rl;
+      int threads = layout.find("spatial(2, 2)") != std::string::npos || layout.find("replicate(2)") != std::string::npos ? 128 : 32;
+      if (layout.find("spatial(2, 1).replicate(2)") != std::string::npos)
+        threads = 128;
+      for (size_t p = text.find("THREADS"); p != std::string::npos; p = text.find("THREADS"))
+        text.replace(p, 7, std::to_string(threads));
+      Case c;
+      c.name = "ldmatrix_" + std::to_string(k++);
+      c.source = text;
+      int c0 = 64 - frag.cols;
+      c.scalars = {{"r0", uint64_t((64 - frag.rows) / 8)}, {"c0", uint64_t(c0 / 8)}};
+      c.buffers = {{"x_ptr", DataType::bf16(), 64 * 64, Fill::Random}, {"y_ptr", DataType::bf16(), 64 * 64, Fill::Zero}};
+      std::string base = c.source;
+      for (int shift : {0, 3}) {
+        if (shift > c0)
+          continue;
+        // offsets known to be multiples of 8 take ldmatrix; a shift of 3 the ordinary path
+        c.source = base;
+        c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
+        c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
+        c.name = "ldmatrix_" + std::to_string(k) + "_" + std::to_string(shift);
+        runCase(c);
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu: CopyAsync (cp.async chunks, partial and misaligned tiles, packed types)") {
   const char *source = R"(
-def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, i32 m, i32 n, i32 shift) threads=128:
+def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, DT* w_ptr, i32 m, i32 n, i32 shift) threads=128:
     bi, bj = BlockIndices()
     gx = ViewGlobal(x_ptr, shape=[m, n])
     s = AllocateShared(DT, shape=[2, 32, 64])
@@ -323,9 +376,9 @@ def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, i32 m, i32 n, i32 shift
     CopyAsyncWaitAll()
     Synchronize()
     z = LoadShared(s, layout=spatial(32, 4).local(1, 16), offset=[0, 0:, 0:])
-    StoreGlobal(Add(z, y), ViewGlobal(y_ptr, shape=[m, n]), offset=[bi * 32:, bj * 64:])
+    StoreGlobal(z, ViewGlobal(w_ptr, shape=[m, n]), offset=[bi * 32:, bj * 64:])
 )";
-  for (const char *dtype : {"f16", "f32", "u8", "f64"}) {
+  for (const char *dtype : {"f16", "f32", "u8", "f64", "u4", "bool"}) {
     for (int shift : {0, 1, 8}) {
       for (auto [m, n] : {std::pair{64, 128}, std::pair{45, 77}}) {
         Case c;
@@ -337,7 +390,8 @@ def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, i32 m, i32 n, i32 shift
         c.source = text;
         c.scalars = {{"m", uint64_t(m)}, {"n", uint64_t(n)}, {"shift", uint64_t(shift)}};
         DataType t = *DataType::parse(dtype);
-        c.buffers = {{"x_ptr", t, m * n, Fill::Moderate}, {"y_ptr", t, m * n, Fill::Zero}};
+        c.buffers = {{"x_ptr", t, m * n, Fill::Moderate}, {"y_ptr", t, m * n, Fill::Zero},
+                     {"w_ptr", t, m * n, Fill::Zero}};
         runCase(c);
       }
     }
@@ -348,7 +402,7 @@ TEST_CASE("gpu: ConvertLayout and Reduce (warp shuffles and shared memory)") {
   for (const char *dtype : {"f32", "i32", "f16", "u8", "bool", "f64", "bf16"}) {
     std::stringstream s;
     s << "def red<1>(" << dtype << "* x_ptr, " << dtype << "* y_ptr, " << dtype << "* z_ptr, " << dtype
-      << "* c_ptr) threads=128:\n"
+      << "* c_ptr, " << dtype << "* k_ptr) threads=128:\n"
       << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[4, 128]), layout=spatial(4, 32).local(1, 4))\n"
       << "    gy = ViewGlobal(y_ptr, shape=[6, 4])\n"
       << "    gz = ViewGlobal(z_ptr, shape=[6, 128])\n";
@@ -359,6 +413,17 @@ TEST_CASE("gpu: ConvertLayout and Reduce (warp shuffles and shared memory)") {
       s << "    StoreGlobal(Reduce(x, dim=0, op=" << ops[k] << "), gz, offset=[" << k << ", 0:])\n";
     }
     s << "    StoreGlobal(ConvertLayout(x, layout=local(4, 1).spatial(1, 128)), ViewGlobal(c_ptr, shape=[4, 128]))\n";
+    // keepdim results broadcast back over the reduced dimension (both paths)
+    s << "    m0 = Reduce(x, dim=0, op=max, keepdim=True)\n"
+      << "    m1 = Reduce(x, dim=1, op=min, keepdim=True)\n"
+      << "    gk = ViewGlobal(k_ptr, shape=[2, 4, 128])\n";
+    if (t == DataType::boolean()) {
+      s << "    StoreGlobal(Or(x, m0), gk, offset=[0, 0:, 0:])\n"
+        << "    StoreGlobal(And(x, m1), gk, offset=[1, 0:, 0:])\n";
+    } else {
+      s << "    StoreGlobal(Sub(x, m0), gk, offset=[0, 0:, 0:])\n"
+        << "    StoreGlobal(Max(x, m1), gk, offset=[1, 0:, 0:])\n";
+    }
     Case c;
     c.name = std::string("reduce_") + dtype;
     c.source = s.str();
@@ -366,7 +431,8 @@ TEST_CASE("gpu: ConvertLayout and Reduce (warp shuffles and shared memory)") {
     c.buffers = {{"x_ptr", t, 512, isFloat ? Fill::Moderate : Fill::Random},
                  {"y_ptr", t, 24, Fill::Zero, 0, isFloat ? 1e-5 : 0},
                  {"z_ptr", t, 6 * 128, Fill::Zero, 0, isFloat ? 1e-5 : 0},
-                 {"c_ptr", t, 512, Fill::Zero}};
+                 {"c_ptr", t, 512, Fill::Zero},
+                 {"k_ptr", t, 1024, Fill::Zero}};
     if (t == DataType::f16() || t == DataType::bf16()) {
       c.buffers[1].rel = 1e-2;
       c.buffers[2].rel = 1e-2;
