@@ -19,6 +19,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -47,6 +48,10 @@ void initializeLlvm() {
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    // 32-bit pointers for shared (and local, const) memory: shared addresses then take one
+    // register instead of two. This copy of LLVM is private to libtilusvm (linked statically).
+    const char *args[] = {"tilusvm", "-nvptx-short-ptr"};
+    llvm::cl::ParseCommandLineOptions(2, args, "tilusvm JIT\n");
   });
 }
 

@@ -6,7 +6,8 @@
 //
 // Fast path (cp.async): V * elementBytes is 16, 8 or 4 bytes; the global tile has unit stride
 // in its last dimension (a constant), the shared chunks are contiguous and aligned (a linear
-// root layout with unit stride there and alignment proven from the known bits of the offsets),
+// root layout with unit stride there, or a tiled/swizzled one whose runs of V stay contiguous,
+// with alignment proven from the known bits of the offsets),
 // and at run time the global chunks are aligned (one block-uniform test of the pointer, the
 // tile's origin and the other strides). Each chunk is one `cp.async.{cg,ca}.shared.global`
 // whose src-size counts the chunk's in-bounds elements: a partial chunk at the end of a row and
@@ -20,6 +21,7 @@
 #include "jit/codegen.h"
 
 #include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace tilus::jit {
@@ -34,14 +36,16 @@ struct CopyPlan {
 };
 
 /// Emits `body(index)` for index = tid + k * threads, k = 0.. while index < count: unrolled
-/// when there are few iterations, a loop otherwise.
-template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, F &&body) {
+/// when there are few iterations (and `unroll`), a loop that LLVM must not unroll otherwise
+/// (the element fallback of a vector copy: rarely run, and unrolled it would hold many
+/// addresses in registers across the caller's loop).
+template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, bool unroll, F &&body) {
   llvm::IRBuilder<> &b = cg.b;
   int64_t threads = int64_t(cg.info.threads);
   int64_t iterations = (count + threads - 1) / threads;
   llvm::Value *t = b.CreateZExt(cg.tid(), b.getInt64Ty());
   llvm::Function *fn = b.GetInsertBlock()->getParent();
-  if (iterations <= 16) {
+  if (unroll && iterations <= 16) {
     for (int64_t k = 0; k < iterations; ++k) {
       llvm::Value *index = b.CreateAdd(t, b.getInt64(uint64_t(k * threads)));
       if ((k + 1) * threads <= count) {
@@ -70,7 +74,14 @@ template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, F &&bod
   b.SetInsertPoint(bodyBlock);
   body(index);
   index->addIncoming(b.CreateAdd(index, b.getInt64(uint64_t(threads))), b.GetInsertBlock());
-  b.CreateBr(header);
+  llvm::BranchInst *back = b.CreateBr(header);
+  if (!unroll) {
+    llvm::LLVMContext &ctx = cg.ctx;
+    llvm::MDNode *disable = llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
+    llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, disable});
+    loop->replaceOperandWith(0, loop);
+    back->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  }
   b.SetInsertPoint(exit);
 }
 
@@ -156,14 +167,20 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
     phi->addIncoming(value, from);
     storeElement(sharedRoot, sharedElem(x), s.dtype, fromBits(toBits(phi, t), s.dtype));
   };
-  auto elementPath = [&]() {
-    forEachThreadItem(*this, plan.elements, [&](llvm::Value *e) { copyElement(unravel(b, e, plan.shape)); });
+  auto elementPath = [&](bool unroll) {
+    forEachThreadItem(*this, plan.elements, unroll,
+                      [&](llvm::Value *e) { copyElement(unravel(b, e, plan.shape)); });
   };
 
-  // Vector plan: the widest chunk that the static facts allow.
+  // Vector plan: the widest chunk that the static facts allow. Shared chunks must be
+  // contiguous and aligned: for linear root layouts, a unit stride in the tile's last root
+  // dimension, the other strides multiples of the chunk and a provably aligned origin; for
+  // tiled and swizzled layouts, every chunk-sized run of that root dimension starting at a
+  // multiple of the chunk contiguous and aligned (contiguousRuns) and the origin there a
+  // provable multiple of the chunk.
   int rl = rank ? s.rootDim[rank - 1] : -1;
-  bool vectorOk = rank > 0 && bits % 8 == 0 && !t.isBool() && !rootStrides.empty() &&
-                  rootStrides[size_t(rl)] == 1;
+  bool linear = !rootStrides.empty();
+  bool vectorOk = rank > 0 && bits % 8 == 0 && !t.isBool() && (!linear || rootStrides[size_t(rl)] == 1);
   if (vectorOk) {
     auto *stride = llvm::dyn_cast<llvm::ConstantInt>(g.stride[rank - 1]);
     vectorOk = stride && stride->isOne();
@@ -171,10 +188,12 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
   int bytes = bits / 8;
   if (vectorOk) {
     const llvm::DataLayout &dl = mod.getDataLayout();
-    // Shared chunk alignment: origin offset and every other root stride in units of the chunk.
     llvm::Value *originOffset = constI64(0);
-    for (size_t r = 0; r < rootStrides.size(); ++r)
-      originOffset = addFolded(b, originOffset, mulFolded(b, s.origin[r], constI64(rootStrides[r])));
+    if (linear)
+      for (size_t r = 0; r < rootStrides.size(); ++r)
+        originOffset = addFolded(b, originOffset, mulFolded(b, s.origin[r], constI64(rootStrides[r])));
+    else
+      originOffset = s.origin[size_t(rl)];
     unsigned tz = std::min<unsigned>(llvm::computeKnownBits(originOffset, dl).countMinTrailingZeros(), 30);
     int64_t rootAlign = info.vars[s.root].sharedByteOffset;
     for (int chunk : {16, 8, 4}) {
@@ -183,9 +202,13 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
       int v = chunk / bytes;
       bool fits = plan.shape[rank - 1] % v == 0 && (int64_t(bytes) << tz) % chunk == 0 &&
                   rootAlign % chunk == 0;
-      for (size_t r = 0; r < rootStrides.size() && fits; ++r)
-        if (int(r) != rl && (rootStrides[r] * bytes) % chunk != 0)
-          fits = false;
+      if (linear) {
+        for (size_t r = 0; r < rootStrides.size() && fits; ++r)
+          if (int(r) != rl && (rootStrides[r] * bytes) % chunk != 0)
+            fits = false;
+      } else {
+        fits = fits && contiguousRuns(s.root, rl, v);
+      }
       if (fits) {
         plan.vec = v;
         plan.chunkBytes = chunk;
@@ -194,7 +217,7 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
     }
   }
   if (plan.chunkBytes == 0) {
-    elementPath();
+    elementPath(true);
     return Status::success();
   }
   // Run-time test (block-uniform): every global chunk is aligned.
@@ -212,15 +235,18 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
   llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "cpasync.end", fn);
   b.CreateCondBr(aligned, vecBlock, slowBlock);
   b.SetInsertPoint(slowBlock);
-  elementPath();
+  elementPath(false);
   b.CreateBr(join);
   b.SetInsertPoint(vecBlock);
   std::vector<int64_t> chunkShape = plan.shape;
   chunkShape[rank - 1] /= plan.vec;
-  llvm::Intrinsic::ID id = chunk == 16   ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
-                           : chunk == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
-                                        : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
-  forEachThreadItem(*this, plan.elements / plan.vec, [&](llvm::Value *c) {
+  // Inline PTX rather than the intrinsics: LLVM 19 cannot select those with the 32-bit shared
+  // pointers the JIT uses (-nvptx-short-ptr).
+  std::string asmText = std::string(chunk == 16 ? "cp.async.cg" : "cp.async.ca") +
+                        ".shared.global [$0], [$1], " + std::to_string(chunk) + ", $2;";
+  auto *asmType = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty(), b.getInt64Ty(), b.getInt32Ty()}, false);
+  llvm::InlineAsm *cpAsync = llvm::InlineAsm::get(asmType, asmText, "r,l,r,~{memory}", true);
+  forEachThreadItem(*this, plan.elements / plan.vec, true, [&](llvm::Value *c) {
     std::vector<llvm::Value *> x = unravel(b, c, chunkShape);
     x[rank - 1] = b.CreateMul(x[rank - 1], constI64(plan.vec));
     llvm::Value *last = x[rank - 1];
@@ -242,7 +268,7 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
     b.CreateCondBr(startsLow, partBlock, asyncBlock);
     b.SetInsertPoint(asyncBlock);
     llvm::Value *srcBytes = b.CreateTrunc(b.CreateMul(count, constI64(bytes)), b.getInt32Ty());
-    callIntrinsic(id, {}, {dst, src, srcBytes});
+    b.CreateCall(cpAsync, {b.CreatePtrToInt(dst, b.getInt32Ty()), b.CreatePtrToInt(src, b.getInt64Ty()), srcBytes});
     b.CreateBr(done);
     b.SetInsertPoint(partBlock);
     for (int j = 0; j < plan.vec; ++j) {

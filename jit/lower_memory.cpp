@@ -326,9 +326,13 @@ llvm::Value *Codegen::sharedOffset(VarId root, const std::vector<llvm::Value *> 
 }
 
 llvm::Value *Codegen::sharedElementAddress(VarId root, llvm::Value *elem, DataType t) {
-  llvm::Value *byteOffset = constI64(info.vars[root].sharedByteOffset);
-  if (t.storageBits() % 8 == 0)
-    byteOffset = sum(b, byteOffset, product(b, elem, constI64(t.storageBits() / 8)));
+  // Shared offsets fit in 32 bits: computing them in i32 (InstCombine narrows the whole chain
+  // behind the truncation) halves the registers that shared addressing holds.
+  llvm::Value *byteOffset = constI32(info.vars[root].sharedByteOffset);
+  if (t.storageBits() % 8 == 0) {
+    llvm::Value *e = b.CreateTrunc(elem, b.getInt32Ty());
+    byteOffset = sum(b, byteOffset, product(b, e, constI32(t.storageBits() / 8)));
+  }
   return b.CreateGEP(b.getInt8Ty(), sharedBase(), byteOffset);
 }
 

@@ -139,6 +139,21 @@ int main(int argc, char **argv) {
                        {{"a_ptr", 2 * s * s}, {"b_ptr", 2 * s * s}, {"c_ptr", 2 * s * s}},
                        {{"m", s}, {"n", s}, {"k", s}}, 2.0 * double(s * s * s), true});
   }
+  std::string swizzled = readText(programsDir + "/matmul_f16_pipelined.tasm");
+  for (const char *name : {"sa", "sb"}) {
+    std::string from = std::string(name) + " = AllocateShared(f16, shape=[STAGES, ";
+    size_t at = swizzled.find(from);
+    if (at == std::string::npos)
+      continue;
+    size_t end = swizzled.find(")", at);
+    std::string dims = swizzled.substr(at + from.size(), swizzled.find("]", at) - at - from.size());
+    swizzled.replace(at, end - at + 1, from + dims + "], layout=swizzle(row_major(STAGES, " + dims + "), 3, 3, 6))");
+  }
+  for (uint64_t s : {uint64_t(2048), uint64_t(4096)}) {
+    benches.push_back({"pipelined swizzled " + std::to_string(s) + "^3", swizzled, {}, "",
+                       {{"a_ptr", 2 * s * s}, {"b_ptr", 2 * s * s}, {"c_ptr", 2 * s * s}},
+                       {{"m", s}, {"n", s}, {"k", s}}, 2.0 * double(s * s * s), true});
+  }
   std::string sz = "4096";
   benches.push_back({"paper f16xi6 4096^3", readText(programsDir + "/paper_matmul_f16_i6.tasm"),
                      {{"M", sz}, {"N", sz}, {"K", sz}}, "matmul",

@@ -555,8 +555,20 @@ TEST_CASE("gpu: the library's programs") {
                  {"y_ptr", DataType::f32(), 37 * 128, Fill::Zero, 0, 1e-6}};
     runCase(c);
   }
-  for (auto [m, n, k] : {std::tuple{64, 64, 64}, std::tuple{100, 72, 40}}) {
-    Case c{"pipelined_" + std::to_string(m), programText("matmul_f16_pipelined.tasm")};
+  std::string swizzled = programText("matmul_f16_pipelined.tasm");
+  for (const char *name : {"sa", "sb"}) {
+    // the same program with conflict-free swizzled shared tiles (cp.async and ldmatrix paths)
+    std::string from = std::string(name) + " = AllocateShared(f16, shape=[STAGES, ";
+    size_t at = swizzled.find(from);
+    REQUIRE(at != std::string::npos);
+    size_t end = swizzled.find(")", at);
+    std::string dims = swizzled.substr(at + from.size(), swizzled.find("]", at) - at - from.size());
+    swizzled.replace(at, end - at + 1, from + dims + "], layout=swizzle(row_major(STAGES, " + dims + "), 3, 3, 6))");
+  }
+  for (auto [m, n, k, text] : {std::tuple{64, 64, 64, programText("matmul_f16_pipelined.tasm")},
+                               std::tuple{100, 72, 40, programText("matmul_f16_pipelined.tasm")},
+                               std::tuple{100, 72, 40, swizzled}, std::tuple{128, 64, 96, swizzled}}) {
+    Case c{"pipelined_" + std::to_string(m) + "_" + std::to_string(k), text};
     c.scalars = {{"m", uint64_t(m)}, {"n", uint64_t(n)}, {"k", uint64_t(k)}};
     c.buffers = {{"a_ptr", DataType::f16(), m * k, Fill::Moderate}, {"b_ptr", DataType::f16(), k * n, Fill::Moderate},
                  {"c_ptr", DataType::f16(), m * n, Fill::Zero, 0, 2e-3}};
