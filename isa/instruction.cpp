@@ -11,7 +11,7 @@ namespace {
 std::vector<InstructionSpec> buildTable() {
   std::vector<InstructionSpec> table;
 #define TILUSVM_ARG(name, kind, required) ArgSpec{#name, ArgKind::kind, required},
-#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args) \
+#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args)   \
   table.push_back(InstructionSpec{Opcode::Name, #Name, InstructionCategory::Category,              \
                                   VarKind::ResultKind, MinResults, MaxResults, AllowsOut,          \
                                   std::vector<ArgSpec>{Args}});

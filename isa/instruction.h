@@ -20,14 +20,24 @@ inline constexpr uint32_t kNoId = UINT32_MAX;
 
 enum class Opcode : uint16_t {
 #define TILUSVM_ARG(name, kind, required)
-#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args) \
+#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args)   \
   Name,
 #include "isa/instructions.def"
 };
 
 enum class InstructionCategory : uint8_t {
-  Indexing, Creation, Movement, Arithmetic, Bitwise, Comparison, Unary, Math, Select,
-  Conversion, Contraction, Control
+  Indexing,
+  Creation,
+  Movement,
+  Arithmetic,
+  Bitwise,
+  Comparison,
+  Unary,
+  Math,
+  Select,
+  Conversion,
+  Contraction,
+  Control
 };
 
 /// The memory space of a variable (or of an instruction's results).
@@ -41,7 +51,17 @@ enum class VarKind : uint8_t {
 };
 
 enum class ArgKind : uint8_t {
-  Value, Expr, Int, Bool, DType, RegLayout, SharedLayout, IntList, ExprList, Offset, ReduceOp,
+  Value,
+  Expr,
+  Int,
+  Bool,
+  DType,
+  RegLayout,
+  SharedLayout,
+  IntList,
+  ExprList,
+  Offset,
+  ReduceOp,
   String
 };
 
@@ -88,15 +108,15 @@ struct Argument {
   bool present = false;
   // Value: a tensor variable (var != kNoId) or a scalar expression (expr != kNoId).
   VarId var = kNoId;
-  ExprId expr = kNoId;   // Value (scalar) and Expr
-  int64_t intValue = 0;  // Int, Bool (0/1), ReduceOp (enum value)
-  DataType dtype;        // DType
-  std::optional<RegisterLayout> regLayout;       // RegLayout
-  std::optional<SharedLayout> sharedLayout;      // SharedLayout
-  std::vector<int64_t> ints;                     // IntList
-  std::vector<ExprId> exprs;                     // ExprList
-  std::vector<OffsetEntry> offsets;              // Offset
-  std::string text;                              // String
+  ExprId expr = kNoId;                      // Value (scalar) and Expr
+  int64_t intValue = 0;                     // Int, Bool (0/1), ReduceOp (enum value)
+  DataType dtype;                           // DType
+  std::optional<RegisterLayout> regLayout;  // RegLayout
+  std::optional<SharedLayout> sharedLayout; // SharedLayout
+  std::vector<int64_t> ints;                // IntList
+  std::vector<ExprId> exprs;                // ExprList
+  std::vector<OffsetEntry> offsets;         // Offset
+  std::string text;                         // String
 
   bool isTensor() const { return present && var != kNoId; }
   bool isScalar() const { return present && expr != kNoId; }

@@ -4,34 +4,62 @@ namespace tilus {
 
 const char *exprOpName(ExprOp op) {
   switch (op) {
-  case ExprOp::Const: return "const";
-  case ExprOp::Var: return "var";
-  case ExprOp::Add: return "+";
-  case ExprOp::Sub: return "-";
-  case ExprOp::Mul: return "*";
-  case ExprOp::Div: return "/";
-  case ExprOp::Mod: return "%";
-  case ExprOp::Shl: return "<<";
-  case ExprOp::Shr: return ">>";
-  case ExprOp::BitAnd: return "&";
-  case ExprOp::BitOr: return "|";
-  case ExprOp::BitXor: return "^";
-  case ExprOp::BitNot: return "~";
-  case ExprOp::Neg: return "neg";
-  case ExprOp::Eq: return "==";
-  case ExprOp::Ne: return "!=";
-  case ExprOp::Lt: return "<";
-  case ExprOp::Le: return "<=";
-  case ExprOp::Gt: return ">";
-  case ExprOp::Ge: return ">=";
-  case ExprOp::LogicalAnd: return "and";
-  case ExprOp::LogicalOr: return "or";
-  case ExprOp::LogicalNot: return "not";
-  case ExprOp::Select: return "select";
-  case ExprOp::Min: return "min";
-  case ExprOp::Max: return "max";
-  case ExprOp::CeilDiv: return "cdiv";
-  case ExprOp::Cast: return "cast";
+  case ExprOp::Const:
+    return "const";
+  case ExprOp::Var:
+    return "var";
+  case ExprOp::Add:
+    return "+";
+  case ExprOp::Sub:
+    return "-";
+  case ExprOp::Mul:
+    return "*";
+  case ExprOp::Div:
+    return "/";
+  case ExprOp::Mod:
+    return "%";
+  case ExprOp::Shl:
+    return "<<";
+  case ExprOp::Shr:
+    return ">>";
+  case ExprOp::BitAnd:
+    return "&";
+  case ExprOp::BitOr:
+    return "|";
+  case ExprOp::BitXor:
+    return "^";
+  case ExprOp::BitNot:
+    return "~";
+  case ExprOp::Neg:
+    return "neg";
+  case ExprOp::Eq:
+    return "==";
+  case ExprOp::Ne:
+    return "!=";
+  case ExprOp::Lt:
+    return "<";
+  case ExprOp::Le:
+    return "<=";
+  case ExprOp::Gt:
+    return ">";
+  case ExprOp::Ge:
+    return ">=";
+  case ExprOp::LogicalAnd:
+    return "and";
+  case ExprOp::LogicalOr:
+    return "or";
+  case ExprOp::LogicalNot:
+    return "not";
+  case ExprOp::Select:
+    return "select";
+  case ExprOp::Min:
+    return "min";
+  case ExprOp::Max:
+    return "max";
+  case ExprOp::CeilDiv:
+    return "cdiv";
+  case ExprOp::Cast:
+    return "cast";
   }
   return "?";
 }

@@ -28,8 +28,34 @@ struct Variable {
 /// Scalar expression operators. Integer `/` and `%` truncate toward zero; CeilDiv rounds up.
 /// Shr is arithmetic for signed types. Comparisons and logical operators give bool.
 enum class ExprOp : uint8_t {
-  Const = 0, Var, Add, Sub, Mul, Div, Mod, Shl, Shr, BitAnd, BitOr, BitXor, BitNot, Neg,
-  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalNot, Select, Min, Max, CeilDiv, Cast
+  Const = 0,
+  Var,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Shl,
+  Shr,
+  BitAnd,
+  BitOr,
+  BitXor,
+  BitNot,
+  Neg,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  LogicalAnd,
+  LogicalOr,
+  LogicalNot,
+  Select,
+  Min,
+  Max,
+  CeilDiv,
+  Cast
 };
 const char *exprOpName(ExprOp op);
 /// Number of operands of an operator (0 for Const and Var).
@@ -37,10 +63,10 @@ int exprOpArity(ExprOp op);
 
 struct ExprNode {
   ExprOp op = ExprOp::Const;
-  DataType dtype;              // type of the result
+  DataType dtype;                               // type of the result
   uint32_t operands[3] = {kNoId, kNoId, kNoId}; // Select: cond, then, else
-  uint64_t bits = 0;           // Const: the value's bit pattern in dtype
-  VarId var = kNoId;           // Var: a Scalar or Pointer variable
+  uint64_t bits = 0;                            // Const: the value's bit pattern in dtype
+  VarId var = kNoId;                            // Var: a Scalar or Pointer variable
 };
 
 enum class StmtKind : uint8_t {
@@ -67,10 +93,10 @@ struct Stmt {
 
 struct Program {
   std::string name;
-  std::vector<VarId> params;  // in declaration order
-  std::vector<ExprId> grid;   // 1 to 3 expressions of constants and scalar parameters
-  uint32_t threads = 0;       // 0: inferred from register layouts by the checker
-  SourceLoc loc;              // of the `def`
+  std::vector<VarId> params; // in declaration order
+  std::vector<ExprId> grid;  // 1 to 3 expressions of constants and scalar parameters
+  uint32_t threads = 0;      // 0: inferred from register layouts by the checker
+  SourceLoc loc;             // of the `def`
   std::vector<Variable> vars;
   std::vector<ExprNode> exprs;
   std::vector<Instruction> instructions;

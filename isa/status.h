@@ -15,7 +15,7 @@
 
 namespace tilus {
 
-#define TILUSVM_ERROR_CODES(X)                                                                    \
+#define TILUSVM_ERROR_CODES(X)                                                                     \
   X(Syntax, "syntax")                                                                              \
   X(UndefinedName, "undefined-name")                                                               \
   X(Redefined, "redefined")                                                                        \
@@ -65,10 +65,10 @@ std::optional<ErrorCode> errorCodeFromName(const std::string &name);
 
 /// Where something is: a position in source text, or an instruction of a program in bytecode.
 struct Location {
-  std::string file;     // source file name; empty for bytecode without debug info
-  uint32_t line = 0;    // 1-based; 0 = unknown
-  uint32_t column = 0;  // 1-based; 0 = unknown
-  std::string program;  // program name (bytecode locations)
+  std::string file;         // source file name; empty for bytecode without debug info
+  uint32_t line = 0;        // 1-based; 0 = unknown
+  uint32_t column = 0;      // 1-based; 0 = unknown
+  std::string program;      // program name (bytecode locations)
   int64_t instruction = -1; // instruction index within the program (bytecode locations)
 
   bool known() const { return line != 0 || instruction >= 0 || !file.empty(); }
@@ -120,9 +120,18 @@ public:
 
   bool ok() const { return value_.has_value(); }
   explicit operator bool() const { return ok(); }
-  T &value() & { assert(ok()); return *value_; }
-  const T &value() const & { assert(ok()); return *value_; }
-  T &&value() && { assert(ok()); return std::move(*value_); }
+  T &value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T &value() const & {
+    assert(ok());
+    return *value_;
+  }
+  T &&value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   T *operator->() { return &value(); }
   const T *operator->() const { return &value(); }
   T &operator*() { return value(); }

@@ -72,12 +72,10 @@ TEST_CASE("register layout chains equal the product of their primitives") {
 }
 
 TEST_CASE("register layouts match the reference functions of ISA section 3.1") {
-  checkFunction(parsed("local(2, 3)"), 1, 6, [](int64_t, int64_t i) {
-    return std::vector<int64_t>{i / 3, i % 3};
-  });
-  checkFunction(parsed("spatial(2, 3)"), 6, 1, [](int64_t t, int64_t) {
-    return std::vector<int64_t>{t / 3, t % 3};
-  });
+  checkFunction(parsed("local(2, 3)"), 1, 6,
+                [](int64_t, int64_t i) { return std::vector<int64_t>{i / 3, i % 3}; });
+  checkFunction(parsed("spatial(2, 3)"), 6, 1,
+                [](int64_t t, int64_t) { return std::vector<int64_t>{t / 3, t % 3}; });
   checkFunction(parsed("local(2, 1).spatial(8, 4).local(1, 2)"), 32, 4, [](int64_t t, int64_t i) {
     return std::vector<int64_t>{t / 4 + 8 * (i / 2), 2 * (t % 4) + i % 2};
   });

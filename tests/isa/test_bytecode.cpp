@@ -1268,8 +1268,8 @@ std::map<std::string, std::vector<uint8_t>> filesIn(const std::string &dir) {
     if (!entry.is_regular_file() || entry.path().extension() != ".tbc")
       continue;
     std::ifstream in(entry.path(), std::ios::binary);
-    files[entry.path().stem().string()] = std::vector<uint8_t>(
-        std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    files[entry.path().stem().string()] =
+        std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   return files;
 }

@@ -33,7 +33,8 @@ std::string readText(const fs::path &path) {
 
 std::vector<fs::path> acceptedConformancePrograms() {
   std::vector<fs::path> files;
-  for (const auto &entry : fs::directory_iterator(fs::path(TILUSVM_SOURCE_DIR) / "tests/conformance"))
+  for (const auto &entry :
+       fs::directory_iterator(fs::path(TILUSVM_SOURCE_DIR) / "tests/conformance"))
     if (entry.path().extension() == ".tasm" &&
         readText(entry.path()).find("# expect: ok") != std::string::npos)
       files.push_back(entry.path());
@@ -72,9 +73,7 @@ void runOnInterpreter(const VerifiedModule &vm, size_t index, std::mt19937 &rng)
   const ProgramInfo &info = vm.programs[index];
   std::vector<std::vector<uint8_t>> buffers;
   KernelArgs args;
-  auto scalarValue = [&](VarId id) -> uint64_t {
-    return fromInt64(3, program.vars[id].dtype);
-  };
+  auto scalarValue = [&](VarId id) -> uint64_t { return fromInt64(3, program.vars[id].dtype); };
   size_t pointerIndex = 0;
   for (VarId id : program.params) {
     const Variable &v = program.vars[id];

@@ -82,10 +82,10 @@ uint16_t eighthsToHalf(int k) {
   if (k == 0)
     return 0;
   uint16_t sign = k < 0 ? 0x8000 : 0;
-  int mag = std::abs(k);   // value = mag * 2^-3
+  int mag = std::abs(k); // value = mag * 2^-3
   int e = 0;
   while ((mag >> e) > 1)
-    ++e;                   // mag in [2^e, 2^(e+1))
+    ++e; // mag in [2^e, 2^(e+1))
   int man = (mag << (10 - e)) & 0x3ff;
   return uint16_t(sign | ((e - 3 + 15) << 10) | man);
 }
@@ -136,7 +136,8 @@ KernelArg hostArg(std::vector<uint8_t> &bytes) { return KernelArg{0, bytes.data(
 // |out - ref| within half an ulp of a format with `significandBits` bits (plus one ulp slack
 // for the f32 accumulation order, which is exact here: every partial sum is a multiple of 1/8
 // below 2^15).
-void checkClose(const std::vector<double> &out, const std::vector<double> &ref, int significandBits) {
+void checkClose(const std::vector<double> &out, const std::vector<double> &ref,
+                int significandBits) {
   REQUIRE(out.size() == ref.size());
   for (size_t i = 0; i < ref.size(); ++i) {
     double tol = std::ldexp(std::fabs(ref[i]), -significandBits) + 1e-9;
@@ -154,9 +155,11 @@ void runPaperStyle(const std::string &file, int64_t size) {
     uint16_t h = eighthsToHalf(mm.aEighths[size_t(i)]);
     std::memcpy(&a[size_t(i * 2)], &h, 2);
   }
-  std::vector<uint8_t> transformed(size_t(size * size * 6 / 8), 0xAB), c(size_t(size * size * 2), 0xFF);
+  std::vector<uint8_t> transformed(size_t(size * size * 6 / 8), 0xAB),
+      c(size_t(size * size * 2), 0xFF);
   REQUIRE_OK(runOnCpu(vm, programIndex(vm, "transform_b"), {hostArg(b), hostArg(transformed)}));
-  REQUIRE_OK(runOnCpu(vm, programIndex(vm, "matmul"), {hostArg(a), hostArg(transformed), hostArg(c)}));
+  REQUIRE_OK(
+      runOnCpu(vm, programIndex(vm, "matmul"), {hostArg(a), hostArg(transformed), hostArg(c)}));
   std::vector<double> out;
   for (int64_t i = 0; i < size * size; ++i) {
     uint16_t h;
@@ -178,8 +181,9 @@ TEST_CASE("variant: 16x16 warp tiles, FP16 x INT6") {
 
 TEST_CASE("variant: two warps with a replicated B fragment, BF16 x U4") {
   const int64_t M = 64, N = 32, K = 48;
-  VerifiedModule vm = build("programs/variants/matmul_bf16_u4_2warps.tasm",
-                            {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)}});
+  VerifiedModule vm =
+      build("programs/variants/matmul_bf16_u4_2warps.tasm",
+            {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)}});
   Matmul mm = randomMatmul(M, N, K, 0, 15, 11);
   std::vector<uint8_t> a(size_t(M * K * 2)), b = packWeights(mm, 4), c(size_t(M * N * 2), 0xFF);
   for (int64_t i = 0; i < M * K; ++i) {
@@ -198,8 +202,9 @@ TEST_CASE("variant: two warps with a replicated B fragment, BF16 x U4") {
 
 TEST_CASE("variant: per-thread Dot without tensor cores, F32 x U2") {
   const int64_t M = 32, N = 24, K = 32;
-  VerifiedModule vm = build("programs/variants/matmul_f32_u2.tasm",
-                            {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)}});
+  VerifiedModule vm =
+      build("programs/variants/matmul_f32_u2.tasm",
+            {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)}});
   Matmul mm = randomMatmul(M, N, K, 0, 3, 13);
   std::vector<uint8_t> a(size_t(M * K * 4)), b = packWeights(mm, 2), c(size_t(M * N * 4), 0xFF);
   for (int64_t i = 0; i < M * K; ++i) {

@@ -136,8 +136,7 @@ int main(int argc, char **argv) {
     if (only == "matmul")
       break;
     options.checked = checked;
-    if (!timeRuns(
-            checked ? 1 : repeat, [&] { return runOnCpu(vadd, 0, vargs, options); }, seconds))
+    if (!timeRuns(checked ? 1 : repeat, [&] { return runOnCpu(vadd, 0, vargs, options); }, seconds))
       return 1;
     std::printf("vector_add n=%d %-9s %9.3f s  %8.3f Melements/s\n", elements,
                 checked ? "checked" : "unchecked", seconds, elements / seconds * 1e-6);
