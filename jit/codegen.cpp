@@ -369,8 +369,8 @@ Status Codegen::run() {
   if (info.usesWorkspace)
     params.push_back(ptrGlobal(ctx));
   auto *fnType = llvm::FunctionType::get(b.getVoidTy(), params, false);
-  fn_ = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage, sanitize(prog.name),
-                               &mod);
+  fn_ =
+      llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage, sanitize(prog.name), &mod);
   fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
   fn_->addFnAttr(llvm::Attribute::NoUnwind);
 
@@ -398,9 +398,7 @@ Status Codegen::run() {
 
 // ---- control flow -------------------------------------------------------------------------------
 
-void Codegen::startDeadBlock() {
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "dead", fn_));
-}
+void Codegen::startDeadBlock() { b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "dead", fn_)); }
 
 Status Codegen::lowerBody(const std::vector<Stmt> &body) {
   for (const Stmt &s : body)
@@ -500,40 +498,86 @@ Status Codegen::lowerWhile(const Stmt &s) {
   return Status::success();
 }
 
-// ---- dispatch ------------------------------------------------------------------------------------
+// ---- dispatch
+// ------------------------------------------------------------------------------------
 
 Status Codegen::lowerInstruction(const Instruction &inst) {
   switch (inst.opcode) {
-  case Opcode::BlockIndices: return lowerBlockIndices(inst);
-  case Opcode::AllocateRegister: return lowerAllocateRegister(inst);
-  case Opcode::Iota: return lowerIota(inst);
-  case Opcode::AllocateShared: return lowerAllocateShared(inst);
-  case Opcode::AllocateGlobal: return lowerAllocateGlobal(inst);
-  case Opcode::ViewGlobal: return lowerViewGlobal(inst);
-  case Opcode::SliceGlobal: return lowerSliceGlobal(inst);
-  case Opcode::SliceShared: return lowerSliceShared(inst);
-  case Opcode::LoadGlobal: return lowerLoadGlobal(inst);
-  case Opcode::LoadShared: return lowerLoadShared(inst);
-  case Opcode::StoreGlobal: return lowerStoreGlobal(inst);
-  case Opcode::StoreShared: return lowerStoreShared(inst);
-  case Opcode::CopyAsync: return lowerCopyAsync(inst);
+  case Opcode::BlockIndices:
+    return lowerBlockIndices(inst);
+  case Opcode::AllocateRegister:
+    return lowerAllocateRegister(inst);
+  case Opcode::Iota:
+    return lowerIota(inst);
+  case Opcode::AllocateShared:
+    return lowerAllocateShared(inst);
+  case Opcode::AllocateGlobal:
+    return lowerAllocateGlobal(inst);
+  case Opcode::ViewGlobal:
+    return lowerViewGlobal(inst);
+  case Opcode::SliceGlobal:
+    return lowerSliceGlobal(inst);
+  case Opcode::SliceShared:
+    return lowerSliceShared(inst);
+  case Opcode::LoadGlobal:
+    return lowerLoadGlobal(inst);
+  case Opcode::LoadShared:
+    return lowerLoadShared(inst);
+  case Opcode::StoreGlobal:
+    return lowerStoreGlobal(inst);
+  case Opcode::StoreShared:
+    return lowerStoreShared(inst);
+  case Opcode::CopyAsync:
+    return lowerCopyAsync(inst);
   case Opcode::CopyAsyncCommitGroup:
   case Opcode::CopyAsyncWaitGroup:
-  case Opcode::CopyAsyncWaitAll: return lowerCopyAsyncControl(inst);
-  case Opcode::Add: case Opcode::Sub: case Opcode::Mul: case Opcode::Div: case Opcode::Mod:
-  case Opcode::Max: case Opcode::Min: case Opcode::And: case Opcode::Or: case Opcode::Xor:
-  case Opcode::Shl: case Opcode::Shr: case Opcode::Eq: case Opcode::Ne: case Opcode::Lt:
-  case Opcode::Le: case Opcode::Gt: case Opcode::Ge: case Opcode::Neg: case Opcode::Abs:
-  case Opcode::Not: case Opcode::Exp: case Opcode::Exp2: case Opcode::Log: case Opcode::Log2:
-  case Opcode::Sqrt: case Opcode::Rsqrt: case Opcode::Sin: case Opcode::Cos: case Opcode::Tanh:
+  case Opcode::CopyAsyncWaitAll:
+    return lowerCopyAsyncControl(inst);
+  case Opcode::Add:
+  case Opcode::Sub:
+  case Opcode::Mul:
+  case Opcode::Div:
+  case Opcode::Mod:
+  case Opcode::Max:
+  case Opcode::Min:
+  case Opcode::And:
+  case Opcode::Or:
+  case Opcode::Xor:
+  case Opcode::Shl:
+  case Opcode::Shr:
+  case Opcode::Eq:
+  case Opcode::Ne:
+  case Opcode::Lt:
+  case Opcode::Le:
+  case Opcode::Gt:
+  case Opcode::Ge:
+  case Opcode::Neg:
+  case Opcode::Abs:
+  case Opcode::Not:
+  case Opcode::Exp:
+  case Opcode::Exp2:
+  case Opcode::Log:
+  case Opcode::Log2:
+  case Opcode::Sqrt:
+  case Opcode::Rsqrt:
+  case Opcode::Sin:
+  case Opcode::Cos:
+  case Opcode::Tanh:
     return lowerElementwise(inst);
-  case Opcode::Where: return lowerWhere(inst);
-  case Opcode::Cast: return lowerCast(inst);
-  case Opcode::View: return lowerView(inst);
-  case Opcode::Permute: return lowerPermute(inst);
-  case Opcode::ConvertLayout: return lowerConvertLayout(inst);
-  case Opcode::Dot: return lowerDot(inst);
-  case Opcode::Reduce: return lowerReduce(inst);
+  case Opcode::Where:
+    return lowerWhere(inst);
+  case Opcode::Cast:
+    return lowerCast(inst);
+  case Opcode::View:
+    return lowerView(inst);
+  case Opcode::Permute:
+    return lowerPermute(inst);
+  case Opcode::ConvertLayout:
+    return lowerConvertLayout(inst);
+  case Opcode::Dot:
+    return lowerDot(inst);
+  case Opcode::Reduce:
+    return lowerReduce(inst);
   case Opcode::Synchronize:
     barrier();
     return Status::success();
@@ -541,34 +585,56 @@ Status Codegen::lowerInstruction(const Instruction &inst) {
     b.CreateRetVoid();
     startDeadBlock();
     return Status::success();
-  case Opcode::Print: return lowerPrint(inst);
+  case Opcode::Print:
+    return lowerPrint(inst);
   }
   return error(ErrorCode::Unsupported, inst, "unknown opcode");
 }
 
 ExprOp exprOpOf(Opcode op) {
   switch (op) {
-  case Opcode::Add: return ExprOp::Add;
-  case Opcode::Sub: return ExprOp::Sub;
-  case Opcode::Mul: return ExprOp::Mul;
-  case Opcode::Div: return ExprOp::Div;
-  case Opcode::Mod: return ExprOp::Mod;
-  case Opcode::Max: return ExprOp::Max;
-  case Opcode::Min: return ExprOp::Min;
-  case Opcode::And: return ExprOp::BitAnd;
-  case Opcode::Or: return ExprOp::BitOr;
-  case Opcode::Xor: return ExprOp::BitXor;
-  case Opcode::Shl: return ExprOp::Shl;
-  case Opcode::Shr: return ExprOp::Shr;
-  case Opcode::Eq: return ExprOp::Eq;
-  case Opcode::Ne: return ExprOp::Ne;
-  case Opcode::Lt: return ExprOp::Lt;
-  case Opcode::Le: return ExprOp::Le;
-  case Opcode::Gt: return ExprOp::Gt;
-  case Opcode::Ge: return ExprOp::Ge;
-  case Opcode::Neg: return ExprOp::Neg;
-  case Opcode::Not: return ExprOp::BitNot;
-  default: return ExprOp::Const;
+  case Opcode::Add:
+    return ExprOp::Add;
+  case Opcode::Sub:
+    return ExprOp::Sub;
+  case Opcode::Mul:
+    return ExprOp::Mul;
+  case Opcode::Div:
+    return ExprOp::Div;
+  case Opcode::Mod:
+    return ExprOp::Mod;
+  case Opcode::Max:
+    return ExprOp::Max;
+  case Opcode::Min:
+    return ExprOp::Min;
+  case Opcode::And:
+    return ExprOp::BitAnd;
+  case Opcode::Or:
+    return ExprOp::BitOr;
+  case Opcode::Xor:
+    return ExprOp::BitXor;
+  case Opcode::Shl:
+    return ExprOp::Shl;
+  case Opcode::Shr:
+    return ExprOp::Shr;
+  case Opcode::Eq:
+    return ExprOp::Eq;
+  case Opcode::Ne:
+    return ExprOp::Ne;
+  case Opcode::Lt:
+    return ExprOp::Lt;
+  case Opcode::Le:
+    return ExprOp::Le;
+  case Opcode::Gt:
+    return ExprOp::Gt;
+  case Opcode::Ge:
+    return ExprOp::Ge;
+  case Opcode::Neg:
+    return ExprOp::Neg;
+  case Opcode::Not:
+    return ExprOp::BitNot;
+  default:
+    return ExprOp::Const;
   }
 }
 

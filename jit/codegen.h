@@ -37,9 +37,9 @@ namespace tilus::jit {
 /// hi_d for every d.
 struct GlobalView {
   DataType dtype;
-  llvm::Value *ptr = nullptr;   // ptr addrspace(1)
-  llvm::Value *base = nullptr;  // i64
-  llvm::Value *valid = nullptr; // i1
+  llvm::Value *ptr = nullptr;                       // ptr addrspace(1)
+  llvm::Value *base = nullptr;                      // i64
+  llvm::Value *valid = nullptr;                     // i1
   std::vector<llvm::Value *> shape, lo, hi, stride; // i64 per dimension
 };
 
@@ -48,8 +48,8 @@ struct GlobalView {
 struct SharedView {
   VarId root = kNoId;
   DataType dtype;
-  std::vector<int64_t> shape;      // static
-  std::vector<int32_t> dims;       // static: view dimension -> root dimension
+  std::vector<int64_t> shape;        // static
+  std::vector<int32_t> dims;         // static: view dimension -> root dimension
   std::vector<llvm::Value *> origin; // i64 per root dimension
 };
 
@@ -110,8 +110,8 @@ public:
   /// The value's bit pattern as an integer of t.bits bits (and back).
   llvm::Value *toBits(llvm::Value *v, DataType t);
   llvm::Value *fromBits(llvm::Value *bits, DataType t);
-  llvm::Value *tid();               // threadIdx.x, i32
-  llvm::Value *sharedBase();        // the dynamic shared memory, ptr addrspace(3)
+  llvm::Value *tid();        // threadIdx.x, i32
+  llvm::Value *sharedBase(); // the dynamic shared memory, ptr addrspace(3)
   /// A call to an intrinsic or to a device library function.
   llvm::Value *callIntrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Type *> types,
                              llvm::ArrayRef<llvm::Value *> args);

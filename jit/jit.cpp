@@ -94,7 +94,8 @@ Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOption
 
 /// The device library parsed into `ctx`, as the module the kernel is added to.
 Expected<std::unique_ptr<llvm::Module>> loadDeviceLibrary(llvm::LLVMContext &ctx) {
-  llvm::StringRef bytes(reinterpret_cast<const char *>(jit::kDevlibBitcode), jit::kDevlibBitcodeSize);
+  llvm::StringRef bytes(reinterpret_cast<const char *>(jit::kDevlibBitcode),
+                        jit::kDevlibBitcodeSize);
   llvm::Expected<std::unique_ptr<llvm::Module>> module =
       llvm::parseBitcodeFile(llvm::MemoryBufferRef(bytes, "tilus_devlib"), ctx);
   if (!module)
@@ -110,9 +111,9 @@ void annotateKernel(llvm::Module &mod, llvm::Function *kernel, uint32_t threads)
   llvm::LLVMContext &ctx = mod.getContext();
   llvm::NamedMDNode *annotations = mod.getOrInsertNamedMetadata("nvvm.annotations");
   auto add = [&](const char *key, uint32_t value) {
-    llvm::Metadata *md[] = {llvm::ValueAsMetadata::get(kernel), llvm::MDString::get(ctx, key),
-                            llvm::ConstantAsMetadata::get(
-                                llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), value))};
+    llvm::Metadata *md[] = {
+        llvm::ValueAsMetadata::get(kernel), llvm::MDString::get(ctx, key),
+        llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), value))};
     annotations->addOperand(llvm::MDNode::get(ctx, md));
   };
   add("kernel", 1);
@@ -171,9 +172,9 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
                                  const JitOptions &options) {
   initializeLlvm();
   if (programIndex >= vm.module.programs.size() || programIndex >= vm.programs.size())
-    return Status::error(ErrorCode::Usage, "program index " + std::to_string(programIndex) +
-                                               " out of range for " +
-                                               std::to_string(vm.module.programs.size()) + " programs");
+    return Status::error(ErrorCode::Usage,
+                         "program index " + std::to_string(programIndex) + " out of range for " +
+                             std::to_string(vm.module.programs.size()) + " programs");
   const Program &program = vm.module.programs[programIndex];
   const ProgramInfo &info = vm.programs[programIndex];
   if (info.threads == 0)

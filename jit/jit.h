@@ -14,7 +14,7 @@
 namespace tilus {
 
 struct JitOptions {
-  int smVersion = 90;     // 80 -> sm_80, 90 -> sm_90a
+  int smVersion = 90; // 80 -> sm_80, 90 -> sm_90a
   int optLevel = 3;
   /// The compiler version that goes into cache keys.
   static const char *compilerVersion();

@@ -27,10 +27,10 @@
 namespace tilus::jit {
 
 struct LayoutTerm {
-  int dim = 0;          // -1: replication (spatial terms only)
-  int64_t div = 1;      // threadDiv or localDiv
+  int dim = 0;     // -1: replication (spatial terms only)
+  int64_t div = 1; // threadDiv or localDiv
   int64_t size = 1;
-  int64_t stride = 1;   // weight of the coordinate within its dimension
+  int64_t stride = 1; // weight of the coordinate within its dimension
 };
 
 class LayoutMap {

@@ -28,7 +28,8 @@ namespace tilus::jit {
 namespace {
 
 /// The operand's local slot for result slot i as a run-time value (see gatherSlots).
-llvm::Value *runtimeSlot(Codegen &cg, const LayoutMap &result, int64_t i, const LayoutMap &operand) {
+llvm::Value *runtimeSlot(Codegen &cg, const LayoutMap &result, int64_t i,
+                         const LayoutMap &operand) {
   llvm::IRBuilder<> &b = cg.b;
   const std::vector<llvm::Value *> &s = cg.threadPart(result);
   std::vector<llvm::Value *> x(size_t(result.rank()));
@@ -41,8 +42,9 @@ llvm::Value *runtimeSlot(Codegen &cg, const LayoutMap &result, int64_t i, const 
     y[k] = operand.shape()[k] == 1 ? b.getInt64(0) : x[r - o + k];
   llvm::Value *slot = b.getInt64(0);
   for (const LayoutTerm &term : operand.localTerms()) {
-    llvm::Value *digit = b.CreateURem(b.CreateUDiv(y[size_t(term.dim)], b.getInt64(uint64_t(term.stride))),
-                                      b.getInt64(uint64_t(term.size)));
+    llvm::Value *digit =
+        b.CreateURem(b.CreateUDiv(y[size_t(term.dim)], b.getInt64(uint64_t(term.stride))),
+                     b.getInt64(uint64_t(term.size)));
     slot = b.CreateAdd(slot, b.CreateMul(digit, b.getInt64(uint64_t(term.div))));
   }
   return slot;
@@ -71,7 +73,8 @@ Expected<std::vector<llvm::Value *>> Codegen::operandSlots(const Instruction &in
   }
   const VarType &type = info.vars[arg.var];
   if (type.kind != VarKind::Register)
-    return error(ErrorCode::Scope, inst, "operand `" + prog.var(arg.var).name + "` is not a register tensor");
+    return error(ErrorCode::Scope, inst,
+                 "operand `" + prog.var(arg.var).name + "` is not a register tensor");
   std::vector<llvm::Value *> values = readRegister(arg.var);
   for (llvm::Value *&v : values)
     v = convert(v, type.dtype, t);
@@ -113,14 +116,30 @@ llvm::Value *Codegen::mathOp(Opcode op, llvm::Value *x, DataType t) {
     r = b.CreateFDiv(llvm::ConstantFP::get(b.getDoubleTy(), 1.0),
                      callIntrinsic(llvm::Intrinsic::sqrt, {b.getDoubleTy()}, {d}));
     break;
-  case Opcode::Exp: r = callDevlib("tl_exp", {d}); break;
-  case Opcode::Exp2: r = callDevlib("tl_exp2", {d}); break;
-  case Opcode::Log: r = callDevlib("tl_log", {d}); break;
-  case Opcode::Log2: r = callDevlib("tl_log2", {d}); break;
-  case Opcode::Sin: r = callDevlib("tl_sin", {d}); break;
-  case Opcode::Cos: r = callDevlib("tl_cos", {d}); break;
-  case Opcode::Tanh: r = callDevlib("tl_tanh", {d}); break;
-  default: r = d; break;
+  case Opcode::Exp:
+    r = callDevlib("tl_exp", {d});
+    break;
+  case Opcode::Exp2:
+    r = callDevlib("tl_exp2", {d});
+    break;
+  case Opcode::Log:
+    r = callDevlib("tl_log", {d});
+    break;
+  case Opcode::Log2:
+    r = callDevlib("tl_log2", {d});
+    break;
+  case Opcode::Sin:
+    r = callDevlib("tl_sin", {d});
+    break;
+  case Opcode::Cos:
+    r = callDevlib("tl_cos", {d});
+    break;
+  case Opcode::Tanh:
+    r = callDevlib("tl_tanh", {d});
+    break;
+  default:
+    r = d;
+    break;
   }
   return canonicalizeNaN(convert(r, f64, t), t);
 }
@@ -153,7 +172,8 @@ Status Codegen::lowerElementwise(const Instruction &inst) {
     else if (bArg.isTensor())
       ct = info.vars[bArg.var].dtype;
     else
-      ct = promoteScalarTypes(prog.expr(a.expr).dtype, prog.expr(bArg.expr).dtype).value_or(DataType::f64());
+      ct = promoteScalarTypes(prog.expr(a.expr).dtype, prog.expr(bArg.expr).dtype)
+               .value_or(DataType::f64());
   }
   Expected<std::vector<llvm::Value *>> xs = operandSlots(inst, a, result, ct);
   if (!xs)
@@ -170,12 +190,14 @@ Status Codegen::lowerElementwise(const Instruction &inst) {
     llvm::Value *x = (*xs)[i];
     if (inst.opcode == Opcode::Abs) {
       if (ct.isFloat()) {
-        llvm::Value *bits = b.CreateAnd(toBits(x, ct), llvm::ConstantInt::get(b.getIntNTy(ct.bits), bitMask(ct.bits - 1)));
+        llvm::Value *bits = b.CreateAnd(
+            toBits(x, ct), llvm::ConstantInt::get(b.getIntNTy(ct.bits), bitMask(ct.bits - 1)));
         out[i] = canonicalizeNaN(fromBits(bits, ct), ct);
         if (ct.isFloat() && elemType(ct)->isIntegerTy()) // no NaN test on packed formats
           out[i] = fromBits(bits, ct);
       } else if (ct.isSigned()) {
-        out[i] = b.CreateSelect(b.CreateICmpSLT(x, llvm::ConstantInt::get(x->getType(), 0)), b.CreateNeg(x), x);
+        out[i] = b.CreateSelect(b.CreateICmpSLT(x, llvm::ConstantInt::get(x->getType(), 0)),
+                                b.CreateNeg(x), x);
       } else {
         out[i] = x;
       }
@@ -201,7 +223,8 @@ Status Codegen::lowerWhere(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &result = layoutOf(r);
   DataType rt = info.vars[r].dtype;
-  Expected<std::vector<llvm::Value *>> c = operandSlots(inst, inst.arg("c"), result, DataType::boolean());
+  Expected<std::vector<llvm::Value *>> c =
+      operandSlots(inst, inst.arg("c"), result, DataType::boolean());
   if (!c)
     return c.takeStatus();
   Expected<std::vector<llvm::Value *>> x = operandSlots(inst, inst.arg("a"), result, rt);
@@ -241,7 +264,8 @@ Status Codegen::lowerView(const Instruction &inst) {
   int sa = da.storageBits(), sr = dr.storageBits();
   if (na * sa != nr * sr)
     return error(ErrorCode::ViewBits, inst,
-                 "View of " + std::to_string(na * sa) + " bits per thread into " + std::to_string(nr * sr));
+                 "View of " + std::to_string(na * sa) + " bits per thread into " +
+                     std::to_string(nr * sr));
   std::vector<llvm::Value *> in = readRegister(a);
   std::vector<llvm::Value *> inBits(in.size());
   for (size_t k = 0; k < in.size(); ++k) {
@@ -284,7 +308,8 @@ Status Codegen::lowerIota(const Instruction &inst) {
   const LayoutMap &map = layoutOf(r);
   int64_t dim = inst.arg("dim").intValue;
   if (dim < 0 || dim >= map.rank())
-    return error(ErrorCode::ReduceDim, inst, "Iota dimension " + std::to_string(dim) + " out of range");
+    return error(ErrorCode::ReduceDim, inst,
+                 "Iota dimension " + std::to_string(dim) + " out of range");
   DataType t = info.vars[r].dtype;
   const std::vector<llvm::Value *> &s = threadPart(map);
   std::vector<llvm::Value *> out;

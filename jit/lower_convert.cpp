@@ -30,9 +30,12 @@ bool isNativeFloat(DataType t) {
 
 int styleCode(DataType t) {
   switch (t.floatStyle()) {
-  case FloatStyle::Ieee: return 0;
-  case FloatStyle::OcpE4M3: return 1;
-  case FloatStyle::Finite: return 2;
+  case FloatStyle::Ieee:
+    return 0;
+  case FloatStyle::OcpE4M3:
+    return 1;
+  case FloatStyle::Finite:
+    return 2;
   }
   return 2;
 }
@@ -64,8 +67,9 @@ llvm::Value *Codegen::convert(llvm::Value *v, DataType from, DataType to) {
   // ---- low-precision float source: decode exactly into f32 first
   if (from.isFloat() && !isNativeFloat(from)) {
     llvm::Value *bits = b.CreateZExt(v, b.getInt32Ty());
-    llvm::Value *f = callDevlib("tl_float_to_f32", {bits, constI32(from.exponent),
-                                                     constI32(from.mantissa), constI32(styleCode(from))});
+    llvm::Value *f =
+        callDevlib("tl_float_to_f32", {bits, constI32(from.exponent), constI32(from.mantissa),
+                                       constI32(styleCode(from))});
     llvm::Value *r = convert(f, DataType::f32(), to);
     return r;
   }
@@ -80,10 +84,11 @@ llvm::Value *Codegen::convert(llvm::Value *v, DataType from, DataType to) {
       }
       return s ? b.CreateSIToFP(v, target) : b.CreateUIToFP(v, target);
     }
-    llvm::Value *wide = s ? b.CreateSExtOrTrunc(v, b.getInt64Ty()) : b.CreateZExtOrTrunc(v, b.getInt64Ty());
-    llvm::Value *bits = callDevlib(s ? "tl_i64_to_float" : "tl_u64_to_float",
-                                   {wide, constI32(to.exponent), constI32(to.mantissa),
-                                    constI32(styleCode(to))});
+    llvm::Value *wide =
+        s ? b.CreateSExtOrTrunc(v, b.getInt64Ty()) : b.CreateZExtOrTrunc(v, b.getInt64Ty());
+    llvm::Value *bits =
+        callDevlib(s ? "tl_i64_to_float" : "tl_u64_to_float",
+                   {wide, constI32(to.exponent), constI32(to.mantissa), constI32(styleCode(to))});
     return fromBits(b.CreateTrunc(bits, b.getIntNTy(to.bits)), to);
   }
   // ---- native float -> integer
@@ -112,7 +117,8 @@ llvm::Value *Codegen::convert(llvm::Value *v, DataType from, DataType to) {
       llvm::Value *safe = b.CreateSelect(inRange, x, llvm::ConstantFP::get(ft, 0.0));
       llvm::Value *t = b.CreateFPToUI(safe, b.getInt64Ty());
       llvm::Value *maxV = b.getInt64(bitMask(n));
-      r = b.CreateSelect(inRange, t, b.CreateSelect(b.CreateFCmpOGE(x, limit), maxV, b.getInt64(0)));
+      r = b.CreateSelect(inRange, t,
+                         b.CreateSelect(b.CreateFCmpOGE(x, limit), maxV, b.getInt64(0)));
     }
     r = b.CreateSelect(isNaN, b.getInt64(0), r);
     return b.CreateTrunc(r, target);
@@ -121,12 +127,12 @@ llvm::Value *Codegen::convert(llvm::Value *v, DataType from, DataType to) {
   if (!isNativeFloat(to)) { // into a low-precision format
     llvm::Value *bits;
     if (from == DataType::f64()) {
-      bits = callDevlib("tl_f64_to_float", {v, constI32(to.exponent), constI32(to.mantissa),
-                                            constI32(styleCode(to))});
+      bits = callDevlib("tl_f64_to_float",
+                        {v, constI32(to.exponent), constI32(to.mantissa), constI32(styleCode(to))});
     } else {
       llvm::Value *f = from == DataType::f32() ? v : b.CreateFPExt(v, b.getFloatTy());
-      bits = callDevlib("tl_f32_to_float", {f, constI32(to.exponent), constI32(to.mantissa),
-                                            constI32(styleCode(to))});
+      bits = callDevlib("tl_f32_to_float",
+                        {f, constI32(to.exponent), constI32(to.mantissa), constI32(styleCode(to))});
     }
     return b.CreateTrunc(bits, target);
   }

@@ -18,7 +18,7 @@
 // Otherwise (sub-byte or bool elements, strided or misaligned data) every thread copies
 // elements t, t + T, ... with ordinary bounds-checked loads and stores; they complete at once,
 // which CopyAsyncWaitGroup/WaitAll and the required Synchronize() then cover trivially.
-#include "jit/codegen.h"
+#include "jit/memory_util.h"
 
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/InlineAsm.h>
@@ -31,8 +31,8 @@ namespace {
 struct CopyPlan {
   std::vector<int64_t> shape; // tile shape (the shared view's)
   int64_t elements = 1;
-  int vec = 1;                // elements per chunk
-  int chunkBytes = 0;         // 0: element path
+  int vec = 1;        // elements per chunk
+  int chunkBytes = 0; // 0: element path
 };
 
 /// Emits `body(index)` for index = tid + k * threads, k = 0.. while index < count: unrolled
@@ -77,7 +77,8 @@ template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, bool un
   llvm::BranchInst *back = b.CreateBr(header);
   if (!unroll) {
     llvm::LLVMContext &ctx = cg.ctx;
-    llvm::MDNode *disable = llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
+    llvm::MDNode *disable =
+        llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
     llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, disable});
     loop->replaceOperandWith(0, loop);
     back->setMetadata(llvm::LLVMContext::MD_loop, loop);
@@ -144,7 +145,8 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
     llvm::Value *ok = g.valid;
     for (size_t k = 0; k < rank; ++k)
       if (k != skip)
-        ok = b.CreateAnd(ok, b.CreateAnd(b.CreateICmpSGE(x[k], g.lo[k]), b.CreateICmpSLT(x[k], g.hi[k])));
+        ok = b.CreateAnd(
+            ok, b.CreateAnd(b.CreateICmpSGE(x[k], g.lo[k]), b.CreateICmpSLT(x[k], g.hi[k])));
     return ok;
   };
   llvm::Value *sharedRoot = sharedElementAddress(s.root, constI64(0), s.dtype);
@@ -180,7 +182,8 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
   // provable multiple of the chunk.
   int rl = rank ? s.rootDim[rank - 1] : -1;
   bool linear = !rootStrides.empty();
-  bool vectorOk = rank > 0 && bits % 8 == 0 && !t.isBool() && (!linear || rootStrides[size_t(rl)] == 1);
+  bool vectorOk =
+      rank > 0 && bits % 8 == 0 && !t.isBool() && (!linear || rootStrides[size_t(rl)] == 1);
   if (vectorOk) {
     auto *stride = llvm::dyn_cast<llvm::ConstantInt>(g.stride[rank - 1]);
     vectorOk = stride && stride->isOne();
@@ -191,10 +194,12 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
     llvm::Value *originOffset = constI64(0);
     if (linear)
       for (size_t r = 0; r < rootStrides.size(); ++r)
-        originOffset = addFolded(b, originOffset, mulFolded(b, s.origin[r], constI64(rootStrides[r])));
+        originOffset =
+            addFolded(b, originOffset, mulFolded(b, s.origin[r], constI64(rootStrides[r])));
     else
       originOffset = s.origin[size_t(rl)];
-    unsigned tz = std::min<unsigned>(llvm::computeKnownBits(originOffset, dl).countMinTrailingZeros(), 30);
+    unsigned tz =
+        std::min<unsigned>(llvm::computeKnownBits(originOffset, dl).countMinTrailingZeros(), 30);
     int64_t rootAlign = info.vars[s.root].sharedByteOffset;
     for (int chunk : {16, 8, 4}) {
       if (chunk % bytes != 0)
@@ -226,9 +231,10 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
   llvm::Value *aligned = b.CreateICmpEQ(
       b.CreateAnd(b.CreatePtrToInt(addr0, b.getInt64Ty()), constI64(chunk - 1)), constI64(0));
   for (size_t k = 0; k + 1 < rank; ++k)
-    aligned = b.CreateAnd(aligned, b.CreateICmpEQ(b.CreateSRem(b.CreateMul(g.stride[k], constI64(bytes)),
-                                                               constI64(chunk)),
-                                                  constI64(0)));
+    aligned = b.CreateAnd(
+        aligned,
+        b.CreateICmpEQ(b.CreateSRem(b.CreateMul(g.stride[k], constI64(bytes)), constI64(chunk)),
+                       constI64(0)));
   llvm::Function *fn = b.GetInsertBlock()->getParent();
   llvm::BasicBlock *vecBlock = llvm::BasicBlock::Create(ctx, "cpasync", fn);
   llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "cpasync.elem", fn);
@@ -244,7 +250,8 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
   // pointers the JIT uses (-nvptx-short-ptr).
   std::string asmText = std::string(chunk == 16 ? "cp.async.cg" : "cp.async.ca") +
                         ".shared.global [$0], [$1], " + std::to_string(chunk) + ", $2;";
-  auto *asmType = llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty(), b.getInt64Ty(), b.getInt32Ty()}, false);
+  auto *asmType = llvm::FunctionType::get(b.getVoidTy(),
+                                          {b.getInt32Ty(), b.getInt64Ty(), b.getInt32Ty()}, false);
   llvm::InlineAsm *cpAsync = llvm::InlineAsm::get(asmType, asmText, "r,l,r,~{memory}", true);
   forEachThreadItem(*this, plan.elements / plan.vec, true, [&](llvm::Value *c) {
     std::vector<llvm::Value *> x = unravel(b, c, chunkShape);
@@ -260,7 +267,8 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
         rowOk, b.CreateAnd(b.CreateICmpSLT(last, g.lo[rank - 1]),
                            b.CreateICmpSGT(b.CreateAdd(last, constI64(plan.vec)), g.lo[rank - 1])));
     llvm::Value *dst = sharedElementAddress(s.root, sharedElem(x), s.dtype);
-    llvm::Value *src = b.CreateGEP(b.getInt8Ty(), g.ptr, b.CreateMul(globalElem(x), constI64(bytes)));
+    llvm::Value *src =
+        b.CreateGEP(b.getInt8Ty(), g.ptr, b.CreateMul(globalElem(x), constI64(bytes)));
     src = b.CreateSelect(b.CreateICmpEQ(count, constI64(0)), g.ptr, src);
     llvm::BasicBlock *asyncBlock = llvm::BasicBlock::Create(ctx, "cp.chunk", fn);
     llvm::BasicBlock *partBlock = llvm::BasicBlock::Create(ctx, "cp.partial", fn);
@@ -268,7 +276,8 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
     b.CreateCondBr(startsLow, partBlock, asyncBlock);
     b.SetInsertPoint(asyncBlock);
     llvm::Value *srcBytes = b.CreateTrunc(b.CreateMul(count, constI64(bytes)), b.getInt32Ty());
-    b.CreateCall(cpAsync, {b.CreatePtrToInt(dst, b.getInt32Ty()), b.CreatePtrToInt(src, b.getInt64Ty()), srcBytes});
+    b.CreateCall(cpAsync, {b.CreatePtrToInt(dst, b.getInt32Ty()),
+                           b.CreatePtrToInt(src, b.getInt64Ty()), srcBytes});
     b.CreateBr(done);
     b.SetInsertPoint(partBlock);
     for (int j = 0; j < plan.vec; ++j) {

@@ -4,9 +4,11 @@
 //  1. mma.sync when a, b and d divide by the tensor-core atoms of their dtype (the checker's
 //     atoms, loader/check_dot.cpp; they are exactly the PTX fragment orders):
 //        m16n8k16 (f16 -> f32|f16, bf16 -> f32):
-//          A column_local(2, 2).spatial(8, 4).local(1, 2), B local(2, 1).column_spatial(4, 8).local(2, 1)
+//          A column_local(2, 2).spatial(8, 4).local(1, 2), B local(2, 1).column_spatial(4,
+//          8).local(2, 1)
 //        m16n8k32 (i8|u8 -> i32; f8e4m3|f8e5m2 -> f32 on sm_90, by inline PTX):
-//          A column_local(2, 2).spatial(8, 4).local(1, 4), B local(2, 1).column_spatial(4, 8).local(4, 1)
+//          A column_local(2, 2).spatial(8, 4).local(1, 4), B local(2, 1).column_spatial(4,
+//          8).local(4, 1)
 //        C local(2, 1).spatial(8, 4).local(1, 2)
 //     register j of a fragment holds its slots [j p, (j + 1) p) (p elements per 32-bit register,
 //     lowest index in the lowest bits), the outer layouts (one "thread" per warp) let every
@@ -40,10 +42,10 @@ RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
 /// register, and the instruction (an intrinsic, or inline PTX where LLVM has none).
 struct MmaKind {
   RegisterLayout atomA, atomB, atomC;
-  int perReg = 2;          // elements per 32-bit A/B register
-  DataType acc;            // accumulator element type (f32 or i32)
+  int perReg = 2; // elements per 32-bit A/B register
+  DataType acc;   // accumulator element type (f32 or i32)
   llvm::Intrinsic::ID id = llvm::Intrinsic::not_intrinsic;
-  std::string ptx;         // when id is not_intrinsic: the instruction
+  std::string ptx; // when id is not_intrinsic: the instruction
 };
 
 std::optional<MmaKind> mmaKindFor(DataType ab, DataType cd, int smVersion) {
@@ -158,7 +160,8 @@ DataType accumulationType(DataType dd) {
 
 namespace {
 
-llvm::Value *multiplyAdd(Codegen &cg, DataType acc, llvm::Value *sum, llvm::Value *x, llvm::Value *y) {
+llvm::Value *multiplyAdd(Codegen &cg, DataType acc, llvm::Value *sum, llvm::Value *x,
+                         llvm::Value *y) {
   if (acc.isFloat())
     return cg.callIntrinsic(llvm::Intrinsic::fma, {sum->getType()}, {x, y, sum});
   return cg.b.CreateAdd(sum, cg.b.CreateMul(x, y));
@@ -184,8 +187,8 @@ Status Codegen::lowerDot(const Instruction &inst) {
   std::vector<llvm::Value *> aVals = readRegister(va), bVals = readRegister(vb);
 
   // 1. tensor cores
-  if (std::optional<MmaPlan> plan = planMma(*ta.layout, *tb.layout, *td.layout, ta.dtype, tb.dtype, dd,
-                                            int64_t(info.threads), opts.smVersion)) {
+  if (std::optional<MmaPlan> plan = planMma(*ta.layout, *tb.layout, *td.layout, ta.dtype, tb.dtype,
+                                            dd, int64_t(info.threads), opts.smVersion)) {
     const MmaKind &kind = plan->kind;
     int perReg = kind.perReg;
     int aSlots = 4 * perReg, bSlots = 2 * perReg;
@@ -219,9 +222,11 @@ Status Codegen::lowerDot(const Instruction &inst) {
         std::vector<llvm::Value *> args;
         unsigned p = 0;
         for (int j = 0; j < 4; ++j, ++p)
-          args.push_back(packRegister(*this, ft->getParamType(p), slice(aVals, sa * aSlots + j * perReg, perReg), ta.dtype));
+          args.push_back(packRegister(*this, ft->getParamType(p),
+                                      slice(aVals, sa * aSlots + j * perReg, perReg), ta.dtype));
         for (int j = 0; j < 2; ++j, ++p)
-          args.push_back(packRegister(*this, ft->getParamType(p), slice(bVals, sb * bSlots + j * perReg, perReg), tb.dtype));
+          args.push_back(packRegister(*this, ft->getParamType(p),
+                                      slice(bVals, sb * bSlots + j * perReg, perReg), tb.dtype));
         for (llvm::Value *v : d)
           args.push_back(v);
         llvm::Value *res = b.CreateCall(ft, callee, args);
@@ -281,7 +286,8 @@ Status Codegen::lowerDot(const Instruction &inst) {
   int64_t offsetB = mDim * kDim * bytesA;
   if (offsetB + kDim * nDim * bytesB > info.scratchBytes)
     return error(ErrorCode::Runtime, inst,
-                 "scratch area of " + std::to_string(info.scratchBytes) + " bytes is too small for Dot");
+                 "scratch area of " + std::to_string(info.scratchBytes) +
+                     " bytes is too small for Dot");
   stageToScratch(va, aVals, 0, bytesA);
   stageToScratch(vb, bVals, offsetB, bytesB);
   barrier();
@@ -294,7 +300,8 @@ Status Codegen::lowerDot(const Instruction &inst) {
     llvm::Value *sum = convert((*cSlots)[size_t(i)], dd, acc);
     auto step = [&](llvm::Value *sumIn, llvm::Value *k) {
       llvm::Value *x = loadScratchElement(b.CreateAdd(rowA, k), 0, bytesA, ta.dtype);
-      llvm::Value *y = loadScratchElement(b.CreateAdd(b.CreateMul(k, constI64(nDim)), n), offsetB, bytesB, tb.dtype);
+      llvm::Value *y = loadScratchElement(b.CreateAdd(b.CreateMul(k, constI64(nDim)), n), offsetB,
+                                          bytesB, tb.dtype);
       return multiplyAdd(*this, acc, sumIn, convert(x, ta.dtype, acc), convert(y, tb.dtype, acc));
     };
     if (kDim <= 16) {

@@ -46,7 +46,8 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
   std::vector<int64_t> strides = rowMajor(map.shape());
   llvm::Value *threadLinear = constI64(0);
   for (int d = 0; d < map.rank(); ++d)
-    threadLinear = addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
+    threadLinear =
+        addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
   llvm::Value *base = b.CreateGEP(b.getInt8Ty(), scratchBase(), constI64(byteOffset));
   llvm::Function *fn = b.GetInsertBlock()->getParent();
   llvm::BasicBlock *write = llvm::BasicBlock::Create(ctx, "stage", fn);
@@ -104,8 +105,9 @@ Status Codegen::lowerConvertLayout(const Instruction &inst) {
     elements *= n;
   if (elements * elemBytes > info.scratchBytes)
     return error(ErrorCode::Runtime, inst,
-                 "scratch area of " + std::to_string(info.scratchBytes) + " bytes is smaller than the " +
-                     std::to_string(elements * elemBytes) + " bytes the conversion needs");
+                 "scratch area of " + std::to_string(info.scratchBytes) +
+                     " bytes is smaller than the " + std::to_string(elements * elemBytes) +
+                     " bytes the conversion needs");
   stageToScratch(a, readRegister(a), 0, elemBytes);
   barrier();
   const std::vector<llvm::Value *> &s = threadPart(result);
@@ -149,10 +151,14 @@ llvm::Value *combine(Codegen &cg, const Accumulator &acc, llvm::Value *x, llvm::
   llvm::IRBuilder<> &b = cg.b;
   DataType t = acc.type;
   switch (acc.op) {
-  case ReduceOp::Any: return b.CreateOr(x, y);
-  case ReduceOp::All: return b.CreateAnd(x, y);
-  case ReduceOp::Max: return cg.applyOp(ExprOp::Max, t, x, y);
-  case ReduceOp::Min: return cg.applyOp(ExprOp::Min, t, x, y);
+  case ReduceOp::Any:
+    return b.CreateOr(x, y);
+  case ReduceOp::All:
+    return b.CreateAnd(x, y);
+  case ReduceOp::Max:
+    return cg.applyOp(ExprOp::Max, t, x, y);
+  case ReduceOp::Min:
+    return cg.applyOp(ExprOp::Min, t, x, y);
   case ReduceOp::Sum:
     if (t.isBool())
       return b.CreateOr(x, y);
@@ -190,7 +196,8 @@ llvm::Value *shuffleXor(Codegen &cg, llvm::Value *v, DataType t, int mask) {
   if (t.bits > 32) {
     llvm::Value *lo = shfl32(b.CreateTrunc(bits, b.getInt32Ty()));
     llvm::Value *hi = shfl32(b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty()));
-    llvm::Value *w = b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
+    llvm::Value *w = b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()),
+                                b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
     return cg.fromBits(b.CreateTrunc(w, b.getIntNTy(t.bits)), t);
   }
   llvm::Value *r = shfl32(b.CreateZExtOrTrunc(bits, b.getInt32Ty()));
@@ -226,7 +233,8 @@ Status Codegen::lowerReduce(const Instruction &inst) {
   int dim = int(inst.arg("dim").intValue);
   bool keepDim = inst.arg("keepdim").present && inst.arg("keepdim").intValue != 0;
   if (dim < 0 || dim >= source.rank())
-    return error(ErrorCode::ReduceDim, inst, "Reduce dimension " + std::to_string(dim) + " out of range");
+    return error(ErrorCode::ReduceDim, inst,
+                 "Reduce dimension " + std::to_string(dim) + " out of range");
   DataType t = info.vars[a].dtype;
   DataType rt = info.vars[r].dtype;
   Accumulator acc = accumulatorFor(ReduceOp(inst.arg("op").intValue), t);
@@ -285,8 +293,9 @@ Status Codegen::lowerReduce(const Instruction &inst) {
     elements *= n;
   if (elements * elemBytes > info.scratchBytes)
     return error(ErrorCode::Runtime, inst,
-                 "scratch area of " + std::to_string(info.scratchBytes) + " bytes is smaller than the " +
-                     std::to_string(elements * elemBytes) + " bytes the reduction needs");
+                 "scratch area of " + std::to_string(info.scratchBytes) +
+                     " bytes is smaller than the " + std::to_string(elements * elemBytes) +
+                     " bytes the reduction needs");
   stageToScratch(a, in, 0, elemBytes);
   barrier();
   std::vector<int64_t> strides = rowMajor(source.shape());
@@ -328,7 +337,8 @@ Status Codegen::lowerReduce(const Instruction &inst) {
     j->addIncoming(constI64(1), pre);
     v->addIncoming(first, pre);
     llvm::Value *e = b.CreateAdd(base, b.CreateMul(j, constI64(strides[size_t(dim)])));
-    llvm::Value *next = combine(*this, acc, v, toAcc(*this, acc, loadScratchElement(e, 0, elemBytes, t), t));
+    llvm::Value *next =
+        combine(*this, acc, v, toAcc(*this, acc, loadScratchElement(e, 0, elemBytes, t), t));
     llvm::Value *jn = b.CreateAdd(j, constI64(1));
     j->addIncoming(jn, b.GetInsertBlock());
     v->addIncoming(next, b.GetInsertBlock());

@@ -1,34 +1,27 @@
 // Global and shared tensors: views (ViewGlobal, AllocateGlobal, AllocateShared, SliceGlobal,
-// SliceShared), the element-level access primitives, and the four register <-> memory
-// instructions (LoadGlobal, StoreGlobal, LoadShared, StoreShared).
+// SliceShared), the element-level access primitives, and LoadShared / StoreShared
+// (LoadGlobal / StoreGlobal are in lower_global.cpp, ldmatrix in lower_ldmatrix.cpp).
 //
 // Views mirror the interpreter's (vm/cpu/memory.h): a global view is a root pointer, an element
 // offset, per-dimension strides and the index range [lo, hi) inside every tensor of its slice
 // chain; a shared view is a root allocation and an origin in root coordinates. A load or store
 // turns its `offset=[...]` into a tile (GlobalTile/SharedTile) and then addresses register slot
-// (t, i) at tile index x = S(t) + Loc(i) (layout_map.h): the thread part is computed once per
-// instruction, the local part is a constant per slot, so a global element costs one add and a
-// bounds test against constants.
+// (t, i) at tile index x = S(t) + Loc(i) (layout_map.h).
 //
-// Bounds: global loads outside the tensor give 0 and stores outside it are dropped (a branch
-// per element or per vector); shared accesses are not checked (the checker rejects provable
-// violations, the interpreter traps on the rest; on the GPU they are undefined).
-// Replicated elements are stored once: only the primary owner (layout_map.h) stores.
+// Shared accesses are not bounds-checked (the checker rejects provable violations, the
+// interpreter traps on the rest; on the GPU they are undefined). Replicated elements are
+// stored once: only the primary owner (layout_map.h) stores.
 //
 // Sub-byte types are bit-packed (ISA section 2). A load reads the aligned 32-bit words that hold
 // the element's first and last bit (both contain the element, so neither can fault); a store
 // clears and sets the element's bits with atomic and/or on those words, so that threads (and
 // blocks) writing neighbouring elements of one byte do not lose each other's bits.
 //
-// Fast path: consecutive local slots that are consecutive elements of a unit-stride dimension
-// are accessed as one vector of 4, 8 or 16 bytes. Global accesses are predicated inline PTX
-// (`@p ld.global.v4.b32`, zero-filled when the predicate is false, `@p st.global.v4.b32`), so
-// that the common case has no branch and LLVM cannot split the vector again; the predicate is
-// "whole group in bounds and address aligned" (tested at run time: the pointer's alignment is
-// unknown), and a normally untaken branch handles partially valid or misaligned groups element
-// by element. Shared accesses use plain LLVM vector loads/stores when the alignment is provable
-// from the known bits of the address (allocations are 128-byte aligned).
-#include "jit/codegen.h"
+// Vector shared accesses: runs of consecutive slots along a unit-stride dimension become LLVM
+// vector loads/stores when the address is provably aligned (known bits; allocations are
+// 128-byte aligned); for tiled and swizzled layouts when the layout keeps such runs contiguous
+// (contiguousRuns, an exhaustive check over the root's shape).
+#include "jit/memory_util.h"
 
 #include "isa/convert.h"
 
@@ -55,14 +48,11 @@ llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
 
 namespace {
 
-llvm::Value *sum(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) { return addFolded(b, x, y); }
+llvm::Value *sum(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  return addFolded(b, x, y);
+}
 llvm::Value *product(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
   return mulFolded(b, x, y);
-}
-
-bool isConstOne(llvm::Value *v) {
-  auto *c = llvm::dyn_cast<llvm::ConstantInt>(v);
-  return c && c->isOne();
 }
 
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
@@ -73,6 +63,50 @@ std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
 }
 
 } // namespace
+
+/// Split the slots into groups of `width` consecutive elements (or single slots).
+std::vector<SlotGroup> groupSlots(const LayoutMap &map, int width, int minWidth,
+                                  const std::vector<bool> &unitStride) {
+  std::vector<SlotGroup> groups;
+  int rank = map.rank();
+  for (int64_t i = 0; i < map.locals();) {
+    SlotGroup g{i, 1, -1};
+    // The widest power-of-two run starting here (aligned to its width in the tile).
+    for (int w = width; w >= minWidth && w > 1 && g.dim < 0; w /= 2) {
+      if (i + w > map.locals())
+        continue;
+      for (int d = 0; d < rank && g.dim < 0; ++d) {
+        if (!unitStride[size_t(d)] || map.localPart(i)[d] % w != 0)
+          continue;
+        bool ok = true;
+        for (int j = 1; j < w && ok; ++j)
+          for (int e = 0; e < rank; ++e)
+            ok = ok && map.localPart(i + j)[e] == map.localPart(i)[e] + (e == d ? j : 0);
+        if (ok)
+          g = SlotGroup{i, w, d};
+      }
+    }
+    groups.push_back(g);
+    i += g.count;
+  }
+  return groups;
+}
+
+/// The narrowest group worth a vector access: 4 bytes.
+int minVectorWidth(int bytes) { return bytes >= 4 ? 2 : 4 / bytes; }
+
+/// The widest vector (in elements) worth trying for an element of `bytes` bytes.
+int vectorWidth(int bytes, int64_t locals) {
+  int width = 16 / bytes;
+  while (width > 1 && (width > locals || width * bytes < 4))
+    width /= 2;
+  return width;
+}
+
+bool isConstOne(llvm::Value *v) {
+  auto *c = llvm::dyn_cast<llvm::ConstantInt>(v);
+  return c && c->isOne();
+}
 
 std::vector<int64_t> sharedLinearStrides(const SharedLayout &layout) {
   switch (layout.kind()) {
@@ -198,7 +232,8 @@ Status Codegen::lowerSliceGlobal(const Instruction &inst) {
     llvm::Value *e = exprI64(offset.offsets[d].expr);
     out.base = sum(b, out.base, product(b, e, parent.stride[d]));
     if (!offset.offsets[d].slice) {
-      llvm::Value *inside = b.CreateAnd(b.CreateICmpSGE(e, parent.lo[d]), b.CreateICmpSLT(e, parent.hi[d]));
+      llvm::Value *inside =
+          b.CreateAnd(b.CreateICmpSGE(e, parent.lo[d]), b.CreateICmpSLT(e, parent.hi[d]));
       out.valid = b.CreateAnd(out.valid, inside);
       continue;
     }
@@ -216,8 +251,8 @@ Status Codegen::lowerSliceGlobal(const Instruction &inst) {
     out.stride.push_back(parent.stride[d]);
     out.lo.push_back(callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()},
                                    {b.CreateSub(parent.lo[d], e), constI64(0)}));
-    out.hi.push_back(callIntrinsic(llvm::Intrinsic::smin, {b.getInt64Ty()},
-                                   {b.CreateSub(parent.hi[d], e), n}));
+    out.hi.push_back(
+        callIntrinsic(llvm::Intrinsic::smin, {b.getInt64Ty()}, {b.CreateSub(parent.hi[d], e), n}));
   }
   writeGlobal(inst.results[0], out);
   return Status::success();
@@ -258,7 +293,8 @@ GlobalTile Codegen::globalTile(const GlobalView &view, const Argument &offset) {
     llvm::Value *e = offset.present ? exprI64(offset.offsets[d].expr) : constI64(0);
     tile.base = sum(b, tile.base, product(b, e, view.stride[d]));
     if (!slice) {
-      llvm::Value *inside = b.CreateAnd(b.CreateICmpSGE(e, view.lo[d]), b.CreateICmpSLT(e, view.hi[d]));
+      llvm::Value *inside =
+          b.CreateAnd(b.CreateICmpSGE(e, view.lo[d]), b.CreateICmpSLT(e, view.hi[d]));
       tile.valid = b.CreateAnd(tile.valid, inside);
       continue;
     }
@@ -341,10 +377,10 @@ namespace {
 /// The aligned 32-bit words holding bits [bit, bit + n) of the bytes at `ptr`: their addresses
 /// and the offset of `bit` within the first word.
 struct PackedWords {
-  llvm::Value *first;  // ptr
-  llvm::Value *last;   // ptr
-  llvm::Value *shift;  // i64: bit offset within the 64-bit pair (first low, last high)
-  llvm::Value *same;   // i1: first == last
+  llvm::Value *first; // ptr
+  llvm::Value *last;  // ptr
+  llvm::Value *shift; // i64: bit offset within the 64-bit pair (first low, last high)
+  llvm::Value *same;  // i1: first == last
 };
 
 PackedWords packedWords(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit, int n) {
@@ -352,7 +388,8 @@ PackedWords packedWords(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit
   unsigned as = ptr->getType()->getPointerAddressSpace();
   llvm::Value *addr = b.CreatePtrToInt(ptr, i64);
   llvm::Value *firstByte = b.CreateAdd(addr, b.CreateAShr(bit, 3));
-  llvm::Value *lastByte = b.CreateAdd(addr, b.CreateAShr(b.CreateAdd(bit, b.getInt64(uint64_t(n - 1))), 3));
+  llvm::Value *lastByte =
+      b.CreateAdd(addr, b.CreateAShr(b.CreateAdd(bit, b.getInt64(uint64_t(n - 1))), 3));
   llvm::Value *firstWord = b.CreateAnd(firstByte, b.getInt64(~uint64_t(3)));
   llvm::Value *lastWord = b.CreateAnd(lastByte, b.getInt64(~uint64_t(3)));
   PackedWords w;
@@ -379,8 +416,10 @@ llvm::Value *Codegen::loadElement(llvm::Value *ptr, llvm::Value *elem, DataType 
   }
   llvm::Value *bit = b.CreateMul(elem, constI64(sb));
   PackedWords w = packedWords(b, ptr, bit, sb);
-  llvm::Value *lo = b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.first, llvm::Align(4)), b.getInt64Ty());
-  llvm::Value *hi = b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.last, llvm::Align(4)), b.getInt64Ty());
+  llvm::Value *lo =
+      b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.first, llvm::Align(4)), b.getInt64Ty());
+  llvm::Value *hi =
+      b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.last, llvm::Align(4)), b.getInt64Ty());
   llvm::Value *pair = b.CreateOr(lo, b.CreateSelect(w.same, constI64(0), b.CreateShl(hi, 32)));
   llvm::Value *v = b.CreateLShr(pair, w.shift);
   return b.CreateTrunc(v, elemType(t));
@@ -415,414 +454,14 @@ void Codegen::storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm
          b.CreateSelect(w.same, constI64(0), b.CreateLShr(bits, 32)));
 }
 
-// ---- register <-> memory ------------------------------------------------------------------------
-
-namespace {
-
-/// Runs `body` only when `cond` holds; returns the value it produced, or `otherwise`.
-template <typename F>
-llvm::Value *guarded(Codegen &cg, llvm::Value *cond, llvm::Value *otherwise, F &&body) {
-  llvm::IRBuilder<> &b = cg.b;
-  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(cond)) {
-    if (c->isOne())
-      return body();
-    return otherwise;
-  }
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock *from = b.GetInsertBlock();
-  llvm::BasicBlock *then = llvm::BasicBlock::Create(cg.ctx, "inb", fn);
-  llvm::BasicBlock *join = llvm::BasicBlock::Create(cg.ctx, "inb.end", fn);
-  b.CreateCondBr(cond, then, join);
-  b.SetInsertPoint(then);
-  llvm::Value *v = body();
-  llvm::BasicBlock *thenEnd = b.GetInsertBlock();
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
-  if (!otherwise)
-    return nullptr;
-  llvm::PHINode *phi = b.CreatePHI(otherwise->getType(), 2);
-  phi->addIncoming(v, thenEnd);
-  phi->addIncoming(otherwise, from);
-  return phi;
-}
-
-/// A run of local slots [first, first + count) whose elements are consecutive along tile
-/// dimension `dim` (Loc advances by exactly 1 in `dim` and nowhere else).
-struct SlotGroup {
-  int64_t first = 0;
-  int64_t count = 1;
-  int dim = -1;
-};
-
-/// Split the slots into groups of `width` consecutive elements (or single slots).
-std::vector<SlotGroup> groupSlots(const LayoutMap &map, int width, int minWidth,
-                                  const std::vector<bool> &unitStride) {
-  std::vector<SlotGroup> groups;
-  int rank = map.rank();
-  for (int64_t i = 0; i < map.locals();) {
-    SlotGroup g{i, 1, -1};
-    // The widest power-of-two run starting here (aligned to its width in the tile).
-    for (int w = width; w >= minWidth && w > 1 && g.dim < 0; w /= 2) {
-      if (i + w > map.locals())
-        continue;
-      for (int d = 0; d < rank && g.dim < 0; ++d) {
-        if (!unitStride[size_t(d)] || map.localPart(i)[d] % w != 0)
-          continue;
-        bool ok = true;
-        for (int j = 1; j < w && ok; ++j)
-          for (int e = 0; e < rank; ++e)
-            ok = ok && map.localPart(i + j)[e] == map.localPart(i)[e] + (e == d ? j : 0);
-        if (ok)
-          g = SlotGroup{i, w, d};
-      }
-    }
-    groups.push_back(g);
-    i += g.count;
-  }
-  return groups;
-}
-
-/// The narrowest group worth a vector access: 4 bytes.
-int minVectorWidth(int bytes) { return bytes >= 4 ? 2 : 4 / bytes; }
-
-/// The widest vector (in elements) worth trying for an element of `bytes` bytes.
-int vectorWidth(int bytes, int64_t locals) {
-  int width = 16 / bytes;
-  while (width > 1 && (width > locals || width * bytes < 4))
-    width /= 2;
-  return width;
-}
-
-} // namespace
-
-namespace {
-
-/// Per-thread addressing of a global tile for a register layout.
-struct GlobalAccess {
-  llvm::Value *threadBase;            // i64 element offset of x = S(t)
-  std::vector<llvm::Value *> lo, hi;  // bounds on Loc_k (thread part subtracted)
-  std::vector<llvm::Value *> stride;
-  llvm::Value *valid;
-};
-
-GlobalAccess globalAccess(Codegen &cg, const GlobalTile &tile, const LayoutMap &map) {
-  llvm::IRBuilder<> &b = cg.b;
-  const std::vector<llvm::Value *> &s = cg.threadPart(map);
-  GlobalAccess a;
-  a.threadBase = tile.base;
-  a.valid = tile.valid;
-  a.stride = tile.stride;
-  for (int k = 0; k < map.rank(); ++k) {
-    a.threadBase = sum(b, a.threadBase, product(b, s[size_t(k)], tile.stride[size_t(k)]));
-    a.lo.push_back(b.CreateSub(tile.lo[size_t(k)], s[size_t(k)]));
-    a.hi.push_back(b.CreateSub(tile.hi[size_t(k)], s[size_t(k)]));
-  }
-  return a;
-}
-
-llvm::Value *inBounds(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc, int rank) {
-  llvm::Value *ok = a.valid;
-  for (int k = 0; k < rank; ++k) {
-    llvm::Value *c = b.getInt64(uint64_t(loc[k]));
-    ok = b.CreateAnd(ok, b.CreateAnd(b.CreateICmpSLE(a.lo[size_t(k)], c), b.CreateICmpSGT(a.hi[size_t(k)], c)));
-  }
-  return ok;
-}
-
-llvm::Value *elementOffset(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc, int rank) {
-  llvm::Value *e = a.threadBase;
-  for (int k = 0; k < rank; ++k)
-    if (loc[k] != 0)
-      e = sum(b, e, product(b, b.getInt64(uint64_t(loc[k])), a.stride[size_t(k)]));
-  return e;
-}
-
-} // namespace
-
-namespace {
-
-/// Predicated global load of `bytes` bytes (1, 2, 4, 8 or 16) at `addr` as inline PTX: the
-/// result is zero when `pred` is false. Loads of 4 bytes and more are vectors of 32-bit words.
-/// Returns the loaded bytes as 32-bit words (or one i16 for 1 and 2 bytes).
-std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
-                                         int bytes) {
-  int words = bytes >= 4 ? bytes / 4 : 1;
-  bool narrow = bytes < 4;
-  std::string regs, zero;
-  std::string constraints;
-  for (int w = 0; w < words; ++w) {
-    regs += (w ? ", $" : "$") + std::to_string(w);
-    zero += "mov.b" + std::string(narrow ? "16" : "32") + " $" + std::to_string(w) + ", 0; ";
-    constraints += narrow ? "=h," : "=r,";
-  }
-  std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
-  std::string vec = words == 1 ? "" : "v" + std::to_string(words) + ".";
-  std::string load = "ld.global." + vec + type + " " + (words == 1 ? regs : "{" + regs + "}") +
-                     ", [$" + std::to_string(words) + "];";
-  bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
-  std::string text;
-  if (always) {
-    text = load;
-    constraints += "l";
-  } else {
-    text = "{ .reg .pred p; setp.ne.b32 p, $" + std::to_string(words + 1) + ", 0; " + zero + "@p " +
-           load + " }";
-    constraints += "l,r";
-  }
-  llvm::Type *wordType = narrow ? b.getInt16Ty() : b.getInt32Ty();
-  llvm::Type *ret = wordType;
-  if (words > 1)
-    ret = llvm::StructType::get(b.getContext(), std::vector<llvm::Type *>(size_t(words), wordType));
-  std::vector<llvm::Type *> params = {b.getInt64Ty()};
-  std::vector<llvm::Value *> args = {b.CreatePtrToInt(addr, b.getInt64Ty())};
-  if (!always) {
-    params.push_back(b.getInt32Ty());
-    args.push_back(b.CreateZExt(pred, b.getInt32Ty()));
-  }
-  auto *asmType = llvm::FunctionType::get(ret, params, false);
-  llvm::InlineAsm *ia = llvm::InlineAsm::get(asmType, text, constraints, /*hasSideEffects=*/true);
-  llvm::Value *r = b.CreateCall(ia, args);
-  std::vector<llvm::Value *> out;
-  for (int w = 0; w < words; ++w)
-    out.push_back(words == 1 ? r : b.CreateExtractValue(r, unsigned(w)));
-  return out;
-}
-
-/// Predicated global store of the words (i32, or one i16 / i8 value) at `addr`.
-void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
-                    const std::vector<llvm::Value *> &words, int bytes) {
-  int n = int(words.size());
-  bool narrow = bytes < 4;
-  std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
-  std::string vec = n == 1 ? "" : "v" + std::to_string(n) + ".";
-  bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
-  int first = always ? 1 : 2; // operand number of the first value
-  std::string regs;
-  for (int w = 0; w < n; ++w)
-    regs += (w ? ", $" : "$") + std::to_string(first + w);
-  std::string store = "st.global." + vec + type + " [$" + std::to_string(first - 1) + "], " +
-                      (n == 1 ? regs : "{" + regs + "}") + ";";
-  std::string text = always ? store : "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p " + store + " }";
-  std::string constraints = always ? "l" : "r,l";
-  std::vector<llvm::Type *> params;
-  std::vector<llvm::Value *> args;
-  if (!always) {
-    params.push_back(b.getInt32Ty());
-    args.push_back(b.CreateZExt(pred, b.getInt32Ty()));
-  }
-  params.push_back(b.getInt64Ty());
-  args.push_back(b.CreatePtrToInt(addr, b.getInt64Ty()));
-  for (llvm::Value *w : words) {
-    llvm::Value *v = narrow ? b.CreateZExtOrTrunc(w, b.getInt16Ty()) : w;
-    params.push_back(v->getType());
-    args.push_back(v);
-    constraints += narrow ? ",h" : ",r";
-  }
-  auto *asmType = llvm::FunctionType::get(b.getVoidTy(), params, false);
-  b.CreateCall(llvm::InlineAsm::get(asmType, text, constraints, true), args);
-}
-
-/// Split 32-bit words (or one i16) into `count` elements of type t (little-endian).
-std::vector<llvm::Value *> wordsToElements(Codegen &cg, const std::vector<llvm::Value *> &words,
-                                           int bytes, DataType t, int64_t count) {
-  llvm::IRBuilder<> &b = cg.b;
-  int es = t.storageBits() / 8;
-  std::vector<llvm::Value *> out;
-  if (bytes < 4) { // one element of 1 or 2 bytes
-    llvm::Value *v = b.CreateTrunc(words[0], b.getIntNTy(unsigned(es * 8)));
-    out.push_back(t.isBool() ? b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0))
-                             : cg.fromBits(v, t));
-    return out;
-  }
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t byte = j * es;
-    llvm::Value *v;
-    if (es == 8) {
-      llvm::Value *lo = b.CreateZExt(words[size_t(byte / 4)], b.getInt64Ty());
-      llvm::Value *hi = b.CreateZExt(words[size_t(byte / 4 + 1)], b.getInt64Ty());
-      v = b.CreateOr(lo, b.CreateShl(hi, 32));
-    } else {
-      llvm::Value *w = words[size_t(byte / 4)];
-      v = b.CreateTrunc(b.CreateLShr(w, uint64_t((byte % 4) * 8)), b.getIntNTy(unsigned(es * 8)));
-    }
-    out.push_back(t.isBool() ? b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0))
-                             : cg.fromBits(v, t));
-  }
-  return out;
-}
-
-/// Pack `values` (elements of type t) into 32-bit words (or one i16 / i8 below 4 bytes).
-std::vector<llvm::Value *> elementsToWords(Codegen &cg, const std::vector<llvm::Value *> &values,
-                                           DataType t) {
-  llvm::IRBuilder<> &b = cg.b;
-  int es = t.storageBits() / 8;
-  int bytes = es * int(values.size());
-  auto bitsOf = [&](llvm::Value *v) {
-    return t.isBool() ? b.CreateZExt(v, b.getInt8Ty()) : cg.toBits(v, t);
-  };
-  if (bytes < 4)
-    return {bitsOf(values[0])};
-  std::vector<llvm::Value *> words(size_t(bytes / 4), b.getInt32(0));
-  for (size_t j = 0; j < values.size(); ++j) {
-    int64_t byte = int64_t(j) * es;
-    llvm::Value *bits = bitsOf(values[j]);
-    if (es == 8) {
-      words[size_t(byte / 4)] = b.CreateTrunc(bits, b.getInt32Ty());
-      words[size_t(byte / 4 + 1)] = b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty());
-      continue;
-    }
-    llvm::Value *w = b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), uint64_t((byte % 4) * 8));
-    words[size_t(byte / 4)] = b.CreateOr(words[size_t(byte / 4)], w);
-  }
-  return words;
-}
-
-bool nativeAccess(DataType t) { return t.storageBits() % 8 == 0 && t.storageBits() <= 64; }
-
-} // namespace
-
-Status Codegen::lowerLoadGlobal(const Instruction &inst) {
-  VarId r = inst.results[0];
-  const LayoutMap &map = layoutOf(r);
-  GlobalView view = readGlobal(inst.arg("g").var);
-  GlobalTile tile = globalTile(view, inst.arg("offset"));
-  if (int(tile.lo.size()) != map.rank())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
-  DataType t = tile.dtype;
-  GlobalAccess a = globalAccess(*this, tile, map);
-  std::vector<llvm::Value *> slots(size_t(map.locals()));
-  int rank = map.rank();
-  std::vector<bool> unit(static_cast<size_t>(rank));
-  for (int k = 0; k < rank; ++k)
-    unit[size_t(k)] = isConstOne(a.stride[size_t(k)]);
-  int es = t.storageBits() / 8;
-  int width = nativeAccess(t) ? vectorWidth(es, map.locals()) : 1;
-  auto elementLoad = [&](int64_t i, llvm::Value *extra) {
-    const int64_t *loc = map.localPart(i);
-    llvm::Value *ok = inBounds(b, a, loc, rank);
-    if (extra)
-      ok = b.CreateAnd(ok, extra);
-    llvm::Value *elem = elementOffset(b, a, loc, rank);
-    if (!nativeAccess(t))
-      return guarded(*this, ok, zeroOf(t), [&] { return loadElement(tile.ptr, elem, t); });
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
-    return wordsToElements(*this, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
-  };
-  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
-    if (g.count == 1) {
-      slots[size_t(g.first)] = elementLoad(g.first, nullptr);
-      continue;
-    }
-    // One vector load when the whole group is in bounds and aligned; the elements one by one
-    // (a branch that is normally not taken) when only part of it is in bounds or the address
-    // is misaligned.
-    const int64_t *first = map.localPart(g.first);
-    const int64_t *last = map.localPart(g.first + g.count - 1);
-    llvm::Value *elem = elementOffset(b, a, first, rank);
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
-    int bytes = es * int(g.count);
-    llvm::Value *aligned = b.CreateICmpEQ(
-        b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), constI64(bytes - 1)), constI64(0));
-    llvm::Value *firstIn = inBounds(b, a, first, rank), *lastIn = inBounds(b, a, last, rank);
-    llvm::Value *fast = b.CreateAnd(b.CreateAnd(firstIn, lastIn), aligned);
-    std::vector<llvm::Value *> fastVals =
-        wordsToElements(*this, asmLoadGlobal(b, addr, fast, bytes), bytes, t, g.count);
-    llvm::Value *slow = b.CreateNot(fast); // some element may still be in bounds
-    llvm::Function *fn = b.GetInsertBlock()->getParent();
-    llvm::BasicBlock *from = b.GetInsertBlock();
-    llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "ldg.elem", fn);
-    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "ldg.end", fn);
-    b.CreateCondBr(slow, slowBlock, join);
-    b.SetInsertPoint(slowBlock);
-    std::vector<llvm::Value *> slowVals;
-    for (int64_t j = 0; j < g.count; ++j)
-      slowVals.push_back(elementLoad(g.first + j, nullptr));
-    llvm::BasicBlock *slowEnd = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    for (int64_t j = 0; j < g.count; ++j) {
-      llvm::PHINode *phi = b.CreatePHI(elemType(t), 2);
-      phi->addIncoming(fastVals[size_t(j)], from);
-      phi->addIncoming(slowVals[size_t(j)], slowEnd);
-      slots[size_t(g.first + j)] = phi;
-    }
-  }
-  writeRegister(r, slots);
-  return Status::success();
-}
-
-Status Codegen::lowerStoreGlobal(const Instruction &inst) {
-  VarId src = inst.arg("r").var;
-  if (src == kNoId)
-    return error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
-  const LayoutMap &map = layoutOf(src);
-  std::vector<llvm::Value *> slots = readRegister(src);
-  GlobalView view = readGlobal(inst.arg("g").var);
-  GlobalTile tile = globalTile(view, inst.arg("offset"));
-  if (int(tile.lo.size()) != map.rank())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
-  DataType t = tile.dtype;
-  DataType st = info.vars[src].dtype;
-  for (llvm::Value *&v : slots)
-    v = convert(v, st, t);
-  GlobalAccess a = globalAccess(*this, tile, map);
-  a.valid = b.CreateAnd(a.valid, isPrimary(map));
-  int rank = map.rank();
-  std::vector<bool> unit(static_cast<size_t>(rank));
-  for (int k = 0; k < rank; ++k)
-    unit[size_t(k)] = isConstOne(a.stride[size_t(k)]);
-  int es = t.storageBits() / 8;
-  int width = nativeAccess(t) ? vectorWidth(es, map.locals()) : 1;
-  auto elementStore = [&](int64_t i) {
-    const int64_t *loc = map.localPart(i);
-    llvm::Value *ok = inBounds(b, a, loc, rank);
-    llvm::Value *elem = elementOffset(b, a, loc, rank);
-    if (!nativeAccess(t)) {
-      guarded(*this, ok, nullptr, [&]() -> llvm::Value * {
-        storeElement(tile.ptr, elem, t, slots[size_t(i)]);
-        return nullptr;
-      });
-      return;
-    }
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
-    asmStoreGlobal(b, addr, ok, elementsToWords(*this, {slots[size_t(i)]}, t), es);
-  };
-  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
-    if (g.count == 1) {
-      elementStore(g.first);
-      continue;
-    }
-    const int64_t *first = map.localPart(g.first);
-    const int64_t *last = map.localPart(g.first + g.count - 1);
-    llvm::Value *elem = elementOffset(b, a, first, rank);
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
-    int bytes = es * int(g.count);
-    llvm::Value *aligned = b.CreateICmpEQ(
-        b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), constI64(bytes - 1)), constI64(0));
-    llvm::Value *firstIn = inBounds(b, a, first, rank), *lastIn = inBounds(b, a, last, rank);
-    llvm::Value *fast = b.CreateAnd(b.CreateAnd(firstIn, lastIn), aligned);
-    std::vector<llvm::Value *> values(slots.begin() + g.first, slots.begin() + g.first + g.count);
-    asmStoreGlobal(b, addr, fast, elementsToWords(*this, values, t), bytes);
-    llvm::Value *slow = b.CreateNot(fast); // some element may still be in bounds
-    llvm::Function *fn = b.GetInsertBlock()->getParent();
-    llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "stg.elem", fn);
-    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "stg.end", fn);
-    b.CreateCondBr(slow, slowBlock, join);
-    b.SetInsertPoint(slowBlock);
-    for (int64_t j = 0; j < g.count; ++j)
-      elementStore(g.first + j);
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-  }
-  return Status::success();
-}
+// ---- shared register <-> memory -----------------------------------------------------------------
 
 namespace {
 
 /// Element offsets of every slot of `map` in a shared tile, and the slot groups that can be
 /// accessed as one aligned vector.
 struct SharedSlots {
-  std::vector<llvm::Value *> elem;  // per slot, i64 element offset within the root
+  std::vector<llvm::Value *> elem; // per slot, i64 element offset within the root
   std::vector<SlotGroup> groups;
 };
 
@@ -863,7 +502,8 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
         int r = tile.rootDim[size_t(g.dim)];
         unsigned tz = llvm::computeKnownBits(start[size_t(g.dim)], dl).countMinTrailingZeros();
         ok = (int64_t(1) << std::min(tz, 30u)) % g.count == 0 &&
-             map.localPart(g.first)[g.dim] % g.count == 0 && cg.contiguousRuns(tile.root, r, int(g.count));
+             map.localPart(g.first)[g.dim] % g.count == 0 &&
+             cg.contiguousRuns(tile.root, r, int(g.count));
       }
       if (ok) {
         out.groups.push_back(g);

@@ -48,9 +48,9 @@ public:
 
   llvm::Value *string(const std::string &text) {
     llvm::Constant *init = llvm::ConstantDataArray::getString(cg_.ctx, text, true);
-    auto *gv = new llvm::GlobalVariable(cg_.mod, init->getType(), true,
-                                        llvm::GlobalValue::PrivateLinkage, init, "tilus_str",
-                                        nullptr, llvm::GlobalValue::NotThreadLocal, 1);
+    auto *gv =
+        new llvm::GlobalVariable(cg_.mod, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
+                                 init, "tilus_str", nullptr, llvm::GlobalValue::NotThreadLocal, 1);
     gv->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
     return b_.CreateAddrSpaceCast(gv, llvm::PointerType::get(cg_.ctx, 0));
   }
@@ -69,8 +69,8 @@ public:
   void call(const std::string &format, const std::vector<llvm::Value *> &args) {
     llvm::Module &mod = cg_.mod;
     llvm::Type *ptr = llvm::PointerType::get(cg_.ctx, 0);
-    llvm::FunctionCallee vprintf =
-        mod.getOrInsertFunction("vprintf", llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false));
+    llvm::FunctionCallee vprintf = mod.getOrInsertFunction(
+        "vprintf", llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false));
     llvm::Value *buffer = llvm::ConstantPointerNull::get(llvm::PointerType::get(cg_.ctx, 0));
     if (!args.empty()) {
       std::vector<llvm::Type *> types;
@@ -230,10 +230,12 @@ Status Codegen::lowerPrint(const Instruction &inst) {
     for (int64_t i = 0; i < map.locals(); ++i) {
       llvm::Value *linear = constI64(0);
       for (int d = 0; d < map.rank(); ++d)
-        linear = addFolded(b, linear, mulFolded(b, addFolded(b, s[size_t(d)], constI64(map.localPart(i)[d])),
-                                                constI64(strides[size_t(d)])));
-      llvm::Value *bits = type.dtype.isBool() ? b.CreateZExt(slots[size_t(i)], b.getInt64Ty())
-                                              : b.CreateZExt(toBits(slots[size_t(i)], type.dtype), b.getInt64Ty());
+        linear = addFolded(b, linear,
+                           mulFolded(b, addFolded(b, s[size_t(d)], constI64(map.localPart(i)[d])),
+                                     constI64(strides[size_t(d)])));
+      llvm::Value *bits = type.dtype.isBool()
+                              ? b.CreateZExt(slots[size_t(i)], b.getInt64Ty())
+                              : b.CreateZExt(toBits(slots[size_t(i)], type.dtype), b.getInt64Ty());
       b.CreateStore(bits, b.CreateGEP(b.getInt64Ty(), buffer, linear));
     }
     b.CreateBr(written);
@@ -242,13 +244,17 @@ Status Codegen::lowerPrint(const Instruction &inst) {
     onThreadZero([&] {
       std::vector<llvm::Value *> values;
       for (int64_t e = 0; e < elements; ++e) {
-        llvm::Value *bits = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), buffer, constI64(e)));
-        llvm::Value *v = type.dtype.isBool() ? b.CreateICmpNE(bits, constI64(0))
-                                             : fromBits(b.CreateTrunc(bits, b.getIntNTy(type.dtype.bits)), type.dtype);
+        llvm::Value *bits =
+            b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), buffer, constI64(e)));
+        llvm::Value *v =
+            type.dtype.isBool()
+                ? b.CreateICmpNE(bits, constI64(0))
+                : fromBits(b.CreateTrunc(bits, b.getIntNTy(type.dtype.bits)), type.dtype);
         values.push_back(v);
       }
       std::vector<llvm::Value *> args;
-      std::string head = p.prefix(message, args) + type.dtype.name() + shapeText(map.shape()) + " = ";
+      std::string head =
+          p.prefix(message, args) + type.dtype.name() + shapeText(map.shape()) + " = ";
       p.tensorLine(head, args, map.shape(), values, type.dtype);
     });
     barrier();
@@ -266,7 +272,8 @@ Status Codegen::lowerPrint(const Instruction &inst) {
       for (int64_t e = 0; e < elements; ++e) {
         std::vector<llvm::Value *> coords = view.origin;
         for (size_t d = 0; d < idx.size(); ++d)
-          coords[size_t(view.dims[d])] = addFolded(b, coords[size_t(view.dims[d])], constI64(idx[d]));
+          coords[size_t(view.dims[d])] =
+              addFolded(b, coords[size_t(view.dims[d])], constI64(idx[d]));
         values.push_back(loadElement(root, sharedOffset(view.root, coords), view.dtype));
         for (size_t d = idx.size(); d-- > 0;) {
           if (++idx[d] < view.shape[d])
@@ -275,7 +282,8 @@ Status Codegen::lowerPrint(const Instruction &inst) {
         }
       }
       std::vector<llvm::Value *> args;
-      std::string head = p.prefix(message, args) + view.dtype.name() + shapeText(view.shape) + " = ";
+      std::string head =
+          p.prefix(message, args) + view.dtype.name() + shapeText(view.shape) + " = ";
       p.tensorLine(head, args, view.shape, values, view.dtype);
     });
     return Status::success();
@@ -296,7 +304,8 @@ Status Codegen::lowerPrint(const Instruction &inst) {
       p.call(head, args);
       llvm::Value *count = constI64(1);
       for (llvm::Value *n : view.shape)
-        count = b.CreateMul(count, callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, constI64(0)}));
+        count = b.CreateMul(
+            count, callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, constI64(0)}));
       llvm::Value *opens = p.string(std::string(rank, '['));
       llvm::Value *closes = p.string(std::string(rank, ']'));
       llvm::BasicBlock *pre = b.GetInsertBlock();
@@ -323,7 +332,8 @@ Status Codegen::lowerPrint(const Instruction &inst) {
       llvm::Value *inside = view.valid;
       llvm::Value *elem = view.base;
       for (size_t d = 0; d < rank; ++d) {
-        inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(idx[d], view.lo[d]), b.CreateICmpSLT(idx[d], view.hi[d])));
+        inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(idx[d], view.lo[d]),
+                                                 b.CreateICmpSLT(idx[d], view.hi[d])));
         elem = b.CreateAdd(elem, b.CreateMul(idx[d], view.stride[d]));
       }
       llvm::BasicBlock *loadBlock = llvm::BasicBlock::Create(ctx, "print.load", fn);
@@ -338,10 +348,14 @@ Status Codegen::lowerPrint(const Instruction &inst) {
       llvm::PHINode *value = b.CreatePHI(elemType(t), 2);
       value->addIncoming(v, loadEnd);
       value->addIncoming(zeroOf(t), from);
-      llvm::Value *sep = b.CreateSelect(b.CreateICmpEQ(e, constI64(0)), p.string(""), p.string(", "));
-      llvm::Value *open = b.CreateGEP(b.getInt8Ty(), opens, b.CreateSub(constI64(int64_t(rank)), nOpen));
-      llvm::Value *close = b.CreateGEP(b.getInt8Ty(), closes, b.CreateSub(constI64(int64_t(rank)), nClose));
-      p.call(std::string("%s%s") + elementFormat(t) + "%s", {sep, open, p.element(value, t), close});
+      llvm::Value *sep =
+          b.CreateSelect(b.CreateICmpEQ(e, constI64(0)), p.string(""), p.string(", "));
+      llvm::Value *open =
+          b.CreateGEP(b.getInt8Ty(), opens, b.CreateSub(constI64(int64_t(rank)), nOpen));
+      llvm::Value *close =
+          b.CreateGEP(b.getInt8Ty(), closes, b.CreateSub(constI64(int64_t(rank)), nClose));
+      p.call(std::string("%s%s") + elementFormat(t) + "%s",
+             {sep, open, p.element(value, t), close});
       llvm::Value *next = b.CreateAdd(e, constI64(1));
       e->addIncoming(next, b.GetInsertBlock());
       b.CreateCondBr(b.CreateICmpSLT(next, count), loop, exit);

@@ -87,9 +87,9 @@ llvm::Value *Codegen::emitExpr(ExprId id) {
     return b.CreateSelect(cond, x, y);
   }
   case ExprOp::LogicalNot:
-    return convert(b.CreateNot(truth(emitExpr(node.operands[0]),
-                                     prog.expr(node.operands[0]).dtype)),
-                   DataType::boolean(), t);
+    return convert(
+        b.CreateNot(truth(emitExpr(node.operands[0]), prog.expr(node.operands[0]).dtype)),
+        DataType::boolean(), t);
   case ExprOp::LogicalAnd:
   case ExprOp::LogicalOr: {
     llvm::Value *x = truth(emitExpr(node.operands[0]), prog.expr(node.operands[0]).dtype);
@@ -148,9 +148,10 @@ llvm::Value *intDivide(llvm::IRBuilder<> &b, ExprOp op, bool isSigned, llvm::Val
     llvm::Value *safe = b.CreateSelect(isZero, one, y);
     llvm::Value *q = b.CreateUDiv(x, safe);
     llvm::Value *r = b.CreateURem(x, safe);
-    llvm::Value *result = op == ExprOp::Div   ? q
-                          : op == ExprOp::Mod ? r
-                                              : b.CreateAdd(q, b.CreateZExt(b.CreateICmpNE(r, zero), type));
+    llvm::Value *result = op == ExprOp::Div ? q
+                          : op == ExprOp::Mod
+                              ? r
+                              : b.CreateAdd(q, b.CreateZExt(b.CreateICmpNE(r, zero), type));
     return b.CreateSelect(isZero, zero, result);
   }
   llvm::Value *minusOne = llvm::ConstantInt::get(type, -1, true);
@@ -171,8 +172,8 @@ llvm::Value *intDivide(llvm::IRBuilder<> &b, ExprOp op, bool isSigned, llvm::Val
   return b.CreateSelect(isZero, zero, result);
 }
 
-llvm::Value *intShift(llvm::IRBuilder<> &b, ExprOp op, bool isSigned, unsigned bits,
-                      llvm::Value *x, llvm::Value *y) {
+llvm::Value *intShift(llvm::IRBuilder<> &b, ExprOp op, bool isSigned, unsigned bits, llvm::Value *x,
+                      llvm::Value *y) {
   llvm::Type *type = x->getType();
   llvm::Value *width = llvm::ConstantInt::get(type, bits);
   // Negative amounts of signed types count as "at least the width": compare unsigned after
@@ -195,12 +196,18 @@ llvm::Value *Codegen::applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
   if (isComparison(op)) {
     if (t.isFloat() && isNativeFloat(t)) {
       switch (op) {
-      case ExprOp::Eq: return b.CreateFCmpOEQ(x, y);
-      case ExprOp::Ne: return b.CreateFCmpUNE(x, y);
-      case ExprOp::Lt: return b.CreateFCmpOLT(x, y);
-      case ExprOp::Le: return b.CreateFCmpOLE(x, y);
-      case ExprOp::Gt: return b.CreateFCmpOGT(x, y);
-      default: return b.CreateFCmpOGE(x, y);
+      case ExprOp::Eq:
+        return b.CreateFCmpOEQ(x, y);
+      case ExprOp::Ne:
+        return b.CreateFCmpUNE(x, y);
+      case ExprOp::Lt:
+        return b.CreateFCmpOLT(x, y);
+      case ExprOp::Le:
+        return b.CreateFCmpOLE(x, y);
+      case ExprOp::Gt:
+        return b.CreateFCmpOGT(x, y);
+      default:
+        return b.CreateFCmpOGE(x, y);
       }
     }
     if (t.isFloat()) { // low-precision floats: compare exact values
@@ -209,12 +216,18 @@ llvm::Value *Codegen::applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
     }
     bool s = t.isSigned();
     switch (op) {
-    case ExprOp::Eq: return b.CreateICmpEQ(x, y);
-    case ExprOp::Ne: return b.CreateICmpNE(x, y);
-    case ExprOp::Lt: return s ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
-    case ExprOp::Le: return s ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
-    case ExprOp::Gt: return s ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
-    default: return s ? b.CreateICmpSGE(x, y) : b.CreateICmpUGE(x, y);
+    case ExprOp::Eq:
+      return b.CreateICmpEQ(x, y);
+    case ExprOp::Ne:
+      return b.CreateICmpNE(x, y);
+    case ExprOp::Lt:
+      return s ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
+    case ExprOp::Le:
+      return s ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
+    case ExprOp::Gt:
+      return s ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
+    default:
+      return s ? b.CreateICmpSGE(x, y) : b.CreateICmpUGE(x, y);
     }
   }
   if (isLogical(op)) {
@@ -250,7 +263,8 @@ llvm::Value *Codegen::applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
       bool isMax = op == ExprOp::Max;
       llvm::Value *xNaN = b.CreateFCmpUNO(x, x), *yNaN = b.CreateFCmpUNO(y, y);
       llvm::Value *eq = b.CreateFCmpOEQ(x, y);
-      llvm::Value *xNeg = b.CreateICmpSLT(toBits(x, t), llvm::ConstantInt::get(b.getIntNTy(t.bits), 0));
+      llvm::Value *xNeg =
+          b.CreateICmpSLT(toBits(x, t), llvm::ConstantInt::get(b.getIntNTy(t.bits), 0));
       // equal values differ at most in the sign of zero: max takes the non-negative one
       llvm::Value *onEqual = isMax ? b.CreateSelect(xNeg, y, x) : b.CreateSelect(xNeg, x, y);
       llvm::Value *less = b.CreateFCmpOLT(x, y);
@@ -270,11 +284,21 @@ llvm::Value *Codegen::applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
     llvm::Value *cy = (narrow && y) ? b.CreateFPExt(y, b.getFloatTy()) : y;
     llvm::Value *r = nullptr;
     switch (op) {
-    case ExprOp::Add: r = b.CreateFAdd(cx, cy); break;
-    case ExprOp::Sub: r = b.CreateFSub(cx, cy); break;
-    case ExprOp::Mul: r = b.CreateFMul(cx, cy); break;
-    case ExprOp::Div: r = b.CreateFDiv(cx, cy); break;
-    case ExprOp::Neg: r = b.CreateFNeg(cx); break;
+    case ExprOp::Add:
+      r = b.CreateFAdd(cx, cy);
+      break;
+    case ExprOp::Sub:
+      r = b.CreateFSub(cx, cy);
+      break;
+    case ExprOp::Mul:
+      r = b.CreateFMul(cx, cy);
+      break;
+    case ExprOp::Div:
+      r = b.CreateFDiv(cx, cy);
+      break;
+    case ExprOp::Neg:
+      r = b.CreateFNeg(cx);
+      break;
     case ExprOp::Mod: {
       llvm::Value *dx = convert(x, t, DataType::f64()), *dy = convert(y, t, DataType::f64());
       return canonicalizeNaN(convert(callDevlib("tl_fmod", {dx, dy}), DataType::f64(), t), t);
@@ -297,22 +321,35 @@ llvm::Value *Codegen::applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
   // integers
   bool s = t.isSigned();
   switch (op) {
-  case ExprOp::Add: return b.CreateAdd(x, y);
-  case ExprOp::Sub: return b.CreateSub(x, y);
-  case ExprOp::Mul: return b.CreateMul(x, y);
+  case ExprOp::Add:
+    return b.CreateAdd(x, y);
+  case ExprOp::Sub:
+    return b.CreateSub(x, y);
+  case ExprOp::Mul:
+    return b.CreateMul(x, y);
   case ExprOp::Div:
   case ExprOp::Mod:
-  case ExprOp::CeilDiv: return intDivide(b, op, s, x, y);
+  case ExprOp::CeilDiv:
+    return intDivide(b, op, s, x, y);
   case ExprOp::Shl:
-  case ExprOp::Shr: return intShift(b, op, s, t.bits, x, y);
-  case ExprOp::BitAnd: return b.CreateAnd(x, y);
-  case ExprOp::BitOr: return b.CreateOr(x, y);
-  case ExprOp::BitXor: return b.CreateXor(x, y);
-  case ExprOp::BitNot: return b.CreateNot(x);
-  case ExprOp::Neg: return b.CreateNeg(x);
-  case ExprOp::Min: return b.CreateSelect(s ? b.CreateICmpSLT(y, x) : b.CreateICmpULT(y, x), y, x);
-  case ExprOp::Max: return b.CreateSelect(s ? b.CreateICmpSGT(y, x) : b.CreateICmpUGT(y, x), y, x);
-  default: return llvm::UndefValue::get(elemType(t));
+  case ExprOp::Shr:
+    return intShift(b, op, s, t.bits, x, y);
+  case ExprOp::BitAnd:
+    return b.CreateAnd(x, y);
+  case ExprOp::BitOr:
+    return b.CreateOr(x, y);
+  case ExprOp::BitXor:
+    return b.CreateXor(x, y);
+  case ExprOp::BitNot:
+    return b.CreateNot(x);
+  case ExprOp::Neg:
+    return b.CreateNeg(x);
+  case ExprOp::Min:
+    return b.CreateSelect(s ? b.CreateICmpSLT(y, x) : b.CreateICmpULT(y, x), y, x);
+  case ExprOp::Max:
+    return b.CreateSelect(s ? b.CreateICmpSGT(y, x) : b.CreateICmpUGT(y, x), y, x);
+  default:
+    return llvm::UndefValue::get(elemType(t));
   }
 }
 

@@ -186,8 +186,8 @@ float tl_float_to_f32(uint32_t bits, int32_t e, int32_t m, int32_t style) {
 namespace {
 
 constexpr double kLn2 = 0x1.62e42fefa39efp-1;
-constexpr double kLn2Lo = 0x1.abc9e3b39803fp-56;   // ln2 - kLn2
-constexpr double kLn2Hi32 = 0x1.62e42ff000000p-1;  // ln2 to 32 bits: k * kLn2Hi32 is exact
+constexpr double kLn2Lo = 0x1.abc9e3b39803fp-56;    // ln2 - kLn2
+constexpr double kLn2Hi32 = 0x1.62e42ff000000p-1;   // ln2 to 32 bits: k * kLn2Hi32 is exact
 constexpr double kLn2Lo32 = -0x1.718432a1b0e26p-35; // ln2 - kLn2Hi32
 constexpr double kLog2e = 0x1.71547652b82fep+0;
 constexpr double kInvLn2Hi32 = 0x1.7154765200000p+0; // 1/ln2 to 32 bits
@@ -196,11 +196,26 @@ constexpr double kInvLn2Lo32 = 0x1.705fc2eefa200p-33;
 // 1/n!
 constexpr double kInvFact[21] = {
     1.0,
-    0x1.0000000000000p+0,  0x1.0000000000000p-1,  0x1.5555555555555p-3,  0x1.5555555555555p-5,
-    0x1.1111111111111p-7,  0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-13, 0x1.a01a01a01a01ap-16,
-    0x1.71de3a556c734p-19, 0x1.27e4fb7789f5cp-22, 0x1.ae64567f544e4p-26, 0x1.1eed8eff8d898p-29,
-    0x1.6124613a86d09p-33, 0x1.93974a8c07c9dp-37, 0x1.ae7f3e733b81fp-41, 0x1.ae7f3e733b81fp-45,
-    0x1.952c77030ad4ap-49, 0x1.6827863b97d97p-53, 0x1.2f49b46814157p-57, 0x1.e542ba4020225p-62,
+    0x1.0000000000000p+0,
+    0x1.0000000000000p-1,
+    0x1.5555555555555p-3,
+    0x1.5555555555555p-5,
+    0x1.1111111111111p-7,
+    0x1.6c16c16c16c17p-10,
+    0x1.a01a01a01a01ap-13,
+    0x1.a01a01a01a01ap-16,
+    0x1.71de3a556c734p-19,
+    0x1.27e4fb7789f5cp-22,
+    0x1.ae64567f544e4p-26,
+    0x1.1eed8eff8d898p-29,
+    0x1.6124613a86d09p-33,
+    0x1.93974a8c07c9dp-37,
+    0x1.ae7f3e733b81fp-41,
+    0x1.ae7f3e733b81fp-45,
+    0x1.952c77030ad4ap-49,
+    0x1.6827863b97d97p-53,
+    0x1.2f49b46814157p-57,
+    0x1.e542ba4020225p-62,
 };
 
 /// e^r - 1 as a double-double hi + lo for |r| <= 0.75: r + r^2 (1/2 + r (1/6 + ...)) with the
@@ -362,8 +377,8 @@ float tl_expf(float x) {
   if (x < -104.0f)
     return 0.0f;
   float j = rintf(x * 0x1.715476p+0f);
-  float gh = fmaf(j, -0x1.62e4p-1f, x);   // exact: j ln2_hi has at most 24 bits
-  float lo = j * 0x1.7f7d1cp-20f;         // j (ln2 - ln2_hi)
+  float gh = fmaf(j, -0x1.62e4p-1f, x); // exact: j ln2_hi has at most 24 bits
+  float lo = j * 0x1.7f7d1cp-20f;       // j (ln2 - ln2_hi)
   float g = gh - lo;
   float gl = (gh - g) - lo;
   return scale2f(expTailf(g, gl), int(j));
@@ -392,9 +407,18 @@ namespace {
 // 2/(2k+1) for k = 1..12
 constexpr double kLogC[13] = {
     0.0,
-    0x1.5555555555555p-1, 0x1.999999999999ap-2, 0x1.2492492492492p-2, 0x1.c71c71c71c71cp-3,
-    0x1.745d1745d1746p-3, 0x1.3b13b13b13b14p-3, 0x1.1111111111111p-3, 0x1.e1e1e1e1e1e1ep-4,
-    0x1.af286bca1af28p-4, 0x1.8618618618618p-4, 0x1.642c8590b2164p-4, 0x1.47ae147ae147bp-4,
+    0x1.5555555555555p-1,
+    0x1.999999999999ap-2,
+    0x1.2492492492492p-2,
+    0x1.c71c71c71c71cp-3,
+    0x1.745d1745d1746p-3,
+    0x1.3b13b13b13b14p-3,
+    0x1.1111111111111p-3,
+    0x1.e1e1e1e1e1e1ep-4,
+    0x1.af286bca1af28p-4,
+    0x1.8618618618618p-4,
+    0x1.642c8590b2164p-4,
+    0x1.47ae147ae147bp-4,
 };
 
 struct LogReduced {
@@ -514,8 +538,8 @@ TrigReduced reduceTrig(double x) {
   int w = j0 >> 6, s = j0 & 63;
   uint64_t win[3];
   for (int k = 0; k < 3; ++k)
-    win[k] = s == 0 ? kTwoOverPi[w + k]
-                    : (kTwoOverPi[w + k] << s) | (kTwoOverPi[w + k + 1] >> (64 - s));
+    win[k] =
+        s == 0 ? kTwoOverPi[w + k] : (kTwoOverPi[w + k] << s) | (kTwoOverPi[w + k + 1] >> (64 - s));
   // P = m * win, 245 bits; x * 2/pi = P * 2^-190 (mod 4).
   uint64_t h2, l2, h1, l1, h0, l0;
   mul64(m, win[2], h2, l2);
@@ -569,13 +593,23 @@ TrigReduced reduceTrig(double x) {
 
 // Taylor coefficients: kS[k] = (-1)^k / (2k+1)!, kC[k] = (-1)^(k+1) / (2k+2)!.
 constexpr double kS[9] = {0.0,
-                          -0x1.5555555555555p-3, 0x1.1111111111111p-7, -0x1.a01a01a01a01ap-13,
-                          0x1.71de3a556c734p-19, -0x1.ae64567f544e4p-26, 0x1.6124613a86d09p-33,
-                          -0x1.ae7f3e733b81fp-41, 0x1.952c77030ad4ap-49};
+                          -0x1.5555555555555p-3,
+                          0x1.1111111111111p-7,
+                          -0x1.a01a01a01a01ap-13,
+                          0x1.71de3a556c734p-19,
+                          -0x1.ae64567f544e4p-26,
+                          0x1.6124613a86d09p-33,
+                          -0x1.ae7f3e733b81fp-41,
+                          0x1.952c77030ad4ap-49};
 constexpr double kC[9] = {0.0,
-                          0x1.5555555555555p-5, -0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-16,
-                          -0x1.27e4fb7789f5cp-22, 0x1.1eed8eff8d898p-29, -0x1.93974a8c07c9dp-37,
-                          0x1.ae7f3e733b81fp-45, -0x1.6827863b97d97p-53};
+                          0x1.5555555555555p-5,
+                          -0x1.6c16c16c16c17p-10,
+                          0x1.a01a01a01a01ap-16,
+                          -0x1.27e4fb7789f5cp-22,
+                          0x1.1eed8eff8d898p-29,
+                          -0x1.93974a8c07c9dp-37,
+                          0x1.ae7f3e733b81fp-45,
+                          -0x1.6827863b97d97p-53};
 
 /// sin(x + y) for |x + y| <= pi/4, y a tail below ulp(x).
 double kernelSin(double x, double y) {

@@ -79,7 +79,8 @@ int run(cuda::CudaRuntime &rt, const Bench &bench) {
       // small random values (f16 / f32 / bytes alike: the low bits vary, exponents moderate)
       std::vector<uint16_t> host(bytes / 2 + 1);
       for (uint16_t &h : host)
-        h = uint16_t(fromDouble(std::uniform_real_distribution<double>(-1, 1)(rng), DataType::f16()));
+        h = uint16_t(
+            fromDouble(std::uniform_real_distribution<double>(-1, 1)(rng), DataType::f16()));
       (void)rt.copyToDevice(*b, host.data(), bytes);
       arg.pointer = reinterpret_cast<void *>(uintptr_t(b->address()));
       arg.byteSize = bytes;
@@ -98,8 +99,8 @@ int run(cuda::CudaRuntime &rt, const Bench &bench) {
   std::sort(t.begin(), t.end());
   double ms = t[t.size() / 2];
   double rate = bench.work / (ms * 1e-3);
-  std::printf("%-28s %10.4f ms  %10.1f %s\n", bench.name.c_str(), ms, bench.flops ? rate / 1e12 : rate / 1e9,
-              bench.flops ? "TFLOP/s" : "GB/s");
+  std::printf("%-28s %10.4f ms  %10.1f %s\n", bench.name.c_str(), ms,
+              bench.flops ? rate / 1e12 : rate / 1e9, bench.flops ? "TFLOP/s" : "GB/s");
   return 0;
 }
 
@@ -122,22 +123,41 @@ int main(int argc, char **argv) {
   }
   std::vector<Bench> benches;
   uint64_t n = uint64_t(1) << 26;
-  benches.push_back({"vector_add f32 2^26", readText(programsDir + "/vector_add.tasm"), {}, "",
-                     {{"x_ptr", 4 * n}, {"y_ptr", 4 * n}, {"z_ptr", 4 * n}}, {{"n", n}}, 12.0 * double(n)});
+  benches.push_back({"vector_add f32 2^26",
+                     readText(programsDir + "/vector_add.tasm"),
+                     {},
+                     "",
+                     {{"x_ptr", 4 * n}, {"y_ptr", 4 * n}, {"z_ptr", 4 * n}},
+                     {{"n", n}},
+                     12.0 * double(n)});
   benches.push_back({"copy f32x4 2^26",
                      "def copy<cdiv(n, 1024)>(f32* x_ptr, f32* y_ptr, i32 n) threads=256:\n"
                      "    bi = BlockIndices()\n"
-                     "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(256).local(4), offset=[bi * 1024:])\n"
+                     "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), "
+                     "layout=spatial(256).local(4), offset=[bi * 1024:])\n"
                      "    StoreGlobal(x, ViewGlobal(y_ptr, shape=[n]), offset=[bi * 1024:])\n",
-                     {}, "", {{"x_ptr", 4 * n}, {"y_ptr", 4 * n}}, {{"n", n}}, 8.0 * double(n)});
+                     {},
+                     "",
+                     {{"x_ptr", 4 * n}, {"y_ptr", 4 * n}},
+                     {{"n", n}},
+                     8.0 * double(n)});
   uint64_t rows = 1 << 17;
-  benches.push_back({"softmax f32 2^17x128", readText(programsDir + "/softmax_rows.tasm"), {}, "",
-                     {{"x_ptr", 4 * rows * 128}, {"y_ptr", 4 * rows * 128}}, {{"m", rows}},
+  benches.push_back({"softmax f32 2^17x128",
+                     readText(programsDir + "/softmax_rows.tasm"),
+                     {},
+                     "",
+                     {{"x_ptr", 4 * rows * 128}, {"y_ptr", 4 * rows * 128}},
+                     {{"m", rows}},
                      8.0 * double(rows) * 128});
   for (uint64_t s : {uint64_t(2048), uint64_t(4096)}) {
-    benches.push_back({"pipelined f16 " + std::to_string(s) + "^3", readText(programsDir + "/matmul_f16_pipelined.tasm"), {}, "",
+    benches.push_back({"pipelined f16 " + std::to_string(s) + "^3",
+                       readText(programsDir + "/matmul_f16_pipelined.tasm"),
+                       {},
+                       "",
                        {{"a_ptr", 2 * s * s}, {"b_ptr", 2 * s * s}, {"c_ptr", 2 * s * s}},
-                       {{"m", s}, {"n", s}, {"k", s}}, 2.0 * double(s * s * s), true});
+                       {{"m", s}, {"n", s}, {"k", s}},
+                       2.0 * double(s * s * s),
+                       true});
   }
   std::string swizzled = readText(programsDir + "/matmul_f16_pipelined.tasm");
   for (const char *name : {"sa", "sb"}) {
@@ -147,18 +167,41 @@ int main(int argc, char **argv) {
       continue;
     size_t end = swizzled.find(")", at);
     std::string dims = swizzled.substr(at + from.size(), swizzled.find("]", at) - at - from.size());
-    swizzled.replace(at, end - at + 1, from + dims + "], layout=swizzle(row_major(STAGES, " + dims + "), 3, 3, 6))");
+    swizzled.replace(at, end - at + 1,
+                     from + dims + "], layout=swizzle(row_major(STAGES, " + dims + "), 3, 3, 6))");
+  }
+  for (const char *stages : {"4", "6"}) {
+    uint64_t s = 4096;
+    benches.push_back({std::string("pipelined swz STAGES=") + stages + " 4096^3",
+                       swizzled,
+                       {{"STAGES", stages}},
+                       "",
+                       {{"a_ptr", 2 * s * s}, {"b_ptr", 2 * s * s}, {"c_ptr", 2 * s * s}},
+                       {{"m", s}, {"n", s}, {"k", s}},
+                       2.0 * double(s * s * s),
+                       true});
   }
   for (uint64_t s : {uint64_t(2048), uint64_t(4096)}) {
-    benches.push_back({"pipelined swizzled " + std::to_string(s) + "^3", swizzled, {}, "",
+    benches.push_back({"pipelined swizzled " + std::to_string(s) + "^3",
+                       swizzled,
+                       {},
+                       "",
                        {{"a_ptr", 2 * s * s}, {"b_ptr", 2 * s * s}, {"c_ptr", 2 * s * s}},
-                       {{"m", s}, {"n", s}, {"k", s}}, 2.0 * double(s * s * s), true});
+                       {{"m", s}, {"n", s}, {"k", s}},
+                       2.0 * double(s * s * s),
+                       true});
   }
   std::string sz = "4096";
-  benches.push_back({"paper f16xi6 4096^3", readText(programsDir + "/paper_matmul_f16_i6.tasm"),
-                     {{"M", sz}, {"N", sz}, {"K", sz}}, "matmul",
-                     {{"a_ptr", 2ull * 4096 * 4096}, {"transformed_b_ptr", 4096ull * 4096 * 6 / 8}, {"c_ptr", 2ull * 4096 * 4096}},
-                     {}, 2.0 * 4096.0 * 4096.0 * 4096.0, true});
+  benches.push_back({"paper f16xi6 4096^3",
+                     readText(programsDir + "/paper_matmul_f16_i6.tasm"),
+                     {{"M", sz}, {"N", sz}, {"K", sz}},
+                     "matmul",
+                     {{"a_ptr", 2ull * 4096 * 4096},
+                      {"transformed_b_ptr", 4096ull * 4096 * 6 / 8},
+                      {"c_ptr", 2ull * 4096 * 4096}},
+                     {},
+                     2.0 * 4096.0 * 4096.0 * 4096.0,
+                     true});
   int failures = 0;
   for (const Bench &b : benches)
     failures += run(**rt, b);

@@ -45,15 +45,15 @@ uint64_t getElement(const std::vector<uint8_t> &bytes, int64_t k, int n) {
 std::vector<uint64_t> specialValues(DataType t) {
   std::vector<uint64_t> out = {0, 1, bitMask(t.bits)};
   if (t.isInt()) {
-    out.push_back(uint64_t(1) << (t.bits - 1));      // signed min
-    out.push_back(bitMask(t.bits - 1));              // signed max
+    out.push_back(uint64_t(1) << (t.bits - 1)); // signed min
+    out.push_back(bitMask(t.bits - 1));         // signed max
     out.push_back(2);
-    out.push_back(uint64_t(t.bits));                 // a shift by the width
+    out.push_back(uint64_t(t.bits)); // a shift by the width
     out.push_back(uint64_t(t.bits - 1));
   }
   if (t.isFloat()) {
     uint64_t sign = uint64_t(1) << (t.bits - 1);
-    out.push_back(sign);                                   // -0
+    out.push_back(sign); // -0
     out.push_back(fromDouble(1.0, t));
     out.push_back(fromDouble(-1.0, t));
     out.push_back(fromDouble(INFINITY, t));
@@ -61,7 +61,7 @@ std::vector<uint64_t> specialValues(DataType t) {
     out.push_back(fromDouble(NAN, t));
     out.push_back(maxFinite(t));
     out.push_back(maxFinite(t) | sign);
-    out.push_back(1);                                      // smallest subnormal
+    out.push_back(1); // smallest subnormal
     out.push_back(fromDouble(0.5, t));
     out.push_back(fromDouble(2.5, t));
   }
@@ -140,7 +140,8 @@ Prepared prepare(const Case &c) {
   }
   const Program &prog = p.module.module.programs[p.program];
   for (size_t k = 0; k < c.buffers.size(); ++k)
-    p.inputs.push_back(makeBuffer(c.buffers[k], std::hash<std::string>()(c.name + c.buffers[k].param)));
+    p.inputs.push_back(
+        makeBuffer(c.buffers[k], std::hash<std::string>()(c.name + c.buffers[k].param)));
   for (VarId param : prog.params) {
     const Variable &v = prog.var(param);
     KernelArg arg;
@@ -163,7 +164,7 @@ Prepared prepare(const Case &c) {
 
 cuda::CudaRuntime *gpuRuntime(std::string &why) {
   static std::string reason;
-  static cuda::CudaRuntime *runtime = [] () -> cuda::CudaRuntime * {
+  static cuda::CudaRuntime *runtime = []() -> cuda::CudaRuntime * {
     Status available = cuda::cudaAvailable();
     if (!available.ok()) {
       reason = available.first().message;
@@ -230,15 +231,16 @@ void compareBuffer(const std::string &name, const BufferSpec &spec, const std::v
     if (tolerant) {
       if (spec.rel > 0) {
         double a = toDouble(got, t), b = toDouble(want, t);
-        ok = (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= spec.rel * (std::fabs(b) + 1.0);
+        ok =
+            (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= spec.rel * (std::fabs(b) + 1.0);
       } else {
         ok = ulpsApart(got, want, t) <= spec.ulps;
       }
     }
     if (!ok && reported++ < 5)
       FAIL_CHECK(name << ": buffer " << spec.param << " element " << k << " cpu 0x" << std::hex
-                      << want << " gpu 0x" << got << std::dec << " (" << toDouble(want, t)
-                      << " vs " << toDouble(got, t) << ")");
+                      << want << " gpu 0x" << got << std::dec << " (" << toDouble(want, t) << " vs "
+                      << toDouble(got, t) << ")");
   }
   CHECK_MESSAGE(reported == 0, name << ": " << reported << "+ mismatches in " << spec.param);
 }
@@ -300,7 +302,8 @@ void runCase(const Case &c) {
   }
   if (c.comparePrint)
     CHECK_MESSAGE(gpuPrint == cpuPrint.str(), c.name << ": Print text differs\ncpu:\n"
-                                                     << cpuPrint.str() << "gpu:\n" << gpuPrint);
+                                                     << cpuPrint.str() << "gpu:\n"
+                                                     << gpuPrint);
 }
 
 } // namespace tilus::jitdiff

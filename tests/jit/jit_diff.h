@@ -21,11 +21,11 @@ enum class Fill : uint8_t {
   Moderate, // values of moderate magnitude (floats in [-8, 8), small integers)
   Positive, // floats in (0, 16]
   Zero,
-  Index,    // element k holds k (converted to the dtype)
+  Index, // element k holds k (converted to the dtype)
 };
 
 struct BufferSpec {
-  std::string param;   // pointer parameter name
+  std::string param; // pointer parameter name
   DataType dtype;
   int64_t elements = 0;
   Fill fill = Fill::Random;
@@ -39,7 +39,7 @@ struct BufferSpec {
 struct Case {
   std::string name;
   std::string source;
-  std::string program;                     // empty: the module's first program
+  std::string program; // empty: the module's first program
   std::map<std::string, std::string> defines;
   std::map<std::string, uint64_t> scalars; // scalar parameters by name (bit patterns)
   std::vector<BufferSpec> buffers;

@@ -63,8 +63,8 @@ inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
   std::fwrite(ptx.data(), 1, ptx.size(), f);
   std::fclose(f);
   std::string logPath = std::string(ptxPath) + ".log";
-  std::string cmd = std::string(TILUSVM_PTXAS) + " -arch=" + (sm == 90 ? "sm_90a" : "sm_80") +
-                    " " + ptxPath + " -o /dev/null > " + logPath + " 2>&1";
+  std::string cmd = std::string(TILUSVM_PTXAS) + " -arch=" + (sm == 90 ? "sm_90a" : "sm_80") + " " +
+                    ptxPath + " -o /dev/null > " + logPath + " 2>&1";
   int rc = std::system(cmd.c_str());
   std::ifstream in(logPath);
   std::stringstream ss;

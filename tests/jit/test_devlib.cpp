@@ -20,9 +20,12 @@ using namespace tilus;
 
 int styleOf(DataType t) {
   switch (t.floatStyle()) {
-  case FloatStyle::Ieee: return 0;
-  case FloatStyle::OcpE4M3: return 1;
-  case FloatStyle::Finite: return 2;
+  case FloatStyle::Ieee:
+    return 0;
+  case FloatStyle::OcpE4M3:
+    return 1;
+  case FloatStyle::Finite:
+    return 2;
   }
   return 2;
 }
@@ -60,9 +63,11 @@ TEST_CASE("devlib: f32 into every small float format matches convertBits") {
     int mismatches = 0;
     for (uint32_t bits : samples) {
       uint64_t want = convertBits(bits, DataType::f32(), t);
-      uint64_t got = tl_f32_to_float(std::bit_cast<float>(bits), t.exponent, t.mantissa, styleOf(t));
+      uint64_t got =
+          tl_f32_to_float(std::bit_cast<float>(bits), t.exponent, t.mantissa, styleOf(t));
       if (want != got && mismatches++ < 3)
-        FAIL_CHECK("f32 " << std::hex << bits << " -> " << t.name() << ": want " << want << " got " << got);
+        FAIL_CHECK("f32 " << std::hex << bits << " -> " << t.name() << ": want " << want << " got "
+                          << got);
     }
     CHECK(mismatches == 0);
   }
@@ -80,7 +85,8 @@ TEST_CASE("devlib: f64 into small formats and bf16 matches convertBits") {
       if (k % 2) // concentrate on the format's range: exponent within +-40 of 1
         bits = (bits & 0x800FFFFFFFFFFFFFull) | (uint64_t(1023 - 40 + int(rng() % 80)) << 52);
       uint64_t want = convertBits(bits, DataType::f64(), t);
-      uint64_t got = tl_f64_to_float(std::bit_cast<double>(bits), t.exponent, t.mantissa, styleOf(t));
+      uint64_t got =
+          tl_f64_to_float(std::bit_cast<double>(bits), t.exponent, t.mantissa, styleOf(t));
       if (want != got && mismatches++ < 3)
         FAIL_CHECK("f64 " << std::hex << bits << ": want " << want << " got " << got);
     }
@@ -103,7 +109,8 @@ TEST_CASE("devlib: integers into floats match convertBits (round once from the i
       uint64_t wantU = convertBits(v, DataType::u(64), t);
       uint64_t gotU = tl_u64_to_float(v, t.exponent, t.mantissa, styleOf(t));
       if ((wantS != gotS || wantU != gotU) && mismatches++ < 3)
-        FAIL_CHECK(std::hex << v << ": signed " << wantS << "/" << gotS << " unsigned " << wantU << "/" << gotU);
+        FAIL_CHECK(std::hex << v << ": signed " << wantS << "/" << gotS << " unsigned " << wantU
+                            << "/" << gotU);
     }
     // the example of isa/convert.cpp: 2^60 + 2^36 + 1 must round up into f32
     CHECK(tl_i64_to_float(int64_t((1ull << 60) + (1ull << 36) + 1), 8, 23, 0) ==
@@ -143,14 +150,14 @@ TEST_CASE("devlib: hand-computed low-precision values (ISA section 2)") {
   CHECK(std::isnan(tl_float_to_f32(0x7F, 4, 3, 1)));
   CHECK(tl_float_to_f32(0x7B, 5, 2, 0) == 57344.0f);
   CHECK(std::isinf(tl_float_to_f32(0x7C, 5, 2, 0)));
-  CHECK(tl_f32_to_float(1e6f, 4, 3, 1) == 0x7E);       // saturates
-  CHECK(tl_f32_to_float(-1e6f, 5, 2, 0) == 0xFB);      // saturates, sign kept
-  CHECK(tl_f32_to_float(INFINITY, 5, 2, 0) == 0x7B);   // inf saturates in <= 8-bit formats
+  CHECK(tl_f32_to_float(1e6f, 4, 3, 1) == 0x7E);     // saturates
+  CHECK(tl_f32_to_float(-1e6f, 5, 2, 0) == 0xFB);    // saturates, sign kept
+  CHECK(tl_f32_to_float(INFINITY, 5, 2, 0) == 0x7B); // inf saturates in <= 8-bit formats
   CHECK(tl_f32_to_float(NAN, 4, 3, 1) == 0x7F);
-  CHECK(tl_f32_to_float(NAN, 2, 1, 2) == 0x0);         // no NaN: +0
-  CHECK(tl_f32_to_float(0.25f, 2, 1, 2) == 0x0);       // half the smallest subnormal 0.5: ties to even
-  CHECK(tl_f32_to_float(0.75f, 2, 1, 2) == 0x2);       // 0.75 between 0.5 and 1.0: ties to even 1.0
-  CHECK(tl_f32_to_float(-0.0f, 2, 1, 2) == 0x8);       // sign of zero kept
+  CHECK(tl_f32_to_float(NAN, 2, 1, 2) == 0x0);   // no NaN: +0
+  CHECK(tl_f32_to_float(0.25f, 2, 1, 2) == 0x0); // half the smallest subnormal 0.5: ties to even
+  CHECK(tl_f32_to_float(0.75f, 2, 1, 2) == 0x2); // 0.75 between 0.5 and 1.0: ties to even 1.0
+  CHECK(tl_f32_to_float(-0.0f, 2, 1, 2) == 0x8); // sign of zero kept
   CHECK(tl_f64_to_float(65520.0, 5, 10, 0) == 0x7C00); // f16 overflow to inf
 }
 
@@ -271,7 +278,8 @@ TEST_CASE("devlib: f32 exp and exp2 within 0.8 ulp of exact (every 61st f32)") {
       float got = which ? tl_exp2f(x) : tl_expf(x);
       double ref = which ? std::exp2(double(x)) : std::exp(double(x));
       if (std::isinf(float(ref)) || float(ref) == 0.0f) {
-        bool ok = std::isinf(float(ref)) ? got == float(ref) : std::fabs(double(got) - ref) <= std::ldexp(1.0, -149);
+        bool ok = std::isinf(float(ref)) ? got == float(ref)
+                                         : std::fabs(double(got) - ref) <= std::ldexp(1.0, -149);
         if (!ok)
           FAIL_CHECK(std::hexfloat << x << " -> " << got << " want " << ref);
         continue;

@@ -56,7 +56,8 @@ TEST_CASE("kernel ABI: entry name, parameters in order, reqntid, dynamic shared 
 }
 
 TEST_CASE("the paper matmul uses mma.sync m16n8k16 with f32 accumulation") {
-  VerifiedModule m = buildFile(programPath("paper_matmul_f16_i6.tasm"), {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+  VerifiedModule m =
+      buildFile(programPath("paper_matmul_f16_i6.tasm"), {{"M", "64"}, {"N", "64"}, {"K", "64"}});
   for (int sm : {80, 90}) {
     PtxKernel k = ptxOf(m, "matmul", sm);
     CHECK(contains(k.ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
@@ -128,9 +129,12 @@ TEST_CASE("LLVM IR is available for inspection") {
 
 TEST_CASE("m16n8k32 atoms: s8 mma on both targets, e4m3 mma on sm_90a (PTX 8.4), ptxas accepts") {
   auto source = [](const char *ab, const char *cd) {
-    return std::string("def dot<1>(") + ab + "* a_ptr, " + ab + "* b_ptr, " + cd + "* c_ptr) threads=32:\n" +
-           "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[16, 64]), layout=local(1, 2).column_local(2, 2).spatial(8, 4).local(1, 4))\n" +
-           "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[64, 8]), layout=local(2, 1).local(2, 1).column_spatial(4, 8).local(4, 1))\n" +
+    return std::string("def dot<1>(") + ab + "* a_ptr, " + ab + "* b_ptr, " + cd +
+           "* c_ptr) threads=32:\n" +
+           "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[16, 64]), layout=local(1, "
+           "2).column_local(2, 2).spatial(8, 4).local(1, 4))\n" +
+           "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[64, 8]), layout=local(2, 1).local(2, "
+           "1).column_spatial(4, 8).local(4, 1))\n" +
            "    c = AllocateRegister(" + cd + ", layout=local(2, 1).spatial(8, 4).local(1, 2))\n" +
            "    StoreGlobal(Dot(a, b, c), ViewGlobal(c_ptr, shape=[16, 8]))\n";
   };

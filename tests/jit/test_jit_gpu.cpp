@@ -38,7 +38,8 @@ Case binaryCase(DataType t) {
   std::string T = name(t);
   size_t total = ops.size() + unary.size() + 2;
   std::stringstream s;
-  s << "def binops<1>(" << T << "* a_ptr, " << T << "* b_ptr, " << T << "* c_ptr, bool* d_ptr) threads=128:\n"
+  s << "def binops<1>(" << T << "* a_ptr, " << T << "* b_ptr, " << T
+    << "* c_ptr, bool* d_ptr) threads=128:\n"
     << "    ga = ViewGlobal(a_ptr, shape=[256])\n"
     << "    gb = ViewGlobal(b_ptr, shape=[256])\n"
     << "    gc = ViewGlobal(c_ptr, shape=[" << total << ", 256])\n"
@@ -66,13 +67,13 @@ Case binaryCase(DataType t) {
 }
 
 const std::vector<DataType> kCastTypes = {
-    DataType::boolean(), DataType::i(8),   DataType::u(8),     DataType::i(16),
-    DataType::u(16),     DataType::i(32),  DataType::u(32),    DataType::i(64),
-    DataType::u(64),     DataType::f16(),  DataType::bf16(),   DataType::f32(),
-    DataType::f64(),     DataType::i(4),   DataType::u(3),     DataType::i(6),
-    DataType::u(1),      DataType::i(2),   DataType::f8e4m3(), DataType::f8e5m2(),
-    DataType::f(2, 1),   DataType::f(3, 2), DataType::f(2, 3), DataType::f(1, 1),
-    DataType::f(2, 2),   DataType::f(3, 3), DataType::f(3, 4), DataType::f(6, 1)};
+    DataType::boolean(), DataType::i(8),    DataType::u(8),     DataType::i(16),
+    DataType::u(16),     DataType::i(32),   DataType::u(32),    DataType::i(64),
+    DataType::u(64),     DataType::f16(),   DataType::bf16(),   DataType::f32(),
+    DataType::f64(),     DataType::i(4),    DataType::u(3),     DataType::i(6),
+    DataType::u(1),      DataType::i(2),    DataType::f8e4m3(), DataType::f8e5m2(),
+    DataType::f(2, 1),   DataType::f(3, 2), DataType::f(2, 3),  DataType::f(1, 1),
+    DataType::f(2, 2),   DataType::f(3, 3), DataType::f(3, 4),  DataType::f(6, 1)};
 
 Case castCase(DataType from, Fill fill) {
   std::stringstream s;
@@ -82,7 +83,8 @@ Case castCase(DataType from, Fill fill) {
   s << ") threads=64:\n"
     << "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[256]), layout=spatial(64).local(4))\n";
   for (size_t k = 0; k < kCastTypes.size(); ++k)
-    s << "    StoreGlobal(Cast(a, " << name(kCastTypes[k]) << "), ViewGlobal(o" << k << ", shape=[256]))\n";
+    s << "    StoreGlobal(Cast(a, " << name(kCastTypes[k]) << "), ViewGlobal(o" << k
+      << ", shape=[256]))\n";
   Case c;
   c.name = "casts_from_" + name(from) + (fill == Fill::Moderate ? "_moderate" : "");
   c.source = s.str();
@@ -144,10 +146,14 @@ def view<1>(i6* a_ptr, u8* b_ptr, f16* c_ptr, u32* d_ptr, bool* e_ptr, u8* f_ptr
     q = LoadGlobal(ViewGlobal(g_ptr, shape=[256]), layout=spatial(32).local(8))
     StoreGlobal(View(q, dtype=u32, layout=spatial(32)), ViewGlobal(h_ptr, shape=[32]))
 )";
-  c.buffers = {{"a_ptr", DataType::i(6), 128, Fill::Random},  {"b_ptr", DataType::u(8), 96, Fill::Zero},
-               {"c_ptr", DataType::f16(), 64, Fill::Random},  {"d_ptr", DataType::u(32), 32, Fill::Zero},
-               {"e_ptr", DataType::boolean(), 128, Fill::Moderate}, {"f_ptr", DataType::u(8), 128, Fill::Zero},
-               {"g_ptr", DataType::i(4), 256, Fill::Random},  {"h_ptr", DataType::u(32), 32, Fill::Zero}};
+  c.buffers = {{"a_ptr", DataType::i(6), 128, Fill::Random},
+               {"b_ptr", DataType::u(8), 96, Fill::Zero},
+               {"c_ptr", DataType::f16(), 64, Fill::Random},
+               {"d_ptr", DataType::u(32), 32, Fill::Zero},
+               {"e_ptr", DataType::boolean(), 128, Fill::Moderate},
+               {"f_ptr", DataType::u(8), 128, Fill::Zero},
+               {"g_ptr", DataType::i(4), 256, Fill::Random},
+               {"h_ptr", DataType::u(32), 32, Fill::Zero}};
   runCase(c);
 }
 
@@ -181,9 +187,13 @@ def scalars<1>(i64* out_ptr, f32* fout_ptr, i32 x, i32 y, u32 u, f32 f, i64 w) t
     StoreGlobal(AllocateRegister(f32, layout=spatial(1).replicate(32), init=max(f, -f)), gf, offset=[3:])
     StoreGlobal(AllocateRegister(f32, layout=spatial(1).replicate(32), init=f32(w) + f32(u)), gf, offset=[4:])
 )";
-  c.scalars = {{"x", uint32_t(-123457)}, {"y", 5}, {"u", 0xF0000007u},
-               {"f", std::bit_cast<uint32_t>(-7.3f)}, {"w", uint64_t(-98765432123ll)}};
-  c.buffers = {{"out_ptr", DataType::i64(), 32, Fill::Zero}, {"fout_ptr", DataType::f32(), 8, Fill::Zero}};
+  c.scalars = {{"x", uint32_t(-123457)},
+               {"y", 5},
+               {"u", 0xF0000007u},
+               {"f", std::bit_cast<uint32_t>(-7.3f)},
+               {"w", uint64_t(-98765432123ll)}};
+  c.buffers = {{"out_ptr", DataType::i64(), 32, Fill::Zero},
+               {"fout_ptr", DataType::f32(), 8, Fill::Zero}};
   runCase(c);
 }
 
@@ -246,9 +256,12 @@ def bounds<cdiv(m, 16), cdiv(n, 32)>(f32* x_ptr, f32* y_ptr, f32* t_ptr, f32* s_
 )";
   c.scalars = {{"m", 37}, {"n", 45}};
   int64_t mn = 37 * 45;
-  c.buffers = {{"x_ptr", DataType::f32(), mn, Fill::Moderate}, {"y_ptr", DataType::f32(), mn, Fill::Zero},
-               {"t_ptr", DataType::f32(), mn, Fill::Moderate}, {"s_ptr", DataType::f32(), mn, Fill::Zero},
-               {"r_ptr", DataType::f32(), mn, Fill::Zero}, {"w_ptr", DataType::f32(), 3 * 2 * 128, Fill::Zero}};
+  c.buffers = {{"x_ptr", DataType::f32(), mn, Fill::Moderate},
+               {"y_ptr", DataType::f32(), mn, Fill::Zero},
+               {"t_ptr", DataType::f32(), mn, Fill::Moderate},
+               {"s_ptr", DataType::f32(), mn, Fill::Zero},
+               {"r_ptr", DataType::f32(), mn, Fill::Zero},
+               {"w_ptr", DataType::f32(), 3 * 2 * 128, Fill::Zero}};
   runCase(c);
 }
 
@@ -268,16 +281,22 @@ def packed<4>(i3* a_ptr, u5* b_ptr, f4e2m1* c_ptr, i3* d_ptr, u5* e_ptr, f4e2m1*
     StoreGlobal(Cast(Mul(Cast(f, f32), 0.75), f4e2m1), ViewGlobal(f_ptr, shape=[4, 256]), offset=[bi, 0:])
     StoreGlobal(Add(Cast(a, i32), Cast(b, i32)), ViewGlobal(g_ptr, shape=[4, 256]), offset=[bi, 0:])
 )";
-  c.buffers = {{"a_ptr", DataType::i(3), 4 * 255, Fill::Random}, {"b_ptr", DataType::u(5), 1024, Fill::Random},
-               {"c_ptr", DataType::f(2, 1), 1024, Fill::Random}, {"d_ptr", DataType::i(3), 4 * 255, Fill::Random},
-               {"e_ptr", DataType::u(5), 1024, Fill::Random}, {"f_ptr", DataType::f(2, 1), 1024, Fill::Random},
+  c.buffers = {{"a_ptr", DataType::i(3), 4 * 255, Fill::Random},
+               {"b_ptr", DataType::u(5), 1024, Fill::Random},
+               {"c_ptr", DataType::f(2, 1), 1024, Fill::Random},
+               {"d_ptr", DataType::i(3), 4 * 255, Fill::Random},
+               {"e_ptr", DataType::u(5), 1024, Fill::Random},
+               {"f_ptr", DataType::f(2, 1), 1024, Fill::Random},
                {"g_ptr", DataType::i32(), 1024, Fill::Zero}};
   runCase(c);
 }
 
 TEST_CASE("gpu: shared layouts (row/column major, strided, tiled, swizzled, packed)") {
-  const char *layouts[] = {"row_major(32, 64)", "column_major(32, 64)", "strided([32, 64], [65, 1])",
-                           "row_major(4, 8).row_major(8, 8)", "swizzle(row_major(32, 64), 3, 3, 4)",
+  const char *layouts[] = {"row_major(32, 64)",
+                           "column_major(32, 64)",
+                           "strided([32, 64], [65, 1])",
+                           "row_major(4, 8).row_major(8, 8)",
+                           "swizzle(row_major(32, 64), 3, 3, 4)",
                            "swizzle(row_major(4, 2).column_major(8, 32), 2, 1, 5)"};
   int k = 0;
   for (const char *layout : layouts) {
@@ -285,7 +304,8 @@ TEST_CASE("gpu: shared layouts (row/column major, strided, tiled, swizzled, pack
       std::stringstream s;
       s << "def shared<1>(" << dtype << "* x_ptr, " << dtype << "* y_ptr) threads=128:\n"
         << "    s = AllocateShared(" << dtype << ", shape=[32, 64], layout=" << layout << ")\n"
-        << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[32, 64]), layout=spatial(4, 32).local(8, 2))\n"
+        << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[32, 64]), layout=spatial(4, 32).local(8, "
+           "2))\n"
         << "    StoreShared(x, s)\n"
         << "    Synchronize()\n"
         << "    y = LoadShared(s, layout=local(2, 2).spatial(16, 8).local(1, 4))\n"
@@ -308,8 +328,9 @@ TEST_CASE("gpu: shared layouts (row/column major, strided, tiled, swizzled, pack
 }
 
 TEST_CASE("gpu: LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from several layouts") {
-  const char *sharedLayouts[] = {"row_major(64, 64)", "strided([64, 64], [72, 1])", "strided([64, 64], [65, 1])",
-                                 "swizzle(row_major(64, 64), 3, 3, 3)", "swizzle(row_major(64, 64), 2, 4, 6)"};
+  const char *sharedLayouts[] = {
+      "row_major(64, 64)", "strided([64, 64], [72, 1])", "strided([64, 64], [65, 1])",
+      "swizzle(row_major(64, 64), 3, 3, 3)", "swizzle(row_major(64, 64), 2, 4, 6)"};
   struct Frag {
     const char *layout;
     int rows, cols;
@@ -318,23 +339,30 @@ TEST_CASE("gpu: LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from sev
       {"column_local(2, 2).spatial(8, 4).local(1, 2)", 16, 16},                    // A, x4
       {"local(2, 1).column_spatial(4, 8).local(2, 1)", 16, 8},                     // B, x2.trans
       {"spatial(2, 2).local(2, 4).local(2, 1).spatial(8, 4).local(1, 2)", 64, 64}, // C-like, x4 x2
-      {"spatial(2, 1).replicate(2).local(2, 2).column_local(2, 2).spatial(8, 4).local(1, 2)", 64, 32},
-      {"replicate(2).spatial(1, 2).local(2, 4).local(2, 1).column_spatial(4, 8).local(2, 1)", 32, 64},
-      {"local(3, 1).spatial(8, 4).local(1, 2)", 24, 8},                            // 3 matrices
+      {"spatial(2, 1).replicate(2).local(2, 2).column_local(2, 2).spatial(8, 4).local(1, 2)", 64,
+       32},
+      {"replicate(2).spatial(1, 2).local(2, 4).local(2, 1).column_spatial(4, 8).local(2, 1)", 32,
+       64},
+      {"local(3, 1).spatial(8, 4).local(1, 2)", 24, 8}, // 3 matrices
   };
   int k = 0;
   for (const char *sl : sharedLayouts) {
     for (const Frag &frag : regLayouts) {
       const char *rl = frag.layout;
-      std::string text = std::string("def frag<1>(bf16* x_ptr, bf16* y_ptr, i32 r0, i32 c0) threads=THREADS:\n") +
-                         "    s = AllocateShared(bf16, shape=[64, 64], layout=" + sl + ")\n" +
-                         "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64, 64]), layout=spatial(THREADS / 4, 4).local(64 / (THREADS / 4), 16))\n" +
-                         "    StoreShared(x, s)\n" +
-                         "    Synchronize()\n" +
-                         "    f = LoadShared(s, layout=" + rl + ", offset=[r0 * 8:, c0 * 8 - SHIFT:])\n" +
-                         "    StoreGlobal(f, ViewGlobal(y_ptr, shape=[64, 64]), offset=[r0 * 8:, c0 * 8 - SHIFT:])\n";
+      std::string text =
+          std::string("def frag<1>(bf16* x_ptr, bf16* y_ptr, i32 r0, i32 c0) threads=THREADS:\n") +
+          "    s = AllocateShared(bf16, shape=[64, 64], layout=" + sl + ")\n" +
+          "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64, 64]), layout=spatial(THREADS / 4, "
+          "4).local(64 / (THREADS / 4), 16))\n" +
+          "    StoreShared(x, s)\n" + "    Synchronize()\n" + "    f = LoadShared(s, layout=" + rl +
+          ", offset=[r0 * 8:, c0 * 8 - SHIFT:])\n" +
+          "    StoreGlobal(f, ViewGlobal(y_ptr, shape=[64, 64]), offset=[r0 * 8:, c0 * 8 - "
+          "SHIFT:])\n";
       std::string layout = rl;
-      int threads = layout.find("spatial(2, 2)") != std::string::npos || layout.find("replicate(2)") != std::string::npos ? 128 : 32;
+      int threads = layout.find("spatial(2, 2)") != std::string::npos ||
+                            layout.find("replicate(2)") != std::string::npos
+                        ? 128
+                        : 32;
       if (layout.find("spatial(2, 1).replicate(2)") != std::string::npos)
         threads = 128;
       for (size_t p = text.find("THREADS"); p != std::string::npos; p = text.find("THREADS"))
@@ -344,7 +372,8 @@ TEST_CASE("gpu: LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from sev
       c.source = text;
       int c0 = 64 - frag.cols;
       c.scalars = {{"r0", uint64_t((64 - frag.rows) / 8)}, {"c0", uint64_t(c0 / 8)}};
-      c.buffers = {{"x_ptr", DataType::bf16(), 64 * 64, Fill::Random}, {"y_ptr", DataType::bf16(), 64 * 64, Fill::Zero}};
+      c.buffers = {{"x_ptr", DataType::bf16(), 64 * 64, Fill::Random},
+                   {"y_ptr", DataType::bf16(), 64 * 64, Fill::Zero}};
       std::string base = c.source;
       for (int shift : {0, 3}) {
         if (shift > c0)
@@ -382,7 +411,8 @@ def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, DT* w_ptr, i32 m, i32 n
     for (int shift : {0, 1, 8}) {
       for (auto [m, n] : {std::pair{64, 128}, std::pair{45, 77}}) {
         Case c;
-        c.name = std::string("copy_") + dtype + "_" + std::to_string(shift) + "_" + std::to_string(m);
+        c.name =
+            std::string("copy_") + dtype + "_" + std::to_string(shift) + "_" + std::to_string(m);
         c.source = source;
         std::string text = source;
         for (size_t p = text.find("DT"); p != std::string::npos; p = text.find("DT", p + 1))
@@ -390,7 +420,8 @@ def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, DT* w_ptr, i32 m, i32 n
         c.source = text;
         c.scalars = {{"m", uint64_t(m)}, {"n", uint64_t(n)}, {"shift", uint64_t(shift)}};
         DataType t = *DataType::parse(dtype);
-        c.buffers = {{"x_ptr", t, m * n, Fill::Moderate}, {"y_ptr", t, m * n, Fill::Zero},
+        c.buffers = {{"x_ptr", t, m * n, Fill::Moderate},
+                     {"y_ptr", t, m * n, Fill::Zero},
                      {"w_ptr", t, m * n, Fill::Zero}};
         runCase(c);
       }
@@ -401,9 +432,10 @@ def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, DT* w_ptr, i32 m, i32 n
 TEST_CASE("gpu: ConvertLayout and Reduce (warp shuffles and shared memory)") {
   for (const char *dtype : {"f32", "i32", "f16", "u8", "bool", "f64", "bf16"}) {
     std::stringstream s;
-    s << "def red<1>(" << dtype << "* x_ptr, " << dtype << "* y_ptr, " << dtype << "* z_ptr, " << dtype
-      << "* c_ptr, " << dtype << "* k_ptr) threads=128:\n"
-      << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[4, 128]), layout=spatial(4, 32).local(1, 4))\n"
+    s << "def red<1>(" << dtype << "* x_ptr, " << dtype << "* y_ptr, " << dtype << "* z_ptr, "
+      << dtype << "* c_ptr, " << dtype << "* k_ptr) threads=128:\n"
+      << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[4, 128]), layout=spatial(4, 32).local(1, "
+         "4))\n"
       << "    gy = ViewGlobal(y_ptr, shape=[6, 4])\n"
       << "    gz = ViewGlobal(z_ptr, shape=[6, 128])\n";
     const char *ops[] = {"sum", "max", "min", "prod", "any", "all"};
@@ -412,7 +444,8 @@ TEST_CASE("gpu: ConvertLayout and Reduce (warp shuffles and shared memory)") {
       s << "    StoreGlobal(Reduce(x, dim=1, op=" << ops[k] << "), gy, offset=[" << k << ", 0:])\n";
       s << "    StoreGlobal(Reduce(x, dim=0, op=" << ops[k] << "), gz, offset=[" << k << ", 0:])\n";
     }
-    s << "    StoreGlobal(ConvertLayout(x, layout=local(4, 1).spatial(1, 128)), ViewGlobal(c_ptr, shape=[4, 128]))\n";
+    s << "    StoreGlobal(ConvertLayout(x, layout=local(4, 1).spatial(1, 128)), ViewGlobal(c_ptr, "
+         "shape=[4, 128]))\n";
     // keepdim results broadcast back over the reduced dimension (both paths)
     s << "    m0 = Reduce(x, dim=0, op=max, keepdim=True)\n"
       << "    m1 = Reduce(x, dim=1, op=min, keepdim=True)\n"
@@ -448,15 +481,20 @@ TEST_CASE("gpu: Dot through mma.sync, per thread and through shared memory") {
   };
   const DotSpec specs[] = {
       {"mma_f16_f32", "f16", "f32", "column_local(2, 2).spatial(8, 4).local(1, 2)",
-       "local(2, 1).column_spatial(4, 8).local(2, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16, 8, 16, 32},
+       "local(2, 1).column_spatial(4, 8).local(2, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16,
+       8, 16, 32},
       {"mma_f16_f16", "f16", "f16", "local(1, 2).column_local(2, 2).spatial(8, 4).local(1, 2)",
-       "local(2, 2).local(2, 1).column_spatial(4, 8).local(2, 1)", "local(1, 2).local(2, 1).spatial(8, 4).local(1, 2)", 16, 16, 64, 32},
+       "local(2, 2).local(2, 1).column_spatial(4, 8).local(2, 1)",
+       "local(1, 2).local(2, 1).spatial(8, 4).local(1, 2)", 16, 16, 64, 32},
       {"mma_bf16", "bf16", "f32", "spatial(2, 1).column_local(2, 2).spatial(8, 4).local(1, 2)",
-       "replicate(2).local(2, 1).column_spatial(4, 8).local(2, 1)", "spatial(2, 1).local(2, 1).spatial(8, 4).local(1, 2)", 32, 8, 16, 64},
+       "replicate(2).local(2, 1).column_spatial(4, 8).local(2, 1)",
+       "spatial(2, 1).local(2, 1).spatial(8, 4).local(1, 2)", 32, 8, 16, 64},
       {"mma_i8", "i8", "i32", "column_local(2, 2).spatial(8, 4).local(1, 4)",
-       "local(2, 1).column_spatial(4, 8).local(4, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16, 8, 32, 32},
+       "local(2, 1).column_spatial(4, 8).local(4, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16,
+       8, 32, 32},
       {"mma_e4m3", "f8e4m3", "f32", "column_local(2, 2).spatial(8, 4).local(1, 4)",
-       "local(2, 1).column_spatial(4, 8).local(4, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16, 8, 32, 32},
+       "local(2, 1).column_spatial(4, 8).local(4, 1)", "local(2, 1).spatial(8, 4).local(1, 2)", 16,
+       8, 32, 32},
       {"thread_f32", "f32", "f32", "spatial(4, 1).replicate(8).local(4, 16)",
        "replicate(4).spatial(1, 8).local(16, 1)", "spatial(4, 8).local(4, 1)", 16, 8, 16, 32},
       {"thread_f64", "f64", "f64", "spatial(4, 1).replicate(8).local(4, 16)",
@@ -464,9 +502,12 @@ TEST_CASE("gpu: Dot through mma.sync, per thread and through shared memory") {
   };
   for (const DotSpec &d : specs) {
     std::stringstream s;
-    s << "def dot<1>(" << d.ab << "* a_ptr, " << d.ab << "* b_ptr, " << d.cd << "* c_ptr, " << d.cd << "* d_ptr) threads=" << d.threads << ":\n"
-      << "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[" << d.m << ", " << d.k << "]), layout=" << d.la << ")\n"
-      << "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[" << d.k << ", " << d.n << "]), layout=" << d.lb << ")\n"
+    s << "def dot<1>(" << d.ab << "* a_ptr, " << d.ab << "* b_ptr, " << d.cd << "* c_ptr, " << d.cd
+      << "* d_ptr) threads=" << d.threads << ":\n"
+      << "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[" << d.m << ", " << d.k
+      << "]), layout=" << d.la << ")\n"
+      << "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[" << d.k << ", " << d.n
+      << "]), layout=" << d.lb << ")\n"
       << "    gc = ViewGlobal(c_ptr, shape=[" << d.m << ", " << d.n << "])\n"
       << "    c = LoadGlobal(gc, layout=" << d.lc << ")\n"
       << "    StoreGlobal(Dot(a, b, c), ViewGlobal(d_ptr, shape=[" << d.m << ", " << d.n << "]))\n";
@@ -474,7 +515,8 @@ TEST_CASE("gpu: Dot through mma.sync, per thread and through shared memory") {
     Case c;
     c.name = std::string("dot_") + d.name;
     c.source = s.str();
-    c.buffers = {{"a_ptr", ab, d.m * d.k, Fill::Moderate}, {"b_ptr", ab, d.k * d.n, Fill::Moderate},
+    c.buffers = {{"a_ptr", ab, d.m * d.k, Fill::Moderate},
+                 {"b_ptr", ab, d.k * d.n, Fill::Moderate},
                  {"c_ptr", cd, d.m * d.n, Fill::Moderate},
                  {"d_ptr", cd, d.m * d.n, Fill::Zero, 0, cd == DataType::f16() ? 2e-3 : 1e-5}};
     runCase(c);
@@ -498,7 +540,8 @@ def misc<2, 3, 4>(i32* o_ptr, f32* f_ptr) threads=64:
     z = AllocateRegister(f32, layout=spatial(8, 8).local(1, 2), init=2.5)
     StoreGlobal(Where(Gt(j, 3.0), j, z), ViewGlobal(f_ptr, shape=[2, 3, 4, 8, 16]), offset=[bx, by, bz, 0:, 0:])
 )";
-  c.buffers = {{"o_ptr", DataType::i32(), 24 * 128, Fill::Zero}, {"f_ptr", DataType::f32(), 24 * 128, Fill::Zero}};
+  c.buffers = {{"o_ptr", DataType::i32(), 24 * 128, Fill::Zero},
+               {"f_ptr", DataType::f32(), 24 * 128, Fill::Zero}};
   runCase(c);
 }
 
@@ -544,7 +587,8 @@ TEST_CASE("gpu: the library's programs") {
   {
     Case c{"vector_add", programText("vector_add.tasm")};
     c.scalars = {{"n", 1000}};
-    c.buffers = {{"x_ptr", DataType::f32(), 1000, Fill::Random}, {"y_ptr", DataType::f32(), 1000, Fill::Random},
+    c.buffers = {{"x_ptr", DataType::f32(), 1000, Fill::Random},
+                 {"y_ptr", DataType::f32(), 1000, Fill::Random},
                  {"z_ptr", DataType::f32(), 1000, Fill::Zero}};
     runCase(c);
   }
@@ -563,14 +607,17 @@ TEST_CASE("gpu: the library's programs") {
     REQUIRE(at != std::string::npos);
     size_t end = swizzled.find(")", at);
     std::string dims = swizzled.substr(at + from.size(), swizzled.find("]", at) - at - from.size());
-    swizzled.replace(at, end - at + 1, from + dims + "], layout=swizzle(row_major(STAGES, " + dims + "), 3, 3, 6))");
+    swizzled.replace(at, end - at + 1,
+                     from + dims + "], layout=swizzle(row_major(STAGES, " + dims + "), 3, 3, 6))");
   }
-  for (auto [m, n, k, text] : {std::tuple{64, 64, 64, programText("matmul_f16_pipelined.tasm")},
-                               std::tuple{100, 72, 40, programText("matmul_f16_pipelined.tasm")},
-                               std::tuple{100, 72, 40, swizzled}, std::tuple{128, 64, 96, swizzled}}) {
+  for (auto [m, n, k, text] :
+       {std::tuple{64, 64, 64, programText("matmul_f16_pipelined.tasm")},
+        std::tuple{100, 72, 40, programText("matmul_f16_pipelined.tasm")},
+        std::tuple{100, 72, 40, swizzled}, std::tuple{128, 64, 96, swizzled}}) {
     Case c{"pipelined_" + std::to_string(m) + "_" + std::to_string(k), text};
     c.scalars = {{"m", uint64_t(m)}, {"n", uint64_t(n)}, {"k", uint64_t(k)}};
-    c.buffers = {{"a_ptr", DataType::f16(), m * k, Fill::Moderate}, {"b_ptr", DataType::f16(), k * n, Fill::Moderate},
+    c.buffers = {{"a_ptr", DataType::f16(), m * k, Fill::Moderate},
+                 {"b_ptr", DataType::f16(), k * n, Fill::Moderate},
                  {"c_ptr", DataType::f16(), m * n, Fill::Zero, 0, 2e-3}};
     runCase(c);
   }
@@ -588,13 +635,15 @@ TEST_CASE("gpu: the library's programs") {
   }
   {
     Case c{"bf16_u4", programText("variants/matmul_bf16_u4_2warps.tasm")};
-    c.buffers = {{"a_ptr", DataType::bf16(), 256 * 256, Fill::Moderate}, {"b_ptr", DataType::u(4), 256 * 256, Fill::Random},
+    c.buffers = {{"a_ptr", DataType::bf16(), 256 * 256, Fill::Moderate},
+                 {"b_ptr", DataType::u(4), 256 * 256, Fill::Random},
                  {"c_ptr", DataType::bf16(), 256 * 256, Fill::Zero, 0, 1e-2}};
     runCase(c);
   }
   {
     Case c{"f32_u2", programText("variants/matmul_f32_u2.tasm")};
-    c.buffers = {{"a_ptr", DataType::f32(), 128 * 128, Fill::Moderate}, {"b_ptr", DataType::u(2), 128 * 128, Fill::Random},
+    c.buffers = {{"a_ptr", DataType::f32(), 128 * 128, Fill::Moderate},
+                 {"b_ptr", DataType::u(2), 128 * 128, Fill::Random},
                  {"c_ptr", DataType::f32(), 128 * 128, Fill::Zero, 0, 5e-4}};
     runCase(c);
   }

@@ -69,7 +69,8 @@ TEST_CASE("LayoutMap: primary threads are the first owners, owns() matches owner
       // t is primary iff every element it holds has t as its first owner
       bool allFirst = true;
       for (int64_t i = 0; i < map.locals(); ++i)
-        allFirst = allFirst && owners[size_t(layout.applyLinear(t, i))].front() == std::make_pair(t, i);
+        allFirst =
+            allFirst && owners[size_t(layout.applyLinear(t, i))].front() == std::make_pair(t, i);
       CHECK(map.isPrimary(t) == allFirst);
     }
     // owns(t, x) iff (t, i) is in x's owner list for some i

@@ -1,0 +1,357 @@
+// LoadGlobal and StoreGlobal: register tiles to and from global memory.
+//
+// Slot (t, i) addresses tile index x = S(t) + Loc(i) (layout_map.h): the thread part is
+// computed once per instruction, the local part is a constant per slot, so each element costs
+// one add and a bounds test against constants (outside the tensor: loads give 0, stores are
+// dropped; only primary owners store replicated elements).
+//
+// Consecutive local slots that hold consecutive elements of a dimension with a constant unit
+// stride form groups of 4, 8 or 16 bytes. Each group is one predicated inline-PTX access
+// (`@p ld.global.v4.b32`, destination zeroed first; `@p st.global.v4.b32`) predicated on "whole
+// group in bounds and address aligned" (the pointer's alignment is only known at run time); a
+// normally untaken branch handles partial or misaligned groups element by element. Single
+// elements are predicated accesses too, so the common path has no branch, and inline PTX keeps
+// LLVM from splitting the vectors again. Sub-byte elements go through loadElement /
+// storeElement (lower_memory.cpp).
+#include "jit/memory_util.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+namespace tilus::jit {
+
+namespace {
+
+llvm::Value *sum(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  return addFolded(b, x, y);
+}
+llvm::Value *product(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  return mulFolded(b, x, y);
+}
+
+} // namespace
+
+namespace {
+
+/// Per-thread addressing of a global tile for a register layout.
+struct GlobalAccess {
+  llvm::Value *threadBase;           // i64 element offset of x = S(t)
+  std::vector<llvm::Value *> lo, hi; // bounds on Loc_k (thread part subtracted)
+  std::vector<llvm::Value *> stride;
+  llvm::Value *valid;
+};
+
+GlobalAccess globalAccess(Codegen &cg, const GlobalTile &tile, const LayoutMap &map) {
+  llvm::IRBuilder<> &b = cg.b;
+  const std::vector<llvm::Value *> &s = cg.threadPart(map);
+  GlobalAccess a;
+  a.threadBase = tile.base;
+  a.valid = tile.valid;
+  a.stride = tile.stride;
+  for (int k = 0; k < map.rank(); ++k) {
+    a.threadBase = sum(b, a.threadBase, product(b, s[size_t(k)], tile.stride[size_t(k)]));
+    a.lo.push_back(b.CreateSub(tile.lo[size_t(k)], s[size_t(k)]));
+    a.hi.push_back(b.CreateSub(tile.hi[size_t(k)], s[size_t(k)]));
+  }
+  return a;
+}
+
+llvm::Value *inBounds(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc, int rank) {
+  llvm::Value *ok = a.valid;
+  for (int k = 0; k < rank; ++k) {
+    llvm::Value *c = b.getInt64(uint64_t(loc[k]));
+    ok = b.CreateAnd(
+        ok, b.CreateAnd(b.CreateICmpSLE(a.lo[size_t(k)], c), b.CreateICmpSGT(a.hi[size_t(k)], c)));
+  }
+  return ok;
+}
+
+llvm::Value *elementOffset(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc,
+                           int rank) {
+  llvm::Value *e = a.threadBase;
+  for (int k = 0; k < rank; ++k)
+    if (loc[k] != 0)
+      e = sum(b, e, product(b, b.getInt64(uint64_t(loc[k])), a.stride[size_t(k)]));
+  return e;
+}
+
+} // namespace
+
+namespace {
+
+/// Predicated global load of `bytes` bytes (1, 2, 4, 8 or 16) at `addr` as inline PTX: the
+/// result is zero when `pred` is false. Loads of 4 bytes and more are vectors of 32-bit words.
+/// Returns the loaded bytes as 32-bit words (or one i16 for 1 and 2 bytes).
+std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
+                                         int bytes) {
+  int words = bytes >= 4 ? bytes / 4 : 1;
+  bool narrow = bytes < 4;
+  std::string regs, zero;
+  std::string constraints;
+  for (int w = 0; w < words; ++w) {
+    regs += (w ? ", $" : "$") + std::to_string(w);
+    zero += "mov.b" + std::string(narrow ? "16" : "32") + " $" + std::to_string(w) + ", 0; ";
+    constraints += narrow ? "=h," : "=r,";
+  }
+  std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
+  std::string vec = words == 1 ? "" : "v" + std::to_string(words) + ".";
+  std::string load = "ld.global." + vec + type + " " + (words == 1 ? regs : "{" + regs + "}") +
+                     ", [$" + std::to_string(words) + "];";
+  bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
+  std::string text;
+  if (always) {
+    text = load;
+    constraints += "l";
+  } else {
+    text = "{ .reg .pred p; setp.ne.b32 p, $" + std::to_string(words + 1) + ", 0; " + zero + "@p " +
+           load + " }";
+    constraints += "l,r";
+  }
+  llvm::Type *wordType = narrow ? b.getInt16Ty() : b.getInt32Ty();
+  llvm::Type *ret = wordType;
+  if (words > 1)
+    ret = llvm::StructType::get(b.getContext(), std::vector<llvm::Type *>(size_t(words), wordType));
+  std::vector<llvm::Type *> params = {b.getInt64Ty()};
+  std::vector<llvm::Value *> args = {b.CreatePtrToInt(addr, b.getInt64Ty())};
+  if (!always) {
+    params.push_back(b.getInt32Ty());
+    args.push_back(b.CreateZExt(pred, b.getInt32Ty()));
+  }
+  auto *asmType = llvm::FunctionType::get(ret, params, false);
+  llvm::InlineAsm *ia = llvm::InlineAsm::get(asmType, text, constraints, /*hasSideEffects=*/true);
+  llvm::Value *r = b.CreateCall(ia, args);
+  std::vector<llvm::Value *> out;
+  for (int w = 0; w < words; ++w)
+    out.push_back(words == 1 ? r : b.CreateExtractValue(r, unsigned(w)));
+  return out;
+}
+
+/// Predicated global store of the words (i32, or one i16 / i8 value) at `addr`.
+void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
+                    const std::vector<llvm::Value *> &words, int bytes) {
+  int n = int(words.size());
+  bool narrow = bytes < 4;
+  std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
+  std::string vec = n == 1 ? "" : "v" + std::to_string(n) + ".";
+  bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
+  int first = always ? 1 : 2; // operand number of the first value
+  std::string regs;
+  for (int w = 0; w < n; ++w)
+    regs += (w ? ", $" : "$") + std::to_string(first + w);
+  std::string store = "st.global." + vec + type + " [$" + std::to_string(first - 1) + "], " +
+                      (n == 1 ? regs : "{" + regs + "}") + ";";
+  std::string text = always ? store : "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p " + store + " }";
+  std::string constraints = always ? "l" : "r,l";
+  std::vector<llvm::Type *> params;
+  std::vector<llvm::Value *> args;
+  if (!always) {
+    params.push_back(b.getInt32Ty());
+    args.push_back(b.CreateZExt(pred, b.getInt32Ty()));
+  }
+  params.push_back(b.getInt64Ty());
+  args.push_back(b.CreatePtrToInt(addr, b.getInt64Ty()));
+  for (llvm::Value *w : words) {
+    llvm::Value *v = narrow ? b.CreateZExtOrTrunc(w, b.getInt16Ty()) : w;
+    params.push_back(v->getType());
+    args.push_back(v);
+    constraints += narrow ? ",h" : ",r";
+  }
+  auto *asmType = llvm::FunctionType::get(b.getVoidTy(), params, false);
+  b.CreateCall(llvm::InlineAsm::get(asmType, text, constraints, true), args);
+}
+
+/// Split 32-bit words (or one i16) into `count` elements of type t (little-endian).
+std::vector<llvm::Value *> wordsToElements(Codegen &cg, const std::vector<llvm::Value *> &words,
+                                           int bytes, DataType t, int64_t count) {
+  llvm::IRBuilder<> &b = cg.b;
+  int es = t.storageBits() / 8;
+  std::vector<llvm::Value *> out;
+  if (bytes < 4) { // one element of 1 or 2 bytes
+    llvm::Value *v = b.CreateTrunc(words[0], b.getIntNTy(unsigned(es * 8)));
+    out.push_back(t.isBool() ? b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0))
+                             : cg.fromBits(v, t));
+    return out;
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t byte = j * es;
+    llvm::Value *v;
+    if (es == 8) {
+      llvm::Value *lo = b.CreateZExt(words[size_t(byte / 4)], b.getInt64Ty());
+      llvm::Value *hi = b.CreateZExt(words[size_t(byte / 4 + 1)], b.getInt64Ty());
+      v = b.CreateOr(lo, b.CreateShl(hi, 32));
+    } else {
+      llvm::Value *w = words[size_t(byte / 4)];
+      v = b.CreateTrunc(b.CreateLShr(w, uint64_t((byte % 4) * 8)), b.getIntNTy(unsigned(es * 8)));
+    }
+    out.push_back(t.isBool() ? b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0))
+                             : cg.fromBits(v, t));
+  }
+  return out;
+}
+
+/// Pack `values` (elements of type t) into 32-bit words (or one i16 / i8 below 4 bytes).
+std::vector<llvm::Value *> elementsToWords(Codegen &cg, const std::vector<llvm::Value *> &values,
+                                           DataType t) {
+  llvm::IRBuilder<> &b = cg.b;
+  int es = t.storageBits() / 8;
+  int bytes = es * int(values.size());
+  auto bitsOf = [&](llvm::Value *v) {
+    return t.isBool() ? b.CreateZExt(v, b.getInt8Ty()) : cg.toBits(v, t);
+  };
+  if (bytes < 4)
+    return {bitsOf(values[0])};
+  std::vector<llvm::Value *> words(size_t(bytes / 4), b.getInt32(0));
+  for (size_t j = 0; j < values.size(); ++j) {
+    int64_t byte = int64_t(j) * es;
+    llvm::Value *bits = bitsOf(values[j]);
+    if (es == 8) {
+      words[size_t(byte / 4)] = b.CreateTrunc(bits, b.getInt32Ty());
+      words[size_t(byte / 4 + 1)] = b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty());
+      continue;
+    }
+    llvm::Value *w = b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), uint64_t((byte % 4) * 8));
+    words[size_t(byte / 4)] = b.CreateOr(words[size_t(byte / 4)], w);
+  }
+  return words;
+}
+
+bool nativeAccess(DataType t) { return t.storageBits() % 8 == 0 && t.storageBits() <= 64; }
+
+} // namespace
+
+Status Codegen::lowerLoadGlobal(const Instruction &inst) {
+  VarId r = inst.results[0];
+  const LayoutMap &map = layoutOf(r);
+  GlobalView view = readGlobal(inst.arg("g").var);
+  GlobalTile tile = globalTile(view, inst.arg("offset"));
+  if (int(tile.lo.size()) != map.rank())
+    return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+  DataType t = tile.dtype;
+  GlobalAccess a = globalAccess(*this, tile, map);
+  std::vector<llvm::Value *> slots(size_t(map.locals()));
+  int rank = map.rank();
+  std::vector<bool> unit(static_cast<size_t>(rank));
+  for (int k = 0; k < rank; ++k)
+    unit[size_t(k)] = isConstOne(a.stride[size_t(k)]);
+  int es = t.storageBits() / 8;
+  int width = nativeAccess(t) ? vectorWidth(es, map.locals()) : 1;
+  auto elementLoad = [&](int64_t i, llvm::Value *extra) {
+    const int64_t *loc = map.localPart(i);
+    llvm::Value *ok = inBounds(b, a, loc, rank);
+    if (extra)
+      ok = b.CreateAnd(ok, extra);
+    llvm::Value *elem = elementOffset(b, a, loc, rank);
+    if (!nativeAccess(t))
+      return guarded(*this, ok, zeroOf(t), [&] { return loadElement(tile.ptr, elem, t); });
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
+    return wordsToElements(*this, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
+  };
+  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
+    if (g.count == 1) {
+      slots[size_t(g.first)] = elementLoad(g.first, nullptr);
+      continue;
+    }
+    // One vector load when the whole group is in bounds and aligned; the elements one by one
+    // (a branch that is normally not taken) when only part of it is in bounds or the address
+    // is misaligned.
+    const int64_t *first = map.localPart(g.first);
+    const int64_t *last = map.localPart(g.first + g.count - 1);
+    llvm::Value *elem = elementOffset(b, a, first, rank);
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
+    int bytes = es * int(g.count);
+    llvm::Value *aligned = b.CreateICmpEQ(
+        b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), constI64(bytes - 1)), constI64(0));
+    llvm::Value *firstIn = inBounds(b, a, first, rank), *lastIn = inBounds(b, a, last, rank);
+    llvm::Value *fast = b.CreateAnd(b.CreateAnd(firstIn, lastIn), aligned);
+    std::vector<llvm::Value *> fastVals =
+        wordsToElements(*this, asmLoadGlobal(b, addr, fast, bytes), bytes, t, g.count);
+    llvm::Value *slow = b.CreateNot(fast); // some element may still be in bounds
+    llvm::Function *fn = b.GetInsertBlock()->getParent();
+    llvm::BasicBlock *from = b.GetInsertBlock();
+    llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "ldg.elem", fn);
+    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "ldg.end", fn);
+    b.CreateCondBr(slow, slowBlock, join);
+    b.SetInsertPoint(slowBlock);
+    std::vector<llvm::Value *> slowVals;
+    for (int64_t j = 0; j < g.count; ++j)
+      slowVals.push_back(elementLoad(g.first + j, nullptr));
+    llvm::BasicBlock *slowEnd = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    for (int64_t j = 0; j < g.count; ++j) {
+      llvm::PHINode *phi = b.CreatePHI(elemType(t), 2);
+      phi->addIncoming(fastVals[size_t(j)], from);
+      phi->addIncoming(slowVals[size_t(j)], slowEnd);
+      slots[size_t(g.first + j)] = phi;
+    }
+  }
+  writeRegister(r, slots);
+  return Status::success();
+}
+
+Status Codegen::lowerStoreGlobal(const Instruction &inst) {
+  VarId src = inst.arg("r").var;
+  if (src == kNoId)
+    return error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
+  const LayoutMap &map = layoutOf(src);
+  std::vector<llvm::Value *> slots = readRegister(src);
+  GlobalView view = readGlobal(inst.arg("g").var);
+  GlobalTile tile = globalTile(view, inst.arg("offset"));
+  if (int(tile.lo.size()) != map.rank())
+    return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+  DataType t = tile.dtype;
+  DataType st = info.vars[src].dtype;
+  for (llvm::Value *&v : slots)
+    v = convert(v, st, t);
+  GlobalAccess a = globalAccess(*this, tile, map);
+  a.valid = b.CreateAnd(a.valid, isPrimary(map));
+  int rank = map.rank();
+  std::vector<bool> unit(static_cast<size_t>(rank));
+  for (int k = 0; k < rank; ++k)
+    unit[size_t(k)] = isConstOne(a.stride[size_t(k)]);
+  int es = t.storageBits() / 8;
+  int width = nativeAccess(t) ? vectorWidth(es, map.locals()) : 1;
+  auto elementStore = [&](int64_t i) {
+    const int64_t *loc = map.localPart(i);
+    llvm::Value *ok = inBounds(b, a, loc, rank);
+    llvm::Value *elem = elementOffset(b, a, loc, rank);
+    if (!nativeAccess(t)) {
+      guarded(*this, ok, nullptr, [&]() -> llvm::Value * {
+        storeElement(tile.ptr, elem, t, slots[size_t(i)]);
+        return nullptr;
+      });
+      return;
+    }
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
+    asmStoreGlobal(b, addr, ok, elementsToWords(*this, {slots[size_t(i)]}, t), es);
+  };
+  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
+    if (g.count == 1) {
+      elementStore(g.first);
+      continue;
+    }
+    const int64_t *first = map.localPart(g.first);
+    const int64_t *last = map.localPart(g.first + g.count - 1);
+    llvm::Value *elem = elementOffset(b, a, first, rank);
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
+    int bytes = es * int(g.count);
+    llvm::Value *aligned = b.CreateICmpEQ(
+        b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), constI64(bytes - 1)), constI64(0));
+    llvm::Value *firstIn = inBounds(b, a, first, rank), *lastIn = inBounds(b, a, last, rank);
+    llvm::Value *fast = b.CreateAnd(b.CreateAnd(firstIn, lastIn), aligned);
+    std::vector<llvm::Value *> values(slots.begin() + g.first, slots.begin() + g.first + g.count);
+    asmStoreGlobal(b, addr, fast, elementsToWords(*this, values, t), bytes);
+    llvm::Value *slow = b.CreateNot(fast); // some element may still be in bounds
+    llvm::Function *fn = b.GetInsertBlock()->getParent();
+    llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "stg.elem", fn);
+    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "stg.end", fn);
+    b.CreateCondBr(slow, slowBlock, join);
+    b.SetInsertPoint(slowBlock);
+    for (int64_t j = 0; j < g.count; ++j)
+      elementStore(g.first + j);
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+  }
+  return Status::success();
+}
+
+} // namespace tilus::jit
