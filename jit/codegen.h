@@ -146,6 +146,9 @@ public:
   /// An arithmetic, bitwise, comparison or logical operator applied in type t, with
   /// applyScalarOp's semantics (isa/scalar_eval.h). Comparisons return i1.
   llvm::Value *applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y);
+  llvm::Value *compareOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y);
+  llvm::Value *floatOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y);
+  llvm::Value *intOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y);
   /// NaN results replaced by the canonical NaN of t (identity for non-floats).
   llvm::Value *canonicalizeNaN(llvm::Value *v, DataType t);
 

@@ -169,166 +169,202 @@ llvm::Value *multiplyAdd(Codegen &cg, DataType acc, llvm::Value *sum, llvm::Valu
 
 } // namespace
 
+namespace {
+
+/// The operands of one Dot, read once.
+struct DotOperands {
+  const VarType *ta, *tb, *td;
+  const LayoutMap *ma, *mb, *md;
+  DataType dd;
+  int64_t kDim;
+  std::vector<llvm::Value *> a, b, c; // c gathered into d's slots
+};
+
+/// Path 1: one mma per (outer C tile, k tile).
+std::vector<llvm::Value *> dotMma(Codegen &cg, const DotOperands &op, const MmaPlan &plan) {
+  llvm::IRBuilder<> &b = cg.b;
+  const MmaKind &kind = plan.kind;
+  int perReg = kind.perReg;
+  int aSlots = 4 * perReg, bSlots = 2 * perReg;
+  llvm::Type *accType = cg.elemType(kind.acc);
+  llvm::FunctionType *ft;
+  llvm::Value *callee;
+  if (kind.id != llvm::Intrinsic::not_intrinsic) {
+    llvm::Function *f = llvm::Intrinsic::getDeclaration(&cg.mod, kind.id);
+    ft = f->getFunctionType();
+    callee = f;
+  } else {
+    std::vector<llvm::Type *> params(6, b.getInt32Ty());
+    params.insert(params.end(), 4, accType);
+    llvm::Type *ret = llvm::StructType::get(cg.ctx, std::vector<llvm::Type *>(4, accType));
+    ft = llvm::FunctionType::get(ret, params, false);
+    callee = llvm::InlineAsm::get(ft, kind.ptx, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", false);
+  }
+  // Accumulators in the mma's type; f16 results are rounded once at the end.
+  std::vector<llvm::Value *> out;
+  for (llvm::Value *v : op.c)
+    out.push_back(cg.convert(v, op.dd, kind.acc));
+  auto slice = [](const std::vector<llvm::Value *> &v, int64_t first, int n) {
+    return std::vector<llvm::Value *>(v.begin() + first, v.begin() + first + n);
+  };
+  for (int64_t oc = 0; oc < plan.outerC; ++oc) {
+    for (const auto &[sa, sb] : plan.steps[size_t(oc)]) {
+      std::vector<llvm::Value *> args;
+      unsigned p = 0;
+      for (int j = 0; j < 4; ++j, ++p)
+        args.push_back(packRegister(cg, ft->getParamType(p),
+                                    slice(op.a, sa * aSlots + j * perReg, perReg), op.ta->dtype));
+      for (int j = 0; j < 2; ++j, ++p)
+        args.push_back(packRegister(cg, ft->getParamType(p),
+                                    slice(op.b, sb * bSlots + j * perReg, perReg), op.tb->dtype));
+      for (int j = 0; j < 4; ++j)
+        args.push_back(out[size_t(oc * 4 + j)]);
+      llvm::Value *res = b.CreateCall(ft, callee, args);
+      for (unsigned j = 0; j < 4; ++j)
+        out[size_t(oc * 4 + j)] = b.CreateExtractValue(res, j);
+    }
+  }
+  for (llvm::Value *&v : out)
+    v = cg.convert(v, kind.acc, op.dd);
+  return out;
+}
+
+/// Path 2: the a and b slots of every (d slot, k) when they are the same in every thread.
+std::optional<std::vector<std::vector<std::pair<int64_t, int64_t>>>>
+planPerThread(const DotOperands &op) {
+  const LayoutMap &ma = *op.ma, &mb = *op.mb, &md = *op.md;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> steps(size_t(md.locals()));
+  int64_t x[2];
+  for (int64_t t = 0; t < md.threads(); ++t) {
+    for (int64_t i = 0; i < md.locals(); ++i) {
+      md.apply(t, i, x);
+      for (int64_t k = 0; k < op.kDim; ++k) {
+        int64_t ai[2] = {x[0], k}, bi[2] = {k, x[1]};
+        if (t >= ma.threads() || t >= mb.threads() || !ma.owns(t, ai) || !mb.owns(t, bi))
+          return std::nullopt;
+        std::pair<int64_t, int64_t> s{ma.localSlotOf(ai), mb.localSlotOf(bi)};
+        if (t == 0)
+          steps[size_t(i)].push_back(s);
+        else if (steps[size_t(i)][size_t(k)] != s)
+          return std::nullopt;
+      }
+    }
+  }
+  return steps;
+}
+
+std::vector<llvm::Value *>
+dotPerThread(Codegen &cg, const DotOperands &op,
+             const std::vector<std::vector<std::pair<int64_t, int64_t>>> &steps) {
+  DataType acc = accumulationType(op.dd);
+  std::vector<llvm::Value *> out(op.c.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    llvm::Value *sum = cg.convert(op.c[i], op.dd, acc);
+    for (const auto &[sa, sb] : steps[i])
+      sum = multiplyAdd(cg, acc, sum, cg.convert(op.a[size_t(sa)], op.ta->dtype, acc),
+                        cg.convert(op.b[size_t(sb)], op.tb->dtype, acc));
+    out[i] = cg.convert(sum, acc, op.dd);
+  }
+  return out;
+}
+
+/// Path 3: a and b staged row-major in the scratch area; each thread reduces over k.
+Expected<std::vector<llvm::Value *>> dotScratch(Codegen &cg, const Instruction &inst,
+                                                const DotOperands &op, VarId va, VarId vb) {
+  llvm::IRBuilder<> &b = cg.b;
+  DataType acc = accumulationType(op.dd);
+  DataType da = op.ta->dtype, db = op.tb->dtype;
+  int bytesA = da.storageBits() % 8 == 0 ? da.storageBits() / 8 : 1;
+  int bytesB = db.storageBits() % 8 == 0 ? db.storageBits() / 8 : 1;
+  int64_t kDim = op.kDim, nDim = op.mb->shape()[1];
+  int64_t offsetB = op.ma->shape()[0] * kDim * bytesA;
+  if (offsetB + kDim * nDim * bytesB > cg.info.scratchBytes)
+    return cg.error(ErrorCode::Runtime, inst,
+                    "scratch area of " + std::to_string(cg.info.scratchBytes) +
+                        " bytes is too small for Dot");
+  cg.stageToScratch(va, op.a, 0, bytesA);
+  cg.stageToScratch(vb, op.b, offsetB, bytesB);
+  cg.barrier();
+  const LayoutMap &md = *op.md;
+  const std::vector<llvm::Value *> &s = cg.threadPart(md);
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  std::vector<llvm::Value *> out(size_t(md.locals()));
+  for (int64_t i = 0; i < md.locals(); ++i) {
+    llvm::Value *m = addFolded(b, s[0], cg.constI64(md.localPart(i)[0]));
+    llvm::Value *n = addFolded(b, s[1], cg.constI64(md.localPart(i)[1]));
+    llvm::Value *rowA = b.CreateMul(m, cg.constI64(kDim));
+    llvm::Value *sum = cg.convert(op.c[size_t(i)], op.dd, acc);
+    auto step = [&](llvm::Value *sumIn, llvm::Value *k) {
+      llvm::Value *x = cg.loadScratchElement(b.CreateAdd(rowA, k), 0, bytesA, da);
+      llvm::Value *y = cg.loadScratchElement(b.CreateAdd(b.CreateMul(k, cg.constI64(nDim)), n),
+                                             offsetB, bytesB, db);
+      return multiplyAdd(cg, acc, sumIn, cg.convert(x, da, acc), cg.convert(y, db, acc));
+    };
+    if (kDim <= 16) {
+      for (int64_t k = 0; k < kDim; ++k)
+        sum = step(sum, cg.constI64(k));
+      out[size_t(i)] = cg.convert(sum, acc, op.dd);
+      continue;
+    }
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    llvm::BasicBlock *loop = llvm::BasicBlock::Create(cg.ctx, "dot.k", fn);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(cg.ctx, "dot.k.end", fn);
+    b.CreateBr(loop);
+    b.SetInsertPoint(loop);
+    llvm::PHINode *k = b.CreatePHI(b.getInt64Ty(), 2);
+    llvm::PHINode *phi = b.CreatePHI(sum->getType(), 2);
+    k->addIncoming(cg.constI64(0), pre);
+    phi->addIncoming(sum, pre);
+    llvm::Value *next = step(phi, k);
+    llvm::Value *kn = b.CreateAdd(k, cg.constI64(1));
+    k->addIncoming(kn, b.GetInsertBlock());
+    phi->addIncoming(next, b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpSLT(kn, cg.constI64(kDim)), loop, exit);
+    b.SetInsertPoint(exit);
+    out[size_t(i)] = cg.convert(next, acc, op.dd);
+  }
+  cg.barrier();
+  return out;
+}
+
+} // namespace
+
 Status Codegen::lowerDot(const Instruction &inst) {
   VarId va = inst.arg("a").var, vb = inst.arg("b").var, vc = inst.arg("c").var;
   VarId vd = inst.results[0];
   if (va == kNoId || vb == kNoId || vc == kNoId)
     return error(ErrorCode::Scope, inst, "Dot operands must be register tensors");
-  const VarType &ta = info.vars[va], &tb = info.vars[vb], &td = info.vars[vd];
-  const LayoutMap &ma = layoutOf(va), &mb = layoutOf(vb), &md = layoutOf(vd);
-  if (ma.rank() != 2 || mb.rank() != 2 || md.rank() != 2)
+  DotOperands op;
+  op.ta = &info.vars[va];
+  op.tb = &info.vars[vb];
+  op.td = &info.vars[vd];
+  op.ma = &layoutOf(va);
+  op.mb = &layoutOf(vb);
+  op.md = &layoutOf(vd);
+  if (op.ma->rank() != 2 || op.mb->rank() != 2 || op.md->rank() != 2)
     return error(ErrorCode::DotShape, inst, "Dot operands must have rank 2");
-  int64_t kDim = ma.shape()[1];
-  DataType dd = td.dtype;
-  // c gathered into d's slots (d's owners own c).
-  Expected<std::vector<llvm::Value *>> cSlots = operandSlots(inst, inst.arg("c"), md, dd);
-  if (!cSlots)
-    return cSlots.takeStatus();
-  std::vector<llvm::Value *> aVals = readRegister(va), bVals = readRegister(vb);
-
-  // 1. tensor cores
-  if (std::optional<MmaPlan> plan = planMma(*ta.layout, *tb.layout, *td.layout, ta.dtype, tb.dtype,
-                                            dd, int64_t(info.threads), opts.smVersion)) {
-    const MmaKind &kind = plan->kind;
-    int perReg = kind.perReg;
-    int aSlots = 4 * perReg, bSlots = 2 * perReg;
-    llvm::Type *i32 = b.getInt32Ty();
-    llvm::Type *accType = elemType(kind.acc);
-    llvm::FunctionType *ft;
-    llvm::Value *callee;
-    if (kind.id != llvm::Intrinsic::not_intrinsic) {
-      llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, kind.id);
-      ft = f->getFunctionType();
-      callee = f;
-    } else {
-      std::vector<llvm::Type *> params(6, i32);
-      params.insert(params.end(), 4, accType);
-      llvm::Type *ret = llvm::StructType::get(ctx, std::vector<llvm::Type *>(4, accType));
-      ft = llvm::FunctionType::get(ret, params, false);
-      callee = llvm::InlineAsm::get(ft, kind.ptx, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", false);
-    }
-    // Accumulators in the mma's type; f16 results are rounded once at the end.
-    std::vector<llvm::Value *> out;
-    for (llvm::Value *v : *cSlots)
-      out.push_back(convert(v, dd, kind.acc));
-    auto slice = [](const std::vector<llvm::Value *> &v, int64_t first, int n) {
-      return std::vector<llvm::Value *>(v.begin() + first, v.begin() + first + n);
-    };
-    for (int64_t oc = 0; oc < plan->outerC; ++oc) {
-      llvm::Value *d[4];
-      for (int j = 0; j < 4; ++j)
-        d[j] = out[size_t(oc * 4 + j)];
-      for (const auto &[sa, sb] : plan->steps[size_t(oc)]) {
-        std::vector<llvm::Value *> args;
-        unsigned p = 0;
-        for (int j = 0; j < 4; ++j, ++p)
-          args.push_back(packRegister(*this, ft->getParamType(p),
-                                      slice(aVals, sa * aSlots + j * perReg, perReg), ta.dtype));
-        for (int j = 0; j < 2; ++j, ++p)
-          args.push_back(packRegister(*this, ft->getParamType(p),
-                                      slice(bVals, sb * bSlots + j * perReg, perReg), tb.dtype));
-        for (llvm::Value *v : d)
-          args.push_back(v);
-        llvm::Value *res = b.CreateCall(ft, callee, args);
-        for (unsigned j = 0; j < 4; ++j)
-          d[j] = b.CreateExtractValue(res, j);
-      }
-      for (int j = 0; j < 4; ++j)
-        out[size_t(oc * 4 + j)] = d[j];
-    }
-    for (llvm::Value *&v : out)
-      v = convert(v, kind.acc, dd);
-    writeRegister(vd, out);
+  op.kDim = op.ma->shape()[1];
+  op.dd = op.td->dtype;
+  Expected<std::vector<llvm::Value *>> c = operandSlots(inst, inst.arg("c"), *op.md, op.dd);
+  if (!c)
+    return c.takeStatus();
+  op.c = std::move(*c);
+  op.a = readRegister(va);
+  op.b = readRegister(vb);
+  if (std::optional<MmaPlan> plan =
+          planMma(*op.ta->layout, *op.tb->layout, *op.td->layout, op.ta->dtype, op.tb->dtype, op.dd,
+                  int64_t(info.threads), opts.smVersion)) {
+    writeRegister(vd, dotMma(*this, op, *plan));
     return Status::success();
   }
-
-  DataType acc = accumulationType(dd);
-  // 2. per thread: a and b slots for every (d slot, k), the same in every thread.
-  bool perThread = true;
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> steps(size_t(md.locals()));
-  {
-    int64_t x[2];
-    for (int64_t t = 0; t < md.threads() && perThread; ++t) {
-      for (int64_t i = 0; i < md.locals() && perThread; ++i) {
-        md.apply(t, i, x);
-        for (int64_t k = 0; k < kDim && perThread; ++k) {
-          int64_t ai[2] = {x[0], k}, bi[2] = {k, x[1]};
-          if (t >= ma.threads() || t >= mb.threads() || !ma.owns(t, ai) || !mb.owns(t, bi)) {
-            perThread = false;
-            break;
-          }
-          std::pair<int64_t, int64_t> s{ma.localSlotOf(ai), mb.localSlotOf(bi)};
-          if (t == 0)
-            steps[size_t(i)].push_back(s);
-          else if (steps[size_t(i)][size_t(k)] != s)
-            perThread = false;
-        }
-      }
-    }
-  }
-  std::vector<llvm::Value *> out(size_t(md.locals()));
-  if (perThread) {
-    for (int64_t i = 0; i < md.locals(); ++i) {
-      llvm::Value *sum = convert((*cSlots)[size_t(i)], dd, acc);
-      for (const auto &[sa, sb] : steps[size_t(i)])
-        sum = multiplyAdd(*this, acc, sum, convert(aVals[size_t(sa)], ta.dtype, acc),
-                          convert(bVals[size_t(sb)], tb.dtype, acc));
-      out[size_t(i)] = convert(sum, acc, dd);
-    }
-    writeRegister(vd, out);
+  if (auto steps = planPerThread(op)) {
+    writeRegister(vd, dotPerThread(*this, op, *steps));
     return Status::success();
   }
-
-  // 3. through the scratch area
-  int bytesA = ta.dtype.storageBits() % 8 == 0 ? ta.dtype.storageBits() / 8 : 1;
-  int bytesB = tb.dtype.storageBits() % 8 == 0 ? tb.dtype.storageBits() / 8 : 1;
-  int64_t mDim = ma.shape()[0], nDim = mb.shape()[1];
-  int64_t offsetB = mDim * kDim * bytesA;
-  if (offsetB + kDim * nDim * bytesB > info.scratchBytes)
-    return error(ErrorCode::Runtime, inst,
-                 "scratch area of " + std::to_string(info.scratchBytes) +
-                     " bytes is too small for Dot");
-  stageToScratch(va, aVals, 0, bytesA);
-  stageToScratch(vb, bVals, offsetB, bytesB);
-  barrier();
-  const std::vector<llvm::Value *> &s = threadPart(md);
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
-  for (int64_t i = 0; i < md.locals(); ++i) {
-    llvm::Value *m = addFolded(b, s[0], constI64(md.localPart(i)[0]));
-    llvm::Value *n = addFolded(b, s[1], constI64(md.localPart(i)[1]));
-    llvm::Value *rowA = b.CreateMul(m, constI64(kDim));
-    llvm::Value *sum = convert((*cSlots)[size_t(i)], dd, acc);
-    auto step = [&](llvm::Value *sumIn, llvm::Value *k) {
-      llvm::Value *x = loadScratchElement(b.CreateAdd(rowA, k), 0, bytesA, ta.dtype);
-      llvm::Value *y = loadScratchElement(b.CreateAdd(b.CreateMul(k, constI64(nDim)), n), offsetB,
-                                          bytesB, tb.dtype);
-      return multiplyAdd(*this, acc, sumIn, convert(x, ta.dtype, acc), convert(y, tb.dtype, acc));
-    };
-    if (kDim <= 16) {
-      for (int64_t k = 0; k < kDim; ++k)
-        sum = step(sum, constI64(k));
-      out[size_t(i)] = convert(sum, acc, dd);
-      continue;
-    }
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx, "dot.k", fn);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "dot.k.end", fn);
-    b.CreateBr(loop);
-    b.SetInsertPoint(loop);
-    llvm::PHINode *k = b.CreatePHI(b.getInt64Ty(), 2);
-    llvm::PHINode *phi = b.CreatePHI(sum->getType(), 2);
-    k->addIncoming(constI64(0), pre);
-    phi->addIncoming(sum, pre);
-    llvm::Value *next = step(phi, k);
-    llvm::Value *kn = b.CreateAdd(k, constI64(1));
-    k->addIncoming(kn, b.GetInsertBlock());
-    phi->addIncoming(next, b.GetInsertBlock());
-    b.CreateCondBr(b.CreateICmpSLT(kn, constI64(kDim)), loop, exit);
-    b.SetInsertPoint(exit);
-    out[size_t(i)] = convert(next, acc, dd);
-  }
-  barrier();
-  writeRegister(vd, out);
+  Expected<std::vector<llvm::Value *>> out = dotScratch(*this, inst, op, va, vb);
+  if (!out)
+    return out.takeStatus();
+  writeRegister(vd, *out);
   return Status::success();
 }
 

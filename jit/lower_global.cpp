@@ -88,8 +88,12 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
   std::string regs, zero;
   std::string constraints;
   for (int w = 0; w < words; ++w) {
-    regs += (w ? ", $" : "$") + std::to_string(w);
-    zero += "mov.b" + std::string(narrow ? "16" : "32") + " $" + std::to_string(w) + ", 0; ";
+    std::string reg = "$" + std::to_string(w);
+    regs += w ? ", " : "";
+    regs += reg;
+    zero += narrow ? "mov.b16 " : "mov.b32 ";
+    zero += reg;
+    zero += ", 0; ";
     constraints += narrow ? "=h," : "=r,";
   }
   std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
@@ -136,7 +140,8 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
   int first = always ? 1 : 2; // operand number of the first value
   std::string regs;
   for (int w = 0; w < n; ++w)
-    regs += (w ? ", $" : "$") + std::to_string(first + w);
+    regs += w ? ", $" : "$";
+  regs += std::to_string(first + w);
   std::string store = "st.global." + vec + type + " [$" + std::to_string(first - 1) + "], " +
                       (n == 1 ? regs : "{" + regs + "}") + ";";
   std::string text = always ? store : "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p " + store + " }";

@@ -181,25 +181,191 @@ llvm::Value *Codegen::printBuffer(int64_t elements) {
   return gv;
 }
 
+namespace {
+
+/// Runs `body` in thread 0 of the block only.
+template <typename F> void onThreadZero(Codegen &cg, F &&body) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock *then = llvm::BasicBlock::Create(cg.ctx, "print", fn);
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(cg.ctx, "print.end", fn);
+  b.CreateCondBr(b.CreateICmpEQ(cg.tid(), cg.constI32(0)), then, join);
+  b.SetInsertPoint(then);
+  body();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+}
+
+/// A register tensor: gathered through the static print buffer, printed by thread 0.
+void printRegister(Codegen &cg, Printer &p, VarId var, const VarType &type,
+                   const std::string &message) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  const LayoutMap &map = cg.layoutOf(var);
+  int64_t elements = 1;
+  for (int64_t n : map.shape())
+    elements *= n;
+  llvm::Value *buffer = cg.printBuffer(elements);
+  std::vector<llvm::Value *> slots = cg.readRegister(var);
+  const std::vector<llvm::Value *> &s = cg.threadPart(map);
+  std::vector<int64_t> strides(map.shape().size(), 1);
+  for (size_t d = strides.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * map.shape()[d];
+  cg.barrier();
+  llvm::BasicBlock *write = llvm::BasicBlock::Create(cg.ctx, "print.stage", fn);
+  llvm::BasicBlock *written = llvm::BasicBlock::Create(cg.ctx, "print.staged", fn);
+  b.CreateCondBr(cg.isPrimary(map), write, written);
+  b.SetInsertPoint(write);
+  for (int64_t i = 0; i < map.locals(); ++i) {
+    llvm::Value *linear = cg.constI64(0);
+    for (int d = 0; d < map.rank(); ++d)
+      linear = addFolded(b, linear,
+                         mulFolded(b, addFolded(b, s[size_t(d)], cg.constI64(map.localPart(i)[d])),
+                                   cg.constI64(strides[size_t(d)])));
+    llvm::Value *bits = type.dtype.isBool()
+                            ? b.CreateZExt(slots[size_t(i)], b.getInt64Ty())
+                            : b.CreateZExt(cg.toBits(slots[size_t(i)], type.dtype), b.getInt64Ty());
+    b.CreateStore(bits, b.CreateGEP(b.getInt64Ty(), buffer, linear));
+  }
+  b.CreateBr(written);
+  b.SetInsertPoint(written);
+  cg.barrier();
+  onThreadZero(cg, [&] {
+    std::vector<llvm::Value *> values;
+    for (int64_t e = 0; e < elements; ++e) {
+      llvm::Value *bits =
+          b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), buffer, cg.constI64(e)));
+      llvm::Value *v =
+          type.dtype.isBool()
+              ? b.CreateICmpNE(bits, cg.constI64(0))
+              : cg.fromBits(b.CreateTrunc(bits, b.getIntNTy(type.dtype.bits)), type.dtype);
+      values.push_back(v);
+    }
+    std::vector<llvm::Value *> args;
+    std::string head = p.prefix(message, args) + type.dtype.name() + shapeText(map.shape()) + " = ";
+    p.tensorLine(head, args, map.shape(), values, type.dtype);
+  });
+  cg.barrier();
+}
+
+/// A shared tensor: read by thread 0.
+void printShared(Codegen &cg, Printer &p, VarId var, const std::string &message) {
+  llvm::IRBuilder<> &b = cg.b;
+  SharedView view = cg.readShared(var);
+  onThreadZero(cg, [&] {
+    std::vector<llvm::Value *> values;
+    int64_t elements = 1;
+    for (int64_t n : view.shape)
+      elements *= n;
+    llvm::Value *root = cg.sharedElementAddress(view.root, cg.constI64(0), view.dtype);
+    std::vector<int64_t> idx(view.shape.size(), 0);
+    for (int64_t e = 0; e < elements; ++e) {
+      std::vector<llvm::Value *> coords = view.origin;
+      for (size_t d = 0; d < idx.size(); ++d)
+        coords[size_t(view.dims[d])] =
+            addFolded(b, coords[size_t(view.dims[d])], cg.constI64(idx[d]));
+      values.push_back(cg.loadElement(root, cg.sharedOffset(view.root, coords), view.dtype));
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < view.shape[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    std::vector<llvm::Value *> args;
+    std::string head = p.prefix(message, args) + view.dtype.name() + shapeText(view.shape) + " = ";
+    p.tensorLine(head, args, view.shape, values, view.dtype);
+  });
+}
+
+/// A global tensor (run-time shape): one vprintf per element from thread 0.
+void printGlobal(Codegen &cg, Printer &p, VarId var, const std::string &message) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  GlobalView view = cg.readGlobal(var);
+  DataType t = view.dtype;
+  size_t rank = view.shape.size();
+  onThreadZero(cg, [&] {
+    // Header with the run-time shape.
+    std::vector<llvm::Value *> args;
+    std::string head = p.prefix(message, args) + t.name() + "[";
+    for (size_t d = 0; d < rank; ++d) {
+      head += d ? ", %lld" : "%lld";
+      args.push_back(view.shape[d]);
+    }
+    head += "] = ";
+    p.call(head, args);
+    llvm::Value *count = cg.constI64(1);
+    for (llvm::Value *n : view.shape)
+      count = b.CreateMul(
+          count, cg.callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, cg.constI64(0)}));
+    llvm::Value *opens = p.string(std::string(rank, '['));
+    llvm::Value *closes = p.string(std::string(rank, ']'));
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    llvm::BasicBlock *loop = llvm::BasicBlock::Create(cg.ctx, "print.elem", fn);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(cg.ctx, "print.elem.end", fn);
+    b.CreateCondBr(b.CreateICmpSGT(count, cg.constI64(0)), loop, exit);
+    b.SetInsertPoint(loop);
+    llvm::PHINode *e = b.CreatePHI(b.getInt64Ty(), 2);
+    e->addIncoming(cg.constI64(0), pre);
+    // index, opening and closing bracket counts
+    std::vector<llvm::Value *> idx(rank);
+    llvm::Value *rest = e;
+    llvm::Value *nOpen = cg.constI64(0), *nClose = cg.constI64(0);
+    llvm::Value *allZero = b.getTrue(), *allLast = b.getTrue();
+    for (size_t d = rank; d-- > 0;) {
+      llvm::Value *n = view.shape[d];
+      idx[d] = b.CreateSRem(rest, n);
+      rest = b.CreateSDiv(rest, n);
+      allZero = b.CreateAnd(allZero, b.CreateICmpEQ(idx[d], cg.constI64(0)));
+      allLast = b.CreateAnd(allLast, b.CreateICmpEQ(idx[d], b.CreateSub(n, cg.constI64(1))));
+      nOpen = b.CreateAdd(nOpen, b.CreateZExt(allZero, b.getInt64Ty()));
+      nClose = b.CreateAdd(nClose, b.CreateZExt(allLast, b.getInt64Ty()));
+    }
+    llvm::Value *inside = view.valid;
+    llvm::Value *elem = view.base;
+    for (size_t d = 0; d < rank; ++d) {
+      inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(idx[d], view.lo[d]),
+                                               b.CreateICmpSLT(idx[d], view.hi[d])));
+      elem = b.CreateAdd(elem, b.CreateMul(idx[d], view.stride[d]));
+    }
+    llvm::BasicBlock *loadBlock = llvm::BasicBlock::Create(cg.ctx, "print.load", fn);
+    llvm::BasicBlock *loaded = llvm::BasicBlock::Create(cg.ctx, "print.loaded", fn);
+    llvm::BasicBlock *from = b.GetInsertBlock();
+    b.CreateCondBr(inside, loadBlock, loaded);
+    b.SetInsertPoint(loadBlock);
+    llvm::Value *v = cg.loadElement(view.ptr, elem, t);
+    llvm::BasicBlock *loadEnd = b.GetInsertBlock();
+    b.CreateBr(loaded);
+    b.SetInsertPoint(loaded);
+    llvm::PHINode *value = b.CreatePHI(cg.elemType(t), 2);
+    value->addIncoming(v, loadEnd);
+    value->addIncoming(cg.zeroOf(t), from);
+    llvm::Value *sep =
+        b.CreateSelect(b.CreateICmpEQ(e, cg.constI64(0)), p.string(""), p.string(", "));
+    llvm::Value *open =
+        b.CreateGEP(b.getInt8Ty(), opens, b.CreateSub(cg.constI64(int64_t(rank)), nOpen));
+    llvm::Value *close =
+        b.CreateGEP(b.getInt8Ty(), closes, b.CreateSub(cg.constI64(int64_t(rank)), nClose));
+    p.call(std::string("%s%s") + elementFormat(t) + "%s", {sep, open, p.element(value, t), close});
+    llvm::Value *next = b.CreateAdd(e, cg.constI64(1));
+    e->addIncoming(next, b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpSLT(next, count), loop, exit);
+    b.SetInsertPoint(exit);
+    p.call("\n", {});
+  });
+}
+
+} // namespace
+
 Status Codegen::lowerPrint(const Instruction &inst) {
   const Argument &x = inst.arg("x");
   const Argument &msg = inst.arg("msg");
   std::string message = msg.present ? msg.text : std::string();
   Printer p(*this);
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
-  auto onThreadZero = [&](auto &&body) {
-    llvm::BasicBlock *then = llvm::BasicBlock::Create(ctx, "print", fn);
-    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "print.end", fn);
-    b.CreateCondBr(b.CreateICmpEQ(tid(), constI32(0)), then, join);
-    b.SetInsertPoint(then);
-    body();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-  };
   if (x.isScalar() || (x.isTensor() && info.vars[x.var].kind == VarKind::Scalar)) {
     DataType t = x.isScalar() ? prog.expr(x.expr).dtype : prog.var(x.var).dtype;
     llvm::Value *v = x.isScalar() ? emitExpr(x.expr) : readScalar(x.var);
-    onThreadZero([&] {
+    onThreadZero(*this, [&] {
       std::vector<llvm::Value *> args;
       std::string format = p.prefix(message, args) + t.name() + " = " + elementFormat(t) + "\n";
       args.push_back(p.element(v, t));
@@ -211,159 +377,15 @@ Status Codegen::lowerPrint(const Instruction &inst) {
     return error(ErrorCode::BadArgument, inst, "nothing to print");
   const VarType &type = info.vars[x.var];
   switch (type.kind) {
-  case VarKind::Register: {
-    const LayoutMap &map = layoutOf(x.var);
-    int64_t elements = 1;
-    for (int64_t n : map.shape())
-      elements *= n;
-    llvm::Value *buffer = printBuffer(elements);
-    std::vector<llvm::Value *> slots = readRegister(x.var);
-    const std::vector<llvm::Value *> &s = threadPart(map);
-    std::vector<int64_t> strides(map.shape().size(), 1);
-    for (size_t d = strides.size(); d-- > 1;)
-      strides[d - 1] = strides[d] * map.shape()[d];
-    barrier();
-    llvm::BasicBlock *write = llvm::BasicBlock::Create(ctx, "print.stage", fn);
-    llvm::BasicBlock *written = llvm::BasicBlock::Create(ctx, "print.staged", fn);
-    b.CreateCondBr(isPrimary(map), write, written);
-    b.SetInsertPoint(write);
-    for (int64_t i = 0; i < map.locals(); ++i) {
-      llvm::Value *linear = constI64(0);
-      for (int d = 0; d < map.rank(); ++d)
-        linear = addFolded(b, linear,
-                           mulFolded(b, addFolded(b, s[size_t(d)], constI64(map.localPart(i)[d])),
-                                     constI64(strides[size_t(d)])));
-      llvm::Value *bits = type.dtype.isBool()
-                              ? b.CreateZExt(slots[size_t(i)], b.getInt64Ty())
-                              : b.CreateZExt(toBits(slots[size_t(i)], type.dtype), b.getInt64Ty());
-      b.CreateStore(bits, b.CreateGEP(b.getInt64Ty(), buffer, linear));
-    }
-    b.CreateBr(written);
-    b.SetInsertPoint(written);
-    barrier();
-    onThreadZero([&] {
-      std::vector<llvm::Value *> values;
-      for (int64_t e = 0; e < elements; ++e) {
-        llvm::Value *bits =
-            b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), buffer, constI64(e)));
-        llvm::Value *v =
-            type.dtype.isBool()
-                ? b.CreateICmpNE(bits, constI64(0))
-                : fromBits(b.CreateTrunc(bits, b.getIntNTy(type.dtype.bits)), type.dtype);
-        values.push_back(v);
-      }
-      std::vector<llvm::Value *> args;
-      std::string head =
-          p.prefix(message, args) + type.dtype.name() + shapeText(map.shape()) + " = ";
-      p.tensorLine(head, args, map.shape(), values, type.dtype);
-    });
-    barrier();
+  case VarKind::Register:
+    printRegister(*this, p, x.var, type, message);
     return Status::success();
-  }
-  case VarKind::Shared: {
-    SharedView view = readShared(x.var);
-    onThreadZero([&] {
-      std::vector<llvm::Value *> values;
-      int64_t elements = 1;
-      for (int64_t n : view.shape)
-        elements *= n;
-      llvm::Value *root = sharedElementAddress(view.root, constI64(0), view.dtype);
-      std::vector<int64_t> idx(view.shape.size(), 0);
-      for (int64_t e = 0; e < elements; ++e) {
-        std::vector<llvm::Value *> coords = view.origin;
-        for (size_t d = 0; d < idx.size(); ++d)
-          coords[size_t(view.dims[d])] =
-              addFolded(b, coords[size_t(view.dims[d])], constI64(idx[d]));
-        values.push_back(loadElement(root, sharedOffset(view.root, coords), view.dtype));
-        for (size_t d = idx.size(); d-- > 0;) {
-          if (++idx[d] < view.shape[d])
-            break;
-          idx[d] = 0;
-        }
-      }
-      std::vector<llvm::Value *> args;
-      std::string head =
-          p.prefix(message, args) + view.dtype.name() + shapeText(view.shape) + " = ";
-      p.tensorLine(head, args, view.shape, values, view.dtype);
-    });
+  case VarKind::Shared:
+    printShared(*this, p, x.var, message);
     return Status::success();
-  }
-  case VarKind::Global: {
-    GlobalView view = readGlobal(x.var);
-    DataType t = view.dtype;
-    size_t rank = view.shape.size();
-    onThreadZero([&] {
-      // Header with the run-time shape.
-      std::vector<llvm::Value *> args;
-      std::string head = p.prefix(message, args) + t.name() + "[";
-      for (size_t d = 0; d < rank; ++d) {
-        head += d ? ", %lld" : "%lld";
-        args.push_back(view.shape[d]);
-      }
-      head += "] = ";
-      p.call(head, args);
-      llvm::Value *count = constI64(1);
-      for (llvm::Value *n : view.shape)
-        count = b.CreateMul(
-            count, callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, constI64(0)}));
-      llvm::Value *opens = p.string(std::string(rank, '['));
-      llvm::Value *closes = p.string(std::string(rank, ']'));
-      llvm::BasicBlock *pre = b.GetInsertBlock();
-      llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx, "print.elem", fn);
-      llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "print.elem.end", fn);
-      b.CreateCondBr(b.CreateICmpSGT(count, constI64(0)), loop, exit);
-      b.SetInsertPoint(loop);
-      llvm::PHINode *e = b.CreatePHI(b.getInt64Ty(), 2);
-      e->addIncoming(constI64(0), pre);
-      // index, opening and closing bracket counts
-      std::vector<llvm::Value *> idx(rank);
-      llvm::Value *rest = e;
-      llvm::Value *nOpen = constI64(0), *nClose = constI64(0);
-      llvm::Value *allZero = b.getTrue(), *allLast = b.getTrue();
-      for (size_t d = rank; d-- > 0;) {
-        llvm::Value *n = view.shape[d];
-        idx[d] = b.CreateSRem(rest, n);
-        rest = b.CreateSDiv(rest, n);
-        allZero = b.CreateAnd(allZero, b.CreateICmpEQ(idx[d], constI64(0)));
-        allLast = b.CreateAnd(allLast, b.CreateICmpEQ(idx[d], b.CreateSub(n, constI64(1))));
-        nOpen = b.CreateAdd(nOpen, b.CreateZExt(allZero, b.getInt64Ty()));
-        nClose = b.CreateAdd(nClose, b.CreateZExt(allLast, b.getInt64Ty()));
-      }
-      llvm::Value *inside = view.valid;
-      llvm::Value *elem = view.base;
-      for (size_t d = 0; d < rank; ++d) {
-        inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(idx[d], view.lo[d]),
-                                                 b.CreateICmpSLT(idx[d], view.hi[d])));
-        elem = b.CreateAdd(elem, b.CreateMul(idx[d], view.stride[d]));
-      }
-      llvm::BasicBlock *loadBlock = llvm::BasicBlock::Create(ctx, "print.load", fn);
-      llvm::BasicBlock *loaded = llvm::BasicBlock::Create(ctx, "print.loaded", fn);
-      llvm::BasicBlock *from = b.GetInsertBlock();
-      b.CreateCondBr(inside, loadBlock, loaded);
-      b.SetInsertPoint(loadBlock);
-      llvm::Value *v = loadElement(view.ptr, elem, t);
-      llvm::BasicBlock *loadEnd = b.GetInsertBlock();
-      b.CreateBr(loaded);
-      b.SetInsertPoint(loaded);
-      llvm::PHINode *value = b.CreatePHI(elemType(t), 2);
-      value->addIncoming(v, loadEnd);
-      value->addIncoming(zeroOf(t), from);
-      llvm::Value *sep =
-          b.CreateSelect(b.CreateICmpEQ(e, constI64(0)), p.string(""), p.string(", "));
-      llvm::Value *open =
-          b.CreateGEP(b.getInt8Ty(), opens, b.CreateSub(constI64(int64_t(rank)), nOpen));
-      llvm::Value *close =
-          b.CreateGEP(b.getInt8Ty(), closes, b.CreateSub(constI64(int64_t(rank)), nClose));
-      p.call(std::string("%s%s") + elementFormat(t) + "%s",
-             {sep, open, p.element(value, t), close});
-      llvm::Value *next = b.CreateAdd(e, constI64(1));
-      e->addIncoming(next, b.GetInsertBlock());
-      b.CreateCondBr(b.CreateICmpSLT(next, count), loop, exit);
-      b.SetInsertPoint(exit);
-      p.call("\n", {});
-    });
+  case VarKind::Global:
+    printGlobal(*this, p, x.var, message);
     return Status::success();
-  }
   case VarKind::Scalar:
   case VarKind::Pointer:
   case VarKind::None:

@@ -193,43 +193,8 @@ llvm::Value *intShift(llvm::IRBuilder<> &b, ExprOp op, bool isSigned, unsigned b
 } // namespace
 
 llvm::Value *Codegen::applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y) {
-  if (isComparison(op)) {
-    if (t.isFloat() && isNativeFloat(t)) {
-      switch (op) {
-      case ExprOp::Eq:
-        return b.CreateFCmpOEQ(x, y);
-      case ExprOp::Ne:
-        return b.CreateFCmpUNE(x, y);
-      case ExprOp::Lt:
-        return b.CreateFCmpOLT(x, y);
-      case ExprOp::Le:
-        return b.CreateFCmpOLE(x, y);
-      case ExprOp::Gt:
-        return b.CreateFCmpOGT(x, y);
-      default:
-        return b.CreateFCmpOGE(x, y);
-      }
-    }
-    if (t.isFloat()) { // low-precision floats: compare exact values
-      DataType f32 = DataType::f32();
-      return applyOp(op, f32, convert(x, t, f32), convert(y, t, f32));
-    }
-    bool s = t.isSigned();
-    switch (op) {
-    case ExprOp::Eq:
-      return b.CreateICmpEQ(x, y);
-    case ExprOp::Ne:
-      return b.CreateICmpNE(x, y);
-    case ExprOp::Lt:
-      return s ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
-    case ExprOp::Le:
-      return s ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
-    case ExprOp::Gt:
-      return s ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
-    default:
-      return s ? b.CreateICmpSGE(x, y) : b.CreateICmpUGE(x, y);
-    }
-  }
+  if (isComparison(op))
+    return compareOp(op, t, x, y);
   if (isLogical(op)) {
     llvm::Value *tx = truth(x, t);
     if (op == ExprOp::LogicalNot)
@@ -245,79 +210,124 @@ llvm::Value *Codegen::applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
                              y ? b.CreateZExt(y, b.getInt64Ty()) : nullptr);
     return b.CreateICmpNE(r, b.getInt64(0));
   }
-  if (t.isFloat()) {
-    if (!isNativeFloat(t))
-      return llvm::UndefValue::get(elemType(t)); // no arithmetic on these (checker)
+  if (t.isFloat())
+    return floatOp(op, t, x, y);
+  return intOp(op, t, x, y);
+}
+
+llvm::Value *Codegen::compareOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y) {
+  if (t.isFloat() && isNativeFloat(t)) {
     switch (op) {
-    case ExprOp::Shl:
-    case ExprOp::Shr:
-    case ExprOp::BitAnd:
-    case ExprOp::BitOr:
-    case ExprOp::BitXor:
-    case ExprOp::BitNot: { // on the raw bits, unsigned
-      DataType u = DataType::u(t.bits);
-      return fromBits(applyOp(op, u, toBits(x, t), y ? toBits(y, t) : nullptr), t);
-    }
-    case ExprOp::Min:
-    case ExprOp::Max: {
-      bool isMax = op == ExprOp::Max;
-      llvm::Value *xNaN = b.CreateFCmpUNO(x, x), *yNaN = b.CreateFCmpUNO(y, y);
-      llvm::Value *eq = b.CreateFCmpOEQ(x, y);
-      llvm::Value *xNeg =
-          b.CreateICmpSLT(toBits(x, t), llvm::ConstantInt::get(b.getIntNTy(t.bits), 0));
-      // equal values differ at most in the sign of zero: max takes the non-negative one
-      llvm::Value *onEqual = isMax ? b.CreateSelect(xNeg, y, x) : b.CreateSelect(xNeg, x, y);
-      llvm::Value *less = b.CreateFCmpOLT(x, y);
-      llvm::Value *ordered = isMax ? b.CreateSelect(less, y, x) : b.CreateSelect(less, x, y);
-      llvm::Value *r = b.CreateSelect(eq, onEqual, ordered);
-      r = b.CreateSelect(yNaN, x, r);
-      llvm::Value *bothNaN = b.CreateAnd(xNaN, yNaN);
-      r = b.CreateSelect(xNaN, y, r);
-      return b.CreateSelect(bothNaN, constBits(t, canonicalNaN(t)), r);
-    }
+    case ExprOp::Eq:
+      return b.CreateFCmpOEQ(x, y);
+    case ExprOp::Ne:
+      return b.CreateFCmpUNE(x, y);
+    case ExprOp::Lt:
+      return b.CreateFCmpOLT(x, y);
+    case ExprOp::Le:
+      return b.CreateFCmpOLE(x, y);
+    case ExprOp::Gt:
+      return b.CreateFCmpOGT(x, y);
     default:
-      break;
+      return b.CreateFCmpOGE(x, y);
     }
-    bool narrow = t == DataType::f16() || t == DataType::bf16();
-    DataType ct = narrow ? DataType::f32() : t;
-    llvm::Value *cx = narrow ? b.CreateFPExt(x, b.getFloatTy()) : x;
-    llvm::Value *cy = (narrow && y) ? b.CreateFPExt(y, b.getFloatTy()) : y;
-    llvm::Value *r = nullptr;
-    switch (op) {
-    case ExprOp::Add:
-      r = b.CreateFAdd(cx, cy);
-      break;
-    case ExprOp::Sub:
-      r = b.CreateFSub(cx, cy);
-      break;
-    case ExprOp::Mul:
-      r = b.CreateFMul(cx, cy);
-      break;
-    case ExprOp::Div:
-      r = b.CreateFDiv(cx, cy);
-      break;
-    case ExprOp::Neg:
-      r = b.CreateFNeg(cx);
-      break;
-    case ExprOp::Mod: {
-      llvm::Value *dx = convert(x, t, DataType::f64()), *dy = convert(y, t, DataType::f64());
-      return canonicalizeNaN(convert(callDevlib("tl_fmod", {dx, dy}), DataType::f64(), t), t);
-    }
-    case ExprOp::CeilDiv: {
-      llvm::Value *q = b.CreateFDiv(cx, cy);
-      if (narrow) // round the quotient into t first
-        q = b.CreateFPExt(b.CreateFPTrunc(q, elemType(t)), b.getFloatTy());
-      r = callIntrinsic(llvm::Intrinsic::ceil, {q->getType()}, {q});
-      break;
-    }
-    default:
-      return llvm::UndefValue::get(elemType(t));
-    }
-    (void)ct;
-    if (narrow)
-      r = b.CreateFPTrunc(r, elemType(t));
-    return canonicalizeNaN(r, t);
   }
+  if (t.isFloat()) { // low-precision floats: compare exact values
+    DataType f32 = DataType::f32();
+    return applyOp(op, f32, convert(x, t, f32), convert(y, t, f32));
+  }
+  bool s = t.isSigned();
+  switch (op) {
+  case ExprOp::Eq:
+    return b.CreateICmpEQ(x, y);
+  case ExprOp::Ne:
+    return b.CreateICmpNE(x, y);
+  case ExprOp::Lt:
+    return s ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
+  case ExprOp::Le:
+    return s ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
+  case ExprOp::Gt:
+    return s ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
+  default:
+    return s ? b.CreateICmpSGE(x, y) : b.CreateICmpUGE(x, y);
+  }
+}
+
+llvm::Value *Codegen::floatOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y) {
+  if (!isNativeFloat(t))
+    return llvm::UndefValue::get(elemType(t)); // no arithmetic on these (checker)
+  switch (op) {
+  case ExprOp::Shl:
+  case ExprOp::Shr:
+  case ExprOp::BitAnd:
+  case ExprOp::BitOr:
+  case ExprOp::BitXor:
+  case ExprOp::BitNot: { // on the raw bits, unsigned
+    DataType u = DataType::u(t.bits);
+    return fromBits(applyOp(op, u, toBits(x, t), y ? toBits(y, t) : nullptr), t);
+  }
+  case ExprOp::Min:
+  case ExprOp::Max: {
+    bool isMax = op == ExprOp::Max;
+    llvm::Value *xNaN = b.CreateFCmpUNO(x, x), *yNaN = b.CreateFCmpUNO(y, y);
+    llvm::Value *eq = b.CreateFCmpOEQ(x, y);
+    llvm::Value *xNeg =
+        b.CreateICmpSLT(toBits(x, t), llvm::ConstantInt::get(b.getIntNTy(t.bits), 0));
+    // equal values differ at most in the sign of zero: max takes the non-negative one
+    llvm::Value *onEqual = isMax ? b.CreateSelect(xNeg, y, x) : b.CreateSelect(xNeg, x, y);
+    llvm::Value *less = b.CreateFCmpOLT(x, y);
+    llvm::Value *ordered = isMax ? b.CreateSelect(less, y, x) : b.CreateSelect(less, x, y);
+    llvm::Value *r = b.CreateSelect(eq, onEqual, ordered);
+    r = b.CreateSelect(yNaN, x, r);
+    llvm::Value *bothNaN = b.CreateAnd(xNaN, yNaN);
+    r = b.CreateSelect(xNaN, y, r);
+    return b.CreateSelect(bothNaN, constBits(t, canonicalNaN(t)), r);
+  }
+  default:
+    break;
+  }
+  bool narrow = t == DataType::f16() || t == DataType::bf16();
+  DataType ct = narrow ? DataType::f32() : t;
+  llvm::Value *cx = narrow ? b.CreateFPExt(x, b.getFloatTy()) : x;
+  llvm::Value *cy = (narrow && y) ? b.CreateFPExt(y, b.getFloatTy()) : y;
+  llvm::Value *r = nullptr;
+  switch (op) {
+  case ExprOp::Add:
+    r = b.CreateFAdd(cx, cy);
+    break;
+  case ExprOp::Sub:
+    r = b.CreateFSub(cx, cy);
+    break;
+  case ExprOp::Mul:
+    r = b.CreateFMul(cx, cy);
+    break;
+  case ExprOp::Div:
+    r = b.CreateFDiv(cx, cy);
+    break;
+  case ExprOp::Neg:
+    r = b.CreateFNeg(cx);
+    break;
+  case ExprOp::Mod: {
+    llvm::Value *dx = convert(x, t, DataType::f64()), *dy = convert(y, t, DataType::f64());
+    return canonicalizeNaN(convert(callDevlib("tl_fmod", {dx, dy}), DataType::f64(), t), t);
+  }
+  case ExprOp::CeilDiv: {
+    llvm::Value *q = b.CreateFDiv(cx, cy);
+    if (narrow) // round the quotient into t first
+      q = b.CreateFPExt(b.CreateFPTrunc(q, elemType(t)), b.getFloatTy());
+    r = callIntrinsic(llvm::Intrinsic::ceil, {q->getType()}, {q});
+    break;
+  }
+  default:
+    return llvm::UndefValue::get(elemType(t));
+  }
+  (void)ct;
+  if (narrow)
+    r = b.CreateFPTrunc(r, elemType(t));
+  return canonicalizeNaN(r, t);
+}
+
+llvm::Value *Codegen::intOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y) {
   // integers
   bool s = t.isSigned();
   switch (op) {
