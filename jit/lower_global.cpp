@@ -139,9 +139,10 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
   bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
   int first = always ? 1 : 2; // operand number of the first value
   std::string regs;
-  for (int w = 0; w < n; ++w)
+  for (int w = 0; w < n; ++w) {
     regs += w ? ", $" : "$";
-  regs += std::to_string(first + w);
+    regs += std::to_string(first + w);
+  }
   std::string store = "st.global." + vec + type + " [$" + std::to_string(first - 1) + "], " +
                       (n == 1 ? regs : "{" + regs + "}") + ";";
   std::string text = always ? store : "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p " + store + " }";
