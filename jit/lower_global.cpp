@@ -17,9 +17,19 @@
 
 #include <llvm/IR/InlineAsm.h>
 
+#include <string_view>
+
 namespace tilus::jit {
 
 namespace {
+
+/// Concatenation by appends (GCC 12 warns falsely about `"x" + std::string` chains).
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view p : parts)
+    out.append(p);
+  return out;
+}
 
 llvm::Value *sum(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
   return addFolded(b, x, y);
@@ -88,7 +98,7 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
   std::string regs, zero;
   std::string constraints;
   for (int w = 0; w < words; ++w) {
-    std::string reg = "$" + std::to_string(w);
+    std::string reg = cat({"$", std::to_string(w)});
     regs += w ? ", " : "";
     regs += reg;
     zero += narrow ? "mov.b16 " : "mov.b32 ";
@@ -97,17 +107,17 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
     constraints += narrow ? "=h," : "=r,";
   }
   std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
-  std::string vec = words == 1 ? "" : "v" + std::to_string(words) + ".";
-  std::string load = "ld.global." + vec + type + " " + (words == 1 ? regs : "{" + regs + "}") +
-                     ", [$" + std::to_string(words) + "];";
+  std::string vec = words == 1 ? "" : cat({"v", std::to_string(words), "."});
+  std::string load = cat({"ld.global.", vec, type, " ", words == 1 ? regs : cat({"{", regs, "}"}),
+                          ", [$", std::to_string(words), "];"});
   bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
   std::string text;
   if (always) {
     text = load;
     constraints += "l";
   } else {
-    text = "{ .reg .pred p; setp.ne.b32 p, $" + std::to_string(words + 1) + ", 0; " + zero + "@p " +
-           load + " }";
+    text = cat({"{ .reg .pred p; setp.ne.b32 p, $", std::to_string(words + 1), ", 0; ", zero, "@p ",
+                load, " }"});
     constraints += "l,r";
   }
   llvm::Type *wordType = narrow ? b.getInt16Ty() : b.getInt32Ty();
@@ -135,7 +145,7 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
   int n = int(words.size());
   bool narrow = bytes < 4;
   std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
-  std::string vec = n == 1 ? "" : "v" + std::to_string(n) + ".";
+  std::string vec = n == 1 ? "" : cat({"v", std::to_string(n), "."});
   bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
   int first = always ? 1 : 2; // operand number of the first value
   std::string regs;
@@ -143,9 +153,10 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
     regs += w ? ", $" : "$";
     regs += std::to_string(first + w);
   }
-  std::string store = "st.global." + vec + type + " [$" + std::to_string(first - 1) + "], " +
-                      (n == 1 ? regs : "{" + regs + "}") + ";";
-  std::string text = always ? store : "{ .reg .pred p; setp.ne.b32 p, $0, 0; @p " + store + " }";
+  std::string store = cat({"st.global.", vec, type, " [$", std::to_string(first - 1), "], ",
+                           n == 1 ? regs : cat({"{", regs, "}"}), ";"});
+  std::string text =
+      always ? store : cat({"{ .reg .pred p; setp.ne.b32 p, $0, 0; @p ", store, " }"});
   std::string constraints = always ? "l" : "r,l";
   std::vector<llvm::Type *> params;
   std::vector<llvm::Value *> args;
