@@ -101,6 +101,225 @@ std::vector<llvm::Value *> unravel(llvm::IRBuilder<> &b, llvm::Value *linear,
 
 } // namespace
 
+namespace {
+
+/// One CopyAsync: the global and shared tiles and the copy plan.
+class CopyLowering {
+public:
+  CopyLowering(Codegen &cg, GlobalTile g, SharedTile s, std::vector<int64_t> shape)
+      : cg_(cg), b_(cg.b), g_(std::move(g)), s_(std::move(s)), rank_(shape.size()) {
+    plan_.shape = std::move(shape);
+    for (int64_t n : plan_.shape)
+      plan_.elements *= n;
+    t_ = g_.dtype;
+    bytes_ = t_.storageBits() / 8;
+  }
+
+  void emit() {
+    if (plan_.elements == 0)
+      return;
+    choosePlan();
+    if (plan_.chunkBytes == 0) {
+      elementPath(true);
+      return;
+    }
+    // Run-time test (block-uniform): every global chunk is aligned; otherwise element copies.
+    llvm::BasicBlock *vecBlock = newBlock("cpasync");
+    llvm::BasicBlock *slowBlock = newBlock("cpasync.elem");
+    llvm::BasicBlock *join = newBlock("cpasync.end");
+    b_.CreateCondBr(globalChunksAligned(), vecBlock, slowBlock);
+    b_.SetInsertPoint(slowBlock);
+    elementPath(false);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(vecBlock);
+    vectorPath();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
+private:
+  llvm::BasicBlock *newBlock(const char *name) {
+    return llvm::BasicBlock::Create(cg_.ctx, name, b_.GetInsertBlock()->getParent());
+  }
+
+  /// Shared element offset of tile index x.
+  llvm::Value *sharedElem(const std::vector<llvm::Value *> &x) {
+    std::vector<llvm::Value *> coords = s_.origin;
+    for (size_t k = 0; k < rank_; ++k) {
+      size_t r = size_t(s_.rootDim[k]);
+      coords[r] = addFolded(b_, coords[r], x[k]);
+    }
+    return cg_.sharedOffset(s_.root, coords);
+  }
+
+  llvm::Value *globalElem(const std::vector<llvm::Value *> &x) {
+    llvm::Value *e = g_.base;
+    for (size_t k = 0; k < rank_; ++k)
+      e = addFolded(b_, e, mulFolded(b_, x[k], g_.stride[k]));
+    return e;
+  }
+
+  llvm::Value *inBoundsExcept(const std::vector<llvm::Value *> &x, size_t skip) {
+    llvm::Value *ok = g_.valid;
+    for (size_t k = 0; k < rank_; ++k)
+      if (k != skip)
+        ok = b_.CreateAnd(
+            ok, b_.CreateAnd(b_.CreateICmpSGE(x[k], g_.lo[k]), b_.CreateICmpSLT(x[k], g_.hi[k])));
+    return ok;
+  }
+
+  /// One element, synchronously: a bounds-checked load (0 outside) and a store.
+  void copyElement(const std::vector<llvm::Value *> &x) {
+    llvm::Value *ok = inBoundsExcept(x, rank_);
+    llvm::BasicBlock *from = b_.GetInsertBlock();
+    llvm::BasicBlock *then = newBlock("cp.ld");
+    llvm::BasicBlock *join = newBlock("cp.st");
+    b_.CreateCondBr(ok, then, join);
+    b_.SetInsertPoint(then);
+    llvm::Value *loaded = cg_.loadElement(g_.ptr, globalElem(x), t_);
+    llvm::BasicBlock *thenEnd = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode *phi = b_.CreatePHI(cg_.elemType(t_), 2);
+    phi->addIncoming(loaded, thenEnd);
+    phi->addIncoming(cg_.zeroOf(t_), from);
+    llvm::Value *root = cg_.sharedElementAddress(s_.root, cg_.constI64(0), s_.dtype);
+    cg_.storeElement(root, sharedElem(x), s_.dtype, cg_.fromBits(cg_.toBits(phi, t_), s_.dtype));
+  }
+
+  void elementPath(bool unroll) {
+    forEachThreadItem(cg_, plan_.elements, unroll,
+                      [&](llvm::Value *e) { copyElement(unravel(b_, e, plan_.shape)); });
+  }
+
+  /// The widest chunk that the static facts allow. Shared chunks must be contiguous and
+  /// aligned: for linear root layouts, a unit stride in the tile's last root dimension, the
+  /// other strides multiples of the chunk and a provably aligned origin; for tiled and
+  /// swizzled layouts, every chunk-sized run of that root dimension starting at a multiple of
+  /// the chunk contiguous and aligned (contiguousRuns) and the origin there a provable multiple.
+  void choosePlan() {
+    std::vector<int64_t> rootStrides = sharedLinearStrides(*cg_.info.vars[s_.root].sharedLayout);
+    int rl = rank_ ? s_.rootDim[rank_ - 1] : -1;
+    bool linear = !rootStrides.empty();
+    if (rank_ == 0 || t_.storageBits() % 8 != 0 || t_.isBool() ||
+        (linear && rootStrides[size_t(rl)] != 1))
+      return;
+    auto *stride = llvm::dyn_cast<llvm::ConstantInt>(g_.stride[rank_ - 1]);
+    if (!stride || !stride->isOne())
+      return;
+    llvm::Value *originOffset = cg_.constI64(0);
+    if (linear)
+      for (size_t r = 0; r < rootStrides.size(); ++r)
+        originOffset =
+            addFolded(b_, originOffset, mulFolded(b_, s_.origin[r], cg_.constI64(rootStrides[r])));
+    else
+      originOffset = s_.origin[size_t(rl)];
+    const llvm::DataLayout &dl = cg_.mod.getDataLayout();
+    unsigned tz =
+        std::min<unsigned>(llvm::computeKnownBits(originOffset, dl).countMinTrailingZeros(), 30);
+    int64_t rootAlign = cg_.info.vars[s_.root].sharedByteOffset;
+    for (int chunk : {16, 8, 4}) {
+      if (chunk % bytes_ != 0)
+        continue;
+      int v = chunk / bytes_;
+      bool fits = plan_.shape[rank_ - 1] % v == 0 && (int64_t(bytes_) << tz) % chunk == 0 &&
+                  rootAlign % chunk == 0;
+      if (linear) {
+        for (size_t r = 0; r < rootStrides.size() && fits; ++r)
+          if (int(r) != rl && (rootStrides[r] * bytes_) % chunk != 0)
+            fits = false;
+      } else {
+        fits = fits && cg_.contiguousRuns(s_.root, rl, v);
+      }
+      if (fits) {
+        plan_.vec = v;
+        plan_.chunkBytes = chunk;
+        return;
+      }
+    }
+  }
+
+  llvm::Value *globalChunksAligned() {
+    int64_t chunk = plan_.chunkBytes;
+    llvm::Value *addr0 =
+        b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(g_.base, cg_.constI64(bytes_)));
+    llvm::Value *aligned = b_.CreateICmpEQ(
+        b_.CreateAnd(b_.CreatePtrToInt(addr0, b_.getInt64Ty()), cg_.constI64(chunk - 1)),
+        cg_.constI64(0));
+    for (size_t k = 0; k + 1 < rank_; ++k)
+      aligned = b_.CreateAnd(
+          aligned, b_.CreateICmpEQ(b_.CreateSRem(b_.CreateMul(g_.stride[k], cg_.constI64(bytes_)),
+                                                 cg_.constI64(chunk)),
+                                   cg_.constI64(0)));
+    return aligned;
+  }
+
+  /// One cp.async per chunk; src-size counts the chunk's in-bounds elements.
+  void vectorPath() {
+    int64_t chunk = plan_.chunkBytes;
+    int vec = plan_.vec;
+    std::vector<int64_t> chunkShape = plan_.shape;
+    chunkShape[rank_ - 1] /= vec;
+    // Inline PTX rather than the intrinsics: LLVM 19 cannot select those with the 32-bit shared
+    // pointers the JIT uses (-nvptx-short-ptr).
+    std::string asmText = chunk == 16 ? "cp.async.cg" : "cp.async.ca";
+    asmText += ".shared.global [$0], [$1], ";
+    asmText += std::to_string(chunk);
+    asmText += ", $2;";
+    auto *asmType = llvm::FunctionType::get(
+        b_.getVoidTy(), {b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt32Ty()}, false);
+    llvm::InlineAsm *cpAsync = llvm::InlineAsm::get(asmType, asmText, "r,l,r,~{memory}", true);
+    llvm::Value *lo = g_.lo[rank_ - 1], *hi = g_.hi[rank_ - 1];
+    forEachThreadItem(cg_, plan_.elements / vec, true, [&](llvm::Value *c) {
+      std::vector<llvm::Value *> x = unravel(b_, c, chunkShape);
+      x[rank_ - 1] = b_.CreateMul(x[rank_ - 1], cg_.constI64(vec));
+      llvm::Value *first = x[rank_ - 1];
+      llvm::Value *rowOk = inBoundsExcept(x, rank_ - 1);
+      // In-bounds elements: [lo, hi) of the row intersected with [first, first + vec).
+      llvm::Value *count = cg_.callIntrinsic(llvm::Intrinsic::smin, {b_.getInt64Ty()},
+                                             {b_.CreateSub(hi, first), cg_.constI64(vec)});
+      count = cg_.callIntrinsic(llvm::Intrinsic::smax, {b_.getInt64Ty()}, {count, cg_.constI64(0)});
+      count = b_.CreateSelect(rowOk, count, cg_.constI64(0));
+      llvm::Value *startsLow = b_.CreateAnd(
+          rowOk, b_.CreateAnd(b_.CreateICmpSLT(first, lo),
+                              b_.CreateICmpSGT(b_.CreateAdd(first, cg_.constI64(vec)), lo)));
+      llvm::Value *dst = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
+      llvm::Value *src =
+          b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(globalElem(x), cg_.constI64(bytes_)));
+      src = b_.CreateSelect(b_.CreateICmpEQ(count, cg_.constI64(0)), g_.ptr, src);
+      llvm::BasicBlock *asyncBlock = newBlock("cp.chunk");
+      llvm::BasicBlock *partBlock = newBlock("cp.partial");
+      llvm::BasicBlock *done = newBlock("cp.chunk.end");
+      b_.CreateCondBr(startsLow, partBlock, asyncBlock);
+      b_.SetInsertPoint(asyncBlock);
+      llvm::Value *srcBytes =
+          b_.CreateTrunc(b_.CreateMul(count, cg_.constI64(bytes_)), b_.getInt32Ty());
+      b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dst, b_.getInt32Ty()),
+                              b_.CreatePtrToInt(src, b_.getInt64Ty()), srcBytes});
+      b_.CreateBr(done);
+      b_.SetInsertPoint(partBlock); // starts below the valid range: element by element
+      for (int j = 0; j < vec; ++j) {
+        std::vector<llvm::Value *> xe = x;
+        xe[rank_ - 1] = b_.CreateAdd(first, cg_.constI64(j));
+        copyElement(xe);
+      }
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    });
+  }
+
+  Codegen &cg_;
+  llvm::IRBuilder<> &b_;
+  GlobalTile g_;
+  SharedTile s_;
+  size_t rank_;
+  CopyPlan plan_;
+  DataType t_;
+  int bytes_ = 0;
+};
+
+} // namespace
+
 Status Codegen::lowerCopyAsync(const Instruction &inst) {
   SharedView sview = readShared(inst.arg("s").var);
   GlobalView gview = readGlobal(inst.arg("g").var);
@@ -115,181 +334,7 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
   s.dtype = sview.dtype;
   s.origin = sview.origin;
   s.rootDim = sview.dims;
-  CopyPlan plan;
-  plan.shape = sview.shape;
-  for (int64_t n : plan.shape)
-    plan.elements *= n;
-  size_t rank = plan.shape.size();
-  if (plan.elements == 0)
-    return Status::success();
-  const SharedLayout &layout = *info.vars[s.root].sharedLayout;
-  std::vector<int64_t> rootStrides = sharedLinearStrides(layout);
-  int bits = t.storageBits();
-
-  // Shared element offset of tile index x.
-  auto sharedElem = [&](const std::vector<llvm::Value *> &x) {
-    std::vector<llvm::Value *> coords = s.origin;
-    for (size_t k = 0; k < rank; ++k) {
-      size_t r = size_t(s.rootDim[k]);
-      coords[r] = addFolded(b, coords[r], x[k]);
-    }
-    return sharedOffset(s.root, coords);
-  };
-  auto globalElem = [&](const std::vector<llvm::Value *> &x) {
-    llvm::Value *e = g.base;
-    for (size_t k = 0; k < rank; ++k)
-      e = addFolded(b, e, mulFolded(b, x[k], g.stride[k]));
-    return e;
-  };
-  auto inBoundsExcept = [&](const std::vector<llvm::Value *> &x, size_t skip) {
-    llvm::Value *ok = g.valid;
-    for (size_t k = 0; k < rank; ++k)
-      if (k != skip)
-        ok = b.CreateAnd(
-            ok, b.CreateAnd(b.CreateICmpSGE(x[k], g.lo[k]), b.CreateICmpSLT(x[k], g.hi[k])));
-    return ok;
-  };
-  llvm::Value *sharedRoot = sharedElementAddress(s.root, constI64(0), s.dtype);
-  // The element path: used alone, or as the fallback of the vector path.
-  auto copyElement = [&](const std::vector<llvm::Value *> &x) {
-    llvm::Value *ok = inBoundsExcept(x, rank);
-    llvm::Value *value = zeroOf(t);
-    llvm::Function *fn = b.GetInsertBlock()->getParent();
-    llvm::BasicBlock *from = b.GetInsertBlock();
-    llvm::BasicBlock *then = llvm::BasicBlock::Create(ctx, "cp.ld", fn);
-    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "cp.st", fn);
-    b.CreateCondBr(ok, then, join);
-    b.SetInsertPoint(then);
-    llvm::Value *loaded = loadElement(g.ptr, globalElem(x), t);
-    llvm::BasicBlock *thenEnd = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    llvm::PHINode *phi = b.CreatePHI(elemType(t), 2);
-    phi->addIncoming(loaded, thenEnd);
-    phi->addIncoming(value, from);
-    storeElement(sharedRoot, sharedElem(x), s.dtype, fromBits(toBits(phi, t), s.dtype));
-  };
-  auto elementPath = [&](bool unroll) {
-    forEachThreadItem(*this, plan.elements, unroll,
-                      [&](llvm::Value *e) { copyElement(unravel(b, e, plan.shape)); });
-  };
-
-  // Vector plan: the widest chunk that the static facts allow. Shared chunks must be
-  // contiguous and aligned: for linear root layouts, a unit stride in the tile's last root
-  // dimension, the other strides multiples of the chunk and a provably aligned origin; for
-  // tiled and swizzled layouts, every chunk-sized run of that root dimension starting at a
-  // multiple of the chunk contiguous and aligned (contiguousRuns) and the origin there a
-  // provable multiple of the chunk.
-  int rl = rank ? s.rootDim[rank - 1] : -1;
-  bool linear = !rootStrides.empty();
-  bool vectorOk =
-      rank > 0 && bits % 8 == 0 && !t.isBool() && (!linear || rootStrides[size_t(rl)] == 1);
-  if (vectorOk) {
-    auto *stride = llvm::dyn_cast<llvm::ConstantInt>(g.stride[rank - 1]);
-    vectorOk = stride && stride->isOne();
-  }
-  int bytes = bits / 8;
-  if (vectorOk) {
-    const llvm::DataLayout &dl = mod.getDataLayout();
-    llvm::Value *originOffset = constI64(0);
-    if (linear)
-      for (size_t r = 0; r < rootStrides.size(); ++r)
-        originOffset =
-            addFolded(b, originOffset, mulFolded(b, s.origin[r], constI64(rootStrides[r])));
-    else
-      originOffset = s.origin[size_t(rl)];
-    unsigned tz =
-        std::min<unsigned>(llvm::computeKnownBits(originOffset, dl).countMinTrailingZeros(), 30);
-    int64_t rootAlign = info.vars[s.root].sharedByteOffset;
-    for (int chunk : {16, 8, 4}) {
-      if (chunk % bytes != 0)
-        continue;
-      int v = chunk / bytes;
-      bool fits = plan.shape[rank - 1] % v == 0 && (int64_t(bytes) << tz) % chunk == 0 &&
-                  rootAlign % chunk == 0;
-      if (linear) {
-        for (size_t r = 0; r < rootStrides.size() && fits; ++r)
-          if (int(r) != rl && (rootStrides[r] * bytes) % chunk != 0)
-            fits = false;
-      } else {
-        fits = fits && contiguousRuns(s.root, rl, v);
-      }
-      if (fits) {
-        plan.vec = v;
-        plan.chunkBytes = chunk;
-        break;
-      }
-    }
-  }
-  if (plan.chunkBytes == 0) {
-    elementPath(true);
-    return Status::success();
-  }
-  // Run-time test (block-uniform): every global chunk is aligned.
-  int64_t chunk = plan.chunkBytes;
-  llvm::Value *addr0 = b.CreateGEP(b.getInt8Ty(), g.ptr, b.CreateMul(g.base, constI64(bytes)));
-  llvm::Value *aligned = b.CreateICmpEQ(
-      b.CreateAnd(b.CreatePtrToInt(addr0, b.getInt64Ty()), constI64(chunk - 1)), constI64(0));
-  for (size_t k = 0; k + 1 < rank; ++k)
-    aligned = b.CreateAnd(
-        aligned,
-        b.CreateICmpEQ(b.CreateSRem(b.CreateMul(g.stride[k], constI64(bytes)), constI64(chunk)),
-                       constI64(0)));
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock *vecBlock = llvm::BasicBlock::Create(ctx, "cpasync", fn);
-  llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "cpasync.elem", fn);
-  llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "cpasync.end", fn);
-  b.CreateCondBr(aligned, vecBlock, slowBlock);
-  b.SetInsertPoint(slowBlock);
-  elementPath(false);
-  b.CreateBr(join);
-  b.SetInsertPoint(vecBlock);
-  std::vector<int64_t> chunkShape = plan.shape;
-  chunkShape[rank - 1] /= plan.vec;
-  // Inline PTX rather than the intrinsics: LLVM 19 cannot select those with the 32-bit shared
-  // pointers the JIT uses (-nvptx-short-ptr).
-  std::string asmText = std::string(chunk == 16 ? "cp.async.cg" : "cp.async.ca") +
-                        ".shared.global [$0], [$1], " + std::to_string(chunk) + ", $2;";
-  auto *asmType = llvm::FunctionType::get(b.getVoidTy(),
-                                          {b.getInt32Ty(), b.getInt64Ty(), b.getInt32Ty()}, false);
-  llvm::InlineAsm *cpAsync = llvm::InlineAsm::get(asmType, asmText, "r,l,r,~{memory}", true);
-  forEachThreadItem(*this, plan.elements / plan.vec, true, [&](llvm::Value *c) {
-    std::vector<llvm::Value *> x = unravel(b, c, chunkShape);
-    x[rank - 1] = b.CreateMul(x[rank - 1], constI64(plan.vec));
-    llvm::Value *last = x[rank - 1];
-    llvm::Value *rowOk = inBoundsExcept(x, rank - 1);
-    // In-bounds elements of the chunk: [lo, hi) of the row intersected with [last, last + vec).
-    llvm::Value *count = callIntrinsic(llvm::Intrinsic::smin, {b.getInt64Ty()},
-                                       {b.CreateSub(g.hi[rank - 1], last), constI64(plan.vec)});
-    count = callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {count, constI64(0)});
-    count = b.CreateSelect(rowOk, count, constI64(0));
-    llvm::Value *startsLow = b.CreateAnd(
-        rowOk, b.CreateAnd(b.CreateICmpSLT(last, g.lo[rank - 1]),
-                           b.CreateICmpSGT(b.CreateAdd(last, constI64(plan.vec)), g.lo[rank - 1])));
-    llvm::Value *dst = sharedElementAddress(s.root, sharedElem(x), s.dtype);
-    llvm::Value *src =
-        b.CreateGEP(b.getInt8Ty(), g.ptr, b.CreateMul(globalElem(x), constI64(bytes)));
-    src = b.CreateSelect(b.CreateICmpEQ(count, constI64(0)), g.ptr, src);
-    llvm::BasicBlock *asyncBlock = llvm::BasicBlock::Create(ctx, "cp.chunk", fn);
-    llvm::BasicBlock *partBlock = llvm::BasicBlock::Create(ctx, "cp.partial", fn);
-    llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx, "cp.chunk.end", fn);
-    b.CreateCondBr(startsLow, partBlock, asyncBlock);
-    b.SetInsertPoint(asyncBlock);
-    llvm::Value *srcBytes = b.CreateTrunc(b.CreateMul(count, constI64(bytes)), b.getInt32Ty());
-    b.CreateCall(cpAsync, {b.CreatePtrToInt(dst, b.getInt32Ty()),
-                           b.CreatePtrToInt(src, b.getInt64Ty()), srcBytes});
-    b.CreateBr(done);
-    b.SetInsertPoint(partBlock);
-    for (int j = 0; j < plan.vec; ++j) {
-      std::vector<llvm::Value *> xe = x;
-      xe[rank - 1] = b.CreateAdd(last, constI64(j));
-      copyElement(xe);
-    }
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-  });
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
+  CopyLowering(*this, std::move(g), std::move(s), sview.shape).emit();
   return Status::success();
 }
 
