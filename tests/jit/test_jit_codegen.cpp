@@ -72,6 +72,9 @@ TEST_CASE("the pipelined matmul uses cp.async with zero fill and mma.sync") {
   CHECK(contains(k.ptx, "cp.async.wait_group 1"));
   CHECK(contains(k.ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
   CHECK(contains(k.ptx, "bar.sync \t0"));
+  // the A fragments (16x16) come in by ldmatrix.x4, the B fragments transposed
+  CHECK(contains(k.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+  CHECK(contains(k.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
 }
 
 TEST_CASE("vector_add loads and stores two contiguous f32 per thread as one vector") {
@@ -158,4 +161,25 @@ TEST_CASE("m16n8k32 atoms: s8 mma on both targets, e4m3 mma on sm_90a (PTX 8.4),
   PtxKernel k80 = ptxOf(e4m3, "dot", 80); // no FP8 tensor cores: through shared memory
   CHECK_FALSE(contains(k80.ptx, "mma.sync"));
   CHECK(runPtxas(k80.ptx, 80, log));
+}
+
+TEST_CASE("16-byte per-thread chunks become ld.global.v4 / st.global.v4") {
+  VerifiedModule m =
+      buildSource("def copy<cdiv(n, 1024)>(f32* x_ptr, f32* y_ptr, i32 n) threads=256:\n"
+                  "    bi = BlockIndices()\n"
+                  "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(256).local(4), "
+                  "offset=[bi * 1024:])\n"
+                  "    StoreGlobal(x, ViewGlobal(y_ptr, shape=[n]), offset=[bi * 1024:])\n");
+  PtxKernel k = ptxOf(m, "copy");
+  CHECK(contains(k.ptx, "ld.global.v4.b32"));
+  CHECK(contains(k.ptx, "st.global.v4.b32"));
+  // a strided layout (consecutive slots 256 elements apart) cannot be vectorised
+  VerifiedModule s =
+      buildSource("def copy<cdiv(n, 1024)>(f32* x_ptr, f32* y_ptr, i32 n) threads=256:\n"
+                  "    bi = BlockIndices()\n"
+                  "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=local(4).spatial(256), "
+                  "offset=[bi * 1024:])\n"
+                  "    StoreGlobal(x, ViewGlobal(y_ptr, shape=[n]), offset=[bi * 1024:])\n");
+  PtxKernel ks = ptxOf(s, "copy");
+  CHECK_FALSE(contains(ks.ptx, "ld.global.v"));
 }
