@@ -274,4 +274,30 @@ bool operator==(const SharedLayout &a, const SharedLayout &b) {
   return true;
 }
 
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+std::vector<int64_t> SharedLayout::linearStrides() const {
+  switch (kind_) {
+  case Kind::RowMajor:
+    return rowMajorStrides(shape_);
+  case Kind::ColumnMajor: {
+    std::vector<int64_t> strides(shape_.size(), 1);
+    for (size_t d = 1; d < strides.size(); ++d)
+      strides[d] = strides[d - 1] * shape_[d - 1];
+    return strides;
+  }
+  case Kind::Strided:
+    return strides_;
+  case Kind::Tile:
+  case Kind::Swizzle:
+    return {};
+  }
+  return {};
+}
+
 } // namespace tilus

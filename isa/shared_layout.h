@@ -14,6 +14,9 @@
 
 namespace tilus {
 
+/// Row-major strides (in elements) of a shape: the last dimension has stride 1.
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
+
 class SharedLayout {
 public:
   enum class Kind : uint8_t { RowMajor = 0, ColumnMajor = 1, Strided = 2, Tile = 3, Swizzle = 4 };
@@ -39,6 +42,9 @@ public:
   int64_t offset(const std::vector<int64_t> &index) const { return offset(index.data()); }
   /// Whether distinct indices map to distinct offsets (checked exhaustively; shapes are small).
   bool isInjective() const;
+  /// The strides when the layout is linear in the index (row_major, column_major, strided):
+  /// offset(x) = sum_d x_d * strides_d. Empty for tiled and swizzled layouts.
+  std::vector<int64_t> linearStrides() const;
 
   /// Strides for Strided; children for Tile (two) and Swizzle (one); swizzle parameters.
   const std::vector<int64_t> &strides() const { return strides_; }

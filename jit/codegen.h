@@ -265,9 +265,6 @@ public:
 /// Map a tensor Opcode to its scalar operator (Const when there is none).
 ExprOp exprOpOf(Opcode op);
 
-/// Strides of a shared layout that is linear in its coordinates (row_major, column_major,
-/// strided); empty for tiled and swizzled layouts.
-std::vector<int64_t> sharedLinearStrides(const SharedLayout &layout);
 /// x + y and x * y, folding additions of 0 and multiplications by 1.
 llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);

@@ -198,7 +198,7 @@ private:
   /// swizzled layouts, every chunk-sized run of that root dimension starting at a multiple of
   /// the chunk contiguous and aligned (contiguousRuns) and the origin there a provable multiple.
   void choosePlan() {
-    std::vector<int64_t> rootStrides = sharedLinearStrides(*cg_.info.vars[s_.root].sharedLayout);
+    std::vector<int64_t> rootStrides = cg_.info.vars[s_.root].sharedLayout->linearStrides();
     int rl = rank_ ? s_.rootDim[rank_ - 1] : -1;
     bool linear = !rootStrides.empty();
     if (rank_ == 0 || t_.storageBits() % 8 != 0 || t_.isBool() ||

@@ -55,13 +55,6 @@ llvm::Value *product(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
   return mulFolded(b, x, y);
 }
 
-std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
 } // namespace
 
 /// Split the slots into groups of `width` consecutive elements (or single slots).
@@ -106,25 +99,6 @@ int vectorWidth(int bytes, int64_t locals) {
 bool isConstOne(llvm::Value *v) {
   auto *c = llvm::dyn_cast<llvm::ConstantInt>(v);
   return c && c->isOne();
-}
-
-std::vector<int64_t> sharedLinearStrides(const SharedLayout &layout) {
-  switch (layout.kind()) {
-  case SharedLayout::Kind::RowMajor:
-    return rowMajorStrides(layout.shape());
-  case SharedLayout::Kind::ColumnMajor: {
-    std::vector<int64_t> strides(layout.shape().size(), 1);
-    for (size_t d = 1; d < strides.size(); ++d)
-      strides[d] = strides[d - 1] * layout.shape()[d - 1];
-    return strides;
-  }
-  case SharedLayout::Kind::Strided:
-    return layout.strides();
-  case SharedLayout::Kind::Tile:
-  case SharedLayout::Kind::Swizzle:
-    return {};
-  }
-  return {};
 }
 
 // ---- views ----------------------------------------------------------------------------------
@@ -327,7 +301,7 @@ namespace {
 
 llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout,
                                 const std::vector<llvm::Value *> &c) {
-  std::vector<int64_t> strides = sharedLinearStrides(layout);
+  std::vector<int64_t> strides = layout.linearStrides();
   if (!strides.empty() || layout.rank() == 0) {
     llvm::Value *o = b.getInt64(0);
     for (size_t d = 0; d < strides.size(); ++d)
@@ -472,7 +446,7 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
   int rank = map.rank();
   SharedSlots out;
   out.elem.resize(size_t(map.locals()));
-  std::vector<int64_t> strides = sharedLinearStrides(layout);
+  std::vector<int64_t> strides = layout.linearStrides();
   DataType t = tile.dtype;
   if (strides.empty() && layout.rank() != 0) {
     // Non-linear layout (tile, swizzle): the full layout function per slot. A run of w slots

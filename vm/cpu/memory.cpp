@@ -8,13 +8,6 @@
 
 namespace tilus::cpu {
 
-std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
 int64_t TileAccess::elements() const {
   int64_t n = 1;
   for (int64_t s : shape)
@@ -73,26 +66,6 @@ size_t sliceCount(const std::vector<OffsetValue> &offsets) {
       std::count_if(offsets.begin(), offsets.end(), [](const OffsetValue &o) { return o.slice; }));
 }
 
-/// Strides of a shared layout that is linear in its coordinates, or an empty vector.
-std::vector<int64_t> linearSharedStrides(const SharedLayout &layout) {
-  switch (layout.kind()) {
-  case SharedLayout::Kind::RowMajor:
-    return rowMajorStrides(layout.shape());
-  case SharedLayout::Kind::ColumnMajor: {
-    std::vector<int64_t> strides(layout.shape().size(), 1);
-    for (size_t d = 1; d < strides.size(); ++d)
-      strides[d] = strides[d - 1] * layout.shape()[d - 1];
-    return strides;
-  }
-  case SharedLayout::Kind::Strided:
-    return layout.strides();
-  case SharedLayout::Kind::Tile:
-  case SharedLayout::Kind::Swizzle:
-    return {};
-  }
-  return {};
-}
-
 } // namespace
 
 Expected<TileAccess> globalTile(const GlobalView &view, const std::vector<OffsetValue> &offsets,
@@ -143,7 +116,7 @@ Expected<TileAccess> sharedTile(const SharedView &view, const std::vector<Offset
     tile.lo.push_back(view.lo[d] - e);
     tile.hi.push_back(view.hi[d] - e);
   }
-  std::vector<int64_t> rootStrides = linearSharedStrides(*view.layout);
+  std::vector<int64_t> rootStrides = view.layout->linearStrides();
   tile.linear = !rootStrides.empty() || view.layout->rank() == 0;
   tile.stride.assign(tileShape.size(), 0);
   if (tile.linear) {

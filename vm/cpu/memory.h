@@ -85,8 +85,7 @@ Expected<GlobalView> sliceGlobal(const GlobalView &view, const std::vector<Offse
 Expected<SharedView> sliceShared(const SharedView &view, const std::vector<OffsetValue> &offsets,
                                  const std::vector<int64_t> &shape);
 
-/// Row-major strides of a shape.
-std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
+using tilus::rowMajorStrides;
 
 /// Visit every tile element in row-major order: f(linear, idx, valid, elementOffset); the
 /// offset is only computed for valid elements.
