@@ -17,15 +17,17 @@ cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build-rt}"
 if [ "${1:-}" = "--pack" ]; then
   set -e
-  ninja -C "$build" -j1 tools/vm-run tools/tilus-asm tests/gpu/test_gpu
+  ninja -C "$build" -j1 tools/vm-run tools/tilus-asm tests/gpu/test_gpu tests/jit/test_jit_gpu
   rm -rf .carry
-  mkdir -p .carry/vm .carry/tools .carry/tests/gpu
+  mkdir -p .carry/vm .carry/tools .carry/tests/gpu .carry/tests/jit
   cp -L "$build/vm/libtilusvm.so.0" .carry/vm/
   # libxxhash is not part of every CUDA image; it travels beside libtilusvm.
   cp -L "$(ldd "$build/vm/libtilusvm.so.0" | awk '/libxxhash/ {print $3}')" .carry/vm/
   cp "$build/tools/vm-run" "$build/tools/tilus-asm" .carry/tools/
   cp "$build/tests/gpu/test_gpu" .carry/tests/gpu/
-  strip --strip-unneeded .carry/vm/libtilusvm.so.0 .carry/tools/* .carry/tests/gpu/test_gpu
+  cp "$build/tests/jit/test_jit_gpu" .carry/tests/jit/
+  strip --strip-unneeded .carry/vm/libtilusvm.so.0 .carry/tools/* .carry/tests/gpu/test_gpu \
+    .carry/tests/jit/test_jit_gpu
   du -sh .carry
   exit 0
 fi
@@ -48,6 +50,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 step "gpu tests"
 "$build/tests/gpu/test_gpu" 2>&1 | tee "$out/test_gpu.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail "gpu tests"
+if [ -x "$build/tests/jit/test_jit_gpu" ]; then
+  # The JIT against the CPU interpreter, every instruction family (programs read from here).
+  TILUSVM_SOURCE_ROOT="$PWD" "$build/tests/jit/test_jit_gpu" > "$out/test_jit_gpu.log" 2>&1 ||
+    fail "jit differential tests"
+  tail -n 3 "$out/test_jit_gpu.log"
+fi
 
 step "assemble"
 "$asm" programs/paper_matmul_f16_i6.tasm -D M=512 -D N=512 -D K=512 -o "$work/paper512.tbc" &&
