@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #ifndef TILUSVM_SOURCE_DIR
@@ -169,10 +171,79 @@ void runPaperStyle(const std::string &file, int64_t size) {
   checkClose(out, mm.reference(), 11);
 }
 
+// A version 1.0 .npy file (NumPy format spec): magic, version, header length, a header dict
+// padded with spaces to a multiple of 64 bytes and ended by a newline, then the data.
+void writeNpy(const std::string &path, const std::string &descr, const std::vector<uint8_t> &data,
+              size_t count) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
+                       std::to_string(count) + ",), }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  uint16_t len = uint16_t(header.size());
+  out.write(reinterpret_cast<const char *>(&len), 2);
+  out << header;
+  out.write(reinterpret_cast<const char *>(data.data()), std::streamsize(data.size()));
+}
+
+std::vector<uint8_t> readNpyData(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() >= 10);
+  REQUIRE(std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0);
+  size_t headerLen = bytes[8] | (size_t(bytes[9]) << 8);
+  return std::vector<uint8_t>(bytes.begin() + long(10 + headerLen), bytes.end());
+}
+
+int runTool(const std::string &command) {
+  INFO(command);
+  return std::system((command + " > /dev/null").c_str());
+}
+
 } // namespace
 
 TEST_CASE("paper FP16 x INT6 matmul (M = N = K = 64) matches the C++ reference") {
   runPaperStyle("programs/paper_matmul_f16_i6.tasm", 64);
+}
+
+TEST_CASE("tilus-asm and vm-run: the paper matmul at M = N = K = 64 on the cpu") {
+  const int64_t size = 64;
+  std::string dir = "/tmp/tilusvm_paper_cli_" + std::to_string(getpid());
+  REQUIRE(std::system(("mkdir -p " + dir).c_str()) == 0);
+  Matmul mm = randomMatmul(size, size, size, -32, 31, 17);
+  std::vector<uint8_t> a(size_t(size * size * 2));
+  for (int64_t i = 0; i < size * size; ++i) {
+    uint16_t h = eighthsToHalf(mm.aEighths[size_t(i)]);
+    std::memcpy(&a[size_t(i * 2)], &h, 2);
+  }
+  std::vector<uint8_t> b = packWeights(mm, 6);
+  writeNpy(dir + "/a.npy", "<f2", a, size_t(size * size));
+  writeNpy(dir + "/b.npy", "|u1", b, b.size()); // sub-byte inputs travel as packed bytes
+  std::string source = std::string(TILUSVM_SOURCE_DIR) + "/programs/paper_matmul_f16_i6.tasm";
+  std::string tbc = dir + "/paper.tbc";
+  REQUIRE(runTool(std::string(TILUSVM_TILUS_ASM) + " " + source + " -D M=64 -D N=64 -D K=64 -o " +
+                  tbc) == 0);
+  std::string run = std::string(TILUSVM_VM_RUN) + " " + tbc + " --device cpu";
+  REQUIRE(runTool(run + " --kernel transform_b --arg b_ptr=@" + dir + "/b.npy" +
+                  " --arg transformed_b_ptr=zeros --save transformed_b_ptr=" + dir + "/tb.npy") ==
+          0);
+  REQUIRE(runTool(run + " --kernel matmul --arg a_ptr=@" + dir +
+                  "/a.npy --arg transformed_b_ptr=@" + dir +
+                  "/tb.npy --arg c_ptr=zeros --save c_ptr=" + dir + "/c.npy") == 0);
+  std::vector<uint8_t> c = readNpyData(dir + "/c.npy");
+  REQUIRE(c.size() == size_t(size * size * 2));
+  std::vector<double> out;
+  for (int64_t i = 0; i < size * size; ++i) {
+    uint16_t h;
+    std::memcpy(&h, &c[size_t(i * 2)], 2);
+    out.push_back(halfToDouble(h));
+  }
+  checkClose(out, mm.reference(), 11);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST_CASE("variant: 16x16 warp tiles, FP16 x INT6") {
