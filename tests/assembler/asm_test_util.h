@@ -5,6 +5,8 @@
 #include "assembler/assembler.h"
 #include "test_helpers.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -25,9 +27,16 @@ inline std::string readSourceFile(const std::string &relative) {
 }
 
 /// The example programs of programs/ (relative paths).
+/// Every .tasm file under programs/ (recursively), relative to the source root, sorted.
 inline std::vector<std::string> examplePrograms() {
-  return {"programs/vector_add.tasm", "programs/softmax_rows.tasm",
-          "programs/paper_matmul_f16_i6.tasm", "programs/matmul_f16_pipelined.tasm"};
+  namespace fs = std::filesystem;
+  fs::path root(TILUSVM_SOURCE_DIR);
+  std::vector<std::string> paths;
+  for (const auto &entry : fs::recursive_directory_iterator(root / "programs"))
+    if (entry.path().extension() == ".tasm")
+      paths.push_back(fs::relative(entry.path(), root).string());
+  std::sort(paths.begin(), paths.end());
+  return paths;
 }
 
 inline Expected<Module> asmText(const std::string &text,

@@ -109,6 +109,18 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write(read(os.path.join(tmp, "vector_add.tbc"))[:40])
     _, err = expect(["-d", corrupt], 1, "corrupt bytecode")
     check("error[bytecode]" in err, f"corrupt bytecode is a bytecode error:\n{err}")
+    good = read(os.path.join(tmp, "vector_add.tbc"))
+    damaged = {
+        "bit-flipped": good[:60] + bytes([good[60] ^ 0x10]) + good[61:],
+        "overwritten": good[:50] + b"\xff" * 8 + good[58:],
+        "extended": good + b"\x00\x01\x02",
+        "empty": b"",
+    }
+    for name, data in damaged.items():
+        with open(corrupt, "wb") as f:
+            f.write(data)
+        _, err = expect(["-d", corrupt], 1, f"{name} bytecode")
+        check("error[bytecode]" in err, f"{name} bytecode is a bytecode error:\n{err}")
 
     # layout --json: replicated and plain layouts against hand-written owners.
     out, _ = expect(["layout", "spatial(2).local(2)", "--json"], 0, "layout --json")
