@@ -411,4 +411,51 @@ uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varVa
   return result;
 }
 
+std::optional<ExprOp> elementwiseExprOp(Opcode op) {
+  switch (op) {
+  case Opcode::Add:
+    return ExprOp::Add;
+  case Opcode::Sub:
+    return ExprOp::Sub;
+  case Opcode::Mul:
+    return ExprOp::Mul;
+  case Opcode::Div:
+    return ExprOp::Div;
+  case Opcode::Mod:
+    return ExprOp::Mod;
+  case Opcode::Max:
+    return ExprOp::Max;
+  case Opcode::Min:
+    return ExprOp::Min;
+  case Opcode::And:
+    return ExprOp::BitAnd;
+  case Opcode::Or:
+    return ExprOp::BitOr;
+  case Opcode::Xor:
+    return ExprOp::BitXor;
+  case Opcode::Shl:
+    return ExprOp::Shl;
+  case Opcode::Shr:
+    return ExprOp::Shr;
+  case Opcode::Eq:
+    return ExprOp::Eq;
+  case Opcode::Ne:
+    return ExprOp::Ne;
+  case Opcode::Lt:
+    return ExprOp::Lt;
+  case Opcode::Le:
+    return ExprOp::Le;
+  case Opcode::Gt:
+    return ExprOp::Gt;
+  case Opcode::Ge:
+    return ExprOp::Ge;
+  case Opcode::Neg:
+    return ExprOp::Neg;
+  case Opcode::Not:
+    return ExprOp::BitNot;
+  default:
+    return std::nullopt;
+  }
+}
+
 } // namespace tilus

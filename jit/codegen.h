@@ -262,9 +262,6 @@ public:
   int64_t printBufferElements = 0;
 };
 
-/// Map a tensor Opcode to its scalar operator (Const when there is none).
-ExprOp exprOpOf(Opcode op);
-
 /// x + y and x * y, folding additions of 0 and multiplications by 1.
 llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);

@@ -209,10 +209,10 @@ Status Codegen::lowerElementwise(const Instruction &inst) {
       out[i] = mathOp(inst.opcode, x, ct);
       continue;
     }
-    ExprOp op = exprOpOf(inst.opcode);
-    if (op == ExprOp::Const)
+    std::optional<ExprOp> op = elementwiseExprOp(inst.opcode);
+    if (!op)
       return error(ErrorCode::Unsupported, inst, "not an elementwise operator");
-    llvm::Value *v = applyOp(op, ct, x, binary ? ys[i] : nullptr);
+    llvm::Value *v = applyOp(*op, ct, x, binary ? ys[i] : nullptr);
     out[i] = category == InstructionCategory::Comparison ? convert(v, DataType::boolean(), rt) : v;
   }
   writeRegister(r, out);

@@ -19,53 +19,6 @@ namespace tilus::cpu {
 
 namespace {
 
-ExprOp exprOpOf(Opcode op) {
-  switch (op) {
-  case Opcode::Add:
-    return ExprOp::Add;
-  case Opcode::Sub:
-    return ExprOp::Sub;
-  case Opcode::Mul:
-    return ExprOp::Mul;
-  case Opcode::Div:
-    return ExprOp::Div;
-  case Opcode::Mod:
-    return ExprOp::Mod;
-  case Opcode::Max:
-    return ExprOp::Max;
-  case Opcode::Min:
-    return ExprOp::Min;
-  case Opcode::And:
-    return ExprOp::BitAnd;
-  case Opcode::Or:
-    return ExprOp::BitOr;
-  case Opcode::Xor:
-    return ExprOp::BitXor;
-  case Opcode::Shl:
-    return ExprOp::Shl;
-  case Opcode::Shr:
-    return ExprOp::Shr;
-  case Opcode::Eq:
-    return ExprOp::Eq;
-  case Opcode::Ne:
-    return ExprOp::Ne;
-  case Opcode::Lt:
-    return ExprOp::Lt;
-  case Opcode::Le:
-    return ExprOp::Le;
-  case Opcode::Gt:
-    return ExprOp::Gt;
-  case Opcode::Ge:
-    return ExprOp::Ge;
-  case Opcode::Neg:
-    return ExprOp::Neg;
-  case Opcode::Not:
-    return ExprOp::BitNot;
-  default:
-    return ExprOp::Const; // not an expression operator
-  }
-}
-
 bool isComparison(ExprOp op) {
   return op == ExprOp::Eq || op == ExprOp::Ne || op == ExprOp::Lt || op == ExprOp::Le ||
          op == ExprOp::Gt || op == ExprOp::Ge;
@@ -221,7 +174,7 @@ Status unary(BlockState &b, uint32_t index, DataType t, const Slots &s) {
     return Status::success();
   }
   if (op == Opcode::Neg || op == Opcode::Not) {
-    ExprOp e = exprOpOf(op);
+    ExprOp e = *elementwiseExprOp(op);
     for (size_t i = 0; i < s.n; ++i)
       s.d[i] = applyScalarOp(e, t, t, &s.a[i]);
     return Status::success();
@@ -323,7 +276,7 @@ Status execElementwise(BlockState &b, uint32_t index) {
   case InstructionCategory::Arithmetic:
   case InstructionCategory::Bitwise:
   case InstructionCategory::Comparison:
-    binary(exprOpOf(inst.opcode), types[0], resultType, s);
+    binary(*elementwiseExprOp(inst.opcode), types[0], resultType, s);
     break;
   case InstructionCategory::Unary:
   case InstructionCategory::Math:
