@@ -62,6 +62,7 @@ step "assemble"
 "$asm" programs/paper_matmul_f16_i6.tasm -D M="$bench_size" -D N="$bench_size" \
   -D K="$bench_size" -o "$work/paper_bench.tbc" &&
 "$asm" programs/matmul_f16_pipelined.tasm -o "$work/matmul.tbc" &&
+"$asm" programs/matmul_f16_large_tile.tasm -o "$work/matmul_large.tbc" &&
 "$asm" programs/vector_add.tasm -o "$work/vector_add.tbc" || fail "assemble"
 
 step "vm-run --check: paper matmul at M=N=K=512"
@@ -85,6 +86,9 @@ n="$bench_size"
 "$run" "$work/matmul.tbc" --device cuda --arg a_ptr=rand:1 --arg b_ptr=rand:2 \
   --arg m="$n" --arg n="$n" --arg k="$n" --bench --json > "$out/bench_matmul.json" ||
   fail "bench matmul"
+"$run" "$work/matmul_large.tbc" --device cuda --arg a_ptr=rand:1 --arg b_ptr=rand:2 \
+  --arg m="$n" --arg n="$n" --arg k="$n" --bench --json > "$out/bench_matmul_large.json" ||
+  fail "bench matmul large tile"
 vec_n=$((1 << 26))
 "$run" "$work/vector_add.tbc" --device cuda --arg x_ptr=rand:1 --arg y_ptr=rand:2 \
   --arg n="$vec_n" --bench --json > "$out/bench_vector_add.json" || fail "bench vector_add"
@@ -139,6 +143,8 @@ bw = base["copy_bytes"] / (base["copy_ms"] * 1e-3) / 1e9 if "copy_ms" in base el
 add("paper f16 x i6 matmul", f"{n}^3", load("bench_paper.json"),
     lambda ms: flops / (ms * 1e-3) / 1e12, "TFLOP/s", mm_rate, "cuBLAS f16")
 add("matmul_f16_pipelined", f"{n}^3", load("bench_matmul.json"),
+    lambda ms: flops / (ms * 1e-3) / 1e12, "TFLOP/s", mm_rate, "cuBLAS f16")
+add("matmul_f16_large_tile", f"{n}^3", load("bench_matmul_large.json"),
     lambda ms: flops / (ms * 1e-3) / 1e12, "TFLOP/s", mm_rate, "cuBLAS f16")
 add("vector_add f32", f"2^{vec_n.bit_length() - 1}", load("bench_vector_add.json"),
     lambda ms: 12.0 * vec_n / (ms * 1e-3) / 1e9, "GB/s", bw, "D2D copy")

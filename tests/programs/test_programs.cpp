@@ -291,3 +291,49 @@ TEST_CASE("variant: per-thread Dot without tensor cores, F32 x U2") {
   }
   checkClose(out, mm.reference(), 24);
 }
+
+// C = A @ B with both inputs multiples of 1/8 in [-2, 2] (exact in f16); every partial sum is a
+// multiple of 1/64 of magnitude at most 4k (under 2^18 / 64 here), so the f32 accumulation is
+// exact and only the final f16
+// rounding remains.
+std::vector<double> eighthsMatmulReference(const std::vector<int> &a, const std::vector<int> &b,
+                                           int64_t m, int64_t n, int64_t k) {
+  std::vector<double> c(size_t(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += a[size_t(i * k + p)] / 8.0 * (b[size_t(p * n + j)] / 8.0);
+      c[size_t(i * n + j)] = s;
+    }
+  return c;
+}
+
+TEST_CASE("matmul_f16_large_tile: partial 128x128 tiles (m = 150, n = 136, k = 72)") {
+  const int64_t M = 150, N = 136, K = 72;
+  VerifiedModule vm = build("programs/matmul_f16_large_tile.tasm", {});
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> eighths(-16, 16);
+  std::vector<int> ae, be;
+  std::vector<uint8_t> a(size_t(M * K * 2)), b(size_t(K * N * 2)), c(size_t(M * N * 2), 0xFF);
+  for (int64_t i = 0; i < M * K; ++i) {
+    ae.push_back(eighths(rng));
+    uint16_t h = eighthsToHalf(ae.back());
+    std::memcpy(&a[size_t(i * 2)], &h, 2);
+  }
+  for (int64_t i = 0; i < K * N; ++i) {
+    be.push_back(eighths(rng));
+    uint16_t h = eighthsToHalf(be.back());
+    std::memcpy(&b[size_t(i * 2)], &h, 2);
+  }
+  auto scalar = [](int64_t v) { return KernelArg{uint64_t(uint32_t(int32_t(v))), nullptr, 0}; };
+  REQUIRE_OK(
+      runOnCpu(vm, 0, {hostArg(a), hostArg(b), hostArg(c), scalar(M), scalar(N), scalar(K)}));
+  std::vector<double> out;
+  for (int64_t i = 0; i < M * N; ++i) {
+    uint16_t h;
+    std::memcpy(&h, &c[size_t(i * 2)], 2);
+    out.push_back(halfToDouble(h));
+  }
+  checkClose(out, eighthsMatmulReference(ae, be, M, N, K), 11);
+}
