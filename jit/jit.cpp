@@ -38,7 +38,7 @@ extern const size_t kDevlibBitcodeSize;
 namespace {
 
 /// Bumped whenever the generated code changes for the same input (part of cache keys).
-constexpr const char *kJitRevision = "3";
+constexpr const char *kJitRevision = "4";
 constexpr const char *kTriple = "nvptx64-nvidia-cuda";
 
 void initializeLlvm() {

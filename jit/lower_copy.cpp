@@ -35,6 +35,36 @@ struct CopyPlan {
   int chunkBytes = 0; // 0: element path
 };
 
+/// Emits `body(index)` for index = start, start + step, ... while index < end, as one loop;
+/// with `unroll` false LLVM must not unroll it.
+template <typename F>
+void rolledLoop(Codegen &cg, llvm::Value *start, int64_t step, int64_t end, bool unroll, F &&body) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  llvm::BasicBlock *header = llvm::BasicBlock::Create(cg.ctx, "items", fn);
+  llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(cg.ctx, "items.body", fn);
+  llvm::BasicBlock *exit = llvm::BasicBlock::Create(cg.ctx, "items.end", fn);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *index = b.CreatePHI(b.getInt64Ty(), 2);
+  index->addIncoming(start, pre);
+  b.CreateCondBr(b.CreateICmpSLT(index, b.getInt64(uint64_t(end))), bodyBlock, exit);
+  b.SetInsertPoint(bodyBlock);
+  body(index);
+  index->addIncoming(b.CreateAdd(index, b.getInt64(uint64_t(step))), b.GetInsertBlock());
+  llvm::BranchInst *back = b.CreateBr(header);
+  if (!unroll) {
+    llvm::LLVMContext &ctx = cg.ctx;
+    llvm::MDNode *disable =
+        llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
+    llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, disable});
+    loop->replaceOperandWith(0, loop);
+    back->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  }
+  b.SetInsertPoint(exit);
+}
+
 /// Emits `body(index)` for index = tid + k * threads, k = 0.. while index < count: unrolled
 /// when there are few iterations (and `unroll`), a loop that LLVM must not unroll otherwise
 /// (the element fallback of a vector copy: rarely run, and unrolled it would hold many
@@ -62,28 +92,15 @@ template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, bool un
     }
     return;
   }
-  llvm::BasicBlock *pre = b.GetInsertBlock();
-  llvm::BasicBlock *header = llvm::BasicBlock::Create(cg.ctx, "items", fn);
-  llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(cg.ctx, "items.body", fn);
-  llvm::BasicBlock *exit = llvm::BasicBlock::Create(cg.ctx, "items.end", fn);
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode *index = b.CreatePHI(b.getInt64Ty(), 2);
-  index->addIncoming(t, pre);
-  b.CreateCondBr(b.CreateICmpSLT(index, b.getInt64(uint64_t(count))), bodyBlock, exit);
-  b.SetInsertPoint(bodyBlock);
-  body(index);
-  index->addIncoming(b.CreateAdd(index, b.getInt64(uint64_t(threads))), b.GetInsertBlock());
-  llvm::BranchInst *back = b.CreateBr(header);
   if (!unroll) {
-    llvm::LLVMContext &ctx = cg.ctx;
-    llvm::MDNode *disable =
-        llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
-    llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, disable});
-    loop->replaceOperandWith(0, loop);
-    back->setMetadata(llvm::LLVMContext::MD_loop, loop);
+    // The thread index read afresh (a volatile asm stays in this block): otherwise LICM hoists
+    // the rarely-run loop's per-thread start values out of the caller's loop, where they would
+    // occupy registers across every iteration.
+    auto *asmType = llvm::FunctionType::get(b.getInt32Ty(), false);
+    llvm::InlineAsm *readTid = llvm::InlineAsm::get(asmType, "mov.u32 $0, %tid.x;", "=r", true);
+    t = b.CreateZExt(b.CreateCall(readTid), b.getInt64Ty());
   }
-  b.SetInsertPoint(exit);
+  rolledLoop(cg, t, threads, count, unroll, body);
 }
 
 /// Tile index of row-major element `linear` (i64 values).
@@ -140,6 +157,14 @@ public:
 private:
   llvm::BasicBlock *newBlock(const char *name) {
     return llvm::BasicBlock::Create(cg_.ctx, name, b_.GetInsertBlock()->getParent());
+  }
+
+  /// v itself, through a volatile asm that stays in its block: what a rarely-run path derives
+  /// from v is then computed there, not hoisted into registers held across an enclosing loop.
+  llvm::Value *opaque(llvm::Value *v) {
+    auto *asmType = llvm::FunctionType::get(v->getType(), {v->getType()}, false);
+    llvm::InlineAsm *copy = llvm::InlineAsm::get(asmType, "mov.b64 $0, $1;", "=l,l", true);
+    return b_.CreateCall(copy, {v});
   }
 
   /// Shared element offset of tile index x.
@@ -297,12 +322,17 @@ private:
       b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dst, b_.getInt32Ty()),
                               b_.CreatePtrToInt(src, b_.getInt64Ty()), srcBytes});
       b_.CreateBr(done);
-      b_.SetInsertPoint(partBlock); // starts below the valid range: element by element
-      for (int j = 0; j < vec; ++j) {
-        std::vector<llvm::Value *> xe = x;
-        xe[rank_ - 1] = b_.CreateAdd(first, cg_.constI64(j));
+      // Starts below the valid range (rare): element by element, in a loop, so that the
+      // element coordinates are not hoisted out of an enclosing loop into registers.
+      b_.SetInsertPoint(partBlock);
+      std::vector<llvm::Value *> xp(rank_);
+      for (size_t k = 0; k < rank_; ++k)
+        xp[k] = opaque(x[k]);
+      rolledLoop(cg_, cg_.constI64(0), 1, vec, false, [&](llvm::Value *j) {
+        std::vector<llvm::Value *> xe = xp;
+        xe[rank_ - 1] = b_.CreateAdd(xp[rank_ - 1], j);
         copyElement(xe);
-      }
+      });
       b_.CreateBr(done);
       b_.SetInsertPoint(done);
     });

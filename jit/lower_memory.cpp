@@ -303,9 +303,9 @@ llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout
                                 const std::vector<llvm::Value *> &c) {
   std::vector<int64_t> strides = layout.linearStrides();
   if (!strides.empty() || layout.rank() == 0) {
-    llvm::Value *o = b.getInt64(0);
+    llvm::Value *o = b.getInt32(0);
     for (size_t d = 0; d < strides.size(); ++d)
-      o = sum(b, o, product(b, c[d], b.getInt64(uint64_t(strides[d]))));
+      o = sum(b, o, product(b, c[d], b.getInt32(uint64_t(strides[d]))));
     return o;
   }
   if (layout.kind() == SharedLayout::Kind::Tile) {
@@ -313,12 +313,12 @@ llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout
     const SharedLayout &inner = *layout.children()[1];
     std::vector<llvm::Value *> q(c.size()), r(c.size());
     for (size_t d = 0; d < c.size(); ++d) {
-      llvm::Value *n = b.getInt64(uint64_t(inner.shape()[d]));
+      llvm::Value *n = b.getInt32(uint64_t(inner.shape()[d]));
       q[d] = b.CreateUDiv(c[d], n);
       r[d] = b.CreateURem(c[d], n);
     }
     llvm::Value *o = sharedLayoutOffset(b, outer, q);
-    return b.CreateAdd(b.CreateMul(o, b.getInt64(uint64_t(inner.size()))),
+    return b.CreateAdd(b.CreateMul(o, b.getInt32(uint64_t(inner.size()))),
                        sharedLayoutOffset(b, inner, r));
   }
   // swizzle
@@ -332,7 +332,16 @@ llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout
 } // namespace
 
 llvm::Value *Codegen::sharedOffset(VarId root, const std::vector<llvm::Value *> &coords) {
-  return sharedLayoutOffset(b, *info.vars[root].sharedLayout, coords);
+  // In i32: a defined access has every root coordinate in [0, shape) and its offset below the
+  // root's size, which is at most ProgramInfo::sharedBytes < 2^32, so the i32 layout function
+  // (its divisions and shifts included) equals the i64 one there. Per-thread shared terms then
+  // take one register each instead of two, which matters in the k loops of matrix programs.
+  std::vector<llvm::Value *> c32;
+  c32.reserve(coords.size());
+  for (llvm::Value *c : coords)
+    c32.push_back(b.CreateTrunc(c, b.getInt32Ty()));
+  llvm::Value *o = sharedLayoutOffset(b, *info.vars[root].sharedLayout, c32);
+  return b.CreateZExt(o, b.getInt64Ty());
 }
 
 llvm::Value *Codegen::sharedElementAddress(VarId root, llvm::Value *elem, DataType t) {
