@@ -86,6 +86,29 @@ Status forEachSharedElement(const BlockState &b, uint32_t index, const SharedVie
   return status;
 }
 
+/// Visit the elements of a global tile that lie inside the view: f(e, bit, offset). Elements
+/// outside the view are skipped (loads read 0, stores are dropped); an element inside the view
+/// but outside the argument buffer is an error (reported once, for the first such element).
+template <typename F>
+Status forEachGlobalElement(const BlockState &b, uint32_t index, const GlobalView &view,
+                            const TileAccess &tile, F &&f) {
+  int sb = view.dtype.storageBits();
+  bool checkBuffer = !tileInBuffer(view, tile, sb);
+  Status status;
+  forEachTileElement(tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
+    int64_t bit = off * sb;
+    if (!valid)
+      return;
+    if (checkBuffer && !inBuffer(view, bit, sb)) {
+      if (status.ok())
+        status = outsideBuffer(b, index, view, off);
+      return;
+    }
+    f(e, bit, off);
+  });
+  return status;
+}
+
 /// Hand logical element values to every owner slot of the result.
 void scatterToOwners(BlockState &b, VarId r, const std::vector<uint64_t> &logical) {
   const LayoutTable &table = *b.plan.varTables[r];
@@ -115,22 +138,13 @@ Status execLoadGlobal(BlockState &b, uint32_t index) {
   logical.assign(size_t(table.elements), 0);
   int sb = dtype.storageBits();
   bool same = dtype == resultType;
-  bool checkBuffer = !tileInBuffer(view, *tile, sb);
-  Status status;
-  forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
-    int64_t bit = off * sb;
-    if (!valid)
-      return;
-    if (checkBuffer && !inBuffer(view, bit, sb)) {
-      if (status.ok())
-        status = outsideBuffer(b, index, view, off);
-      return;
-    }
-    uint64_t v = canonicalFromMemory(readBits(view.base, bit, sb), dtype);
-    logical[size_t(e)] = same ? v : convertBits(v, dtype, resultType);
-    if (b.race)
-      b.race->globalRead(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
-  });
+  Status status =
+      forEachGlobalElement(b, index, view, *tile, [&](int64_t e, int64_t bit, int64_t off) {
+        uint64_t v = canonicalFromMemory(readBits(view.base, bit, sb), dtype);
+        logical[size_t(e)] = same ? v : convertBits(v, dtype, resultType);
+        if (b.race)
+          b.race->globalRead(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
+      });
   TILUSVM_TRY(status);
   scatterToOwners(b, r, logical);
   return Status::success();
@@ -150,23 +164,12 @@ Status execStoreGlobal(BlockState &b, uint32_t index) {
     return b.fail(tile.status().code(), index, tile.status().first().message);
   int sb = dtype.storageBits();
   bool same = dtype == valueType;
-  bool checkBuffer = !tileInBuffer(view, *tile, sb);
-  Status status;
-  forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
-    int64_t bit = off * sb;
-    if (!valid)
-      return;
-    if (checkBuffer && !inBuffer(view, bit, sb)) {
-      if (status.ok())
-        status = outsideBuffer(b, index, view, off);
-      return;
-    }
+  return forEachGlobalElement(b, index, view, *tile, [&](int64_t e, int64_t bit, int64_t off) {
     uint64_t v = slots[size_t(table.firstOwner(e))];
     writeBitsShared(view.base, bit, sb, same ? v : convertBits(v, valueType, dtype));
     if (b.race)
       b.race->globalWrite(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
   });
-  return status;
 }
 
 Status execLoadShared(BlockState &b, uint32_t index) {
@@ -251,22 +254,13 @@ Status execCopyAsync(BlockState &b, uint32_t index) {
       }));
   int sb = src.dtype.storageBits();
   bool same = src.dtype == dst.dtype;
-  bool checkBuffer = !tileInBuffer(src, *srcTile, sb);
-  Status status;
-  forEachTileElement(*srcTile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
-    int64_t bit = off * sb;
-    if (!valid)
-      return;
-    if (checkBuffer && !inBuffer(src, bit, sb)) {
-      if (status.ok())
-        status = outsideBuffer(b, index, src, off);
-      return;
-    }
-    uint64_t v = canonicalFromMemory(readBits(src.base, bit, sb), src.dtype);
-    copy.values[size_t(e)] = same ? v : convertBits(v, src.dtype, dst.dtype);
-    if (b.race)
-      b.race->globalRead(raceKey(src, bit), sb, src.root, off, -1);
-  });
+  Status status =
+      forEachGlobalElement(b, index, src, *srcTile, [&](int64_t e, int64_t bit, int64_t off) {
+        uint64_t v = canonicalFromMemory(readBits(src.base, bit, sb), src.dtype);
+        copy.values[size_t(e)] = same ? v : convertBits(v, src.dtype, dst.dtype);
+        if (b.race)
+          b.race->globalRead(raceKey(src, bit), sb, src.root, off, -1);
+      });
   TILUSVM_TRY(status);
   b.uncommitted.push_back(std::move(copy));
   return Status::success();
