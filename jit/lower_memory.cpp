@@ -297,8 +297,6 @@ SharedTile Codegen::sharedTile(const SharedView &view, const Argument &offset) {
 
 // ---- element primitives -------------------------------------------------------------------------
 
-namespace {
-
 llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout,
                                 const std::vector<llvm::Value *> &c) {
   std::vector<int64_t> strides = layout.linearStrides();
@@ -328,8 +326,6 @@ llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout
   llvm::Value *bits = b.CreateAnd(b.CreateLShr(o, uint64_t(layout.swizzleShift())), mask);
   return b.CreateXor(o, bits);
 }
-
-} // namespace
 
 llvm::Value *Codegen::sharedOffset(VarId root, const std::vector<llvm::Value *> &coords) {
   // In i32: a defined access has every root coordinate in [0, shape) and its offset below the

@@ -7,6 +7,12 @@
 
 namespace tilus::jit {
 
+/// The offset in elements (i32) of the root coordinates `c` (i32, one per dimension) in
+/// `layout`: SharedLayout::offset as IR. With constant coordinates the builder folds it to a
+/// constant (the unit tests compare it with SharedLayout::offset over whole layouts).
+llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout,
+                                const std::vector<llvm::Value *> &c);
+
 /// Runs `body` only when `cond` holds; returns the value it produced, or `otherwise`.
 template <typename F>
 llvm::Value *guarded(Codegen &cg, llvm::Value *cond, llvm::Value *otherwise, F &&body) {

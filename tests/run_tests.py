@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Runs every test registered with meson in a build directory and prints one summary line.
 
-Each test executable is a doctest runner; its "[doctest] test cases:" line gives the counts.
-Other tests count as one case each, passed or failed by exit status. The last line printed is
-"N passed, N failed, N skipped" over all test cases.
+Each test executable is a doctest runner; its "[doctest] test cases:" line gives the counts, and
+its "skipped: <case>: <reason>" lines (tests/skip_listener.h) are repeated under its line here.
+Other tests count as one case each, passed or failed by exit status (77, meson's skip status,
+counts as skipped). The last line printed is "N passed, N failed, N skipped" over all test
+cases.
 """
 import json
 import os
@@ -37,21 +39,28 @@ def main() -> int:
             pass
         if m:
             p, f, s = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        elif proc.returncode == 77:
+            p, f, s = 0, 0, 1
         else:
             p, f, s = (1, 0, 0) if proc.returncode == 0 else (0, 1, 0)
-        if proc.returncode != 0 and f == 0:
+        ok = proc.returncode == 0 or (proc.returncode == 77 and not m)
+        if not ok and f == 0:
             f = 1  # crashed or failed outside a test case
         passed, failed, skipped = passed + p, failed + f, skipped + s
-        status = "ok" if proc.returncode == 0 else "FAIL"
+        status = "ok" if ok else "FAIL"
         print(f"{t['name']:<12} {status:<4} {p} passed, {f} failed, {s} skipped  ({elapsed:.1f}s)",
               flush=True)
-        if proc.returncode != 0:
+        if not ok:
             broken.append(t["name"])
             print(out[-20000:], flush=True)
         elif s:
-            for line in out.splitlines():
-                if "skipped" in line.lower() and "[doctest]" not in line:
-                    print("  " + line)
+            reasons = [line for line in out.splitlines() if line.startswith("skipped: ")]
+            if proc.returncode == 77 and not m:
+                reasons = reasons or ["skipped: " + (out.strip().splitlines() or ["(no reason given)"])[-1]]
+            for line in reasons:
+                print("  " + line)
+            if len(reasons) < s:
+                print(f"  ({s - len(reasons)} skipped without a reason printed)")
     if broken:
         print("failing: " + ", ".join(broken))
     print(f"{passed} passed, {failed} failed, {skipped} skipped")

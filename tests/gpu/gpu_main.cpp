@@ -3,6 +3,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include "skip_listener.h"
 #include "vm/cuda/runtime.h"
 
 #include <iostream>
@@ -12,7 +13,7 @@ int main(int argc, char **argv) {
   context.applyCommandLine(argc, argv);
   tilus::Status available = tilus::cuda::cudaAvailable();
   if (!available.ok()) {
-    std::cout << "gpu tests skipped: " << available.first().message << std::endl;
+    tilus::testing::runnerSkipReason() = "no CUDA GPU: " + available.first().message;
     context.addFilter("test-case-exclude", "*");
   }
   return context.run();

@@ -247,7 +247,12 @@ void compareBuffer(const std::string &name, const BufferSpec &spec, const std::v
 
 } // namespace
 
-bool gpuAvailable(std::string &why) { return gpuRuntime(why) != nullptr; }
+namespace {
+Sides currentSides = Sides::Both;
+} // namespace
+
+SidesScope::SidesScope(Sides sides) : saved(currentSides) { currentSides = sides; }
+SidesScope::~SidesScope() { currentSides = saved; }
 
 void runCase(const Case &c) {
   INFO("case " << c.name);
@@ -266,12 +271,11 @@ void runCase(const Case &c) {
   options.printStream = &cpuPrint;
   options.numWorkers = 1;
   REQUIRE_OK(runOnCpu(p.module, p.program, cpuArgs, options));
+  if (currentSides == Sides::Interpreter)
+    return;
   std::string why;
   cuda::CudaRuntime *rt = gpuRuntime(why);
-  if (!rt) {
-    MESSAGE("GPU side skipped: " << why);
-    return;
-  }
+  REQUIRE_MESSAGE(rt, "no CUDA runtime for a GPU case: " << why);
   // GPU
   cuda::LoadedModule loaded = cuda::LoadedModule::from(p.module);
   std::vector<cuda::DeviceBuffer> device;

@@ -1,12 +1,17 @@
 // Differential testing of the JIT: run one program on the CPU reference interpreter and on the
 // GPU (compiled by the JIT) with the same inputs, then compare every buffer (bit for bit, or
 // within a tolerance in units in the last place for outputs whose rounding the ISA leaves
-// open) and the Print text. Without a CUDA driver the CPU side still runs (so the programs are
-// checked here) and the comparison is skipped with a message.
+// open) and the Print text. Each case is declared with DIFF_CASE("title"), which registers two
+// doctest cases: "gpu: title" (the comparison; skipped, and counted so, without a CUDA GPU) and
+// "interpreter side: title" (the same programs on the interpreter alone, so they are checked on
+// every host).
 #pragma once
 
 #include "isa/dtype.h"
 #include "loader/verified_module.h"
+#include "skip.h"
+
+#include <doctest/doctest.h>
 
 #include <cstdint>
 #include <map>
@@ -46,10 +51,36 @@ struct Case {
   bool comparePrint = false;
 };
 
-/// Whether the GPU side can run (a driver and a device); the reason otherwise.
-bool gpuAvailable(std::string &why);
+/// Which sides runCase runs: the CPU only, or both (then a GPU is required).
+enum class Sides : uint8_t { Interpreter, Both };
 
-/// Run the case on the CPU, and on the GPU when available, and CHECK that they agree.
+/// Sets the sides of every runCase for its lifetime.
+struct SidesScope {
+  explicit SidesScope(Sides sides);
+  ~SidesScope();
+  SidesScope(const SidesScope &) = delete;
+  SidesScope &operator=(const SidesScope &) = delete;
+
+private:
+  Sides saved;
+};
+
+/// Run the case on the CPU and, in Sides::Both, on the GPU, and CHECK that they agree.
 void runCase(const Case &c);
 
 } // namespace tilus::jitdiff
+
+#define TILUS_DIFF_CASE_IMPL(fn, title)                                                            \
+  static void fn();                                                                                \
+  TEST_CASE("gpu: " title * ::tilus::testing::needsGpu()) {                                        \
+    ::tilus::jitdiff::SidesScope sides(::tilus::jitdiff::Sides::Both);                             \
+    fn();                                                                                          \
+  }                                                                                                \
+  TEST_CASE("interpreter side: " title) {                                                          \
+    ::tilus::jitdiff::SidesScope sides(::tilus::jitdiff::Sides::Interpreter);                      \
+    fn();                                                                                          \
+  }                                                                                                \
+  static void fn()
+
+/// A differential case: `DIFF_CASE("title") { runCase(...); }`.
+#define DIFF_CASE(title) TILUS_DIFF_CASE_IMPL(DOCTEST_ANONYMOUS(tilus_diff_case_), title)

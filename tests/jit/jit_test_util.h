@@ -1,10 +1,12 @@
 // Helpers shared by the JIT tests: build a verified module from a file or a source text, and
-// assemble PTX with ptxas (TILUSVM_PTXAS, set by the build when the CUDA toolkit has it).
+// assemble PTX with ptxas (TILUSVM_PTXAS, set by the build when the CUDA toolkit has it). Cases
+// that assemble PTX are declared `TEST_CASE("..." * needsPtxas())`: skipped without ptxas.
 #pragma once
 
 #include "assembler/assembler.h"
 #include "jit/jit.h"
 #include "loader/checker.h"
+#include "skip.h"
 #include "test_helpers.h"
 
 #include <cstdio>
@@ -51,10 +53,20 @@ inline bool ptxasAvailable() {
 #endif
 }
 
-/// Assemble `ptx` for sm_80 or sm_90a; true when ptxas accepts it (or is unavailable).
+/// Skip unless ptxas is available.
+inline SkipUnless needsPtxas() {
+#ifdef TILUSVM_PTXAS
+  static const std::string reason = std::string("ptxas not executable: ") + TILUSVM_PTXAS;
+#else
+  static const std::string reason = "ptxas not found by the build (no CUDA toolkit)";
+#endif
+  return {ptxasAvailable(), reason.c_str()};
+}
+
+/// Assemble `ptx` for sm_80 or sm_90a; true when ptxas accepts it. Only in cases declared with
+/// needsPtxas(): without ptxas this fails the case.
 inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
-  if (!ptxasAvailable())
-    return true;
+  REQUIRE_MESSAGE(ptxasAvailable(), "runPtxas in a case not declared needsPtxas()");
 #ifdef TILUSVM_PTXAS
   char ptxPath[] = "/tmp/tilus_jit_XXXXXX";
   int fd = mkstemp(ptxPath);
@@ -77,7 +89,7 @@ inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
   (void)ptx;
   (void)sm;
   (void)log;
-  return true;
+  return false;
 #endif
 }
 

@@ -112,12 +112,12 @@ Case mathCase(DataType t, Fill fill) {
 
 } // namespace
 
-TEST_CASE("gpu: elementwise arithmetic and comparisons of every arithmetic dtype") {
+DIFF_CASE("elementwise arithmetic and comparisons of every arithmetic dtype") {
   for (DataType t : kArithmetic)
     runCase(binaryCase(t));
 }
 
-TEST_CASE("gpu: Cast between all pairs of a broad set of types") {
+DIFF_CASE("Cast between all pairs of a broad set of types") {
   for (DataType from : kCastTypes) {
     runCase(castCase(from, Fill::Random));
     if (from.isFloat())
@@ -125,14 +125,14 @@ TEST_CASE("gpu: Cast between all pairs of a broad set of types") {
   }
 }
 
-TEST_CASE("gpu: math functions within 2 ulp, special values") {
+DIFF_CASE("math functions within 2 ulp, special values") {
   for (DataType t : {DataType::f16(), DataType::bf16(), DataType::f32(), DataType::f64()}) {
     runCase(mathCase(t, Fill::Moderate));
     runCase(mathCase(t, Fill::Special));
   }
 }
 
-TEST_CASE("gpu: View between packed types") {
+DIFF_CASE("View between packed types") {
   Case c;
   c.name = "view";
   c.source = R"(
@@ -157,7 +157,7 @@ def view<1>(i6* a_ptr, u8* b_ptr, f16* c_ptr, u32* d_ptr, bool* e_ptr, u8* f_ptr
   runCase(c);
 }
 
-TEST_CASE("gpu: scalar expressions") {
+DIFF_CASE("scalar expressions") {
   Case c;
   c.name = "scalars";
   c.source = R"(
@@ -197,7 +197,7 @@ def scalars<1>(i64* out_ptr, f32* fout_ptr, i32 x, i32 y, u32 u, f32 f, i64 w) t
   runCase(c);
 }
 
-TEST_CASE("gpu: control flow (for with negative step, continue, break, while, early return)") {
+DIFF_CASE("control flow (for with negative step, continue, break, while, early return)") {
   const char *source = R"(
 def flow<2>(i32* out_ptr, i32 n) threads=32:
     bi = BlockIndices()
@@ -234,7 +234,7 @@ def flow<2>(i32* out_ptr, i32 n) threads=32:
   }
 }
 
-TEST_CASE("gpu: global bounds, strides, slices and replicated stores") {
+DIFF_CASE("global bounds, strides, slices and replicated stores") {
   Case c;
   c.name = "bounds";
   c.source = R"(
@@ -265,7 +265,85 @@ def bounds<cdiv(m, 16), cdiv(n, 32)>(f32* x_ptr, f32* y_ptr, f32* t_ptr, f32* s_
   runCase(c);
 }
 
-TEST_CASE("gpu: packed sub-byte loads and stores shared by many threads") {
+DIFF_CASE("bounds of LoadGlobal, StoreGlobal and CopyAsync: fixed indices and tiles below, at "
+          "and past the extent, partly and wholly outside, negative starts") {
+  // Each block takes one start: fixed rows bi - 3 in [-3, 6], tiles [2, 16] at (bi - 4,
+  // 6 bj - 20) for rows in [-4, 5] and columns in [-20, 34], against a [4, 32] view. VIEW is a
+  // view that ends before its 8 x 32 buffer, or a slice with data of its parent around it.
+  const char *source = R"(
+def load_fixed<10>(i32* x_ptr, i32* y_ptr) threads=32:
+    bi = BlockIndices()
+    t = LoadGlobal(VIEW, layout=spatial(32), offset=[bi - 3, 0:])
+    StoreGlobal(t, ViewGlobal(y_ptr, shape=[10, 32]), offset=[bi, 0:])
+
+def load_tile<10, 10>(i32* x_ptr, i32* y_ptr) threads=32:
+    bi, bj = BlockIndices()
+    t = LoadGlobal(VIEW, layout=spatial(2, 16), offset=[bi - 4:, bj * 6 - 20:])
+    StoreGlobal(t, ViewGlobal(y_ptr, shape=[10, 10, 2, 16]), offset=[bi, bj, 0:, 0:])
+
+def copy_fixed<10>(i32* x_ptr, i32* y_ptr) threads=32:
+    bi = BlockIndices()
+    s = AllocateShared(i32, shape=[32])
+    CopyAsync(s, VIEW, offset=[bi - 3, 0:])
+    CopyAsyncCommitGroup()
+    CopyAsyncWaitAll()
+    Synchronize()
+    StoreGlobal(LoadShared(s, layout=spatial(32)), ViewGlobal(y_ptr, shape=[10, 32]), offset=[bi, 0:])
+
+def copy_tile<10, 10>(i32* x_ptr, i32* y_ptr) threads=32:
+    bi, bj = BlockIndices()
+    s = AllocateShared(i32, shape=[2, 16])
+    CopyAsync(s, VIEW, offset=[bi - 4:, bj * 6 - 20:])
+    CopyAsyncCommitGroup()
+    CopyAsyncWaitAll()
+    Synchronize()
+    t = LoadShared(s, layout=spatial(2, 16))
+    StoreGlobal(t, ViewGlobal(y_ptr, shape=[10, 10, 2, 16]), offset=[bi, bj, 0:, 0:])
+
+def store_fixed<10>(i32* v_ptr, i32* z_ptr) threads=32:
+    bi = BlockIndices()
+    region = SliceGlobal(ViewGlobal(z_ptr, shape=[10, 8, 32]), offset=[bi, FIRST:, 0:], shape=[4, 32])
+    v = LoadGlobal(ViewGlobal(v_ptr, shape=[32]), layout=spatial(32))
+    StoreGlobal(v, region, offset=[bi - 3, 0:])
+
+def store_tile<10, 10>(i32* v_ptr, i32* z_ptr) threads=32:
+    bi, bj = BlockIndices()
+    region = SliceGlobal(ViewGlobal(z_ptr, shape=[100, 8, 32]), offset=[bi * 10 + bj, FIRST:, 0:], shape=[4, 32])
+    v = LoadGlobal(ViewGlobal(v_ptr, shape=[2, 16]), layout=spatial(2, 16))
+    StoreGlobal(v, region, offset=[bi - 4:, bj * 6 - 20:])
+)";
+  const std::pair<const char *, const char *> views[] = {
+      {"view", "ViewGlobal(x_ptr, shape=[4, 32])"},
+      {"slice", "SliceGlobal(ViewGlobal(x_ptr, shape=[8, 32]), offset=[2:, 0:], shape=[4, 32])"},
+  };
+  for (const auto &[variant, view] : views) {
+    std::string text = source;
+    for (size_t at = text.find("VIEW"); at != std::string::npos; at = text.find("VIEW", at))
+      text.replace(at, 4, view);
+    for (size_t at = text.find("FIRST"); at != std::string::npos; at = text.find("FIRST", at))
+      text.replace(at, 5, std::string(variant) == "view" ? "0" : "2");
+    for (const char *program : {"load_fixed", "load_tile", "copy_fixed", "copy_tile"}) {
+      Case c;
+      c.name = std::string("bounds_") + program + "_" + variant;
+      c.source = text;
+      c.program = program;
+      c.buffers = {{"x_ptr", DataType::i(32), 8 * 32, Fill::Index},
+                   {"y_ptr", DataType::i(32), 10 * 10 * 32, Fill::Random}};
+      runCase(c);
+    }
+    for (const char *program : {"store_fixed", "store_tile"}) {
+      Case c;
+      c.name = std::string("bounds_") + program + "_" + variant;
+      c.source = text;
+      c.program = program;
+      c.buffers = {{"v_ptr", DataType::i(32), 32, Fill::Index},
+                   {"z_ptr", DataType::i(32), 100 * 8 * 32, Fill::Random}};
+      runCase(c);
+    }
+  }
+}
+
+DIFF_CASE("packed sub-byte loads and stores shared by many threads") {
   Case c;
   c.name = "packed";
   c.source = R"(
@@ -291,7 +369,7 @@ def packed<4>(i3* a_ptr, u5* b_ptr, f4e2m1* c_ptr, i3* d_ptr, u5* e_ptr, f4e2m1*
   runCase(c);
 }
 
-TEST_CASE("gpu: shared layouts (row/column major, strided, tiled, swizzled, packed)") {
+DIFF_CASE("shared layouts (row/column major, strided, tiled, swizzled, packed)") {
   const char *layouts[] = {"row_major(32, 64)",
                            "column_major(32, 64)",
                            "strided([32, 64], [65, 1])",
@@ -327,7 +405,7 @@ TEST_CASE("gpu: shared layouts (row/column major, strided, tiled, swizzled, pack
   }
 }
 
-TEST_CASE("gpu: LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from several layouts") {
+DIFF_CASE("LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from several layouts") {
   const char *sharedLayouts[] = {
       "row_major(64, 64)", "strided([64, 64], [72, 1])", "strided([64, 64], [65, 1])",
       "swizzle(row_major(64, 64), 3, 3, 3)", "swizzle(row_major(64, 64), 2, 4, 6)"};
@@ -389,7 +467,7 @@ TEST_CASE("gpu: LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from sev
   }
 }
 
-TEST_CASE("gpu: CopyAsync (cp.async chunks, partial and misaligned tiles, packed types)") {
+DIFF_CASE("CopyAsync (cp.async chunks, partial and misaligned tiles, packed types)") {
   const char *source = R"(
 def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, DT* w_ptr, i32 m, i32 n, i32 shift) threads=128:
     bi, bj = BlockIndices()
@@ -429,7 +507,7 @@ def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, DT* w_ptr, i32 m, i32 n
   }
 }
 
-TEST_CASE("gpu: ConvertLayout and Reduce (warp shuffles and shared memory)") {
+DIFF_CASE("ConvertLayout and Reduce (warp shuffles and shared memory)") {
   for (const char *dtype : {"f32", "i32", "f16", "u8", "bool", "f64", "bf16"}) {
     std::stringstream s;
     s << "def red<1>(" << dtype << "* x_ptr, " << dtype << "* y_ptr, " << dtype << "* z_ptr, "
@@ -474,7 +552,7 @@ TEST_CASE("gpu: ConvertLayout and Reduce (warp shuffles and shared memory)") {
   }
 }
 
-TEST_CASE("gpu: Dot through mma.sync, per thread and through shared memory") {
+DIFF_CASE("Dot through mma.sync, per thread and through shared memory") {
   struct DotSpec {
     const char *name, *ab, *cd, *la, *lb, *lc;
     int m, n, k, threads;
@@ -523,7 +601,7 @@ TEST_CASE("gpu: Dot through mma.sync, per thread and through shared memory") {
   }
 }
 
-TEST_CASE("gpu: Iota, Where, AllocateRegister, BlockIndices on a 3-D grid, workspace") {
+DIFF_CASE("Iota, Where, AllocateRegister, BlockIndices on a 3-D grid, workspace") {
   Case c;
   c.name = "misc";
   c.source = R"(
@@ -545,7 +623,7 @@ def misc<2, 3, 4>(i32* o_ptr, f32* f_ptr) threads=64:
   runCase(c);
 }
 
-TEST_CASE("gpu: Print gives the interpreter's text") {
+DIFF_CASE("Print gives the interpreter's text") {
   Case c;
   c.name = "print";
   c.comparePrint = true;
@@ -583,7 +661,7 @@ std::string programText(const std::string &relative) {
 
 } // namespace
 
-TEST_CASE("gpu: the library's programs") {
+DIFF_CASE("the library's programs") {
   {
     Case c{"vector_add", programText("vector_add.tasm")};
     c.scalars = {{"n", 1000}};

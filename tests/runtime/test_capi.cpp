@@ -1,4 +1,5 @@
-// The C API without a GPU: every error path returns its status code and a message (never an
+// The C API (the runtime's creation on hosts with and without a driver; the rest without a GPU):
+// every error path returns its status code and a message (never an
 // abort), messages are thread-local, module queries, and a CPU run through the API checked
 // against sums computed here.
 #include "vm/include/tilusvm.h"
@@ -91,22 +92,38 @@ def bad<1>(f32* out) threads=32:
   CHECK(std::string(tilusvm_last_error()).find("error[") != std::string::npos);
 }
 
-TEST_CASE("runtime creation without a driver says so") {
-  if (driverPresent()) {
-    MESSAGE("a CUDA driver is present; the no-driver path is not exercised here");
+TEST_CASE("runtime creation: fails plainly without a driver, gives a device with one") {
+  tilusvm_runtime rt = reinterpret_cast<tilusvm_runtime>(1);
+  int created = tilusvm_runtime_create(-1, &rt);
+  if (!driverPresent()) {
+    CHECK(created == TILUSVM_ERROR_NO_DRIVER);
+    CHECK(rt == nullptr);
+    CHECK(std::string(tilusvm_last_error()) == "no CUDA driver (libcuda.so.1 not found)");
+    CHECK_THROWS_AS(tilusvm::Runtime(), tilusvm::Error);
+    try {
+      tilusvm::Runtime runtime;
+    } catch (const tilusvm::Error &e) {
+      CHECK(e.status() == TILUSVM_ERROR_NO_DRIVER);
+      CHECK(std::string(e.what()).find("libcuda.so.1") != std::string::npos);
+    }
     return;
   }
-  tilusvm_runtime rt = reinterpret_cast<tilusvm_runtime>(1);
-  CHECK(tilusvm_runtime_create(-1, &rt) == TILUSVM_ERROR_NO_DRIVER);
-  CHECK(rt == nullptr);
-  CHECK(std::string(tilusvm_last_error()) == "no CUDA driver (libcuda.so.1 not found)");
-  CHECK_THROWS_AS(tilusvm::Runtime(), tilusvm::Error);
-  try {
-    tilusvm::Runtime runtime;
-  } catch (const tilusvm::Error &e) {
-    CHECK(e.status() == TILUSVM_ERROR_NO_DRIVER);
-    CHECK(std::string(e.what()).find("libcuda.so.1") != std::string::npos);
+  // A driver: either a device (a runtime with a name) or the plain no-device error.
+  INFO(tilusvm_last_error());
+  REQUIRE((created == TILUSVM_OK || created == TILUSVM_ERROR_NO_DEVICE));
+  if (created == TILUSVM_ERROR_NO_DEVICE) {
+    CHECK(rt == nullptr);
+    CHECK_THROWS_AS(tilusvm::Runtime(), tilusvm::Error);
+    return;
   }
+  REQUIRE(rt != nullptr);
+  const char *name = nullptr;
+  CHECK(tilusvm_runtime_device_name(rt, &name) == TILUSVM_OK);
+  REQUIRE(name != nullptr);
+  CHECK(std::strlen(name) > 0);
+  CHECK(tilusvm_runtime_destroy(rt) == TILUSVM_OK);
+  tilusvm::Runtime runtime;
+  CHECK(runtime.deviceName() == name);
 }
 
 TEST_CASE("the last error is per thread") {

@@ -5,6 +5,7 @@
 #include "assembler/assembler.h"
 #include "isa/bytecode.h"
 #include "test_helpers.h"
+#include "vm/cuda/runtime.h"
 
 #include <nlohmann/json.hpp>
 
@@ -248,21 +249,37 @@ TEST_CASE("program errors exit 1") {
   CHECK(missing.status == 1);
 }
 
-TEST_CASE("without a CUDA driver: cuda fails plainly, auto falls back to the cpu") {
-  if (driverPresent()) {
-    MESSAGE("a CUDA driver is present; the no-driver behaviour is not exercised here");
-    return;
-  }
+TEST_CASE("--device cuda, --check and auto: plain failures without a driver, cuda runs with one") {
   Workspace ws;
   std::string base = ws.path("m.tbc") + " --kernel vector_add --arg n=10";
   Result cuda = ws.run(base + " --device cuda");
-  CHECK(cuda.status == 1);
-  CHECK(cuda.err.find("no CUDA driver (libcuda.so.1 not found)") != std::string::npos);
   Result check = ws.run(base + " --check");
-  CHECK(check.status == 1);
-  CHECK(check.err.find("no CUDA driver (libcuda.so.1 not found)") != std::string::npos);
   Result autoRun = ws.run(base);
+  INFO(cuda.err);
+  INFO(check.err);
+  INFO(autoRun.err);
+  if (!driverPresent()) {
+    CHECK(cuda.status == 1);
+    CHECK(cuda.err.find("no CUDA driver (libcuda.so.1 not found)") != std::string::npos);
+    CHECK(check.status == 1);
+    CHECK(check.err.find("no CUDA driver (libcuda.so.1 not found)") != std::string::npos);
+    CHECK(autoRun.status == 0);
+    CHECK(autoRun.err.find("running on the cpu interpreter") != std::string::npos);
+    CHECK(autoRun.out.find("ran on cpu") != std::string::npos);
+    return;
+  }
+  if (!tilus::cuda::cudaAvailable().ok()) { // a driver without a device
+    CHECK(cuda.status == 1);
+    CHECK(check.status == 1);
+    CHECK(autoRun.status == 0);
+    CHECK(autoRun.out.find("ran on cpu") != std::string::npos);
+    return;
+  }
+  CHECK(cuda.status == 0);
+  CHECK(cuda.out.find("ran on cuda") != std::string::npos);
+  CHECK(check.status == 0);
+  CHECK(check.out.find("check passed: cuda vs cpu") != std::string::npos);
   CHECK(autoRun.status == 0);
-  CHECK(autoRun.err.find("running on the cpu interpreter") != std::string::npos);
-  CHECK(autoRun.out.find("ran on cpu") != std::string::npos);
+  CHECK(autoRun.out.find("ran on cuda") != std::string::npos);
+  CHECK(autoRun.err.find("running on the cpu interpreter") == std::string::npos);
 }
