@@ -1,9 +1,10 @@
 // The assembler's entry points. assemble() runs the pipeline text -> tokens (lexer.cpp) ->
 // syntax tree (parser.cpp) -> Module (constants here, programs in lower_*.cpp). Constants are
 // evaluated once, in declaration order, with -D overrides substituted for their declared
-// values; programs see the constants declared before them. Syntax errors stop at the first;
-// errors after parsing are collected (every program, every statement) so that one run reports
-// as many as it can.
+// values (a constant whose value is a type expression, `const WT = u4`, is a type constant and
+// its override must be a data type); programs see the constants declared before them. Syntax errors
+// stop at the first; errors after parsing are collected (every program, every statement) so that
+// one run reports as many as it can.
 #include "assembler/assembler.h"
 
 #include "assembler/layout_expr.h"
@@ -11,6 +12,7 @@
 #include "assembler/parser.h"
 
 #include <cctype>
+#include <optional>
 
 namespace tilus {
 
@@ -35,8 +37,10 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-/// A -D value: one expression of literals and operators (no names).
-Expected<ConstValue> defineValue(const std::string &name, const std::string &text) {
+/// A -D value: one expression of literals and operators (no names), or a data type when the
+/// constant it overrides is declared as a type (`declaredType`; the declaration is at `decl`).
+Expected<ConstValue> defineValue(const std::string &name, const std::string &text,
+                                 bool declaredType, SrcPos decl) {
   std::string where = "-D " + name;
   auto tokens = tokenize(trim(text), where);
   if (!tokens)
@@ -46,6 +50,20 @@ Expected<ConstValue> defineValue(const std::string &name, const std::string &tex
     return ast.takeStatus();
   ExprContext ctx;
   ctx.fileName = where;
+  std::string declared = " at line " + std::to_string(decl.line);
+  if (declaredType) {
+    auto t = buildType(**ast, ctx, ErrorCode::Syntax,
+                       "'" + std::string(trim(text)) + "' is not a data type ('" + name +
+                           "' is declared as a data type" + declared + ")");
+    if (!t)
+      return t.takeStatus();
+    return ConstValue{*t, 0, {}, true};
+  }
+  if (isTypeExpr(**ast, ctx))
+    return Status::error(ErrorCode::DtypeMismatch,
+                         "'" + name + "' is declared as a number" + declared +
+                             ", not as a data type",
+                         makeLocation(where, (*ast)->pos));
   auto e = buildScalar(**ast, ctx);
   if (!e)
     return e.takeStatus();
@@ -96,25 +114,41 @@ Status ModuleAssembler::constDecl(const AstConst &decl) {
     NameMeaning m;
     auto it = constants_.find(name);
     if (it != constants_.end()) {
-      m.kind = NameMeaning::Kind::Constant;
+      m.kind = it->second.isType ? NameMeaning::Kind::Type : NameMeaning::Kind::Constant;
       m.dtype = it->second.dtype;
       m.bits = it->second.bits;
     }
     return m;
   };
   Status errors;
-  std::vector<ConstValue> values;
+  std::vector<std::optional<ConstValue>> values(decl.names.size());
   for (size_t k = 0; k < decl.names.size(); ++k) {
     const AstName &n = decl.names[k];
+    bool isType = isTypeExpr(*decl.values[k], ctx);
+    if (isType && DataType::parse(n.name)) {
+      errors.append(
+          error(ErrorCode::Redefined, n.pos,
+                "a data type constant cannot be named like the data type '" + n.name + "'"));
+      continue;
+    }
     auto define = options_.defines.find(n.name);
     if (define != options_.defines.end()) {
       usedDefines_.insert(n.name);
-      auto v = defineValue(n.name, define->second);
-      if (!v) {
-        errors.append(v.status());
+      auto v = defineValue(n.name, define->second, isType, n.pos);
+      if (v) {
+        values[k] = ConstValue{v->dtype, v->bits, n.pos, v->isType};
         continue;
       }
-      values.push_back(ConstValue{v->dtype, v->bits, n.pos});
+      // The declared value stands in for a rejected -D, so later uses do not cascade.
+      errors.append(v.status());
+    }
+    if (isType) {
+      auto t = buildType(*decl.values[k], ctx, ErrorCode::Syntax, "expected a data type");
+      if (!t) {
+        errors.append(t.status());
+        continue;
+      }
+      values[k] = ConstValue{*t, 0, n.pos, true};
       continue;
     }
     auto e = buildScalar(*decl.values[k], ctx);
@@ -122,12 +156,12 @@ Status ModuleAssembler::constDecl(const AstConst &decl) {
       errors.append(e.status());
       continue;
     }
-    values.push_back(ConstValue{e->dtype, e->bits, n.pos});
+    values[k] = ConstValue{e->dtype, e->bits, n.pos};
   }
-  if (!errors.ok())
-    return errors;
   for (size_t k = 0; k < decl.names.size(); ++k) {
     const AstName &n = decl.names[k];
+    if (!values[k])
+      continue;
     auto prev = constants_.find(n.name);
     if (prev != constants_.end()) {
       errors.append(error(ErrorCode::Redefined, n.pos,
@@ -135,7 +169,7 @@ Status ModuleAssembler::constDecl(const AstConst &decl) {
                               std::to_string(prev->second.pos.line)));
       continue;
     }
-    constants_.emplace(n.name, values[k]);
+    constants_.emplace(n.name, *values[k]);
   }
   return errors;
 }

@@ -237,10 +237,9 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
   case ArgKind::Bool:
     return boolArgument(what, value);
   case ArgKind::DType: {
-    std::optional<DataType> dt =
-        value.kind == AstKind::Name ? DataType::parse(value.text) : std::nullopt;
+    auto dt = buildType(value, ctx, ErrorCode::BadArgument, what + " must be a data type");
     if (!dt)
-      return error(ErrorCode::BadArgument, value.pos, what + " must be a data type");
+      return dt.takeStatus();
     arg.dtype = *dt;
     return arg;
   }

@@ -38,13 +38,21 @@ ExprContext ProgramLowering::exprContext(bool inGrid) const {
       return m;
     }
     if (const ConstValue *c = scopes_.findConstant(name)) {
-      m.kind = NameMeaning::Kind::Constant;
+      m.kind = c->isType ? NameMeaning::Kind::Type : NameMeaning::Kind::Constant;
       m.dtype = c->dtype;
       m.bits = c->bits;
     }
     return m;
   };
   return ctx;
+}
+
+Expected<DataType> ProgramLowering::typeName(const AstName &name) const {
+  AstExpr e;
+  e.kind = AstKind::Name;
+  e.pos = name.pos;
+  e.text = name.name;
+  return buildType(e, exprContext(), ErrorCode::Syntax, "unknown data type '" + name.name + "'");
 }
 
 Status ProgramLowering::lower(const AstProgram &ast) {
@@ -64,10 +72,9 @@ Status ProgramLowering::lower(const AstProgram &ast) {
 Status ProgramLowering::header(const AstProgram &ast) {
   Status errors;
   for (const AstParam &p : ast.params) {
-    std::optional<DataType> dt = DataType::parse(p.dtype.name);
+    Expected<DataType> dt = typeName(p.dtype);
     if (!dt) {
-      errors.append(
-          error(ErrorCode::Syntax, p.dtype.pos, "unknown data type '" + p.dtype.name + "'"));
+      errors.append(dt.status());
       continue;
     }
     if (const ConstValue *c = scopes_.findConstant(p.name.name)) {
@@ -196,11 +203,10 @@ Status ProgramLowering::assignment(const AstStmt &s, std::vector<Stmt> &out) {
   }
   TypedExpr value = std::move(*e);
   if (!s.annotation.name.empty()) {
-    std::optional<DataType> dt = DataType::parse(s.annotation.name);
+    Expected<DataType> dt = typeName(s.annotation);
     if (!dt) {
       declareAfterFailure(s.targets, VarKind::Scalar);
-      return error(ErrorCode::Syntax, s.annotation.pos,
-                   "unknown data type '" + s.annotation.name + "'");
+      return dt.takeStatus();
     }
     value = castTo(std::move(value), *dt);
   }

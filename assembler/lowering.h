@@ -48,6 +48,9 @@ private:
 
   // shared
   ExprContext exprContext(bool inGrid = false) const;
+  /// The type a parameter's or an annotation's type name denotes (a data type name or a type
+  /// constant).
+  Expected<DataType> typeName(const AstName &name) const;
   Status error(ErrorCode code, SrcPos at, std::string message) const {
     return Status::error(code, std::move(message), makeLocation(file_, at));
   }

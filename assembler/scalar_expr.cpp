@@ -11,6 +11,10 @@
 //   BM * 2 + n      (BM = 64, n: i64)   ->   Add:i64(Cast:i64(Const:i32 128), Var n)
 //                                       ->   Add:i64(Const:i64 128, Var n)      (cast folded)
 //
+// Types are values of their own at assembly time (type constants, `const WT = u4`): a type
+// expression is never emitted, it only selects types and folds into the type builtins
+// (`bits(WT)`, `is_float(WT)`, ...) and type comparisons (`WT == u4`), which are constants.
+//
 // Literals: integers are i32 (i64 when they do not fit), floats f32, True/False bool. A float
 // literal written directly inside `f64(...)` (optionally negated) is read as an f64, so that
 // `f64(0.1)` is the double nearest 0.1 rather than the widened f32.
@@ -129,6 +133,11 @@ TypedExpr makeOp(ExprOp op, DataType result, std::vector<TypedExpr> operands) {
 
 bool isCondition(DataType t) { return t.isBool() || t.isInt(); }
 
+bool isTypeBuiltin(const std::string &f) {
+  return f == "bits" || f == "is_float" || f == "is_int" || f == "is_signed" ||
+         f == "exponent_bits" || f == "mantissa_bits";
+}
+
 class Builder {
 public:
   explicit Builder(const ExprContext &ctx) : ctx_(ctx) {}
@@ -146,6 +155,8 @@ private:
   Expected<TypedExpr> ternary(const AstExpr &ast);
   Expected<TypedExpr> call(const AstExpr &ast);
   Expected<TypedExpr> cast(const AstExpr &ast, DataType to);
+  Expected<TypedExpr> typeComparison(const AstExpr &ast);
+  Expected<TypedExpr> typeBuiltin(const AstExpr &ast);
 
   const ExprContext &ctx_;
 };
@@ -163,6 +174,9 @@ Expected<TypedExpr> Builder::build(const AstExpr &ast) {
   case AstKind::Unary:
     return unary(ast);
   case AstKind::Binary: {
+    if ((ast.text == "==" || ast.text == "!=") &&
+        (isTypeExpr(*ast.children[0], ctx_) || isTypeExpr(*ast.children[1], ctx_)))
+      return typeComparison(ast);
     auto a = build(*ast.children[0]);
     if (!a)
       return a;
@@ -192,9 +206,17 @@ Expected<TypedExpr> Builder::name(const AstExpr &ast) {
   NameMeaning m = ctx_.lookup ? ctx_.lookup(ast.text) : NameMeaning{};
   switch (m.kind) {
   case NameMeaning::Kind::None:
+    if (DataType::parse(ast.text))
+      return error(ErrorCode::DtypeMismatch, ast.pos,
+                   "data type " + ast.text + " is not a value (bits(" + ast.text +
+                       ") is its width)");
     return error(ErrorCode::UndefinedName, ast.pos, "undefined name '" + ast.text + "'");
   case NameMeaning::Kind::Constant:
     return TypedExpr::constant(m.dtype, m.bits);
+  case NameMeaning::Kind::Type:
+    return error(ErrorCode::DtypeMismatch, ast.pos,
+                 "'" + ast.text + "' is a data type constant (" + m.dtype.name() +
+                     "), not a value (bits(" + ast.text + ") is its width)");
   case NameMeaning::Kind::Variable:
     break;
   }
@@ -317,7 +339,14 @@ Expected<TypedExpr> Builder::call(const AstExpr &ast) {
   const std::string &f = ast.text;
   const BinaryOpInfo *builtin =
       (f == "min" || f == "max" || f == "cdiv") ? findBinaryOp(f) : nullptr;
+  if (isTypeBuiltin(f))
+    return typeBuiltin(ast);
   std::optional<DataType> castType = DataType::parse(f);
+  if (!builtin && !castType && ctx_.lookup) {
+    NameMeaning m = ctx_.lookup(f);
+    if (m.kind == NameMeaning::Kind::Type)
+      castType = m.dtype;
+  }
   if (!builtin && !castType) {
     if (findInstruction(f))
       return error(ErrorCode::BadArgument, ast.pos,
@@ -363,6 +392,43 @@ Expected<TypedExpr> Builder::cast(const AstExpr &operand, DataType to) {
   return castTo(std::move(*a), to);
 }
 
+// `A == B` / `A != B` where one side is a type expression: both must be types; the result is a
+// bool constant.
+Expected<TypedExpr> Builder::typeComparison(const AstExpr &ast) {
+  DataType types[2];
+  for (int k = 0; k < 2; ++k) {
+    const AstExpr &side = *ast.children[size_t(k)];
+    auto t = buildType(side, ctx_, ErrorCode::DtypeMismatch,
+                       "'" + ast.text + "' compares a data type with a value");
+    if (!t)
+      return t.takeStatus();
+    types[k] = *t;
+  }
+  bool equal = types[0] == types[1];
+  return TypedExpr::constant(DataType::boolean(), (ast.text == "==") == equal ? 1 : 0);
+}
+
+// bits(T) is_float(T) is_int(T) is_signed(T) exponent_bits(T) mantissa_bits(T): constants.
+Expected<TypedExpr> Builder::typeBuiltin(const AstExpr &ast) {
+  const std::string &f = ast.text;
+  if (ast.args.size() != 1 || !ast.args[0].keyword.empty())
+    return error(ErrorCode::BadArgument, ast.pos, f + "() takes one data type");
+  auto t =
+      buildType(*ast.args[0].value, ctx_, ErrorCode::DtypeMismatch, f + "() takes a data type");
+  if (!t)
+    return t.takeStatus();
+  if (f == "bits")
+    return TypedExpr::constant(DataType::i32(), uint64_t(t->storageBits()));
+  if (f == "exponent_bits")
+    return TypedExpr::constant(DataType::i32(), t->isFloat() ? t->exponent : 0);
+  if (f == "mantissa_bits")
+    return TypedExpr::constant(DataType::i32(), t->isFloat() ? t->mantissa : 0);
+  bool value = f == "is_float" ? t->isFloat()
+               : f == "is_int" ? t->isInt()
+                               : t->isSigned() || t->isFloat(); // is_signed
+  return TypedExpr::constant(DataType::boolean(), value ? 1 : 0);
+}
+
 uint32_t depthOf(const TypedExpr &e) {
   uint32_t d = 0;
   for (const TypedExpr &o : e.operands)
@@ -383,6 +449,53 @@ Expected<TypedExpr> buildScalar(const AstExpr &ast, const ExprContext &ctx) {
                              "conversions; at most " + std::to_string(kMaxTypedExprDepth) + ")",
                          makeLocation(ctx.fileName, ast.pos));
   return e;
+}
+
+bool isTypeExpr(const AstExpr &ast, const ExprContext &ctx) {
+  if (ast.kind == AstKind::Ternary)
+    return isTypeExpr(*ast.children[0], ctx);
+  if (ast.kind != AstKind::Name)
+    return false;
+  NameMeaning m = ctx.lookup ? ctx.lookup(ast.text) : NameMeaning{};
+  if (m.kind == NameMeaning::Kind::Type)
+    return true;
+  return m.kind == NameMeaning::Kind::None && DataType::parse(ast.text).has_value();
+}
+
+Expected<DataType> buildType(const AstExpr &ast, const ExprContext &ctx, ErrorCode code,
+                             const std::string &notType) {
+  auto fail = [&](ErrorCode c, SrcPos at, std::string message) -> Expected<DataType> {
+    return Status::error(c, std::move(message), makeLocation(ctx.fileName, at));
+  };
+  if (ast.kind == AstKind::Ternary) {
+    auto cond = buildScalar(*ast.children[1], ctx);
+    if (!cond)
+      return cond.takeStatus();
+    if (!cond->isConst() || !isCondition(cond->dtype))
+      return fail(ErrorCode::BadArgument, ast.children[1]->pos,
+                  "the condition of a choice between data types must be a bool or integer "
+                  "constant");
+    return buildType(*ast.children[cond->bits != 0 ? 0 : 2], ctx, code, notType);
+  }
+  if (ast.kind != AstKind::Name)
+    return fail(code, ast.pos, notType);
+  if (std::optional<DataType> t = DataType::parse(ast.text))
+    return *t;
+  NameMeaning m = ctx.lookup ? ctx.lookup(ast.text) : NameMeaning{};
+  switch (m.kind) {
+  case NameMeaning::Kind::Type:
+    return m.dtype;
+  case NameMeaning::Kind::Constant:
+    return fail(ErrorCode::DtypeMismatch, ast.pos,
+                "'" + ast.text + "' is a number constant (" + m.dtype.name() +
+                    "), not a data type");
+  case NameMeaning::Kind::Variable:
+    return fail(ErrorCode::DtypeMismatch, ast.pos,
+                "'" + ast.text + "' is a variable, not a data type");
+  case NameMeaning::Kind::None:
+    break;
+  }
+  return fail(code, ast.pos, notType);
 }
 
 Expected<int64_t> buildIntConstant(const AstExpr &ast, const ExprContext &ctx, ErrorCode code,

@@ -31,8 +31,8 @@ struct TypedExpr {
 
 /// What a name denotes where an expression is built.
 struct NameMeaning {
-  enum class Kind : uint8_t { None, Constant, Variable } kind = Kind::None;
-  DataType dtype;    // Constant and Variable (Scalar and Pointer)
+  enum class Kind : uint8_t { None, Constant, Type, Variable } kind = Kind::None;
+  DataType dtype;    // Constant and Variable (Scalar and Pointer); Type: the type itself
   uint64_t bits = 0; // Constant
   VarId var = kNoId; // Variable
   VarKind varKind = VarKind::Scalar;
@@ -53,6 +53,18 @@ inline constexpr uint32_t kMaxTypedExprDepth = 1000;
 /// pointer used as a scalar), grid-expr, dtype-mismatch, bad-argument, unknown-instruction,
 /// syntax (a float literal out of range, a tree deeper than kMaxTypedExprDepth).
 Expected<TypedExpr> buildScalar(const AstExpr &ast, const ExprContext &ctx);
+
+/// Whether `ast` is a type expression where a value or a type may stand (a constant's value, an
+/// operand of `==`/`!=`): a type constant, a data type name that no constant or variable
+/// shadows, or `T1 if c else T2` whose first branch is one.
+bool isTypeExpr(const AstExpr &ast, const ExprContext &ctx);
+
+/// Evaluate a type expression: a data type name (which wins over any constant or variable of the
+/// same name), a type constant, or `T1 if c else T2` with a constant condition `c`. A number
+/// constant or a variable is `dtype-mismatch`; any other name or expression is `code` with the
+/// message `notType`.
+Expected<DataType> buildType(const AstExpr &ast, const ExprContext &ctx, ErrorCode code,
+                             const std::string &notType);
 
 /// `e` converted to `to` (folded when `e` is constant; unchanged when already of type `to`).
 TypedExpr castTo(TypedExpr e, DataType to);

@@ -13,11 +13,12 @@
 
 namespace tilus::tasm {
 
-/// A module-level constant: its value as a bit pattern of its dtype.
+/// A module-level constant: its value as a bit pattern of its dtype, or (isType) a data type.
 struct ConstValue {
-  DataType dtype;
+  DataType dtype; // the value's type; for a type constant, the type it names
   uint64_t bits = 0;
   SrcPos pos;
+  bool isType = false;
 };
 using ConstTable = std::map<std::string, ConstValue, std::less<>>;
 

@@ -84,6 +84,19 @@ with tempfile.TemporaryDirectory() as tmp:
     out, _ = expect(["-d", small], 0, "disassemble -D build")
     check("def transform_b<4, 8>(" in out, "-D K=64, N=64 give the grid <64 / 16, 64 / 8>")
     expect([paper, "-D", "Q=1"], 1, "-D of an undeclared name")
+    # Type constants on the command line (docs/assembly.md "Constants").
+    typed = os.path.join(tmp, "typed.tasm")
+    write(typed, "const WT = u4\n"
+                 "def k<bits(WT)>(WT* w) threads=32:\n"
+                 "    g = ViewGlobal(w, shape=[64])\n"
+                 "    r = LoadGlobal(g, layout=spatial(32).local(2))\n")
+    typed_tbc = os.path.join(tmp, "typed.tbc")
+    expect([typed, "-o", typed_tbc, "-D", "WT=f6e3m2"], 0, "-D WT=f6e3m2")
+    out, _ = expect(["-d", typed_tbc], 0, "disassemble the -D WT build")
+    check("def k<6>(f6e3m2* w)" in out, f"-D WT=f6e3m2 gives the f6e3m2 program:\n{out}")
+    _, err = expect([typed, "--check", "-D", "WT=notatype"], 1, "-D WT=notatype")
+    check(err == "-D WT:1:1: error[syntax]: 'notatype' is not a data type ('WT' is declared as a "
+                 "data type at line 1)\n", f"-D WT=notatype message:\n{err}")
     debug = os.path.join(tmp, "debug.tbc")
     expect([paper, "-g", "-o", debug], 0, "-g")
     check(b"Rearrange i6[K, N] weights" in read(debug), "-g keeps the source text (comments too)")
