@@ -9,7 +9,8 @@
 #   bash scripts/gpu_run.sh --pack            # BUILD_DIR defaults to build-rt
 # There (the device tool's `run`, carrying .carry):
 #   BUILD_DIR=.carry bash scripts/gpu_run.sh
-# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm.so.0.
+# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm.so.0
+# (tools/tilus-tune too for its step).
 # Logs and JSON reports go to $OUT (the device tool's output folder) or /tmp/tilusvm-gpu.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,13 +18,14 @@ cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build-rt}"
 if [ "${1:-}" = "--pack" ]; then
   set -e
-  ninja -C "$build" -j1 tools/vm-run tools/tilus-asm tests/gpu/test_gpu tests/jit/test_jit_gpu
+  ninja -C "$build" -j1 tools/vm-run tools/tilus-asm tools/tilus-tune tests/gpu/test_gpu \
+    tests/jit/test_jit_gpu
   rm -rf .carry
   mkdir -p .carry/vm .carry/tools .carry/tests/gpu .carry/tests/jit
   cp -L "$build/vm/libtilusvm.so.0" .carry/vm/
   # libxxhash is not part of every CUDA image; it travels beside libtilusvm.
   cp -L "$(ldd "$build/vm/libtilusvm.so.0" | awk '/libxxhash/ {print $3}')" .carry/vm/
-  cp "$build/tools/vm-run" "$build/tools/tilus-asm" .carry/tools/
+  cp "$build/tools/vm-run" "$build/tools/tilus-asm" "$build/tools/tilus-tune" .carry/tools/
   cp "$build/tests/gpu/test_gpu" .carry/tests/gpu/
   cp "$build/tests/jit/test_jit_gpu" .carry/tests/jit/
   strip --strip-unneeded .carry/vm/libtilusvm.so.0 .carry/tools/* .carry/tests/gpu/test_gpu \
@@ -92,6 +94,15 @@ n="$bench_size"
 vec_n=$((1 << 26))
 "$run" "$work/vector_add.tbc" --device cuda --arg x_ptr=rand:1 --arg y_ptr=rand:2 \
   --arg n="$vec_n" --bench --json > "$out/bench_vector_add.json" || fail "bench vector_add"
+
+step "tilus-tune: matmul_f16_pipelined over STAGES and BK (BK=16 fails the checker)"
+if [ -x "$build/tools/tilus-tune" ]; then
+  "$build/tools/tilus-tune" programs/matmul_f16_pipelined.tasm --kernel matmul_f16 \
+    --space 'STAGES=2,3,4;BK=16,32' --arg a_ptr=rand:1 --arg b_ptr=rand:2 --arg m="$n" \
+    --arg n="$n" --arg k="$n" --json "$out/tune_matmul.json" || fail "tilus-tune"
+else
+  echo "no $build/tools/tilus-tune; skipped"
+fi
 
 step "baselines (PyTorch, same run)"
 python3 - "$n" "$vec_n" > "$out/baseline.json" <<'EOF' || fail "baselines"
