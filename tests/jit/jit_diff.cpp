@@ -2,6 +2,7 @@
 #include "jit_diff.h"
 
 #include "assembler/assembler.h"
+#include "isa/bytecode.h"
 #include "isa/convert.h"
 #include "loader/checker.h"
 #include "test_helpers.h"
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
 #include <memory>
@@ -171,7 +173,10 @@ cuda::CudaRuntime *gpuRuntime(std::string &why) {
       return nullptr;
     }
     cuda::RuntimeOptions options;
-    options.cacheDirectory = ""; // no disk cache: every kernel is compiled by this JIT
+    // No disk cache (every kernel is compiled by this JIT), unless TILUSVM_DIFF_CACHE_DIR names
+    // one: mutation testing installs a JIT mutant's kernels there (tests/jit/mutant_kernels).
+    const char *cache = std::getenv("TILUSVM_DIFF_CACHE_DIR");
+    options.cacheDirectory = cache ? cache : "";
     auto created = cuda::CudaRuntime::create(options);
     if (!created) {
       reason = created.status().toString();
@@ -257,6 +262,15 @@ SidesScope::~SidesScope() { currentSides = saved; }
 void runCase(const Case &c) {
   INFO("case " << c.name);
   Prepared p = prepare(c);
+  if (const char *dir = std::getenv("TILUSVM_DIFF_RECORD_DIR")) {
+    // The module as bytecode, named by its content hash (tests/jit/mutant_kernels compiles it).
+    char name[32];
+    std::snprintf(name, sizeof name, "%016llx.tbc",
+                  static_cast<unsigned long long>(moduleContentHash(p.module.module)));
+    std::vector<uint8_t> bytes = encodeModule(p.module.module);
+    std::ofstream(std::string(dir) + "/" + name, std::ios::binary)
+        .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  }
   // CPU reference
   std::vector<std::vector<uint8_t>> cpu = p.inputs;
   KernelArgs cpuArgs = p.args;
