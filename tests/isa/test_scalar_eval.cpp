@@ -188,6 +188,13 @@ TEST_CASE("scalar: i32, u32 and i64 hand-computed cases") {
   CHECK(apply(ExprOp::Shr, kU32, 0x80000000, 31) == 1);
   CHECK(apply(ExprOp::Shr, kI64, i64(INT64_MIN), i64(63)) == ~uint64_t(0));
   CHECK(apply(ExprOp::Shl, kI64, i64(3), i64(62)) == (uint64_t(3) << 62));
+  // 64-bit shifts by the width and beyond (a C++ shift by 64 would be undefined)
+  CHECK(apply(ExprOp::Shl, kI64, i64(3), i64(64)) == 0);
+  CHECK(apply(ExprOp::Shl, kU64, 3, 64) == 0);
+  CHECK(apply(ExprOp::Shl, kU64, 3, 65) == 0);
+  CHECK(apply(ExprOp::Shr, kU64, ~uint64_t(0), 64) == 0);
+  CHECK(apply(ExprOp::Shr, kI64, i64(-8), i64(64)) == ~uint64_t(0));
+  CHECK(apply(ExprOp::Shr, kI64, i64(8), i64(64)) == 0);
   CHECK(apply(ExprOp::Neg, kI32, i32(INT32_MIN)) == i32(INT32_MIN));
   CHECK(apply(ExprOp::Neg, kU32, 1) == 0xFFFFFFFF);
   CHECK(apply(ExprOp::Min, kI32, i32(-1), i32(1)) == i32(-1));

@@ -1,7 +1,9 @@
 // The conformance suite: every tests/conformance/*.tasm declares its expected outcome with
-// `# expect: ok` or one `# expect: CODE` line per expected diagnostic code (ISA section 6).
-// Each file is assembled and checked; assembler and checker diagnostics count alike. The file
-// passes when the set of codes reported equals the set expected (an `ok` file must give none).
+// `# expect: ok` or one `# expect: CODE` line per expected diagnostic code (ISA section 6),
+// optionally located: `# expect: CODE at LINE`. Each file is assembled and checked; assembler and
+// checker diagnostics count alike. The file passes when the set of codes reported equals the set
+// expected (an `ok` file must give none) and, for each located expectation, a diagnostic of that
+// code names that line of the file.
 #include "check_test_util.h"
 #include "test_helpers.h"
 
@@ -18,6 +20,7 @@ namespace {
 struct Expectation {
   bool ok = false;
   std::set<std::string> codes;
+  std::set<std::pair<std::string, uint32_t>> located; // (code, line)
 };
 
 Expectation parseExpectations(const std::string &text) {
@@ -32,6 +35,11 @@ Expectation parseExpectations(const std::string &text) {
     std::string code = line.substr(at + tag.size());
     code.erase(0, code.find_first_not_of(" \t"));
     code.erase(code.find_last_not_of(" \t\r") + 1);
+    size_t atLine = code.find(" at ");
+    if (atLine != std::string::npos) {
+      e.located.insert({code.substr(0, atLine), uint32_t(std::stoul(code.substr(atLine + 4)))});
+      code = code.substr(0, atLine);
+    }
     if (code == "ok")
       e.ok = true;
     else
@@ -41,7 +49,8 @@ Expectation parseExpectations(const std::string &text) {
 }
 
 std::set<std::string> reportedCodes(const std::string &file, const std::string &text,
-                                    std::string &diagnostics) {
+                                    std::string &diagnostics,
+                                    std::set<std::pair<std::string, uint32_t>> &located) {
   AssembleOptions ao;
   ao.fileName = file;
   Expected<Module> module = assemble(text, ao);
@@ -57,8 +66,11 @@ std::set<std::string> reportedCodes(const std::string &file, const std::string &
   }
   diagnostics = status.toString();
   std::set<std::string> codes;
-  for (const Diagnostic &d : status.diagnostics())
+  for (const Diagnostic &d : status.diagnostics()) {
     codes.insert(errorCodeName(d.code));
+    if (d.location.file == file)
+      located.insert({errorCodeName(d.code), d.location.line});
+  }
   return codes;
 }
 
@@ -81,9 +93,15 @@ TEST_CASE("conformance suite") {
     Expectation want = parseExpectations(text);
     REQUIRE_MESSAGE(want.ok != !want.codes.empty(), "needs `# expect: ok` or expected codes");
     std::string diagnostics;
-    std::set<std::string> got = reportedCodes(name, text, diagnostics);
+    std::set<std::pair<std::string, uint32_t>> located;
+    std::set<std::string> got = reportedCodes(name, text, diagnostics, located);
     INFO(diagnostics);
     CHECK(got == want.codes);
+    for (const auto &[code, line] : want.located) {
+      CAPTURE(code);
+      CAPTURE(line);
+      CHECK(located.count({code, line}) == 1);
+    }
     for (const std::string &c : want.codes)
       ++failingPerCode[c];
     passing += want.ok ? 1 : 0;
