@@ -285,9 +285,23 @@ Expected<ExprId> ProgramLowering::condition(const AstExpr &cond, const char *wha
   return emitExpr(program_, *e);
 }
 
-// if/elif/else and while: a condition and one or two bodies, each in a scope of its own.
+// if/elif/else and while: a condition and one or two bodies, each in a scope of its own. An `if`
+// whose condition folds to a constant is resolved here: only the taken body is lowered (in its
+// scope, into the enclosing list), so the other may hold code that is invalid for these
+// constants (`if is_signed(WT):`).
 Status ProgramLowering::conditional(const AstStmt &s, std::vector<Stmt> &out) {
   bool isWhile = s.kind == AstStmtKind::While;
+  if (!isWhile) {
+    auto folded = buildScalar(*s.value, exprContext());
+    if (folded && folded->isConst() && (folded->dtype.isBool() || folded->dtype.isInt())) {
+      Status errors;
+      scopes_.push();
+      for (const AstStmt &b : folded->bits != 0 ? s.body : s.orelse)
+        errors.append(statement(b, out));
+      scopes_.pop();
+      return errors;
+    }
+  }
   auto cond = condition(*s.value, isWhile ? "while" : "if");
   if (!cond)
     return cond.takeStatus();

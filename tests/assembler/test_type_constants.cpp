@@ -233,3 +233,55 @@ TEST_CASE("type constant errors") {
 }
 
 } // namespace
+
+namespace {
+
+using namespace tilus;
+using namespace tilus::testing;
+
+const char *kBranches = R"(const WT = u4
+def k<1>(f32* x, i32 n) threads=32:
+    g = ViewGlobal(x, shape=[32])
+    if is_signed(WT):
+        r = LoadGlobal(g, layout=spatial(32))
+        StoreGlobal(Neg(r), g)
+    elif WT == u4:
+        y = n + 4
+    else:
+        Frobnicate(q)
+    z = n * bits(WT)
+)";
+
+TEST_CASE("an if over constants keeps only the taken branch") {
+  // Each expectation is the program with only the taken branch written out.
+  auto expect = [](const std::string &type, const std::string &taken, int bits) {
+    std::string text = "const UNUSED = 0\n"
+                       "def k<1>(f32* x, i32 n) threads=32:\n"
+                       "    g = ViewGlobal(x, shape=[32])\n" +
+                       taken + "    z = n * " + std::to_string(bits) + "\n";
+    CAPTURE(type);
+    CHECK(bytesOf(kBranches, {{"WT", type}}) == bytesOf(text));
+  };
+  expect("i4", "    r = LoadGlobal(g, layout=spatial(32))\n    StoreGlobal(Neg(r), g)\n", 4);
+  expect("f6e3m2", "    r = LoadGlobal(g, layout=spatial(32))\n    StoreGlobal(Neg(r), g)\n", 6);
+  expect("u4", "    y = n + 4\n", 4);
+  // The branch not taken is parsed but not lowered: its errors appear only when it is taken.
+  CHECK(diag(kBranches, {{"WT", "u2"}}) ==
+        "t.tasm:10:9: error[unknown-instruction]: unknown instruction 'Frobnicate'");
+  // The taken body keeps its scope.
+  CHECK(diag("def k<1>(i32 n) threads=32:\n    if True:\n        y = n\n    z = y\n") ==
+        "t.tasm:4:9: error[undefined-name]: undefined name 'y'");
+  // A condition that is not constant stays an If with both branches.
+  Program p = asmProgram("def k<1>(i32 n) threads=32:\n    if n > 0:\n        y = 1\n"
+                         "    else:\n        y = 2\n");
+  REQUIRE(p.body.size() == 1);
+  CHECK(p.body[0].kind == StmtKind::If);
+  CHECK(p.body[0].body.size() == 1);
+  CHECK(p.body[0].orelse.size() == 1);
+  // while is never resolved by the assembler.
+  Program w = asmProgram("def k<1>() threads=32:\n    while True:\n        break\n");
+  REQUIRE(w.body.size() == 1);
+  CHECK(w.body[0].kind == StmtKind::While);
+}
+
+} // namespace
