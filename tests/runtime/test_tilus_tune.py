@@ -149,6 +149,26 @@ with tempfile.TemporaryDirectory() as tmp:
           and progress[1] == "tilus-tune: [2/6] WARPS=4 BLOCK=64: failed at assemble",
           f"progress lines:\n{err}")
 
+    # A type constant as a dimension: every point is the program for that type; a value that is
+    # not a type fails its point at assemble with the -D diagnostic.
+    typed = os.path.join(tmp, "typed.tasm")
+    with open(typed, "w") as f:
+        f.write("const WT = f32\n"
+                "def copy<cdiv(n, 256)>(WT* x_ptr, WT* y_ptr, i32 n) threads=128:\n"
+                "    bi = BlockIndices()\n"
+                "    gx = ViewGlobal(x_ptr, shape=[n])\n"
+                "    gy = ViewGlobal(y_ptr, shape=[n])\n"
+                "    x = LoadGlobal(gx, layout=spatial(128).local(2), offset=[bi * 256:])\n"
+                "    StoreGlobal(x, gy, offset=[bi * 256:])\n")
+    expect([typed, "--dry-run", "--space", "WT=u4,f6e3m2,notatype", "--arg", "n=1000",
+            "--json", report], 0, "a space over a type constant")
+    with open(report) as f:
+        points = json.load(f)["points"]
+    check([p["ok"] for p in points] == [True, True, False] and
+          points[2]["error"] == "-D WT:1:1: error[syntax]: 'notatype' is not a data type ('WT' is "
+                                "declared as a data type at line 1)",
+          f"type dimension: {points}")
+
     # Every point failing is exit 1; argument and kernel errors are failures of the points.
     out, _ = expect([prog, "--dry-run", "--space", "WARPS=2", "--arg", "n=1000"], 1,
                     "every point fails")
