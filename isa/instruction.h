@@ -3,6 +3,7 @@
 #pragma once
 
 #include "isa/dtype.h"
+#include "isa/expr_op.h"
 #include "isa/layout.h"
 #include "isa/shared_layout.h"
 
@@ -25,20 +26,46 @@ enum class Opcode : uint16_t {
 #include "isa/instructions.def"
 };
 
+/// The categories of the instruction table, each in a family: a stage that handles a whole
+/// category or family alike gives one handler for it (isa/instruction_visitor.h).
+///   X(Category)
+#define TILUSVM_CATEGORIES(X)                                                                      \
+  X(Indexing)                                                                                      \
+  X(Creation)                                                                                      \
+  X(Movement)                                                                                      \
+  X(Arithmetic)                                                                                    \
+  X(Bitwise)                                                                                       \
+  X(Comparison)                                                                                    \
+  X(Unary)                                                                                         \
+  X(Math)                                                                                          \
+  X(Select)                                                                                        \
+  X(Conversion)                                                                                    \
+  X(Contraction)                                                                                   \
+  X(Control)
+
+// The family of each category: the categories of one family are handled alike by a stage
+// that gives a handler for the family.
+#define TILUSVM_FAMILY_OF_Indexing Indexing
+#define TILUSVM_FAMILY_OF_Creation Creation
+#define TILUSVM_FAMILY_OF_Movement Movement
+#define TILUSVM_FAMILY_OF_Arithmetic Elementwise
+#define TILUSVM_FAMILY_OF_Bitwise Elementwise
+#define TILUSVM_FAMILY_OF_Comparison Elementwise
+#define TILUSVM_FAMILY_OF_Unary Elementwise
+#define TILUSVM_FAMILY_OF_Math Elementwise
+#define TILUSVM_FAMILY_OF_Select Select
+#define TILUSVM_FAMILY_OF_Conversion Conversion
+#define TILUSVM_FAMILY_OF_Contraction Contraction
+#define TILUSVM_FAMILY_OF_Control Control
+
 enum class InstructionCategory : uint8_t {
-  Indexing,
-  Creation,
-  Movement,
-  Arithmetic,
-  Bitwise,
-  Comparison,
-  Unary,
-  Math,
-  Select,
-  Conversion,
-  Contraction,
-  Control
+#define TILUSVM_X(Category) Category,
+  TILUSVM_CATEGORIES(TILUSVM_X)
+#undef TILUSVM_X
 };
+
+/// The math functions of the Math rows (payload TILUSVM_MATH_FN of isa/instructions.def).
+enum class MathFn : uint8_t { None, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh };
 
 /// The memory space of a variable (or of an instruction's results).
 enum class VarKind : uint8_t {
@@ -95,6 +122,44 @@ const InstructionSpec &instructionSpec(Opcode op);
 const InstructionSpec *findInstruction(std::string_view name);
 /// Number of opcodes (rows of the table).
 size_t numOpcodes();
+
+/// Number of opcodes (rows of the table), at compile time.
+inline constexpr size_t kNumOpcodes = 0
+#define TILUSVM_ARG(name, kind, required)
+#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args) +1
+#include "isa/instructions.def"
+    ;
+
+namespace detail {
+struct OpcodePayload {
+  bool hasScalarOp = false;
+  ExprOp scalarOp = ExprOp::Const;
+  MathFn mathFn = MathFn::None;
+};
+struct OpcodePayloads {
+  OpcodePayload rows[kNumOpcodes];
+};
+inline constexpr OpcodePayloads kOpcodePayloads = [] {
+  OpcodePayloads t{};
+  size_t row = 0;
+#define TILUSVM_ARG(name, kind, required)
+#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args)   \
+  row = size_t(Opcode::Name);
+#define TILUSVM_SCALAR_OP(Name, Op) t.rows[row] = {true, ExprOp::Op, MathFn::None};
+#define TILUSVM_MATH_FN(Name, Fn) t.rows[row] = {false, ExprOp::Const, MathFn::Fn};
+#include "isa/instructions.def"
+  return t;
+}();
+} // namespace detail
+
+/// The scalar operator an elementwise row applies to each element (payload TILUSVM_SCALAR_OP:
+/// Add -> Add, And -> BitAnd, Not -> BitNot, ...); nullopt for a row without one.
+constexpr std::optional<ExprOp> scalarOpOf(Opcode op) {
+  const detail::OpcodePayload &p = detail::kOpcodePayloads.rows[size_t(op)];
+  return p.hasScalarOp ? std::optional<ExprOp>(p.scalarOp) : std::nullopt;
+}
+/// The math function of a Math row (payload TILUSVM_MATH_FN); MathFn::None for other rows.
+constexpr MathFn mathFnOf(Opcode op) { return detail::kOpcodePayloads.rows[size_t(op)].mathFn; }
 
 /// One entry of `offset=[...]`: `e` fixes a dimension to index e, `e:` starts a slice at e.
 struct OffsetEntry {

@@ -8,6 +8,7 @@
 // source: the JIT lowers it to LLVM branches, the interpreter walks it.
 #pragma once
 
+#include "isa/expr_op.h"
 #include "isa/instruction.h"
 
 #include <cstdint>
@@ -24,42 +25,6 @@ struct Variable {
   /// Whether this variable is a program parameter.
   bool isParam = false;
 };
-
-/// Scalar expression operators. Integer `/` and `%` truncate toward zero; CeilDiv rounds up.
-/// Shr is arithmetic for signed types. Comparisons and logical operators give bool.
-enum class ExprOp : uint8_t {
-  Const = 0,
-  Var,
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Mod,
-  Shl,
-  Shr,
-  BitAnd,
-  BitOr,
-  BitXor,
-  BitNot,
-  Neg,
-  Eq,
-  Ne,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  LogicalAnd,
-  LogicalOr,
-  LogicalNot,
-  Select,
-  Min,
-  Max,
-  CeilDiv,
-  Cast
-};
-const char *exprOpName(ExprOp op);
-/// Number of operands of an operator (0 for Const and Var).
-int exprOpArity(ExprOp op);
 
 struct ExprNode {
   ExprOp op = ExprOp::Const;

@@ -26,15 +26,6 @@ bool truth(uint64_t bits, DataType type) {
   return convertBits(bits, type, DataType::boolean()) != 0;
 }
 
-bool isComparison(ExprOp op) {
-  return op == ExprOp::Eq || op == ExprOp::Ne || op == ExprOp::Lt || op == ExprOp::Le ||
-         op == ExprOp::Gt || op == ExprOp::Ge;
-}
-
-bool isLogical(ExprOp op) {
-  return op == ExprOp::LogicalAnd || op == ExprOp::LogicalOr || op == ExprOp::LogicalNot;
-}
-
 /// A comparison operator (precondition: isComparison(op)) on two ordered values.
 bool compareOrdered(ExprOp op, auto x, auto y) {
   assert(isComparison(op));
@@ -409,53 +400,6 @@ uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varVa
   uint64_t result = s.values.back();
   s.values.resize(valueBase);
   return result;
-}
-
-std::optional<ExprOp> elementwiseExprOp(Opcode op) {
-  switch (op) {
-  case Opcode::Add:
-    return ExprOp::Add;
-  case Opcode::Sub:
-    return ExprOp::Sub;
-  case Opcode::Mul:
-    return ExprOp::Mul;
-  case Opcode::Div:
-    return ExprOp::Div;
-  case Opcode::Mod:
-    return ExprOp::Mod;
-  case Opcode::Max:
-    return ExprOp::Max;
-  case Opcode::Min:
-    return ExprOp::Min;
-  case Opcode::And:
-    return ExprOp::BitAnd;
-  case Opcode::Or:
-    return ExprOp::BitOr;
-  case Opcode::Xor:
-    return ExprOp::BitXor;
-  case Opcode::Shl:
-    return ExprOp::Shl;
-  case Opcode::Shr:
-    return ExprOp::Shr;
-  case Opcode::Eq:
-    return ExprOp::Eq;
-  case Opcode::Ne:
-    return ExprOp::Ne;
-  case Opcode::Lt:
-    return ExprOp::Lt;
-  case Opcode::Le:
-    return ExprOp::Le;
-  case Opcode::Gt:
-    return ExprOp::Gt;
-  case Opcode::Ge:
-    return ExprOp::Ge;
-  case Opcode::Neg:
-    return ExprOp::Neg;
-  case Opcode::Not:
-    return ExprOp::BitNot;
-  default:
-    return std::nullopt;
-  }
 }
 
 } // namespace tilus

@@ -46,11 +46,6 @@ uint64_t applyScalarOp(ExprOp op, DataType operandType, DataType resultType,
 /// when the combination is not allowed (a type that is not arithmetic: sub-byte, FP8).
 /// Equal types stay; two floats meet in the wider one (f16 with bf16 in f32); two integers of
 /// one signedness in the wider one; mixed signedness follows C: the unsigned type if it is at
-/// The scalar operator an elementwise instruction applies to each element (Add -> Add,
-/// And -> BitAnd, Eq -> Eq, Neg -> Neg, Not -> BitNot, ...); nullopt for an instruction that
-/// is not one of those (math functions, Abs, Where, Cast, ...).
-std::optional<ExprOp> elementwiseExprOp(Opcode op);
-
 /// least as wide, else the signed one (u32 with i32 is u32, u32 with i64 is i64).
 std::optional<DataType> promoteScalarTypes(DataType a, DataType b);
 

@@ -13,6 +13,7 @@
 #include "jit/codegen.h"
 
 #include "isa/convert.h"
+#include "isa/instruction_visitor.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -502,92 +503,21 @@ Status Codegen::lowerWhile(const Stmt &s) {
 // ------------------------------------------------------------------------------------
 
 Status Codegen::lowerInstruction(const Instruction &inst) {
-  switch (inst.opcode) {
-  case Opcode::BlockIndices:
-    return lowerBlockIndices(inst);
-  case Opcode::AllocateRegister:
-    return lowerAllocateRegister(inst);
-  case Opcode::Iota:
-    return lowerIota(inst);
-  case Opcode::AllocateShared:
-    return lowerAllocateShared(inst);
-  case Opcode::AllocateGlobal:
-    return lowerAllocateGlobal(inst);
-  case Opcode::ViewGlobal:
-    return lowerViewGlobal(inst);
-  case Opcode::SliceGlobal:
-    return lowerSliceGlobal(inst);
-  case Opcode::SliceShared:
-    return lowerSliceShared(inst);
-  case Opcode::LoadGlobal:
-    return lowerLoadGlobal(inst);
-  case Opcode::LoadShared:
-    return lowerLoadShared(inst);
-  case Opcode::StoreGlobal:
-    return lowerStoreGlobal(inst);
-  case Opcode::StoreShared:
-    return lowerStoreShared(inst);
-  case Opcode::CopyAsync:
-    return lowerCopyAsync(inst);
-  case Opcode::CopyAsyncCommitGroup:
-  case Opcode::CopyAsyncWaitGroup:
-  case Opcode::CopyAsyncWaitAll:
-    return lowerCopyAsyncControl(inst);
-  case Opcode::Add:
-  case Opcode::Sub:
-  case Opcode::Mul:
-  case Opcode::Div:
-  case Opcode::Mod:
-  case Opcode::Max:
-  case Opcode::Min:
-  case Opcode::And:
-  case Opcode::Or:
-  case Opcode::Xor:
-  case Opcode::Shl:
-  case Opcode::Shr:
-  case Opcode::Eq:
-  case Opcode::Ne:
-  case Opcode::Lt:
-  case Opcode::Le:
-  case Opcode::Gt:
-  case Opcode::Ge:
-  case Opcode::Neg:
-  case Opcode::Abs:
-  case Opcode::Not:
-  case Opcode::Exp:
-  case Opcode::Exp2:
-  case Opcode::Log:
-  case Opcode::Log2:
-  case Opcode::Sqrt:
-  case Opcode::Rsqrt:
-  case Opcode::Sin:
-  case Opcode::Cos:
-  case Opcode::Tanh:
-    return lowerElementwise(inst);
-  case Opcode::Where:
-    return lowerWhere(inst);
-  case Opcode::Cast:
-    return lowerCast(inst);
-  case Opcode::View:
-    return lowerView(inst);
-  case Opcode::Permute:
-    return lowerPermute(inst);
-  case Opcode::ConvertLayout:
-    return lowerConvertLayout(inst);
-  case Opcode::Dot:
-    return lowerDot(inst);
-  case Opcode::Reduce:
-    return lowerReduce(inst);
-  case Opcode::Synchronize:
-    barrier();
-    return Status::success();
-  case Opcode::Exit:
-    b.CreateRetVoid();
-    startDeadBlock();
-    return Status::success();
-  case Opcode::Print:
-    return lowerPrint(inst);
-  }
+  return visitInstruction(inst.opcode, *this, inst);
+}
+
+Status Codegen::visitSynchronize(const Instruction &) {
+  barrier();
+  return Status::success();
+}
+
+Status Codegen::visitExit(const Instruction &) {
+  b.CreateRetVoid();
+  startDeadBlock();
+  return Status::success();
+}
+
+Status Codegen::visitInvalid(const Instruction &inst) {
   return error(ErrorCode::Unsupported, inst, "unknown opcode");
 }
 

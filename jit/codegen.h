@@ -159,20 +159,27 @@ public:
   // ---- control flow (codegen.cpp) -------------------------------------------------------------
   Status lowerBody(const std::vector<Stmt> &body);
   Status lowerStmt(const Stmt &stmt);
+  /// Lower one instruction: its handler visitNAME (or visitElementwise for that family),
+  /// dispatched from isa/instructions.def by visitInstruction (isa/instruction_visitor.h).
   Status lowerInstruction(const Instruction &inst);
+  Status visitSynchronize(const Instruction &inst);
+  Status visitExit(const Instruction &inst);
+  Status visitInvalid(const Instruction &inst);
 
   // ---- views and memory (lower_memory.cpp, lower_copy.cpp) -----------------------------------
-  Status lowerViewGlobal(const Instruction &inst);
-  Status lowerAllocateGlobal(const Instruction &inst);
-  Status lowerAllocateShared(const Instruction &inst);
-  Status lowerSliceGlobal(const Instruction &inst);
-  Status lowerSliceShared(const Instruction &inst);
-  Status lowerLoadGlobal(const Instruction &inst);
-  Status lowerStoreGlobal(const Instruction &inst);
-  Status lowerLoadShared(const Instruction &inst);
-  Status lowerStoreShared(const Instruction &inst);
-  Status lowerCopyAsync(const Instruction &inst);
-  Status lowerCopyAsyncControl(const Instruction &inst);
+  Status visitViewGlobal(const Instruction &inst);
+  Status visitAllocateGlobal(const Instruction &inst);
+  Status visitAllocateShared(const Instruction &inst);
+  Status visitSliceGlobal(const Instruction &inst);
+  Status visitSliceShared(const Instruction &inst);
+  Status visitLoadGlobal(const Instruction &inst);
+  Status visitStoreGlobal(const Instruction &inst);
+  Status visitLoadShared(const Instruction &inst);
+  Status visitStoreShared(const Instruction &inst);
+  Status visitCopyAsync(const Instruction &inst);
+  Status visitCopyAsyncCommitGroup(const Instruction &inst);
+  Status visitCopyAsyncWaitGroup(const Instruction &inst);
+  Status visitCopyAsyncWaitAll(const Instruction &inst);
   /// LoadShared of mma fragments of 16-bit types with ldmatrix (lower_ldmatrix.cpp); false
   /// (and nothing emitted) when the layouts do not allow it.
   bool tryLdmatrix(const SharedTile &tile, VarId result);
@@ -192,23 +199,23 @@ public:
   void storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm::Value *value);
 
   // ---- compute (lower_compute.cpp) ------------------------------------------------------------
-  Status lowerElementwise(const Instruction &inst);
-  Status lowerWhere(const Instruction &inst);
-  Status lowerCast(const Instruction &inst);
-  Status lowerView(const Instruction &inst);
-  Status lowerPermute(const Instruction &inst);
-  Status lowerIota(const Instruction &inst);
-  Status lowerAllocateRegister(const Instruction &inst);
-  Status lowerBlockIndices(const Instruction &inst);
+  Status visitElementwise(const Instruction &inst);
+  Status visitWhere(const Instruction &inst);
+  Status visitCast(const Instruction &inst);
+  Status visitView(const Instruction &inst);
+  Status visitPermute(const Instruction &inst);
+  Status visitIota(const Instruction &inst);
+  Status visitAllocateRegister(const Instruction &inst);
+  Status visitBlockIndices(const Instruction &inst);
   /// Operand values parallel to the result's slots: a register tensor gathered through
   /// gatherSlots, or a scalar converted to t and repeated.
   Expected<std::vector<llvm::Value *>> operandSlots(const Instruction &inst, const Argument &arg,
                                                     const LayoutMap &result, DataType t);
-  llvm::Value *mathOp(Opcode op, llvm::Value *x, DataType t);
+  llvm::Value *mathOp(MathFn fn, llvm::Value *x, DataType t);
 
   // ---- exchanges through shared memory (lower_exchange.cpp) ------------------------------------
-  Status lowerConvertLayout(const Instruction &inst);
-  Status lowerReduce(const Instruction &inst);
+  Status visitConvertLayout(const Instruction &inst);
+  Status visitReduce(const Instruction &inst);
   llvm::Value *scratchBase(); // ptr addrspace(3)
   /// Stage a register tensor's elements in the scratch area at `byteOffset`, row-major, one
   /// `storageBytes` slot per element (written by primary owners).
@@ -218,10 +225,10 @@ public:
                                   DataType t);
 
   // ---- Dot (lower_dot.cpp) ---------------------------------------------------------------------
-  Status lowerDot(const Instruction &inst);
+  Status visitDot(const Instruction &inst);
 
   // ---- Print (lower_print.cpp) -----------------------------------------------------------------
-  Status lowerPrint(const Instruction &inst);
+  Status visitPrint(const Instruction &inst);
 
 private:
   void countAssignments(const std::vector<Stmt> &body);

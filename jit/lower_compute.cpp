@@ -21,6 +21,7 @@
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <cassert>
 #include <set>
 
 namespace tilus::jit {
@@ -92,9 +93,9 @@ Expected<std::vector<llvm::Value *>> Codegen::operandSlots(const Instruction &in
   return out;
 }
 
-llvm::Value *Codegen::mathOp(Opcode op, llvm::Value *x, DataType t) {
+llvm::Value *Codegen::mathOp(MathFn fn, llvm::Value *x, DataType t) {
   DataType f64 = DataType::f64();
-  if (op == Opcode::Sqrt) {
+  if (fn == MathFn::Sqrt) {
     bool narrow = t == DataType::f16() || t == DataType::bf16();
     llvm::Value *v = narrow ? b.CreateFPExt(x, b.getFloatTy()) : x;
     llvm::Value *r = callIntrinsic(llvm::Intrinsic::sqrt, {v->getType()}, {v});
@@ -103,58 +104,50 @@ llvm::Value *Codegen::mathOp(Opcode op, llvm::Value *x, DataType t) {
     return canonicalizeNaN(r, t);
   }
   bool narrow = t == DataType::f16() || t == DataType::bf16() || t == DataType::f32();
-  if (narrow && (op == Opcode::Exp || op == Opcode::Exp2)) {
+  if (narrow && (fn == MathFn::Exp || fn == MathFn::Exp2)) {
     // f32 exponentials within 0.77 ulp of f32 (exhaustively checked on the host)
     llvm::Value *f = convert(x, t, DataType::f32());
-    llvm::Value *r = callDevlib(op == Opcode::Exp ? "tl_expf" : "tl_exp2f", {f});
+    llvm::Value *r = callDevlib(fn == MathFn::Exp ? "tl_expf" : "tl_exp2f", {f});
     return canonicalizeNaN(convert(r, DataType::f32(), t), t);
   }
   llvm::Value *d = convert(x, t, f64);
   llvm::Value *r = nullptr;
-  switch (op) {
-  case Opcode::Rsqrt:
+  switch (fn) {
+  case MathFn::Rsqrt:
     r = b.CreateFDiv(llvm::ConstantFP::get(b.getDoubleTy(), 1.0),
                      callIntrinsic(llvm::Intrinsic::sqrt, {b.getDoubleTy()}, {d}));
     break;
-  case Opcode::Exp:
+  case MathFn::Exp:
     r = callDevlib("tl_exp", {d});
     break;
-  case Opcode::Exp2:
+  case MathFn::Exp2:
     r = callDevlib("tl_exp2", {d});
     break;
-  case Opcode::Log:
+  case MathFn::Log:
     r = callDevlib("tl_log", {d});
     break;
-  case Opcode::Log2:
+  case MathFn::Log2:
     r = callDevlib("tl_log2", {d});
     break;
-  case Opcode::Sin:
+  case MathFn::Sin:
     r = callDevlib("tl_sin", {d});
     break;
-  case Opcode::Cos:
+  case MathFn::Cos:
     r = callDevlib("tl_cos", {d});
     break;
-  case Opcode::Tanh:
+  case MathFn::Tanh:
     r = callDevlib("tl_tanh", {d});
     break;
-  default:
+  case MathFn::Sqrt: // handled above
+  case MathFn::None:
+    assert(false && "not a math function");
     r = d;
     break;
   }
   return canonicalizeNaN(convert(r, f64, t), t);
 }
 
-namespace {
-
-bool isMath(Opcode op) {
-  return op == Opcode::Exp || op == Opcode::Exp2 || op == Opcode::Log || op == Opcode::Log2 ||
-         op == Opcode::Sqrt || op == Opcode::Rsqrt || op == Opcode::Sin || op == Opcode::Cos ||
-         op == Opcode::Tanh;
-}
-
-} // namespace
-
-Status Codegen::lowerElementwise(const Instruction &inst) {
+Status Codegen::visitElementwise(const Instruction &inst) {
   VarId r = inst.results[0];
   const VarType &rtype = info.vars[r];
   const LayoutMap &result = layoutOf(r);
@@ -188,7 +181,9 @@ Status Codegen::lowerElementwise(const Instruction &inst) {
   std::vector<llvm::Value *> out(xs->size());
   for (size_t i = 0; i < out.size(); ++i) {
     llvm::Value *x = (*xs)[i];
-    if (inst.opcode == Opcode::Abs) {
+    std::optional<ExprOp> op = scalarOpOf(inst.opcode);
+    MathFn fn = mathFnOf(inst.opcode);
+    if (!op && fn == MathFn::None) { // Abs: the one unary row with neither payload
       if (ct.isFloat()) {
         llvm::Value *bits = b.CreateAnd(
             toBits(x, ct), llvm::ConstantInt::get(b.getIntNTy(ct.bits), bitMask(ct.bits - 1)));
@@ -203,15 +198,12 @@ Status Codegen::lowerElementwise(const Instruction &inst) {
       }
       continue;
     }
-    if (isMath(inst.opcode)) {
+    if (!op) {
       if (!ct.isFloat() || elemType(ct)->isIntegerTy())
         return error(ErrorCode::DtypeMismatch, inst, "math on " + ct.name());
-      out[i] = mathOp(inst.opcode, x, ct);
+      out[i] = mathOp(fn, x, ct);
       continue;
     }
-    std::optional<ExprOp> op = elementwiseExprOp(inst.opcode);
-    if (!op)
-      return error(ErrorCode::Unsupported, inst, "not an elementwise operator");
     llvm::Value *v = applyOp(*op, ct, x, binary ? ys[i] : nullptr);
     out[i] = category == InstructionCategory::Comparison ? convert(v, DataType::boolean(), rt) : v;
   }
@@ -219,7 +211,7 @@ Status Codegen::lowerElementwise(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerWhere(const Instruction &inst) {
+Status Codegen::visitWhere(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &result = layoutOf(r);
   DataType rt = info.vars[r].dtype;
@@ -240,7 +232,7 @@ Status Codegen::lowerWhere(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerCast(const Instruction &inst) {
+Status Codegen::visitCast(const Instruction &inst) {
   VarId r = inst.results[0];
   const Argument &a = inst.arg("a");
   DataType rt = info.vars[r].dtype;
@@ -255,7 +247,7 @@ Status Codegen::lowerCast(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerView(const Instruction &inst) {
+Status Codegen::visitView(const Instruction &inst) {
   VarId a = inst.arg("a").var, r = inst.results[0];
   if (a == kNoId)
     return error(ErrorCode::Scope, inst, "View of something other than a register tensor");
@@ -295,7 +287,7 @@ Status Codegen::lowerView(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerPermute(const Instruction &inst) {
+Status Codegen::visitPermute(const Instruction &inst) {
   VarId a = inst.arg("a").var;
   if (a == kNoId)
     return error(ErrorCode::Scope, inst, "Permute of something other than a register tensor");
@@ -303,7 +295,7 @@ Status Codegen::lowerPermute(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerIota(const Instruction &inst) {
+Status Codegen::visitIota(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &map = layoutOf(r);
   int64_t dim = inst.arg("dim").intValue;
@@ -321,7 +313,7 @@ Status Codegen::lowerIota(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerAllocateRegister(const Instruction &inst) {
+Status Codegen::visitAllocateRegister(const Instruction &inst) {
   VarId r = inst.results[0];
   DataType t = info.vars[r].dtype;
   llvm::Value *v = zeroOf(t);
@@ -331,7 +323,7 @@ Status Codegen::lowerAllocateRegister(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerBlockIndices(const Instruction &inst) {
+Status Codegen::visitBlockIndices(const Instruction &inst) {
   static const llvm::Intrinsic::ID ids[3] = {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x,
                                              llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
                                              llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z};

@@ -350,7 +350,7 @@ private:
 
 } // namespace
 
-Status Codegen::lowerCopyAsync(const Instruction &inst) {
+Status Codegen::visitCopyAsync(const Instruction &inst) {
   SharedView sview = readShared(inst.arg("s").var);
   GlobalView gview = readGlobal(inst.arg("g").var);
   GlobalTile g = globalTile(gview, inst.arg("offset"));
@@ -368,24 +368,22 @@ Status Codegen::lowerCopyAsync(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerCopyAsyncControl(const Instruction &inst) {
-  switch (inst.opcode) {
-  case Opcode::CopyAsyncCommitGroup:
-    callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
-    return Status::success();
-  case Opcode::CopyAsyncWaitGroup: {
-    int64_t n = inst.arg("n").intValue;
-    if (n < 0 || n > 7)
-      n = n < 0 ? 0 : 7; // the hardware counts at most 7 pending groups; more waits less
-    callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {constI32(n)});
-    return Status::success();
-  }
-  case Opcode::CopyAsyncWaitAll:
-    callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
-    return Status::success();
-  default:
-    return error(ErrorCode::Runtime, inst, "not a CopyAsync group instruction");
-  }
+Status Codegen::visitCopyAsyncCommitGroup(const Instruction &) {
+  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+  return Status::success();
+}
+
+Status Codegen::visitCopyAsyncWaitGroup(const Instruction &inst) {
+  int64_t n = inst.arg("n").intValue;
+  if (n < 0 || n > 7)
+    n = n < 0 ? 0 : 7; // the hardware counts at most 7 pending groups; more waits less
+  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {constI32(n)});
+  return Status::success();
+}
+
+Status Codegen::visitCopyAsyncWaitAll(const Instruction &) {
+  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+  return Status::success();
 }
 
 } // namespace tilus::jit

@@ -329,7 +329,7 @@ Expected<std::vector<llvm::Value *>> dotScratch(Codegen &cg, const Instruction &
 
 } // namespace
 
-Status Codegen::lowerDot(const Instruction &inst) {
+Status Codegen::visitDot(const Instruction &inst) {
   VarId va = inst.arg("a").var, vb = inst.arg("b").var, vc = inst.arg("c").var;
   VarId vd = inst.results[0];
   if (va == kNoId || vb == kNoId || vc == kNoId)

@@ -82,7 +82,7 @@ llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset
   return b.CreateAlignedLoad(elemType(t), addr, llvm::Align(uint64_t(elemBytes)));
 }
 
-Status Codegen::lowerConvertLayout(const Instruction &inst) {
+Status Codegen::visitConvertLayout(const Instruction &inst) {
   VarId a = inst.arg("a").var, r = inst.results[0];
   if (a == kNoId)
     return error(ErrorCode::Scope, inst, "ConvertLayout of something other than a register tensor");
@@ -224,7 +224,7 @@ std::vector<int64_t> reducedIndex(const int64_t *x, int rank, int dim, bool keep
 
 } // namespace
 
-Status Codegen::lowerReduce(const Instruction &inst) {
+Status Codegen::visitReduce(const Instruction &inst) {
   VarId a = inst.arg("a").var, r = inst.results[0];
   if (a == kNoId)
     return error(ErrorCode::Scope, inst, "Reduce of something other than a register tensor");

@@ -235,7 +235,7 @@ bool nativeAccess(DataType t) { return t.storageBits() % 8 == 0 && t.storageBits
 
 } // namespace
 
-Status Codegen::lowerLoadGlobal(const Instruction &inst) {
+Status Codegen::visitLoadGlobal(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &map = layoutOf(r);
   GlobalView view = readGlobal(inst.arg("g").var);
@@ -305,7 +305,7 @@ Status Codegen::lowerLoadGlobal(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerStoreGlobal(const Instruction &inst) {
+Status Codegen::visitStoreGlobal(const Instruction &inst) {
   VarId src = inst.arg("r").var;
   if (src == kNoId)
     return error(ErrorCode::Scope, inst, "the stored value is not a register tensor");

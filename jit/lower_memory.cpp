@@ -103,7 +103,7 @@ bool isConstOne(llvm::Value *v) {
 
 // ---- views ----------------------------------------------------------------------------------
 
-Status Codegen::lowerViewGlobal(const Instruction &inst) {
+Status Codegen::visitViewGlobal(const Instruction &inst) {
   VarId ptrVar = inst.arg("ptr").var;
   if (ptrVar == kNoId || prog.var(ptrVar).kind != VarKind::Pointer)
     return error(ErrorCode::Scope, inst, "the pointer is not a pointer parameter");
@@ -142,7 +142,7 @@ Status Codegen::lowerViewGlobal(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerAllocateGlobal(const Instruction &inst) {
+Status Codegen::visitAllocateGlobal(const Instruction &inst) {
   size_t index = size_t(&inst - prog.instructions.data());
   GlobalView view;
   view.dtype = inst.arg("dtype").dtype;
@@ -165,7 +165,7 @@ Status Codegen::lowerAllocateGlobal(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerAllocateShared(const Instruction &inst) {
+Status Codegen::visitAllocateShared(const Instruction &inst) {
   VarId r = inst.results[0];
   const VarType &type = info.vars[r];
   if (!type.sharedLayout)
@@ -190,7 +190,7 @@ struct OffsetEntryValue {
 
 } // namespace
 
-Status Codegen::lowerSliceGlobal(const Instruction &inst) {
+Status Codegen::visitSliceGlobal(const Instruction &inst) {
   GlobalView parent = readGlobal(inst.arg("g").var);
   const Argument &offset = inst.arg("offset");
   const Argument &shapeArg = inst.arg("shape");
@@ -232,7 +232,7 @@ Status Codegen::lowerSliceGlobal(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerSliceShared(const Instruction &inst) {
+Status Codegen::visitSliceShared(const Instruction &inst) {
   SharedView parent = readShared(inst.arg("s").var);
   const Argument &offset = inst.arg("offset");
   if (offset.offsets.size() != parent.shape.size())
@@ -537,7 +537,7 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
 
 } // namespace
 
-Status Codegen::lowerLoadShared(const Instruction &inst) {
+Status Codegen::visitLoadShared(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &map = layoutOf(r);
   SharedView view = readShared(inst.arg("s").var);
@@ -566,7 +566,7 @@ Status Codegen::lowerLoadShared(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::lowerStoreShared(const Instruction &inst) {
+Status Codegen::visitStoreShared(const Instruction &inst) {
   VarId src = inst.arg("r").var;
   if (src == kNoId)
     return error(ErrorCode::Scope, inst, "the stored value is not a register tensor");

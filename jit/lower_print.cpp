@@ -357,7 +357,7 @@ void printGlobal(Codegen &cg, Printer &p, VarId var, const std::string &message)
 
 } // namespace
 
-Status Codegen::lowerPrint(const Instruction &inst) {
+Status Codegen::visitPrint(const Instruction &inst) {
   const Argument &x = inst.arg("x");
   const Argument &msg = inst.arg("msg");
   std::string message = msg.present ? msg.text : std::string();

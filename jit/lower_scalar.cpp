@@ -22,15 +22,6 @@ namespace tilus::jit {
 
 namespace {
 
-bool isComparison(ExprOp op) {
-  return op == ExprOp::Eq || op == ExprOp::Ne || op == ExprOp::Lt || op == ExprOp::Le ||
-         op == ExprOp::Gt || op == ExprOp::Ge;
-}
-
-bool isLogical(ExprOp op) {
-  return op == ExprOp::LogicalAnd || op == ExprOp::LogicalOr || op == ExprOp::LogicalNot;
-}
-
 bool isNativeFloat(DataType t) {
   return t == DataType::f16() || t == DataType::bf16() || t == DataType::f32() ||
          t == DataType::f64();

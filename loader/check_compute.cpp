@@ -24,7 +24,7 @@ const char *kArithmeticTypes =
 
 } // namespace
 
-bool ProgramChecker::checkBlockIndices(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitBlockIndices(const Instruction &inst, Results &r) {
   if (inst.results.size() > prog_.grid.size())
     return fail(ErrorCode::BadArgument,
                 "BlockIndices gives " + counted(int64_t(inst.results.size()), "index", "indices") +
@@ -35,7 +35,7 @@ bool ProgramChecker::checkBlockIndices(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkAllocateRegister(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitAllocateRegister(const Instruction &inst, Results &r) {
   const RegisterLayout &layout = *layoutArg(inst, "layout");
   if (const Argument *shape = optionalArg(inst, "shape"))
     if (!checkLayoutShape(layout, shape->ints, "layout"))
@@ -44,7 +44,7 @@ bool ProgramChecker::checkAllocateRegister(const Instruction &inst, Results &r) 
   return true;
 }
 
-bool ProgramChecker::checkIota(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitIota(const Instruction &inst, Results &r) {
   const RegisterLayout &layout = *layoutArg(inst, "layout");
   int64_t dim = inst.arg("dim").intValue;
   int64_t rank = int64_t(layout.shape().size());
@@ -125,7 +125,7 @@ bool ProgramChecker::elementwiseResult(const Instruction &inst,
   return true;
 }
 
-bool ProgramChecker::checkElementwise(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitElementwise(const Instruction &inst, Results &r) {
   const InstructionSpec &spec = inst.spec();
   std::vector<const VarType *> ops;
   std::vector<const char *> names;
@@ -154,7 +154,7 @@ bool ProgramChecker::checkElementwise(const Instruction &inst, Results &r) {
   return elementwiseResult(inst, ops, names, rt, r);
 }
 
-bool ProgramChecker::checkWhere(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitWhere(const Instruction &inst, Results &r) {
   std::vector<const VarType *> ops;
   std::vector<const char *> names;
   std::optional<DataType> valueType;
@@ -199,7 +199,7 @@ bool ProgramChecker::checkWhere(const Instruction &inst, Results &r) {
   return elementwiseResult(inst, ops, names, *valueType, r);
 }
 
-bool ProgramChecker::checkCast(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitCast(const Instruction &inst, Results &r) {
   const VarType *a = tensorArg(inst, "a", VarKind::Register);
   if (!a)
     return false;
@@ -209,7 +209,7 @@ bool ProgramChecker::checkCast(const Instruction &inst, Results &r) {
 
 /// View reinterprets each thread's local bits: the bits per thread (locals x storage bits) and
 /// the thread count must stay, and neither side may be replicated (a replica would alias).
-bool ProgramChecker::checkView(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitView(const Instruction &inst, Results &r) {
   const VarType *a = tensorArg(inst, "a", VarKind::Register);
   if (!a)
     return false;
@@ -238,7 +238,7 @@ bool ProgramChecker::checkView(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkPermute(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitPermute(const Instruction &inst, Results &r) {
   const VarType *a = tensorArg(inst, "a", VarKind::Register);
   if (!a)
     return false;
@@ -261,7 +261,7 @@ bool ProgramChecker::checkPermute(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkConvertLayout(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitConvertLayout(const Instruction &inst, Results &r) {
   const VarType *a = tensorArg(inst, "a", VarKind::Register);
   if (!a)
     return false;
@@ -274,7 +274,7 @@ bool ProgramChecker::checkConvertLayout(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkReduce(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitReduce(const Instruction &inst, Results &r) {
   const VarType *a = tensorArg(inst, "a", VarKind::Register);
   if (!a)
     return false;
@@ -305,7 +305,7 @@ bool ProgramChecker::checkReduce(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkPrint(const Instruction &inst) {
+bool ProgramChecker::visitPrint(const Instruction &inst, Results &) {
   const Argument &x = inst.arg("x");
   if (x.var == kNoId)
     return true;

@@ -103,7 +103,7 @@ const MmaAtom *mmaAtomFor(DataType t) {
   return nullptr;
 }
 
-bool ProgramChecker::checkDot(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitDot(const Instruction &inst, Results &r) {
   const VarType *a = tensorArg(inst, "a", VarKind::Register);
   const VarType *b = a ? tensorArg(inst, "b", VarKind::Register) : nullptr;
   const VarType *c = b ? tensorArg(inst, "c", VarKind::Register) : nullptr;

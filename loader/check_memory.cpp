@@ -106,7 +106,7 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
   return true;
 }
 
-bool ProgramChecker::checkAllocateShared(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitAllocateShared(const Instruction &inst, Results &r) {
   DataType dtype = inst.arg("dtype").dtype;
   const std::vector<int64_t> &shape = inst.arg("shape").ints;
   for (size_t d = 0; d < shape.size(); ++d)
@@ -156,7 +156,7 @@ bool ProgramChecker::checkAllocateShared(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkAllocateGlobal(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitAllocateGlobal(const Instruction &inst, Results &r) {
   const std::vector<ExprId> &shape = inst.arg("shape").exprs;
   if (!checkIntExprs(shape, "AllocateGlobal shape"))
     return false;
@@ -170,7 +170,7 @@ bool ProgramChecker::checkAllocateGlobal(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkViewGlobal(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitViewGlobal(const Instruction &inst, Results &r) {
   const Argument &ptr = inst.arg("ptr");
   if (ptr.var == kNoId || info_.vars[ptr.var].kind != VarKind::Pointer)
     return fail(ErrorCode::Scope,
@@ -199,7 +199,7 @@ bool ProgramChecker::checkViewGlobal(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkSliceGlobal(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitSliceGlobal(const Instruction &inst, Results &r) {
   const VarType *g = tensorArg(inst, "g", VarKind::Global);
   if (!g)
     return false;
@@ -271,7 +271,7 @@ bool ProgramChecker::checkSharedSliceEntry(const VarType &s, size_t d, const Off
   return true;
 }
 
-bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitSliceShared(const Instruction &inst, Results &r) {
   const VarType *s = tensorArg(inst, "s", VarKind::Shared);
   if (!s)
     return false;
@@ -303,7 +303,7 @@ bool ProgramChecker::checkSliceShared(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkLoadGlobal(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitLoadGlobal(const Instruction &inst, Results &r) {
   const VarType *g = tensorArg(inst, "g", VarKind::Global);
   if (!g)
     return false;
@@ -314,7 +314,7 @@ bool ProgramChecker::checkLoadGlobal(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkLoadShared(const Instruction &inst, Results &r) {
+bool ProgramChecker::visitLoadShared(const Instruction &inst, Results &r) {
   const VarType *s = tensorArg(inst, "s", VarKind::Shared);
   if (!s)
     return false;
@@ -332,7 +332,7 @@ std::string dtypePair(const char *op, DataType a, DataType b) {
 }
 } // namespace
 
-bool ProgramChecker::checkStoreGlobal(const Instruction &inst) {
+bool ProgramChecker::visitStoreGlobal(const Instruction &inst, Results &) {
   const VarType *reg = tensorArg(inst, "r", VarKind::Register);
   const VarType *g = reg ? tensorArg(inst, "g", VarKind::Global) : nullptr;
   if (!g)
@@ -342,7 +342,7 @@ bool ProgramChecker::checkStoreGlobal(const Instruction &inst) {
   return checkAccess(inst, *g, inst.arg("g").var, reg->shape, "the register tensor");
 }
 
-bool ProgramChecker::checkStoreShared(const Instruction &inst) {
+bool ProgramChecker::visitStoreShared(const Instruction &inst, Results &) {
   const VarType *reg = tensorArg(inst, "r", VarKind::Register);
   const VarType *s = reg ? tensorArg(inst, "s", VarKind::Shared) : nullptr;
   if (!s)
@@ -352,7 +352,7 @@ bool ProgramChecker::checkStoreShared(const Instruction &inst) {
   return checkAccess(inst, *s, inst.arg("s").var, reg->shape, "the register tensor");
 }
 
-bool ProgramChecker::checkCopyAsync(const Instruction &inst) {
+bool ProgramChecker::visitCopyAsync(const Instruction &inst, Results &) {
   const VarType *s = tensorArg(inst, "s", VarKind::Shared);
   const VarType *g = s ? tensorArg(inst, "g", VarKind::Global) : nullptr;
   if (!g)
@@ -362,7 +362,7 @@ bool ProgramChecker::checkCopyAsync(const Instruction &inst) {
   return checkAccess(inst, *g, inst.arg("g").var, s->shape, "the shared tensor");
 }
 
-bool ProgramChecker::checkCopyAsyncWaitGroup(const Instruction &inst) {
+bool ProgramChecker::visitCopyAsyncWaitGroup(const Instruction &inst, Results &) {
   int64_t n = inst.arg("n").intValue;
   if (n < 0)
     return fail(ErrorCode::BadArgument,

@@ -12,6 +12,7 @@
 // locations, scopes and statements, the structural validation of arguments and results,
 // declarations and updates, and the module-level entry point. Scalar expressions, the program
 // header and the scalar statements are in check_scalars.cpp.
+#include "isa/instruction_visitor.h"
 #include "loader/checker_impl.h"
 
 #include <algorithm>
@@ -421,88 +422,10 @@ bool ProgramChecker::checkLayoutThreads(const Instruction &inst) {
 }
 
 bool ProgramChecker::dispatch(const Instruction &inst, Results &r) {
-  switch (inst.opcode) {
-  case Opcode::BlockIndices:
-    return checkBlockIndices(inst, r);
-  case Opcode::AllocateRegister:
-    return checkAllocateRegister(inst, r);
-  case Opcode::Iota:
-    return checkIota(inst, r);
-  case Opcode::AllocateShared:
-    return checkAllocateShared(inst, r);
-  case Opcode::AllocateGlobal:
-    return checkAllocateGlobal(inst, r);
-  case Opcode::ViewGlobal:
-    return checkViewGlobal(inst, r);
-  case Opcode::SliceGlobal:
-    return checkSliceGlobal(inst, r);
-  case Opcode::SliceShared:
-    return checkSliceShared(inst, r);
-  case Opcode::LoadGlobal:
-    return checkLoadGlobal(inst, r);
-  case Opcode::LoadShared:
-    return checkLoadShared(inst, r);
-  case Opcode::StoreGlobal:
-    return checkStoreGlobal(inst);
-  case Opcode::StoreShared:
-    return checkStoreShared(inst);
-  case Opcode::CopyAsync:
-    return checkCopyAsync(inst);
-  case Opcode::CopyAsyncWaitGroup:
-    return checkCopyAsyncWaitGroup(inst);
-  case Opcode::CopyAsyncCommitGroup:
-  case Opcode::CopyAsyncWaitAll:
-  case Opcode::Synchronize:
-  case Opcode::Exit:
-    return true;
-  case Opcode::Add:
-  case Opcode::Sub:
-  case Opcode::Mul:
-  case Opcode::Div:
-  case Opcode::Mod:
-  case Opcode::Max:
-  case Opcode::Min:
-  case Opcode::And:
-  case Opcode::Or:
-  case Opcode::Xor:
-  case Opcode::Shl:
-  case Opcode::Shr:
-  case Opcode::Eq:
-  case Opcode::Ne:
-  case Opcode::Lt:
-  case Opcode::Le:
-  case Opcode::Gt:
-  case Opcode::Ge:
-  case Opcode::Neg:
-  case Opcode::Abs:
-  case Opcode::Not:
-  case Opcode::Exp:
-  case Opcode::Exp2:
-  case Opcode::Log:
-  case Opcode::Log2:
-  case Opcode::Sqrt:
-  case Opcode::Rsqrt:
-  case Opcode::Sin:
-  case Opcode::Cos:
-  case Opcode::Tanh:
-    return checkElementwise(inst, r);
-  case Opcode::Where:
-    return checkWhere(inst, r);
-  case Opcode::Cast:
-    return checkCast(inst, r);
-  case Opcode::View:
-    return checkView(inst, r);
-  case Opcode::Permute:
-    return checkPermute(inst, r);
-  case Opcode::ConvertLayout:
-    return checkConvertLayout(inst, r);
-  case Opcode::Dot:
-    return checkDot(inst, r);
-  case Opcode::Reduce:
-    return checkReduce(inst, r);
-  case Opcode::Print:
-    return checkPrint(inst);
-  }
+  return visitInstruction(inst.opcode, *this, inst, r);
+}
+
+bool ProgramChecker::visitInvalid(const Instruction &inst, Results &) {
   return fail(ErrorCode::Bytecode, "unknown opcode " + std::to_string(int(inst.opcode)));
 }
 

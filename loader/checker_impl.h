@@ -4,7 +4,7 @@
 // One ProgramChecker walks one program's statements in program order. Each instruction goes
 // through the same steps: structural validation of its arguments and results, liveness of the
 // variables it reads, the thread count of its layout arguments, then one small function per
-// opcode (the dispatcher in checker.cpp is a switch over Opcode without `default`) that derives
+// instruction (visitNAME, dispatched by visitInstruction from isa/instructions.def) that derives
 // the result types and reports the first rule it breaks. Results of a failing instruction are
 // *poisoned*: later instructions that read them are skipped silently, so one mistake gives one
 // diagnostic rather than a cascade.
@@ -124,9 +124,43 @@ public:
   /// Check the program; the result is meaningful only when no diagnostic was added.
   ProgramInfo run();
 
-private:
   using Results = std::vector<VarType>;
 
+  // --- instruction handlers: one per row of isa/instructions.def, or one per family
+  // (visitElementwise); dispatched by visitInstruction (isa/instruction_visitor.h). Each derives
+  // the result types into `results` and returns false after reporting the first broken rule.
+  // check_compute.cpp: creation, elementwise, conversions, reduction, Print; check_memory.cpp:
+  // memory tensors, views, transfers; check_dot.cpp: Dot; checker.cpp: the rest.
+  bool visitBlockIndices(const Instruction &inst, Results &results);
+  bool visitAllocateRegister(const Instruction &inst, Results &results);
+  bool visitIota(const Instruction &inst, Results &results);
+  bool visitAllocateShared(const Instruction &inst, Results &results);
+  bool visitAllocateGlobal(const Instruction &inst, Results &results);
+  bool visitViewGlobal(const Instruction &inst, Results &results);
+  bool visitSliceGlobal(const Instruction &inst, Results &results);
+  bool visitSliceShared(const Instruction &inst, Results &results);
+  bool visitLoadGlobal(const Instruction &inst, Results &results);
+  bool visitLoadShared(const Instruction &inst, Results &results);
+  bool visitStoreGlobal(const Instruction &inst, Results &results);
+  bool visitStoreShared(const Instruction &inst, Results &results);
+  bool visitCopyAsync(const Instruction &inst, Results &results);
+  bool visitCopyAsyncWaitGroup(const Instruction &inst, Results &results);
+  bool visitElementwise(const Instruction &inst, Results &results);
+  bool visitWhere(const Instruction &inst, Results &results);
+  bool visitCast(const Instruction &inst, Results &results);
+  bool visitView(const Instruction &inst, Results &results);
+  bool visitPermute(const Instruction &inst, Results &results);
+  bool visitConvertLayout(const Instruction &inst, Results &results);
+  bool visitDot(const Instruction &inst, Results &results);
+  bool visitReduce(const Instruction &inst, Results &results);
+  bool visitPrint(const Instruction &inst, Results &results);
+  bool visitCopyAsyncCommitGroup(const Instruction &, Results &) { return true; }
+  bool visitCopyAsyncWaitAll(const Instruction &, Results &) { return true; }
+  bool visitSynchronize(const Instruction &, Results &) { return true; }
+  bool visitExit(const Instruction &, Results &) { return true; }
+  bool visitInvalid(const Instruction &inst, Results &results);
+
+private:
   // --- checker.cpp: driver, diagnostics, expressions, scopes, statements, results ---
   void analyseExprs();
   void analyseNode(ExprId id, std::vector<uint8_t> &used);
@@ -176,42 +210,19 @@ private:
   void noteScratch(int64_t bytes);
 
   // --- check_compute.cpp: creation, elementwise, conversions, reduction ---
-  bool checkBlockIndices(const Instruction &inst, Results &results);
-  bool checkAllocateRegister(const Instruction &inst, Results &results);
-  bool checkIota(const Instruction &inst, Results &results);
-  bool checkElementwise(const Instruction &inst, Results &results);
-  bool checkWhere(const Instruction &inst, Results &results);
-  bool checkCast(const Instruction &inst, Results &results);
-  bool checkView(const Instruction &inst, Results &results);
-  bool checkPermute(const Instruction &inst, Results &results);
-  bool checkConvertLayout(const Instruction &inst, Results &results);
-  bool checkReduce(const Instruction &inst, Results &results);
-  bool checkPrint(const Instruction &inst);
   bool checkElementwiseDtype(const Instruction &inst, DataType dtype);
   bool elementwiseResult(const Instruction &inst, const std::vector<const VarType *> &operands,
                          const std::vector<const char *> &names, DataType resultType,
                          Results &results);
 
   // --- check_memory.cpp: memory tensors, views, offsets, transfers, shared plan ---
-  bool checkAllocateShared(const Instruction &inst, Results &results);
-  bool checkAllocateGlobal(const Instruction &inst, Results &results);
-  bool checkViewGlobal(const Instruction &inst, Results &results);
-  bool checkSliceGlobal(const Instruction &inst, Results &results);
-  bool checkSliceShared(const Instruction &inst, Results &results);
   bool checkSharedSliceEntry(const VarType &s, size_t d, const OffsetEntry &e,
                              const Argument *shapeArg, std::vector<int64_t> &shape);
-  bool checkLoadGlobal(const Instruction &inst, Results &results);
-  bool checkLoadShared(const Instruction &inst, Results &results);
-  bool checkStoreGlobal(const Instruction &inst);
-  bool checkStoreShared(const Instruction &inst);
-  bool checkCopyAsync(const Instruction &inst);
-  bool checkCopyAsyncWaitGroup(const Instruction &inst);
   bool checkIntExprs(const std::vector<ExprId> &exprs, const char *what);
   bool checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
                    const std::vector<int64_t> &tileShape, const char *tileName);
 
   // --- check_dot.cpp ---
-  bool checkDot(const Instruction &inst, Results &results);
   bool checkDotLayouts(DataType operandType, const RegisterLayout &a, const RegisterLayout &b,
                        const RegisterLayout &c, const RegisterLayout &d);
 

@@ -55,7 +55,7 @@ void putBits(std::vector<uint64_t> &words, int64_t at, int n, uint64_t v) {
 
 } // namespace
 
-Status execView(BlockState &b, uint32_t index) {
+Status Exec::visitView(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId a = inst.arg("a").var, r = inst.results[0];
   const LayoutTable &at = *b.plan.varTables[a], &rt = *b.plan.varTables[r];
@@ -80,7 +80,7 @@ Status execView(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execPermute(BlockState &b, uint32_t index) {
+Status Exec::visitPermute(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId a = inst.arg("a").var, r = inst.results[0];
   TILUSVM_TRY(b.requireRegister(index, a));
@@ -122,7 +122,7 @@ void contract(std::vector<T> &d, const std::vector<T> &a, const std::vector<T> &
 
 } // namespace
 
-Status execDot(BlockState &b, uint32_t index) {
+Status Exec::visitDot(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId va = inst.arg("a").var, vb = inst.arg("b").var, vc = inst.arg("c").var;
   VarId r = inst.results[0];
@@ -202,7 +202,7 @@ uint64_t reduceOne(ReduceOp op, DataType t, const uint64_t *x, int64_t len, int6
 
 } // namespace
 
-Status execReduce(BlockState &b, uint32_t index) {
+Status Exec::visitReduce(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId a = inst.arg("a").var, r = inst.results[0];
   const LayoutTable &at = *b.plan.varTables[a];

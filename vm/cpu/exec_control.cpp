@@ -1,11 +1,12 @@
 // The statement walker and the instruction dispatcher: structured control flow (for, if,
 // while, break, continue, return/Exit) over block-uniform scalars, scalar assignments, and
-// one case per Opcode that hands the instruction to its executor. Synchronize() advances the
-// race detector's epoch; on the CPU everything else about it is implicit, because the block's
-// threads execute each instruction together.
+// the dispatch generated from isa/instructions.def that hands an instruction to its handler.
+// Synchronize() advances the race detector's epoch; on the CPU everything else about it is
+// implicit, because the block's threads execute each instruction together.
 #include "vm/cpu/exec.h"
 
 #include "isa/convert.h"
+#include "isa/instruction_visitor.h"
 
 namespace tilus::cpu {
 
@@ -15,96 +16,28 @@ bool truthy(uint64_t bits, DataType type) {
   return convertBits(bits, type, DataType::boolean()) != 0;
 }
 
-Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
-  const Instruction &inst = b.program.instructions[index];
-  if (b.race)
-    b.race->beginInstruction(index);
-  switch (inst.opcode) {
-  case Opcode::BlockIndices:
-    return execBlockIndices(b, index);
-  case Opcode::AllocateRegister:
-    return execAllocateRegister(b, index);
-  case Opcode::Iota:
-    return execIota(b, index);
-  case Opcode::AllocateShared:
-    return execAllocateShared(b, index);
-  case Opcode::AllocateGlobal:
-    return execAllocateGlobal(b, index);
-  case Opcode::ViewGlobal:
-    return execViewGlobal(b, index);
-  case Opcode::SliceGlobal:
-    return execSliceGlobal(b, index);
-  case Opcode::SliceShared:
-    return execSliceShared(b, index);
-  case Opcode::LoadGlobal:
-    return execLoadGlobal(b, index);
-  case Opcode::LoadShared:
-    return execLoadShared(b, index);
-  case Opcode::StoreGlobal:
-    return execStoreGlobal(b, index);
-  case Opcode::StoreShared:
-    return execStoreShared(b, index);
-  case Opcode::CopyAsync:
-    return execCopyAsync(b, index);
-  case Opcode::CopyAsyncCommitGroup:
-    return execCopyAsyncCommitGroup(b, index);
-  case Opcode::CopyAsyncWaitGroup:
-    return execCopyAsyncWaitGroup(b, index);
-  case Opcode::CopyAsyncWaitAll:
-    return execCopyAsyncWaitAll(b, index);
-  case Opcode::Add:
-  case Opcode::Sub:
-  case Opcode::Mul:
-  case Opcode::Div:
-  case Opcode::Mod:
-  case Opcode::Max:
-  case Opcode::Min:
-  case Opcode::And:
-  case Opcode::Or:
-  case Opcode::Xor:
-  case Opcode::Shl:
-  case Opcode::Shr:
-  case Opcode::Eq:
-  case Opcode::Ne:
-  case Opcode::Lt:
-  case Opcode::Le:
-  case Opcode::Gt:
-  case Opcode::Ge:
-  case Opcode::Neg:
-  case Opcode::Abs:
-  case Opcode::Not:
-  case Opcode::Exp:
-  case Opcode::Exp2:
-  case Opcode::Log:
-  case Opcode::Log2:
-  case Opcode::Sqrt:
-  case Opcode::Rsqrt:
-  case Opcode::Sin:
-  case Opcode::Cos:
-  case Opcode::Tanh:
-  case Opcode::Where:
-  case Opcode::Cast:
-  case Opcode::ConvertLayout:
-    return execElementwise(b, index);
-  case Opcode::View:
-    return execView(b, index);
-  case Opcode::Permute:
-    return execPermute(b, index);
-  case Opcode::Dot:
-    return execDot(b, index);
-  case Opcode::Reduce:
-    return execReduce(b, index);
-  case Opcode::Synchronize:
+/// The handlers of Exec plus those that change the control flow of the block.
+struct ControlExec : Exec {
+  Flow &flow;
+
+  Status visitSynchronize(BlockState &b, uint32_t) {
     if (b.race)
       b.race->synchronize();
     return Status::success();
-  case Opcode::Exit:
+  }
+  Status visitExit(BlockState &, uint32_t) {
     flow = Flow::Exit;
     return Status::success();
-  case Opcode::Print:
-    return execPrint(b, index);
   }
-  return b.fail(ErrorCode::Runtime, index, "unknown opcode");
+  Status visitInvalid(BlockState &b, uint32_t index) {
+    return b.fail(ErrorCode::Runtime, index, "unknown opcode");
+  }
+};
+
+Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
+  if (b.race)
+    b.race->beginInstruction(index);
+  return visitInstruction(b.program.instructions[index].opcode, ControlExec{{}, flow}, b, index);
 }
 
 Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow);

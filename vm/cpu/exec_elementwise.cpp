@@ -13,16 +13,12 @@
 
 #include "vm/cpu/elements.h"
 
+#include <cassert>
 #include <cmath>
 
 namespace tilus::cpu {
 
 namespace {
-
-bool isComparison(ExprOp op) {
-  return op == ExprOp::Eq || op == ExprOp::Ne || op == ExprOp::Lt || op == ExprOp::Le ||
-         op == ExprOp::Gt || op == ExprOp::Ge;
-}
 
 template <typename T> bool compareValues(ExprOp op, T x, T y) {
   switch (op) {
@@ -143,47 +139,53 @@ uint64_t absBits(uint64_t x, DataType t) {
   return x;
 }
 
-double mathFunction(Opcode op, double x) {
-  switch (op) {
-  case Opcode::Exp:
+double mathFunction(MathFn fn, double x) {
+  switch (fn) {
+  case MathFn::Exp:
     return std::exp(x);
-  case Opcode::Exp2:
+  case MathFn::Exp2:
     return std::exp2(x);
-  case Opcode::Log:
+  case MathFn::Log:
     return std::log(x);
-  case Opcode::Log2:
+  case MathFn::Log2:
     return std::log2(x);
-  case Opcode::Sqrt:
+  case MathFn::Sqrt:
     return std::sqrt(x);
-  case Opcode::Rsqrt:
+  case MathFn::Rsqrt:
     return 1.0 / std::sqrt(x);
-  case Opcode::Sin:
+  case MathFn::Sin:
     return std::sin(x);
-  case Opcode::Cos:
+  case MathFn::Cos:
     return std::cos(x);
-  default:
+  case MathFn::Tanh:
     return std::tanh(x);
+  case MathFn::None:
+    break;
   }
+  assert(false && "not a math function");
+  return std::nan("");
 }
 
+/// A unary row: its scalar operator (Neg, Not), its math function (floats only), or Abs, the
+/// one unary row with neither payload.
 Status unary(BlockState &b, uint32_t index, DataType t, const Slots &s) {
   Opcode op = b.program.instructions[index].opcode;
-  if (op == Opcode::Abs) {
+  if (std::optional<ExprOp> e = scalarOpOf(op)) {
     for (size_t i = 0; i < s.n; ++i)
-      s.d[i] = absBits(s.a[i], t);
+      s.d[i] = applyScalarOp(*e, t, t, &s.a[i]);
     return Status::success();
   }
-  if (op == Opcode::Neg || op == Opcode::Not) {
-    ExprOp e = *elementwiseExprOp(op);
+  MathFn fn = mathFnOf(op);
+  if (fn == MathFn::None) {
     for (size_t i = 0; i < s.n; ++i)
-      s.d[i] = applyScalarOp(e, t, t, &s.a[i]);
+      s.d[i] = absBits(s.a[i], t);
     return Status::success();
   }
   if (!t.isFloat())
     return b.fail(ErrorCode::DtypeMismatch, index,
                   std::string(instructionSpec(op).name) + " is defined on floats, not " + t.name());
   for (size_t i = 0; i < s.n; ++i)
-    s.d[i] = encodeFloat(mathFunction(op, decodeFloat(s.a[i], t)), t);
+    s.d[i] = encodeFloat(mathFunction(fn, decodeFloat(s.a[i], t)), t);
   return Status::success();
 }
 
@@ -251,7 +253,7 @@ Expected<const uint64_t *> stageOperand(BlockState &b, uint32_t index, const Arg
 
 } // namespace
 
-Status execElementwise(BlockState &b, uint32_t index) {
+Status Exec::visitElementwise(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   size_t n = size_t(b.plan.varTables[r]->numSlots());
@@ -276,7 +278,7 @@ Status execElementwise(BlockState &b, uint32_t index) {
   case InstructionCategory::Arithmetic:
   case InstructionCategory::Bitwise:
   case InstructionCategory::Comparison:
-    binary(*elementwiseExprOp(inst.opcode), types[0], resultType, s);
+    binary(*scalarOpOf(inst.opcode), types[0], resultType, s);
     break;
   case InstructionCategory::Unary:
   case InstructionCategory::Math:

@@ -124,7 +124,7 @@ int32_t ownerThread(const LayoutTable &table, int64_t e) {
 
 } // namespace
 
-Status execLoadGlobal(BlockState &b, uint32_t index) {
+Status Exec::visitLoadGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
@@ -150,7 +150,7 @@ Status execLoadGlobal(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execStoreGlobal(BlockState &b, uint32_t index) {
+Status Exec::visitStoreGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.arg("r").var;
   TILUSVM_TRY(b.requireRegister(index, r));
@@ -172,7 +172,7 @@ Status execStoreGlobal(BlockState &b, uint32_t index) {
   });
 }
 
-Status execLoadShared(BlockState &b, uint32_t index) {
+Status Exec::visitLoadShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
@@ -198,7 +198,7 @@ Status execLoadShared(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execStoreShared(BlockState &b, uint32_t index) {
+Status Exec::visitStoreShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.arg("r").var;
   TILUSVM_TRY(b.requireRegister(index, r));
@@ -223,7 +223,7 @@ Status execStoreShared(BlockState &b, uint32_t index) {
       });
 }
 
-Status execCopyAsync(BlockState &b, uint32_t index) {
+Status Exec::visitCopyAsync(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
   const SharedView &dst = b.shareds[inst.arg("s").var];
@@ -284,20 +284,20 @@ void landOldestGroup(BlockState &b) {
 
 } // namespace
 
-Status execCopyAsyncCommitGroup(BlockState &b, uint32_t) {
+Status Exec::visitCopyAsyncCommitGroup(BlockState &b, uint32_t) {
   b.committed.push_back(std::move(b.uncommitted));
   b.uncommitted.clear();
   return Status::success();
 }
 
-Status execCopyAsyncWaitGroup(BlockState &b, uint32_t index) {
+Status Exec::visitCopyAsyncWaitGroup(BlockState &b, uint32_t index) {
   int64_t n = b.program.instructions[index].arg("n").intValue;
   while (!b.committed.empty() && int64_t(b.committed.size()) > n)
     landOldestGroup(b);
   return Status::success();
 }
 
-Status execCopyAsyncWaitAll(BlockState &b, uint32_t) {
+Status Exec::visitCopyAsyncWaitAll(BlockState &b, uint32_t) {
   while (!b.committed.empty())
     landOldestGroup(b);
   for (const AsyncCopy &copy : b.uncommitted)

@@ -67,7 +67,7 @@ Status globalValues(BlockState &b, uint32_t index, const GlobalView &view,
 
 } // namespace
 
-Status execPrint(BlockState &b, uint32_t index) {
+Status Exec::visitPrint(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   const Argument &x = inst.arg("x");
   const Argument &msg = inst.arg("msg");

@@ -27,7 +27,7 @@ int64_t coordinate(int64_t linear, const std::vector<int64_t> &shape, size_t dim
 
 } // namespace
 
-Status execBlockIndices(BlockState &b, uint32_t index) {
+Status Exec::visitBlockIndices(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   for (size_t k = 0; k < inst.results.size() && k < 3; ++k) {
     VarId r = inst.results[k];
@@ -36,7 +36,7 @@ Status execBlockIndices(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execAllocateRegister(BlockState &b, uint32_t index) {
+Status Exec::visitAllocateRegister(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
@@ -50,7 +50,7 @@ Status execAllocateRegister(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execIota(BlockState &b, uint32_t index) {
+Status Exec::visitIota(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
@@ -68,7 +68,7 @@ Status execIota(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execAllocateShared(BlockState &b, uint32_t index) {
+Status Exec::visitAllocateShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const VarType &type = b.info.vars[r];
@@ -95,7 +95,7 @@ Status execAllocateShared(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execAllocateGlobal(BlockState &b, uint32_t index) {
+Status Exec::visitAllocateGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const WorkspaceRegion &region = b.plan.workspaceRegions[size_t(b.plan.workspaceRegionOf[index])];
@@ -112,7 +112,7 @@ Status execAllocateGlobal(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execViewGlobal(BlockState &b, uint32_t index) {
+Status Exec::visitViewGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   VarId ptr = inst.arg("ptr").var;
@@ -148,7 +148,7 @@ Status execViewGlobal(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execSliceGlobal(BlockState &b, uint32_t index) {
+Status Exec::visitSliceGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   const GlobalView &parent = b.globals[inst.arg("g").var];
   std::vector<int64_t> shape;
@@ -162,7 +162,7 @@ Status execSliceGlobal(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status execSliceShared(BlockState &b, uint32_t index) {
+Status Exec::visitSliceShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
   const SharedView &parent = b.shareds[inst.arg("s").var];
