@@ -306,16 +306,37 @@ std::string sanitize(const std::string &name) {
 
 Status Codegen::setupParameters() {
   // Parameters: the program's, then the workspace pointer.
+  // Launch-time specialisation (jit.h): facts the runtime guarantees for this kernel.
+  const std::vector<ParamFact> &facts = opts.specialization.params;
+  if (!facts.empty() && facts.size() != prog.params.size())
+    return Status::error(ErrorCode::Jit, "specialisation has " + std::to_string(facts.size()) +
+                                             " parameter facts; program " + prog.name + " has " +
+                                             std::to_string(prog.params.size()) + " parameters");
   llvm::Function::arg_iterator arg = fn_->arg_begin();
-  for (VarId p : prog.params) {
+  for (size_t index = 0; index < prog.params.size(); ++index) {
+    VarId p = prog.params[index];
     const Variable &var = prog.var(p);
+    ParamFact fact = facts.empty() ? ParamFact::None : facts[index];
     llvm::Value *value = &*arg++;
     value->setName(var.name);
+    bool integer = var.kind != VarKind::Pointer && !var.dtype.isFloat() && !var.dtype.isBool();
+    if ((fact == ParamFact::Aligned16 && var.kind != VarKind::Pointer) ||
+        ((fact == ParamFact::Divisible16 || fact == ParamFact::One) && !integer))
+      return Status::error(ErrorCode::Jit, "specialisation fact of parameter " + var.name +
+                                               " does not fit its kind");
     if (var.kind == VarKind::Pointer) {
+      if (fact == ParamFact::Aligned16)
+        fn_->addParamAttr(unsigned(index), llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
       storage(p, {value->getType()});
       writeComponents(p, {value});
       continue;
     }
+    if (fact == ParamFact::One)
+      value = llvm::ConstantInt::get(value->getType(), 1);
+    else if (fact == ParamFact::Divisible16)
+      b.CreateAssumption(
+          b.CreateICmpEQ(b.CreateAnd(value, llvm::ConstantInt::get(value->getType(), 15)),
+                         llvm::ConstantInt::get(value->getType(), 0)));
     DataType t = var.dtype;
     llvm::Type *want = elemType(t);
     if (value->getType() != want) {

@@ -38,7 +38,7 @@ extern const size_t kDevlibBitcodeSize;
 namespace {
 
 /// Bumped whenever the generated code changes for the same input (part of cache keys).
-constexpr const char *kJitRevision = "4";
+constexpr const char *kJitRevision = "5";
 constexpr const char *kTriple = "nvptx64-nvidia-cuda";
 
 void initializeLlvm() {
@@ -209,6 +209,36 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
 }
 
 } // namespace
+
+bool Specialization::empty() const {
+  for (ParamFact f : params)
+    if (f != ParamFact::None)
+      return false;
+  return true;
+}
+
+std::string Specialization::text() const {
+  if (empty())
+    return "";
+  std::string s;
+  for (ParamFact f : params) {
+    switch (f) {
+    case ParamFact::None:
+      s += '-';
+      break;
+    case ParamFact::Aligned16:
+      s += 'a';
+      break;
+    case ParamFact::Divisible16:
+      s += 'd';
+      break;
+    case ParamFact::One:
+      s += '1';
+      break;
+    }
+  }
+  return s;
+}
 
 const char *JitOptions::compilerVersion() {
   static const std::string version = std::string("tilusvm-") + TILUSVM_VERSION + " jit-r" +

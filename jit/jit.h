@@ -9,13 +9,37 @@
 
 #include "loader/verified_module.h"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tilus {
+
+/// What a launch guarantees about one parameter (launch-time specialisation, like Triton's
+/// argument specialisation). The runtime classifies every launch's arguments, the class is part
+/// of the kernel-cache key, and the JIT may rely on it: a pointer's address is a multiple of 16
+/// bytes, an integer scalar is a multiple of 16 or equal to 1. No fact is the unspecialised
+/// kernel, which is correct for every argument.
+enum class ParamFact : uint8_t {
+  None = 0,
+  Aligned16 = 1,   // pointer: address % 16 == 0
+  Divisible16 = 2, // integer scalar: value % 16 == 0 (zero included)
+  One = 3,         // integer scalar: value == 1
+};
+
+/// One fact per program parameter (empty: no specialisation).
+struct Specialization {
+  std::vector<ParamFact> params;
+  bool empty() const;
+  /// Canonical spelling for cache keys: one letter per parameter ('-', 'a', 'd', '1'), "" when
+  /// empty().
+  std::string text() const;
+};
 
 struct JitOptions {
   int smVersion = 90; // 80 -> sm_80, 90 -> sm_90a
   int optLevel = 3;
+  Specialization specialization;
   /// The compiler version that goes into cache keys.
   static const char *compilerVersion();
 };

@@ -111,7 +111,8 @@ std::string KernelKey::text() const {
   return "tilusvm-kernel/" + std::to_string(kCacheFormatVersion) + " module=" + hex16(moduleHash) +
          " program=" + program + " compiler=" + compilerVersion +
          " ptx=" + smName(ptxTarget, true) + " device=" + smName(deviceArch, false) + " O" +
-         std::to_string(optLevel) + " driver=" + std::to_string(driverVersion);
+         std::to_string(optLevel) + " driver=" + std::to_string(driverVersion) +
+         (specialization.empty() ? "" : " spec=" + specialization);
 }
 
 uint64_t KernelKey::hash() const {

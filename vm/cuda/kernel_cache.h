@@ -33,6 +33,7 @@ struct KernelKey {
   int deviceArch = 90; // compute capability major*10 + minor of the device
   int optLevel = 3;
   int driverVersion = 0;
+  std::string specialization; // Specialization::text(), "" for the unspecialised kernel
 
   /// The canonical spelling, e.g.
   /// "tilusvm-kernel/1 module=00ab.. program=matmul compiler=.. ptx=sm_90a device=sm_90 O3

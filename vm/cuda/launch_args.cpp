@@ -8,6 +8,8 @@
 #include "loader/checker.h"
 #include "vm/cuda/runtime.h"
 
+#include <cstdlib>
+
 #include <limits>
 
 namespace tilus::cuda {
@@ -95,6 +97,32 @@ Expected<LaunchGeometry> launchGeometry(const Program &program, const ProgramInf
     geometry.grid[d] = uint32_t(extent);
   }
   return geometry;
+}
+
+Specialization classifyArgs(const Program &program, const KernelArgs &args) {
+  if (const char *env = std::getenv("TILUSVM_SPECIALIZE"); env && std::string(env) == "0")
+    return {};
+  Specialization s;
+  s.params.assign(program.params.size(), ParamFact::None);
+  for (size_t i = 0; i < program.params.size() && i < args.size(); ++i) {
+    const Variable &param = program.var(program.params[i]);
+    if (param.kind == VarKind::Pointer) {
+      if (reinterpret_cast<uintptr_t>(args[i].pointer) % 16 == 0)
+        s.params[i] = ParamFact::Aligned16;
+      continue;
+    }
+    DataType t = param.dtype;
+    if (t.isFloat() || t.isBool())
+      continue;
+    int64_t v = toInt64(args[i].scalarBits & bitMask(t.bits), t);
+    if (v == 1)
+      s.params[i] = ParamFact::One;
+    else if (v % 16 == 0)
+      s.params[i] = ParamFact::Divisible16;
+  }
+  if (s.empty())
+    s.params.clear();
+  return s;
 }
 
 uint64_t kernelParamBits(const Variable &param, const KernelArg &arg) {

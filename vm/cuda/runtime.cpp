@@ -168,12 +168,13 @@ struct CudaRuntime::Impl {
     return Status::success();
   }
 
-  Status build(const LoadedModule &loaded, size_t index, const KernelKey &key, Slot &slot);
+  Status build(const LoadedModule &loaded, size_t index, const KernelKey &key,
+               const Specialization &specialization, Slot &slot);
   Status finish(const ProgramInfo &info, Slot &slot);
 };
 
 Status CudaRuntime::Impl::build(const LoadedModule &loaded, size_t index, const KernelKey &key,
-                                Slot &slot) {
+                                const Specialization &specialization, Slot &slot) {
   CompiledKernel &kernel = slot.kernel;
   DiskCache::Lookup hit = disk.load(key);
   if (hit.corrupt) {
@@ -208,6 +209,7 @@ Status CudaRuntime::Impl::build(const LoadedModule &loaded, size_t index, const 
   JitOptions options;
   options.smVersion = key.ptxTarget;
   options.optLevel = optLevel;
+  options.specialization = specialization;
   Expected<PtxKernel> ptx = compileToPtx(loaded.verified, index, options);
   if (!ptx.ok())
     return ptx.takeStatus();
@@ -303,7 +305,8 @@ JitOptions CudaRuntime::jitOptions() const {
   return options;
 }
 
-KernelKey CudaRuntime::cacheKey(const LoadedModule &module, size_t programIndex) const {
+KernelKey CudaRuntime::cacheKey(const LoadedModule &module, size_t programIndex,
+                                const Specialization &specialization) const {
   KernelKey key;
   key.moduleHash = module.contentHash;
   key.program = module.verified.module.programs[programIndex].name;
@@ -312,15 +315,17 @@ KernelKey CudaRuntime::cacheKey(const LoadedModule &module, size_t programIndex)
   key.deviceArch = impl_->device.computeCapability;
   key.optLevel = impl_->optLevel;
   key.driverVersion = impl_->api->driverVersion;
+  key.specialization = specialization.text();
   return key;
 }
 
 Expected<const CompiledKernel *> CudaRuntime::kernel(const LoadedModule &module,
-                                                     size_t programIndex) {
+                                                     size_t programIndex,
+                                                     const Specialization &specialization) {
   if (programIndex >= module.verified.module.programs.size())
     return Status::error(ErrorCode::Usage,
                          "program index " + std::to_string(programIndex) + " out of range");
-  KernelKey key = cacheKey(module, programIndex);
+  KernelKey key = cacheKey(module, programIndex, specialization);
   std::string text = key.text();
   std::shared_ptr<Impl::Slot> slot;
   {
@@ -337,7 +342,7 @@ Expected<const CompiledKernel *> CudaRuntime::kernel(const LoadedModule &module,
   }
   ContextGuard guard(*impl_->api, impl_->context.get());
   TILUSVM_TRY(guard.status());
-  Status built = impl_->build(module, programIndex, key, *slot);
+  Status built = impl_->build(module, programIndex, key, specialization, *slot);
   if (built.ok())
     built = impl_->finish(module.verified.programs[programIndex], *slot);
   if (!built.ok()) {
@@ -367,7 +372,7 @@ Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, cons
     return geometry.takeStatus();
   if (geometry->empty())
     return Status::success();
-  auto compiled = kernel(module, programIndex);
+  auto compiled = kernel(module, programIndex, classifyArgs(program, args));
   if (!compiled.ok())
     return compiled.takeStatus();
   const CompiledKernel &k = **compiled;

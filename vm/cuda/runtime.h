@@ -78,6 +78,11 @@ uint64_t storageBytes(DataType dtype, int64_t elements);
 Expected<LaunchGeometry> launchGeometry(const Program &program, const ProgramInfo &info,
                                         const KernelArgs &args);
 
+/// The launch-time specialisation of these arguments (jit/jit.h): pointers whose address is a
+/// multiple of 16, integer scalars equal to 1 or multiples of 16. Empty when the runtime's
+/// specialisation is off (TILUSVM_SPECIALIZE=0).
+Specialization classifyArgs(const Program &program, const KernelArgs &args);
+
 /// A parameter's value as the kernel receives it (JIT ABI): pointers as 64-bit addresses,
 /// integers and bool sign- or zero-extended, floats as their bit pattern zero-extended.
 /// The driver reads the low 4 or 8 bytes of the result (little-endian), per the PTX `.param`.
@@ -114,10 +119,13 @@ public:
   /// The JIT options used for this device (smVersion 90 on compute capability 9.0, else 80).
   JitOptions jitOptions() const;
   /// The cache key of one program on this device.
-  KernelKey cacheKey(const LoadedModule &module, size_t programIndex) const;
+  KernelKey cacheKey(const LoadedModule &module, size_t programIndex,
+                     const Specialization &specialization = {}) const;
 
-  /// The compiled kernel of program `programIndex`, from the caches or compiled now.
-  Expected<const CompiledKernel *> kernel(const LoadedModule &module, size_t programIndex);
+  /// The compiled kernel of program `programIndex`, from the caches or compiled now; with a
+  /// specialisation, the kernel that relies on it (launch() picks it from the arguments).
+  Expected<const CompiledKernel *> kernel(const LoadedModule &module, size_t programIndex,
+                                          const Specialization &specialization = {});
 
   /// Queue one launch on `stream` (0 = the default stream). Pointer arguments are device
   /// addresses. Returns once the launch is queued; the caller synchronizes the stream.
