@@ -155,6 +155,11 @@ public:
   // ---- conversions (lower_convert.cpp) -------------------------------------------------------
   /// Convert a value between any two types of ISA section 2.
   llvm::Value *convert(llvm::Value *v, DataType from, DataType to);
+  /// Register slots of a low-bit integer or low-precision float type converted to f16 / bf16
+  /// two at a time with packed arithmetic (lower_dequant.cpp); nullopt when no fast path
+  /// applies. Bit-exact with convert().
+  std::optional<std::vector<llvm::Value *>> dequantize(const std::vector<llvm::Value *> &slots,
+                                                       DataType from, DataType to);
 
   // ---- control flow (codegen.cpp) -------------------------------------------------------------
   Status lowerBody(const std::vector<Stmt> &body);

@@ -240,6 +240,10 @@ Status Codegen::visitCast(const Instruction &inst) {
   Expected<std::vector<llvm::Value *>> xs = operandSlots(inst, a, layoutOf(r), from);
   if (!xs)
     return xs.takeStatus();
+  if (std::optional<std::vector<llvm::Value *>> fast = dequantize(*xs, from, rt)) {
+    writeRegister(r, *fast);
+    return Status::success();
+  }
   std::vector<llvm::Value *> out;
   for (llvm::Value *x : *xs)
     out.push_back(convert(x, from, rt));
@@ -330,6 +334,19 @@ Status Codegen::visitBlockIndices(const Instruction &inst) {
   for (size_t k = 0; k < inst.results.size() && k < 3; ++k) {
     VarId v = inst.results[k];
     llvm::Value *index = callIntrinsic(ids[k], {}, {});
+    // The index is below the grid's extent: a range when the extent is a constant, an
+    // assumption otherwise. Bounds tests of tiles addressed by block indices then fold.
+    if (k < prog.grid.size()) {
+      llvm::Value *extent = exprI64(prog.grid[k]);
+      auto *call = llvm::dyn_cast<llvm::CallInst>(index);
+      auto *constant = llvm::dyn_cast<llvm::ConstantInt>(extent);
+      if (call && constant && constant->getSExtValue() >= 1 &&
+          constant->getSExtValue() <= int64_t(INT32_MAX))
+        call->addRangeRetAttr(llvm::ConstantRange(
+            llvm::APInt(32, 0), llvm::APInt(32, uint64_t(constant->getSExtValue()))));
+      else if (!constant)
+        b.CreateAssumption(b.CreateICmpSLT(b.CreateZExt(index, b.getInt64Ty()), extent));
+    }
     writeScalar(v, convert(index, DataType::i32(), prog.var(v).dtype));
   }
   return Status::success();

@@ -140,6 +140,15 @@ std::optional<MmaPlan> planMma(const RegisterLayout &la, const RegisterLayout &l
 llvm::Value *packRegister(Codegen &cg, llvm::Type *type, const std::vector<llvm::Value *> &elems,
                           DataType t) {
   llvm::IRBuilder<> &b = cg.b;
+  if (elems.size() > 1 && !elems[0]->getType()->isIntegerTy()) {
+    // Floats (f16, bf16 pairs): build the vector lane by lane, so that elements that were
+    // extracted from a packed value (lower_dequant.cpp) fold back into it.
+    llvm::Type *vec = llvm::FixedVectorType::get(elems[0]->getType(), unsigned(elems.size()));
+    llvm::Value *v = llvm::PoisonValue::get(vec);
+    for (size_t j = 0; j < elems.size(); ++j)
+      v = b.CreateInsertElement(v, elems[j], uint64_t(j));
+    return v->getType() == type ? v : b.CreateBitCast(v, type);
+  }
   llvm::Value *word = b.getInt32(0);
   int bits = 32 / int(elems.size());
   for (size_t j = 0; j < elems.size(); ++j) {

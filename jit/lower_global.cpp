@@ -15,8 +15,12 @@
 // storeElement (lower_memory.cpp).
 #include "jit/memory_util.h"
 
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/Support/KnownBits.h>
 
+#include <algorithm>
+#include <bit>
 #include <string_view>
 
 namespace tilus::jit {
@@ -72,6 +76,67 @@ llvm::Value *inBounds(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t
     ok = b.CreateAnd(
         ok, b.CreateAnd(b.CreateICmpSLE(a.lo[size_t(k)], c), b.CreateICmpSGT(a.hi[size_t(k)], c)));
   }
+  return ok;
+}
+
+/// The number of low bits of an i64 offset that are provably zero. Unlike computeKnownBits
+/// alone, this follows sums, products and shifts to any depth (offsets are built from block
+/// indices, loop variables, strides and layout terms several levels deep).
+unsigned trailingZeros(llvm::Value *v, const llvm::DataLayout &dl, int depth = 0) {
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
+    return c->isZero() ? 64u : c->getValue().countr_zero();
+  unsigned known = llvm::computeKnownBits(v, dl).countMinTrailingZeros();
+  auto *inst = llvm::dyn_cast<llvm::BinaryOperator>(v);
+  if (!inst || depth > 24)
+    return known;
+  llvm::Value *x = inst->getOperand(0), *y = inst->getOperand(1);
+  switch (inst->getOpcode()) {
+  case llvm::Instruction::Add:
+  case llvm::Instruction::Sub:
+    return std::max(known,
+                    std::min(trailingZeros(x, dl, depth + 1), trailingZeros(y, dl, depth + 1)));
+  case llvm::Instruction::Mul:
+    return std::max(
+        known, std::min(64u, trailingZeros(x, dl, depth + 1) + trailingZeros(y, dl, depth + 1)));
+  case llvm::Instruction::Shl:
+    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(y))
+      return std::max(known, unsigned(std::min<uint64_t>(64, trailingZeros(x, dl, depth + 1) +
+                                                                 c->getZExtValue())));
+    return known;
+  default:
+    return known;
+  }
+}
+
+/// "ptr + elem * es is a multiple of `bytes`" (a power of two): the constant true when the
+/// pointer's alignment (a kernel parameter specialised as 16-byte aligned, jit.h) and the
+/// offset's zero low bits prove it, otherwise a run-time test.
+llvm::Value *alignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *addr,
+                         llvm::Value *elem, int es, int bytes) {
+  const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
+  if (ptr->getPointerAlignment(dl).value() >= uint64_t(bytes)) {
+    unsigned tz = std::min(63u, trailingZeros(elem, dl) + unsigned(std::countr_zero(unsigned(es))));
+    if ((uint64_t(1) << tz) >= uint64_t(bytes))
+      return b.getTrue();
+  }
+  return b.CreateICmpEQ(
+      b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), b.getInt64(uint64_t(bytes - 1))),
+      b.getInt64(0));
+}
+
+/// lo_d <= loc_d < hi_d in one dimension.
+llvm::Value *inBoundsAlong(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc, int d) {
+  llvm::Value *c = b.getInt64(uint64_t(loc[d]));
+  return b.CreateAnd(b.CreateICmpSLE(a.lo[size_t(d)], c), b.CreateICmpSGT(a.hi[size_t(d)], c));
+}
+
+/// The view is valid and loc is in bounds in every dimension but `skip`.
+llvm::Value *inBoundsExcept(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc,
+                            int rank, int skip) {
+  llvm::Value *ok = a.valid;
+  for (int k = 0; k < rank; ++k)
+    if (k != skip)
+      ok = b.CreateAnd(ok, inBoundsAlong(b, a, loc, k));
   return ok;
 }
 
@@ -275,13 +340,17 @@ Status Codegen::visitLoadGlobal(const Instruction &inst) {
     llvm::Value *elem = elementOffset(b, a, first, rank);
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
     int bytes = es * int(g.count);
-    llvm::Value *aligned = b.CreateICmpEQ(
-        b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), constI64(bytes - 1)), constI64(0));
-    llvm::Value *firstIn = inBounds(b, a, first, rank), *lastIn = inBounds(b, a, last, rank);
-    llvm::Value *fast = b.CreateAnd(b.CreateAnd(firstIn, lastIn), aligned);
+    llvm::Value *aligned = alignedTest(b, tile.ptr, addr, elem, es, bytes);
+    // The group runs along g.dim: in the other dimensions all its elements are in or all out
+    // (the thread's row of a partial tile is out as a whole), so only a group cut by the bounds
+    // of g.dim, or misaligned, needs the element path.
+    llvm::Value *othersIn = inBoundsExcept(b, a, first, rank, g.dim);
+    llvm::Value *runIn =
+        b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
+    llvm::Value *fast = b.CreateAnd(othersIn, b.CreateAnd(runIn, aligned));
     std::vector<llvm::Value *> fastVals =
         wordsToElements(*this, asmLoadGlobal(b, addr, fast, bytes), bytes, t, g.count);
-    llvm::Value *slow = b.CreateNot(fast); // some element may still be in bounds
+    llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
     llvm::Function *fn = b.GetInsertBlock()->getParent();
     llvm::BasicBlock *from = b.GetInsertBlock();
     llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "ldg.elem", fn);
@@ -351,13 +420,17 @@ Status Codegen::visitStoreGlobal(const Instruction &inst) {
     llvm::Value *elem = elementOffset(b, a, first, rank);
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
     int bytes = es * int(g.count);
-    llvm::Value *aligned = b.CreateICmpEQ(
-        b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), constI64(bytes - 1)), constI64(0));
-    llvm::Value *firstIn = inBounds(b, a, first, rank), *lastIn = inBounds(b, a, last, rank);
-    llvm::Value *fast = b.CreateAnd(b.CreateAnd(firstIn, lastIn), aligned);
+    llvm::Value *aligned = alignedTest(b, tile.ptr, addr, elem, es, bytes);
+    // The group runs along g.dim: in the other dimensions all its elements are in or all out
+    // (the thread's row of a partial tile is out as a whole), so only a group cut by the bounds
+    // of g.dim, or misaligned, needs the element path.
+    llvm::Value *othersIn = inBoundsExcept(b, a, first, rank, g.dim);
+    llvm::Value *runIn =
+        b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
+    llvm::Value *fast = b.CreateAnd(othersIn, b.CreateAnd(runIn, aligned));
     std::vector<llvm::Value *> values(slots.begin() + g.first, slots.begin() + g.first + g.count);
     asmStoreGlobal(b, addr, fast, elementsToWords(*this, values, t), bytes);
-    llvm::Value *slow = b.CreateNot(fast); // some element may still be in bounds
+    llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
     llvm::Function *fn = b.GetInsertBlock()->getParent();
     llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "stg.elem", fn);
     llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "stg.end", fn);

@@ -4,6 +4,8 @@
 //   tilus-asm --check INPUT.tasm [-D NAME=VALUE]...             assemble and check only
 //   tilus-asm -d INPUT.tbc [-o OUT.tasm]                        disassemble
 //   tilus-asm layout 'EXPR' [--json]                            show a register layout
+//   tilus-asm INPUT.tasm --emit llvm|ptx [--sm 80|90] [--kernel NAME] [-o OUT]
+//                                                               show what the JIT makes of it
 //
 // Exit status: 0 success; 1 a program error (every diagnostic on stderr, one per line), a failed
 // check, unreadable input or an unwritable output; 2 a usage error. Output files are written
@@ -11,6 +13,7 @@
 // leaves a truncated .tbc behind.
 #include "assembler/assembler.h"
 #include "isa/bytecode.h"
+#include "jit/jit.h"
 #include "loader/checker.h"
 
 #include <CLI/CLI.hpp>
@@ -114,7 +117,80 @@ struct Options {
   bool disassemble = false;
   std::string layoutExpr;
   bool json = false;
+  std::string emit;   // "", "llvm" or "ptx"
+  int sm = 90;        // 80 or 90 (sm_90a)
+  std::string kernel; // with --emit: one program of the module (default: every program)
+  std::string spec;   // with --emit: launch-time specialisation, one letter per parameter
 };
+
+/// Parses --spec: one letter per parameter, '-' nothing, 'a' pointer aligned to 16 bytes, 'd'
+/// integer divisible by 16, '1' integer equal to 1 (jit/jit.h, Specialization::text()).
+Expected<Specialization> parseSpec(const std::string &text, const Program &program) {
+  Specialization s;
+  if (text.empty())
+    return s;
+  if (text.size() != program.params.size())
+    return Status::error(ErrorCode::Usage,
+                         "--spec '" + text + "' has " + std::to_string(text.size()) +
+                             " letters; program " + program.name + " has " +
+                             std::to_string(program.params.size()) + " parameters");
+  for (char c : text) {
+    if (c == '-')
+      s.params.push_back(ParamFact::None);
+    else if (c == 'a')
+      s.params.push_back(ParamFact::Aligned16);
+    else if (c == 'd')
+      s.params.push_back(ParamFact::Divisible16);
+    else if (c == '1')
+      s.params.push_back(ParamFact::One);
+    else
+      return Status::error(ErrorCode::Usage,
+                           std::string("--spec letter '") + c + "' is none of - a d 1");
+  }
+  return s;
+}
+
+/// The JIT's LLVM IR or PTX of the module's programs (all, or the one named by --kernel), one
+/// after another, each preceded by a comment line naming it.
+int emitMode(const Options &o, const VerifiedModule &verified) {
+  JitOptions jo;
+  jo.smVersion = o.sm;
+  std::string text;
+  bool found = false;
+  for (size_t p = 0; p < verified.module.programs.size(); ++p) {
+    const std::string &name = verified.module.programs[p].name;
+    if (!o.kernel.empty() && name != o.kernel)
+      continue;
+    found = true;
+    Expected<Specialization> spec = parseSpec(o.spec, verified.module.programs[p]);
+    if (!spec)
+      return usageError(spec.status().diagnostics().front().message);
+    jo.specialization = *spec;
+    std::string body;
+    if (o.emit == "ptx") {
+      Expected<PtxKernel> k = compileToPtx(verified, p, jo);
+      if (!k)
+        return report(k.status());
+      body = k->ptx;
+    } else {
+      Expected<std::string> ir = compileToLlvmIr(verified, p, jo);
+      if (!ir)
+        return report(ir.status());
+      body = *ir;
+    }
+    text += (o.emit == "ptx" ? "// program " : "; program ") + name + "\n" + body;
+  }
+  if (!found)
+    return usageError("no program named '" + o.kernel + "' in " + o.input);
+  if (o.output.empty()) {
+    std::cout << text;
+    return std::cout ? kExitOk : kExitError;
+  }
+  std::string why;
+  if (!writeFileAtomically(o.output, text.data(), text.size(), why))
+    return ioError(o.output, why);
+  return kExitOk;
+}
 
 int assembleMode(const Options &o) {
   AssembleOptions ao;
@@ -139,6 +215,8 @@ int assembleMode(const Options &o) {
     return report(verified.status());
   if (o.checkOnly)
     return kExitOk;
+  if (!o.emit.empty())
+    return emitMode(o, *verified);
   EncodeOptions eo;
   eo.debugInfo = o.debugInfo;
   std::vector<uint8_t> bytes = encodeModule(verified->module, eo);
@@ -280,6 +358,14 @@ int main(int argc, char **argv) {
   app.add_flag("-g", o.debugInfo, "keep the source text and locations in the bytecode");
   app.add_flag("--check", o.checkOnly, "assemble and check only; write nothing");
   app.add_flag("-d,--disassemble", o.disassemble, "disassemble bytecode to .tasm");
+  app.add_option("--emit", o.emit, "print the JIT's output instead of bytecode: llvm or ptx")
+      ->check(CLI::IsMember({"llvm", "ptx"}));
+  app.add_option("--sm", o.sm, "target of --emit: 80 (sm_80) or 90 (sm_90a)")
+      ->check(CLI::IsMember({80, 90}));
+  app.add_option("--kernel", o.kernel, "with --emit: only this program");
+  app.add_option("--spec", o.spec,
+                 "with --emit: what launches guarantee, one letter per parameter: - nothing, "
+                 "a aligned to 16 bytes, d divisible by 16, 1 equal to 1");
   CLI::App *layout = app.add_subcommand("layout", "show a register layout as a thread:local grid");
   layout->add_option("expr", o.layoutExpr, "layout expression, e.g. 'local(2, 1).spatial(8, 4)'")
       ->required();
@@ -297,18 +383,22 @@ int main(int argc, char **argv) {
   }
   if (layout->parsed()) {
     if (!o.input.empty() || !o.output.empty() || !o.defines.empty() || o.debugInfo || o.checkOnly ||
-        o.disassemble)
+        o.disassemble || !o.emit.empty())
       return usageError("'layout' takes no other options");
     return layoutMode(o);
   }
   if (o.input.empty())
     return usageError("no input file");
   if (o.disassemble) {
-    if (o.checkOnly || o.debugInfo || !o.defines.empty())
-      return usageError("-d cannot be combined with --check, -g or -D");
+    if (o.checkOnly || o.debugInfo || !o.defines.empty() || !o.emit.empty())
+      return usageError("-d cannot be combined with --check, -g, -D or --emit");
     return disassembleMode(o);
   }
   if (o.checkOnly && !o.output.empty())
     return usageError("--check writes no output; -o is not allowed");
+  if (o.checkOnly && !o.emit.empty())
+    return usageError("--check cannot be combined with --emit");
+  if (o.emit.empty() && (!o.kernel.empty() || o.sm != 90 || !o.spec.empty()))
+    return usageError("--kernel, --sm and --spec go with --emit");
   return assembleMode(o);
 }

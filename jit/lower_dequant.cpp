@@ -1,0 +1,134 @@
+// Fast dequantisation: Cast of low-bit integers and low-precision floats to f16 and bf16 with
+// packed two-lane arithmetic instead of one conversion per element.
+//
+// The generic path (lower_convert.cpp) converts every element on its own: an integer goes
+// through `cvt.rn.f16.u16` (I2F, a quarter-rate instruction on sm_80 and sm_90), a generic float
+// through the device library. A low-bit GEMM converts every weight it reads, so that cost
+// decides whether the kernel reaches the memory-bandwidth wall. Here two register slots are
+// converted together, as one f16x2 / bf16x2 value, with exact bit tricks:
+//
+//  * integers uN, iN (N <= 8) -> f16: the code (biased by 2^(N-1) when signed, so it is
+//    non-negative) becomes the mantissa of 1024.0 (0x6400: exponent 10, so the mantissa's unit
+//    is 1), and one `sub.f16x2` of 1024 + bias leaves the integer:
+//        lanes = code0 | code1 << 16 | 0x64006400;   result = lanes - (1024 + bias, 1024 + bias)
+//    Into bf16 the same with 128.0 (0x4300, 7 mantissa bits) for N <= 7; 8-bit integers need
+//    8 mantissa bits and go through f32 (0x4B000000, 2^23) and an exact `cvt` to bf16.
+//  * generic floats fNeEmM with E <= 4 (no infinities, no NaN) -> f16: the E+M code bits are
+//    placed at the low end of f16's exponent and the top of its mantissa, the sign at bit 15;
+//    read as f16 that is the value times 2^(bias - 15) (normals and subnormals alike, since both
+//    formats put the hidden bit in the same place), and one `mul.f16x2` by 2^(15 - bias)
+//    restores it. E <= 4 keeps every result finite in f16, so the product is exact. Into bf16
+//    the same with bf16's exponent bias 127 (needs M <= 7, which every such type has).
+//
+// Every result is exactly the ISA's conversion (isa/convert.h): integers of at most 8 bits and
+// every value of these float formats are representable in the target, so no rounding happens;
+// zero keeps its sign (x - x is +0; -0 * 2^k is -0). tests/jit checks every code of every type
+// on the GPU against isa/convert.
+#include "jit/codegen.h"
+
+#include "isa/convert.h"
+
+#include <cmath>
+#include <functional>
+
+namespace tilus::jit {
+
+namespace {
+
+/// Whether the fast path applies to a conversion from `from` to `to`.
+bool dequantizable(DataType from, DataType to, int smVersion) {
+  if (to != DataType::f16() && to != DataType::bf16())
+    return false;
+  if (from.isBool())
+    return false;
+  if (!from.isFloat())
+    return from.bits <= 8;
+  // generic low-precision floats only (the OCP FP8 types have NaN, e5m2 also infinities)
+  if (from.floatStyle() != FloatStyle::Finite || from.bits > 8)
+    return false;
+  if (from.exponent > 4)
+    return false;
+  if (to == DataType::bf16() && (from.mantissa > 7 || smVersion < 90))
+    return false; // mul.bf16x2 is sm_90; sm_80 keeps the generic path
+  return true;
+}
+
+} // namespace
+
+std::optional<std::vector<llvm::Value *>>
+Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
+  if (!dequantizable(from, to, opts.smVersion) || slots.empty())
+    return std::nullopt;
+  llvm::Type *i16 = b.getInt16Ty();
+  llvm::Type *i32 = b.getInt32Ty();
+  bool intoBf16 = to == DataType::bf16();
+  llvm::Type *lane = elemType(to);
+  auto *pairType = llvm::FixedVectorType::get(lane, 2);
+  int n = from.bits;
+  uint64_t codeMask = bitMask(n);
+
+  // Per slot: the 16 bits that go into one lane before the packed operation.
+  std::function<llvm::Value *(llvm::Value *)> laneBits;
+  llvm::Value *fix = nullptr; // the packed operand of the one sub / mul
+  bool subtract = true;
+  if (!from.isFloat() && (!intoBf16 || n <= 7)) {
+    uint64_t magic = intoBf16 ? 0x4300 : 0x6400;
+    uint64_t bias = from.isSigned() ? (uint64_t(1) << (n - 1)) : 0;
+    laneBits = [&, magic, bias](llvm::Value *v) {
+      llvm::Value *code =
+          b.CreateZExt(b.CreateAnd(v, llvm::ConstantInt::get(v->getType(), codeMask)), i16);
+      if (bias)
+        code = b.CreateXor(code, b.getInt16(uint16_t(bias)));
+      return b.CreateOr(code, b.getInt16(uint16_t(magic)));
+    };
+    double base = intoBf16 ? 128.0 : 1024.0;
+    fix = llvm::ConstantFP::get(pairType, base + double(bias));
+  } else if (!from.isFloat()) {
+    // 8-bit integers into bf16: exact through f32 (2^23 + code), then cvt.rn.bf16.f32 (exact).
+    std::vector<llvm::Value *> out;
+    uint32_t bias = from.isSigned() ? 128u : 0u;
+    for (llvm::Value *v : slots) {
+      llvm::Value *code = b.CreateZExt(v, i32);
+      if (bias)
+        code = b.CreateXor(code, b.getInt32(bias));
+      llvm::Value *f = b.CreateBitCast(b.CreateOr(code, b.getInt32(0x4B000000u)), b.getFloatTy());
+      f = b.CreateFSub(f, llvm::ConstantFP::get(b.getFloatTy(), 8388608.0 + double(bias)));
+      out.push_back(b.CreateFPTrunc(f, lane));
+    }
+    return out;
+  } else {
+    int e = from.exponent, m = from.mantissa;
+    int targetMantissa = intoBf16 ? 7 : 10;
+    int targetBias = intoBf16 ? 127 : 15;
+    int bias = (1 << (e - 1)) - 1;
+    uint64_t emMask = bitMask(n - 1);
+    laneBits = [&, emMask, m, targetMantissa, n](llvm::Value *v) {
+      llvm::Value *code = b.CreateZExt(v, i16);
+      llvm::Value *em = b.CreateShl(b.CreateAnd(code, b.getInt16(uint16_t(emMask))),
+                                    uint64_t(targetMantissa - m));
+      llvm::Value *sign =
+          b.CreateShl(b.CreateAnd(code, b.getInt16(uint16_t(1u << (n - 1)))), uint64_t(16 - n));
+      return b.CreateOr(em, sign);
+    };
+    subtract = false;
+    fix = llvm::ConstantFP::get(pairType, std::ldexp(1.0, targetBias - bias));
+  }
+
+  std::vector<llvm::Value *> out;
+  out.reserve(slots.size());
+  for (size_t k = 0; k < slots.size(); k += 2) {
+    bool pair = k + 1 < slots.size();
+    llvm::Value *lo = b.CreateZExt(laneBits(slots[k]), i32);
+    llvm::Value *packed = lo;
+    if (pair)
+      packed = b.CreateOr(lo, b.CreateShl(b.CreateZExt(laneBits(slots[k + 1]), i32), 16));
+    llvm::Value *x = b.CreateBitCast(packed, pairType);
+    llvm::Value *r = subtract ? b.CreateFSub(x, fix) : b.CreateFMul(x, fix);
+    out.push_back(b.CreateExtractElement(r, uint64_t(0)));
+    if (pair)
+      out.push_back(b.CreateExtractElement(r, uint64_t(1)));
+  }
+  return out;
+}
+
+} // namespace tilus::jit
