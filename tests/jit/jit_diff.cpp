@@ -102,6 +102,9 @@ std::vector<uint8_t> makeBuffer(const BufferSpec &spec, uint64_t seed) {
     case Fill::Index:
       v = t.isFloat() ? fromDouble(double(k), t) : fromInt64(k, t);
       break;
+    case Fill::Codes:
+      v = uint64_t(k) & bitMask(t.bits);
+      break;
     case Fill::Random:
     case Fill::Zero:
       break;

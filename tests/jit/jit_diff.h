@@ -27,6 +27,7 @@ enum class Fill : uint8_t {
   Positive, // floats in (0, 16]
   Zero,
   Index, // element k holds k (converted to the dtype)
+  Codes, // element k holds the bit pattern k mod 2^bits: every code of a narrow type in turn
 };
 
 struct BufferSpec {

@@ -125,6 +125,36 @@ DIFF_CASE("Cast between all pairs of a broad set of types") {
   }
 }
 
+DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit type") {
+  // Cast of packed low-bit integers and generic floats (E <= 4) takes the two-lane path of
+  // jit/lower_dequant.cpp; every code of every such type, in several register layouts (pairs
+  // of slots from one byte, from two bytes, odd slot counts), must give isa/convert's result.
+  std::vector<DataType> types;
+  for (int n = 1; n <= 8; ++n)
+    types.push_back(DataType::u(n));
+  for (int n = 2; n <= 8; ++n)
+    types.push_back(DataType::i(n));
+  for (int e = 1; e <= 4; ++e)
+    for (int m = 1; e + m + 1 <= 8; ++m)
+      types.push_back(DataType::f(e, m));
+  for (DataType t : types) {
+    std::string T = name(t);
+    Case c;
+    c.name = "dequant_" + T;
+    c.source = "def dequant<1>(" + T + "* a_ptr, f16* h_ptr, bf16* b_ptr, f16* o_ptr) threads=32:\n"
+               "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[256]), layout=spatial(32).local(8))\n"
+               "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[256]))\n"
+               "    StoreGlobal(Cast(a, bf16), ViewGlobal(b_ptr, shape=[256]))\n"
+               "    o = LoadGlobal(ViewGlobal(a_ptr, shape=[96]), layout=spatial(32).local(3))\n"
+               "    StoreGlobal(Cast(o, f16), ViewGlobal(o_ptr, shape=[96]))\n";
+    c.buffers = {{"a_ptr", t, 256, Fill::Codes},
+                 {"h_ptr", DataType::f16(), 256, Fill::Zero},
+                 {"b_ptr", DataType::bf16(), 256, Fill::Zero},
+                 {"o_ptr", DataType::f16(), 96, Fill::Zero}};
+    runCase(c);
+  }
+}
+
 DIFF_CASE("math functions within 2 ulp, special values") {
   for (DataType t : {DataType::f16(), DataType::bf16(), DataType::f32(), DataType::f64()}) {
     runCase(mathCase(t, Fill::Moderate));
