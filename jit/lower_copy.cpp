@@ -13,7 +13,8 @@
 // whose src-size counts the chunk's in-bounds elements: a partial chunk at the end of a row and
 // a chunk outside the tensor (src-size 0) are zero-filled by the hardware, exactly the
 // "out-of-bounds reads as zero" rule. A chunk that starts below the valid range of its row
-// (negative offsets) is copied element by element.
+// (negative offsets) and reaches into it is copied element by element; one wholly below it is
+// a src-size 0 copy like a chunk past the end.
 //
 // Otherwise (sub-byte or bool elements, strided or misaligned data) every thread copies
 // elements t, t + T, ... with ordinary bounds-checked loads and stores; they complete at once,
@@ -304,7 +305,10 @@ private:
       llvm::Value *count = cg_.callIntrinsic(llvm::Intrinsic::smin, {b_.getInt64Ty()},
                                              {b_.CreateSub(hi, first), cg_.constI64(vec)});
       count = cg_.callIntrinsic(llvm::Intrinsic::smax, {b_.getInt64Ty()}, {count, cg_.constI64(0)});
-      count = b_.CreateSelect(rowOk, count, cg_.constI64(0));
+      // a chunk wholly below the valid range copies nothing (it is all out of bounds)
+      llvm::Value *whollyBelow = b_.CreateICmpSLE(b_.CreateAdd(first, cg_.constI64(vec)), lo);
+      count = b_.CreateSelect(b_.CreateAnd(rowOk, b_.CreateNot(whollyBelow)), count,
+                              cg_.constI64(0));
       llvm::Value *startsLow = b_.CreateAnd(
           rowOk, b_.CreateAnd(b_.CreateICmpSLT(first, lo),
                               b_.CreateICmpSGT(b_.CreateAdd(first, cg_.constI64(vec)), lo)));
