@@ -141,7 +141,8 @@ DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit 
     std::string T = name(t);
     Case c;
     c.name = "dequant_" + T;
-    c.source = "def dequant<1>(" + T + "* a_ptr, f16* h_ptr, bf16* b_ptr, f16* o_ptr) threads=32:\n"
+    c.source = "def dequant<1>(" + T +
+               "* a_ptr, f16* h_ptr, bf16* b_ptr, f16* o_ptr) threads=32:\n"
                "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[256]), layout=spatial(32).local(8))\n"
                "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[256]))\n"
                "    StoreGlobal(Cast(a, bf16), ViewGlobal(b_ptr, shape=[256]))\n"
@@ -746,6 +747,27 @@ DIFF_CASE("the library's programs") {
     c.buffers = {{"a_ptr", DataType::bf16(), 256 * 256, Fill::Moderate},
                  {"b_ptr", DataType::u(4), 256 * 256, Fill::Random},
                  {"c_ptr", DataType::bf16(), 256 * 256, Fill::Zero, 0, 1e-2}};
+    runCase(c);
+  }
+  for (auto [wt, bits, at, m] : {std::tuple{"u4", 4, "f16", 5}, std::tuple{"i6", 6, "bf16", 16},
+                                 std::tuple{"f4e2m1", 4, "f16", 1}, std::tuple{"u3", 3, "f16", 17},
+                                 std::tuple{"f8e4m3", 8, "bf16", 3}}) {
+    // the low-bit GEMM: pack, then matmul with scales and zero points
+    std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},   {"N", "64"},
+                                            {"K", "256"}, {"G", "128"}, {"ZERO", "1"}};
+    DataType w = *DataType::parse(wt), a = *DataType::parse(at);
+    int64_t wbytes = 64 * 256 * bits / 8;
+    Case p{std::string("a16wx_pack_") + wt, programText("quant/a16wx.tasm"), "pack", d};
+    p.buffers = {{"w_ptr", w, 64 * 256, Fill::Random},
+                 {"wq_ptr", DataType::u(8), wbytes, Fill::Zero}};
+    runCase(p);
+    Case c{std::string("a16wx_matmul_") + wt, programText("quant/a16wx.tasm"), "matmul", d};
+    c.scalars = {{"m", uint64_t(m)}};
+    c.buffers = {{"a_ptr", a, m * 256, Fill::Moderate},
+                 {"wq_ptr", DataType::u(8), wbytes, Fill::Moderate},
+                 {"s_ptr", a, 2 * 64, Fill::Positive},
+                 {"z_ptr", a, 2 * 64, Fill::Moderate},
+                 {"c_ptr", a, m * 64, Fill::Zero, 0, 1e-2}};
     runCase(c);
   }
   {

@@ -1,0 +1,275 @@
+// programs/quant/a16wx.tasm on the CPU interpreter against a plain C++ reference of its
+// contract: C[m, N] = A[m, K] @ ((W - Z) * S) for every weight type of 1 to 8 bits, f16 and
+// bf16 activations, group-wise scales, zero points, m not a multiple of the tile, m = 1; and
+// unpack(pack(W)) == W bit for bit. Weight codes are decoded here by the textbook formulas of
+// ISA section 2, independently of isa/convert.
+#include "assembler/assembler.h"
+#include "loader/checker.h"
+#include "test_helpers.h"
+#include "vm/cpu/interpreter.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef TILUSVM_SOURCE_DIR
+#error "TILUSVM_SOURCE_DIR must point at the repository root"
+#endif
+
+namespace {
+
+using namespace tilus;
+
+struct WeightType {
+  std::string name;
+  bool isFloat;
+  bool isSigned; // integers
+  int e, m;      // floats: exponent and mantissa bits
+  int bits;
+};
+
+WeightType intType(const std::string &name, bool isSigned, int bits) {
+  return {name, false, isSigned, 0, 0, bits};
+}
+WeightType floatType(const std::string &name, int e, int m) {
+  return {name, true, true, e, m, 1 + e + m};
+}
+
+/// The value of a code, or NaN for the codes that encode NaN or infinity.
+double decode(const WeightType &t, uint32_t code) {
+  if (!t.isFloat) {
+    if (t.isSigned && (code >> (t.bits - 1)) & 1u)
+      return double(int64_t(code) - (int64_t(1) << t.bits));
+    return double(code);
+  }
+  int sign = (code >> (t.e + t.m)) & 1;
+  int exp = int((code >> t.m) & ((1u << t.e) - 1));
+  int man = int(code & ((1u << t.m) - 1));
+  int bias = (1 << (t.e - 1)) - 1;
+  if (t.name == "f8e4m3" && exp == 15 && man == 7)
+    return NAN;
+  if (t.name == "f8e5m2" && exp == 31)
+    return NAN;
+  double v =
+      exp == 0 ? std::ldexp(man, 1 - bias - t.m) : std::ldexp((1 << t.m) + man, exp - bias - t.m);
+  return sign ? -v : v;
+}
+
+uint32_t getPacked(const std::vector<uint8_t> &bytes, int64_t index, int bits) {
+  uint32_t v = 0;
+  for (int b = 0; b < bits; ++b) {
+    int64_t bit = index * bits + b;
+    v |= uint32_t((bytes[size_t(bit / 8)] >> (bit % 8)) & 1) << b;
+  }
+  return v;
+}
+
+void putPacked(std::vector<uint8_t> &bytes, int64_t index, int bits, uint32_t value) {
+  for (int b = 0; b < bits; ++b) {
+    int64_t bit = index * bits + b;
+    uint8_t mask = uint8_t(1u << (bit % 8));
+    bytes[size_t(bit / 8)] = ((value >> b) & 1u) ? uint8_t(bytes[size_t(bit / 8)] | mask)
+                                                 : uint8_t(bytes[size_t(bit / 8)] & ~mask);
+  }
+}
+
+/// Exact encodings of the test's values (k / 2^s with few significant bits) in f16 and bf16.
+uint16_t encode(double v, bool bf16) {
+  if (bf16) {
+    float f = float(v);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    REQUIRE((u & 0xFFFF) == 0); // exact
+    return uint16_t(u >> 16);
+  }
+  if (v == 0)
+    return 0;
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  double mag = std::fabs(v);
+  int e = std::ilogb(mag);
+  REQUIRE(e >= -14);
+  REQUIRE(e <= 15);
+  double frac = std::ldexp(mag, 10 - e) - 1024; // 10 mantissa bits
+  REQUIRE(frac == std::floor(frac));
+  return uint16_t(sign | ((e + 15) << 10) | int(frac));
+}
+
+double decode16(uint16_t h, bool bf16) {
+  if (bf16) {
+    uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  double v = exp == 0 ? std::ldexp(man, -24) : std::ldexp(1024 + man, exp - 25);
+  return sign ? -v : v;
+}
+
+std::string readProgram() {
+  std::ifstream in(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm");
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t programIndex(const VerifiedModule &m, const std::string &name) {
+  for (size_t i = 0; i < m.module.programs.size(); ++i)
+    if (m.module.programs[i].name == name)
+      return i;
+  FAIL("no program " << name);
+  return 0;
+}
+
+KernelArg hostArg(std::vector<uint8_t> &bytes) { return KernelArg{0, bytes.data(), bytes.size()}; }
+
+struct Config {
+  WeightType wt;
+  bool bf16 = false;
+  int64_t n = 32, k = 256, g = 128, m = 5;
+  bool zero = false;
+  std::map<std::string, std::string> tuning;
+};
+
+void runConfig(const Config &c) {
+  const WeightType &t = c.wt;
+  std::string at = c.bf16 ? "bf16" : "f16";
+  INFO("WT=" << t.name << " AT=" << at << " N=" << c.n << " K=" << c.k << " G=" << c.g
+             << " m=" << c.m << " ZERO=" << c.zero);
+  std::map<std::string, std::string> defines = {
+      {"AT", c.bf16 ? "bf16" : "f16"}, {"WT", t.name},
+      {"N", std::to_string(c.n)},      {"K", std::to_string(c.k)},
+      {"G", std::to_string(c.g)},      {"ZERO", c.zero ? "1" : "0"}};
+  for (const auto &[name, value] : c.tuning)
+    defines[name] = value;
+  AssembleOptions options;
+  options.fileName = "programs/quant/a16wx.tasm";
+  options.defines = defines;
+  Expected<Module> module = assemble(readProgram(), options);
+  REQUIRE_OK(module);
+  Expected<VerifiedModule> verified = checkModule(std::move(module).value());
+  REQUIRE_OK(verified);
+  const VerifiedModule &vm = *verified;
+
+  std::mt19937 rng(unsigned(t.bits * 131 + c.m * 7 + c.g + (c.bf16 ? 1 : 0)));
+  const int64_t n = c.n, k = c.k, m = c.m, groups = k / c.g;
+  // weights: random codes, NaN and infinity codes replaced by zero
+  std::vector<uint32_t> codes(size_t(k * n));
+  std::vector<uint8_t> w(size_t((k * n * t.bits + 7) / 8), 0);
+  for (int64_t i = 0; i < k * n; ++i) {
+    uint32_t code = uint32_t(rng()) & ((1u << t.bits) - 1);
+    if (std::isnan(decode(t, code)))
+      code = 0;
+    codes[size_t(i)] = code;
+    putPacked(w, i, t.bits, code);
+  }
+  // activations k/8 in [-2, 2]; scales (8 + j) / 128; zero points small integers
+  std::vector<double> a(size_t(m * k)), s(size_t(groups * n)), z(size_t(groups * n), 0.0);
+  std::vector<uint8_t> aBytes(size_t(m * k * 2)), sBytes(size_t(groups * n * 2)),
+      zBytes(size_t(groups * n * 2), 0);
+  for (int64_t i = 0; i < m * k; ++i) {
+    a[size_t(i)] = double(int(rng() % 33) - 16) / 8.0;
+    uint16_t h = encode(a[size_t(i)], c.bf16);
+    std::memcpy(&aBytes[size_t(2 * i)], &h, 2);
+  }
+  for (int64_t i = 0; i < groups * n; ++i) {
+    s[size_t(i)] = double(8 + int(rng() % 8)) / 128.0;
+    uint16_t h = encode(s[size_t(i)], c.bf16);
+    std::memcpy(&sBytes[size_t(2 * i)], &h, 2);
+    if (c.zero) {
+      z[size_t(i)] = double(int(rng() % 7) - 3);
+      h = encode(z[size_t(i)], c.bf16);
+      std::memcpy(&zBytes[size_t(2 * i)], &h, 2);
+    }
+  }
+
+  // pack, then unpack must give the codes back
+  std::vector<uint8_t> wq(size_t(k * n * t.bits / 8), 0xCD);
+  REQUIRE_OK(runOnCpu(vm, programIndex(vm, "pack"), {hostArg(w), hostArg(wq)}));
+  std::vector<uint8_t> back(w.size(), 0x5A);
+  REQUIRE_OK(runOnCpu(vm, programIndex(vm, "unpack"), {hostArg(wq), hostArg(back)}));
+  for (int64_t i = 0; i < k * n; ++i) {
+    INFO("weight " << i);
+    REQUIRE(getPacked(back, i, t.bits) == codes[size_t(i)]);
+  }
+
+  // matmul against C = A @ ((W - Z) * S)
+  std::vector<uint8_t> cBytes(size_t(m * n * 2), 0xFF);
+  uint64_t mBits = uint64_t(uint32_t(int32_t(m)));
+  std::vector<uint8_t> zArg = c.zero ? zBytes : std::vector<uint8_t>(2, 0);
+  REQUIRE_OK(runOnCpu(vm, programIndex(vm, "matmul"),
+                      {hostArg(aBytes), hostArg(wq), hostArg(sBytes), hostArg(zArg),
+                       hostArg(cBytes), KernelArg{mBits, nullptr, 0}}));
+  double maxRef = 0;
+  std::vector<double> ref(size_t(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        size_t gi = size_t((p / c.g) * n + j);
+        sum += a[size_t(i * k + p)] * (decode(t, codes[size_t(p * n + j)]) - z[gi]) * s[gi];
+      }
+      ref[size_t(i * n + j)] = sum;
+      maxRef = std::max(maxRef, std::fabs(sum));
+    }
+  int significand = c.bf16 ? 8 : 11;
+  for (int64_t i = 0; i < m * n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, &cBytes[size_t(2 * i)], 2);
+    double got = decode16(h, c.bf16), want = ref[size_t(i)];
+    // one rounding to AT, plus f32 accumulation error over K terms
+    double tol = std::ldexp(std::fabs(want), -significand) + maxRef * 1e-5 + 1e-6;
+    INFO("C element " << i << ": got " << got << ", expected " << want);
+    REQUIRE(std::fabs(got - want) <= tol);
+  }
+}
+
+std::vector<WeightType> allWeightTypes() {
+  std::vector<WeightType> types;
+  for (int b = 1; b <= 8; ++b)
+    types.push_back(intType(std::string("u").append(std::to_string(b)), false, b));
+  for (int b = 2; b <= 8; ++b)
+    types.push_back(intType(std::string("i").append(std::to_string(b)), true, b));
+  types.push_back(floatType("f8e4m3", 4, 3));
+  types.push_back(floatType("f8e5m2", 5, 2));
+  for (auto [e, m] :
+       {std::pair{1, 1}, {2, 1}, {2, 2}, {3, 2}, {2, 3}, {3, 3}, {4, 1}, {3, 4}, {4, 2}, {2, 5}}) {
+    std::string name = "f";
+    name.append(std::to_string(1 + e + m)).append("e").append(std::to_string(e));
+    name.append("m").append(std::to_string(m));
+    types.push_back(floatType(name, e, m));
+  }
+  return types;
+}
+
+} // namespace
+
+TEST_CASE("a16wx: every weight type, f16 activations, G = 128, m = 5") {
+  for (const WeightType &t : allWeightTypes())
+    runConfig(Config{t});
+}
+
+TEST_CASE("a16wx: bf16 activations, zero points, one scale per column") {
+  for (const char *name : {"u4", "i4", "u8", "i8", "u2"}) {
+    bool isSigned = name[0] == 'i';
+    WeightType t = intType(name, isSigned, name[1] - '0');
+    runConfig(Config{t, true, 32, 256, 128, 5, true});
+    runConfig(Config{t, false, 32, 256, 256, 3, true});
+  }
+  runConfig(Config{floatType("f4e2m1", 2, 1), true});
+  runConfig(Config{floatType("f8e4m3", 4, 3), true});
+}
+
+TEST_CASE("a16wx: m = 1, m past one row tile, other tile constants") {
+  WeightType u4 = intType("u4", false, 4), i6 = intType("i6", true, 6);
+  runConfig(Config{u4, false, 32, 256, 128, 1});
+  runConfig(Config{u4, false, 32, 256, 128, 17});
+  runConfig(Config{i6, false, 64, 512, 256, 9, false, {{"AN", "2"}, {"KS", "4"}, {"BM", "8"}}});
+  runConfig(Config{intType("u3", false, 3), false, 48, 256, 64, 2, false, {{"KS", "4"}}});
+}
