@@ -307,8 +307,8 @@ private:
       count = cg_.callIntrinsic(llvm::Intrinsic::smax, {b_.getInt64Ty()}, {count, cg_.constI64(0)});
       // a chunk wholly below the valid range copies nothing (it is all out of bounds)
       llvm::Value *whollyBelow = b_.CreateICmpSLE(b_.CreateAdd(first, cg_.constI64(vec)), lo);
-      count = b_.CreateSelect(b_.CreateAnd(rowOk, b_.CreateNot(whollyBelow)), count,
-                              cg_.constI64(0));
+      count =
+          b_.CreateSelect(b_.CreateAnd(rowOk, b_.CreateNot(whollyBelow)), count, cg_.constI64(0));
       llvm::Value *startsLow = b_.CreateAnd(
           rowOk, b_.CreateAnd(b_.CreateICmpSLT(first, lo),
                               b_.CreateICmpSGT(b_.CreateAdd(first, cg_.constI64(vec)), lo)));

@@ -13,12 +13,15 @@
 //        lanes = code0 | code1 << 16 | 0x64006400;   result = lanes - (1024 + bias, 1024 + bias)
 //    Into bf16 the same with 128.0 (0x4300, 7 mantissa bits) for N <= 7; 8-bit integers need
 //    8 mantissa bits and go through f32 (0x4B000000, 2^23) and an exact `cvt` to bf16.
-//  * generic floats fNeEmM with E <= 4 (no infinities, no NaN) -> f16: the E+M code bits are
+//  * floats with E <= 4 (the generic fNeEmM, and OCP e4m3 whose NaN codes are then replaced by
+//    the canonical NaN) -> f16: the E+M code bits are
 //    placed at the low end of f16's exponent and the top of its mantissa, the sign at bit 15;
 //    read as f16 that is the value times 2^(bias - 15) (normals and subnormals alike, since both
 //    formats put the hidden bit in the same place), and one `mul.f16x2` by 2^(15 - bias)
 //    restores it. E <= 4 keeps every result finite in f16, so the product is exact. Into bf16
 //    the same with bf16's exponent bias 127 (needs M <= 7, which every such type has).
+//  * OCP e5m2 -> f16: the code is the high byte of the f16 (infinities included), NaN codes
+//    replaced by the canonical NaN.
 //
 // Every result is exactly the ISA's conversion (isa/convert.h): integers of at most 8 bits and
 // every value of these float formats are representable in the target, so no rounding happens;
@@ -43,9 +46,11 @@ bool dequantizable(DataType from, DataType to, int smVersion) {
     return false;
   if (!from.isFloat())
     return from.bits <= 8;
-  // generic low-precision floats only (the OCP FP8 types have NaN, e5m2 also infinities)
-  if (from.floatStyle() != FloatStyle::Finite || from.bits > 8)
+  if (from.bits > 8)
     return false;
+  // OCP e5m2 is the top byte of an f16 (infinities included); into bf16 it keeps the generic path
+  if (from.floatStyle() == FloatStyle::Ieee)
+    return from.exponent == 5 && from.mantissa == 2 && to == DataType::f16();
   if (from.exponent > 4)
     return false;
   if (to == DataType::bf16() && (from.mantissa > 7 || smVersion < 90))
@@ -96,6 +101,10 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
       out.push_back(b.CreateFPTrunc(f, lane));
     }
     return out;
+  } else if (from.floatStyle() == FloatStyle::Ieee) {
+    // f8e5m2 -> f16: the code is the f16's high byte; no arithmetic at all
+    laneBits = [&](llvm::Value *v) { return b.CreateShl(b.CreateZExt(v, i16), uint64_t(8)); };
+    fix = nullptr;
   } else {
     int e = from.exponent, m = from.mantissa;
     int targetMantissa = intoBf16 ? 7 : 10;
@@ -123,7 +132,23 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
     if (pair)
       packed = b.CreateOr(lo, b.CreateShl(b.CreateZExt(laneBits(slots[k + 1]), i32), 16));
     llvm::Value *x = b.CreateBitCast(packed, pairType);
-    llvm::Value *r = subtract ? b.CreateFSub(x, fix) : b.CreateFMul(x, fix);
+    llvm::Value *r = !fix ? x : subtract ? b.CreateFSub(x, fix) : b.CreateFMul(x, fix);
+    if (from.floatStyle() != FloatStyle::Finite && from.isFloat()) {
+      // the FP8 NaN codes (e4m3: S.1111.111; e5m2: exponent 31, mantissa != 0) become the
+      // target's canonical NaN; computed on the packed codes, so the pair stays packed
+      auto *codeType = llvm::FixedVectorType::get(i16, 2);
+      llvm::Value *codes = llvm::PoisonValue::get(codeType);
+      codes = b.CreateInsertElement(codes, b.CreateZExt(slots[k], i16), uint64_t(0));
+      codes = b.CreateInsertElement(codes, pair ? b.CreateZExt(slots[k + 1], i16) : b.getInt16(0),
+                                    uint64_t(1));
+      llvm::Value *magnitude = b.CreateAnd(codes, llvm::ConstantInt::get(codeType, 0x7F));
+      llvm::Value *isNaN = from.floatStyle() == FloatStyle::OcpE4M3
+                               ? b.CreateICmpEQ(magnitude, llvm::ConstantInt::get(codeType, 0x7F))
+                               : b.CreateICmpUGT(magnitude, llvm::ConstantInt::get(codeType, 0x7C));
+      llvm::Value *nan =
+          b.CreateBitCast(llvm::ConstantInt::get(codeType, intoBf16 ? 0x7FC0 : 0x7E00), pairType);
+      r = b.CreateSelect(isNaN, nan, r);
+    }
     out.push_back(b.CreateExtractElement(r, uint64_t(0)));
     if (pair)
       out.push_back(b.CreateExtractElement(r, uint64_t(1)));

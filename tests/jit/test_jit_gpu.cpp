@@ -126,7 +126,8 @@ DIFF_CASE("Cast between all pairs of a broad set of types") {
 }
 
 DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit type") {
-  // Cast of packed low-bit integers and generic floats (E <= 4) takes the two-lane path of
+  // Cast of packed low-bit integers, generic floats (E <= 4) and OCP FP8 (NaN codes included)
+  // takes the two-lane path of
   // jit/lower_dequant.cpp; every code of every such type, in several register layouts (pairs
   // of slots from one byte, from two bytes, odd slot counts), must give isa/convert's result.
   std::vector<DataType> types;
@@ -137,6 +138,7 @@ DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit 
   for (int e = 1; e <= 4; ++e)
     for (int m = 1; e + m + 1 <= 8; ++m)
       types.push_back(DataType::f(e, m));
+  types.push_back(DataType::f8e5m2()); // f16 fast path; bf16 generic
   for (DataType t : types) {
     std::string T = name(t);
     Case c;
