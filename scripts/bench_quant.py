@@ -58,6 +58,7 @@ def main():
     ap.add_argument("--g", default="128")
     ap.add_argument("--shapes", default=",".join(f"{k}x{n}" for k, n in LLAMA70B))
     ap.add_argument("--at", default="f16")
+    ap.add_argument("--program", default=os.path.join(ROOT, "programs", "quant", "a16wx.tasm"))
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--json", default="")
     ap.add_argument("-D", action="append", default=[], help="tuning constant NAME=VALUE")
@@ -66,7 +67,7 @@ def main():
     import torch
     asm = os.path.join(args.build, "tools", "tilus-asm")
     run = os.path.join(args.build, "tools", "vm-run")
-    program = os.path.join(ROOT, "programs", "quant", "a16wx.tasm")
+    program = args.program
     work = tempfile.mkdtemp(prefix="bench_quant_")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     ms_list = [int(x) for x in args.m.split(",")]

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -694,7 +695,45 @@ std::string programText(const std::string &relative) {
 
 } // namespace
 
-DIFF_CASE("the library's programs") {
+namespace {
+
+void libraryPrograms();
+
+/// Sets an environment variable for the scope, restoring the previous value after.
+class EnvScope {
+public:
+  EnvScope(const char *name, const char *value) : name_(name) {
+    if (const char *old = std::getenv(name))
+      old_ = old;
+    setenv(name, value, 1);
+  }
+  ~EnvScope() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  EnvScope(const EnvScope &) = delete;
+  EnvScope &operator=(const EnvScope &) = delete;
+
+private:
+  const char *name_;
+  std::optional<std::string> old_;
+};
+
+} // namespace
+
+DIFF_CASE("the library's programs") { libraryPrograms(); }
+
+DIFF_CASE("the library's programs through unspecialised kernels (TILUSVM_SPECIALIZE=0)") {
+  // the kernels that assume nothing about the arguments must compute the same results
+  EnvScope off("TILUSVM_SPECIALIZE", "0");
+  libraryPrograms();
+}
+
+namespace {
+
+void libraryPrograms() {
   {
     Case c{"vector_add", programText("vector_add.tasm")};
     c.scalars = {{"n", 1000}};
@@ -780,3 +819,5 @@ DIFF_CASE("the library's programs") {
     runCase(c);
   }
 }
+
+} // namespace
