@@ -167,6 +167,30 @@ with tempfile.TemporaryDirectory() as tmp:
     _, err = expect(["layout", "local(0)"], 1, "invalid layout")
     check("error[layout-invalid]" in err, f"invalid layout diagnostic:\n{err}")
 
+    # --emit: the JIT's output, unspecialised and specialised.
+    src = os.path.join(ROOT, "programs", "vector_add.tasm")
+    out, _ = expect([src, "--emit", "ptx"], 0, "--emit ptx")
+    check(out.startswith("// program vector_add") and ".entry vector_add" in out,
+          "--emit ptx names the program and holds its entry")
+    check(".target sm_90a" in out, "--emit ptx targets sm_90a by default")
+    # unspecialised: a run-time alignment test (address & 7) guards each 8-byte vector access
+    check(sum("and.b64" in l and l.rstrip().endswith("7;") for l in out.splitlines()) > 0,
+          "unspecialised PTX tests the alignment at run time")
+    spec, _ = expect([src, "--emit", "ptx", "--spec", "aaa-"], 0, "--emit ptx --spec")
+    check(not any("and.b64" in l and l.rstrip().endswith("7;") for l in spec.splitlines()),
+          "with aligned pointers the alignment tests are gone")
+    out, _ = expect([src, "--emit", "ptx", "--sm", "80"], 0, "--emit ptx --sm 80")
+    check(".target sm_80" in out, "--sm 80 targets sm_80")
+    out, _ = expect([src, "--emit", "llvm"], 0, "--emit llvm")
+    check("define ptx_kernel void @vector_add" in out, "--emit llvm prints the kernel function")
+    _, err = expect([src, "--emit", "ptx", "--spec", "aa"], 2, "--spec of the wrong length")
+    check("has 2 letters" in err and "4 parameters" in err, f"--spec length message:\n{err}")
+    expect([src, "--emit", "ptx", "--spec", "aaxa"], 2, "--spec with an unknown letter")
+    expect([src, "--emit", "ptx", "--kernel", "nosuch"], 2, "--kernel naming no program")
+    expect([src, "--emit", "wasm"], 2, "--emit of an unknown form")
+    expect([src, "--spec", "aaa-"], 2, "--spec without --emit")
+    expect([src, "--check", "--emit", "ptx"], 2, "--check with --emit")
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)
