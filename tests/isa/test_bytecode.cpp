@@ -1101,6 +1101,23 @@ TEST_CASE("bytecode: value tags and flags are 0 or 1") {
   CHECK(contains(errorOf(printWith(0, 1, 0)), "value variable 0 is out of range (0 variables)"));
 }
 
+TEST_CASE("bytecode: variable flags other than 0 and 1 are rejected") {
+  auto withFlags = [](uint8_t flags) {
+    Bytes p;
+    p.str("p").uleb(32);
+    p.uleb(1).str("n").u8(1).u8(flags).i32(); // n: Scalar, the given flags, i32
+    p.uleb(1).u8(0).i32().uleb(1);
+    p.uleb(1).uleb(0);
+    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+    p.uleb(1).u8(0).uleb(0);
+    return makeFile(programsOf({p}));
+  };
+  CHECK(must(decodeModule(withFlags(1))).programs[0].vars[0].isParam);
+  for (uint8_t flags : {2, 3, 0x80})
+    CHECK(contains(errorOf(withFlags(flags)),
+                   "variable flags " + std::to_string(flags) + " has unknown bits"));
+}
+
 TEST_CASE("bytecode: statement nesting limit") {
   auto nested = [](uint32_t depth) {
     Module m;
