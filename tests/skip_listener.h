@@ -11,9 +11,10 @@
 
 namespace tilus::testing {
 
-/// The reason printed for cases that a runner filters out (rather than marks skipped).
+/// The reason printed for cases that a runner filters out (rather than marks skipped); empty:
+/// cases filtered out by the command line (-tc=...) are not listed.
 inline std::string &runnerSkipReason() {
-  static std::string reason = "excluded by the command line";
+  static std::string reason;
   return reason;
 }
 
@@ -21,8 +22,10 @@ struct SkipListener : doctest::IReporter {
   explicit SkipListener(const doctest::ContextOptions &options) : out(*options.cout) {}
 
   void test_case_skipped(const doctest::TestCaseData &tc) override {
-    out << "skipped: " << tc.m_name << ": "
-        << (tc.m_description ? tc.m_description : runnerSkipReason()) << std::endl;
+    if (tc.m_description)
+      out << "skipped: " << tc.m_name << ": " << tc.m_description << std::endl;
+    else if (!runnerSkipReason().empty())
+      out << "skipped: " << tc.m_name << ": " << runnerSkipReason() << std::endl;
   }
 
   void report_query(const doctest::QueryData &) override {}

@@ -275,3 +275,85 @@ TEST_CASE("LoadShared and StoreShared: accesses inside move the data, any elemen
     CHECK(z == expectedStore(std::vector<int32_t>(128, -7), values, flat, r, c, 2, 16));
   }
 }
+
+TEST_CASE("SliceGlobal of a slice: elements outside the parent slice read 0 and are not written") {
+  // base: an 8 x 32 buffer; parent: its rows 4..7; below: rows -2..1 of the parent (base rows
+  // 2..5, of which 2 and 3 are outside the parent); above: rows 2..5 of the parent (base rows
+  // 6..9, of which 8 and 9 are outside the parent and the buffer).
+  const char *src = R"(
+def k<1>(i32* x_ptr, i32* y_ptr, i32* v_ptr) threads=32:
+    parent = SliceGlobal(ViewGlobal(x_ptr, shape=[8, 32]), offset=[4:, 0:], shape=[4, 32])
+    below = SliceGlobal(parent, offset=[-2:, 0:], shape=[4, 32])
+    above = SliceGlobal(parent, offset=[2:, 0:], shape=[4, 32])
+    gy = ViewGlobal(y_ptr, shape=[2, 4, 32])
+    StoreGlobal(LoadGlobal(below, layout=spatial(4, 8).local(1, 4)), gy, offset=[0, 0:, 0:])
+    StoreGlobal(LoadGlobal(above, layout=spatial(4, 8).local(1, 4)), gy, offset=[1, 0:, 0:])
+    v = LoadGlobal(ViewGlobal(v_ptr, shape=[4, 32]), layout=spatial(4, 8).local(1, 4))
+    Synchronize()
+    StoreGlobal(v, below)
+    StoreGlobal(v, above)
+)";
+  std::vector<int32_t> x = buffer8x32(), y(256, -5), v(128);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = int32_t(-1 - i);
+  std::vector<int32_t> original = x;
+  CHECK_OK(run(build(src), {bufferArg(x), bufferArg(y), bufferArg(v)}));
+  for (size_t r = 0; r < 4; ++r)
+    for (size_t c = 0; c < 32; ++c) {
+      CAPTURE(r);
+      CAPTURE(c);
+      CHECK(y[r * 32 + c] == (r >= 2 ? original[(r + 2) * 32 + c] : 0));      // base rows 2..5
+      CHECK(y[128 + r * 32 + c] == (r < 2 ? original[(r + 6) * 32 + c] : 0)); // base rows 6..9
+    }
+  // Stores: below's rows 2, 3 are base rows 4, 5; above's rows 0, 1 are base rows 6, 7.
+  for (size_t r = 0; r < 8; ++r)
+    for (size_t c = 0; c < 32; ++c) {
+      CAPTURE(r);
+      CAPTURE(c);
+      int32_t want = original[r * 32 + c];
+      if (r == 4 || r == 5)
+        want = v[(r - 2) * 32 + c];
+      if (r == 6 || r == 7)
+        want = v[(r - 6) * 32 + c];
+      CHECK(x[r * 32 + c] == want);
+    }
+}
+
+TEST_CASE("a view with a negative stride that reaches before its buffer is an error") {
+  const char *src = R"(
+def k<1>(f32* x_ptr, f32* y_ptr) threads=32:
+    g = ViewGlobal(x_ptr, shape=[32], strides=[-1])
+    StoreGlobal(LoadGlobal(g, layout=spatial(32)), ViewGlobal(y_ptr, shape=[32]))
+)";
+  std::vector<float> x(64), y(32);
+  Status s = run(build(src), {bufferArg(x), bufferArg(y)});
+  CHECK_ERROR(s, ErrorCode::Runtime);
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"`x_ptr`"}));
+}
+
+TEST_CASE("SliceShared fixed indices at and past a slice's extent trap, inside its parent too") {
+  // t is rows 0..3 of an 8-row allocation: row r of t for r = 4 lies in the allocation but
+  // outside t, so it must trap all the same.
+  const char *src = R"(
+def k<1>(i32* y_ptr, i32 r) threads=32:
+    s = AllocateShared(i32, shape=[8, 32])
+    StoreShared(AllocateRegister(i32, layout=spatial(8, 4).local(1, 8), init=7), s)
+    Synchronize()
+    t = SliceShared(s, offset=[0:, 0:], shape=[4, 32])
+    row = SliceShared(t, offset=[r, 0:])
+    StoreGlobal(LoadShared(row, layout=spatial(32)), ViewGlobal(y_ptr, shape=[32]))
+)";
+  VerifiedModule m = build(src, {}, "slice.tasm");
+  for (int32_t r : {-1, 0, 3, 4, 5}) {
+    CAPTURE(r);
+    std::vector<int32_t> y(32, -5);
+    Status s = run(m, {bufferArg(y), i32Arg(r)});
+    if (r >= 0 && r < 4) {
+      CHECK_OK(s);
+      CHECK(y == std::vector<int32_t>(32, 7));
+    } else {
+      CHECK_ERROR(s, ErrorCode::OutOfBounds);
+      CHECK(hasDiagnostic(s, ErrorCode::OutOfBounds, {"slice.tasm:8:", "LoadShared"}));
+    }
+  }
+}

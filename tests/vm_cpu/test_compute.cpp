@@ -238,3 +238,52 @@ def k<1>(f16* a_ptr, f16* b_ptr, f16* c_ptr, f16* d_ptr, f32* e_ptr) threads=32:
       CHECK(e[m * 8 + n] == float(products));
     }
 }
+
+TEST_CASE("Reduce max and min: the extreme at every position of a row") {
+  // Row r holds the extreme (max for even r, min for odd r) at position r % 4; the other
+  // elements are 1, 2, 3 in order.
+  const char *src = R"(
+def k<1>(i32* x_ptr, i32* y_ptr) threads=32:
+    x = LoadGlobal(ViewGlobal(x_ptr, shape=[32, 4]), layout=spatial(32, 1).local(1, 4))
+    gy = ViewGlobal(y_ptr, shape=[2, 32])
+    StoreGlobal(Reduce(x, dim=1, op=max), gy, offset=[0, 0:])
+    StoreGlobal(Reduce(x, dim=1, op=min), gy, offset=[1, 0:])
+)";
+  std::vector<int32_t> x(128), y(64, -1);
+  for (int r = 0; r < 32; ++r) {
+    int other = 1;
+    for (int j = 0; j < 4; ++j)
+      x[size_t(r * 4 + j)] = j == r % 4 ? (r % 2 == 0 ? 50 + r : -50 - r) : other++;
+  }
+  CHECK_OK(run(build(src), {bufferArg(x), bufferArg(y)}));
+  for (int r = 0; r < 32; ++r) {
+    CAPTURE(r);
+    CHECK(y[size_t(r)] == (r % 2 == 0 ? 50 + r : 3));
+    CHECK(y[size_t(32 + r)] == (r % 2 == 0 ? 1 : -50 - r));
+  }
+}
+
+TEST_CASE("View: elements straddling a 64-bit word of a thread's bits (u8 x 10 as u5 x 16)") {
+  const char *src = R"(
+def k<1>(u8* x_ptr, u8* y_ptr) threads=32:
+    x = LoadGlobal(ViewGlobal(x_ptr, shape=[320]), layout=spatial(32).local(10))
+    v = View(x, dtype=u5, layout=spatial(32).local(16))
+    StoreGlobal(Cast(v, u8), ViewGlobal(y_ptr, shape=[512]))
+)";
+  std::vector<uint8_t> x(320), y(512);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = uint8_t(i * 37 + 11);
+  CHECK_OK(run(build(src), {bufferArg(x), bufferArg(y)}));
+  for (size_t t = 0; t < 32; ++t)
+    for (size_t j = 0; j < 16; ++j) {
+      // bits [5j, 5j + 5) of the thread's 80 bits, byte 0 least significant
+      unsigned v = 0;
+      for (size_t b = 0; b < 5; ++b) {
+        size_t bit = 5 * j + b;
+        v |= unsigned((x[10 * t + bit / 8] >> (bit % 8)) & 1) << b;
+      }
+      CAPTURE(t);
+      CAPTURE(j);
+      CHECK(y[16 * t + j] == v);
+    }
+}
