@@ -145,6 +145,19 @@ TEST_CASE("an update must keep the variable's kind and scalar type") {
 TEST_CASE("names _t<N> always declare, and temporaries avoid names the source uses") {
   Program p = asmProgram("def k<1>():\n    _t0 = 1\n    if 1:\n        _t0 = 2\n");
   CHECK(varsNamed(p, "_t0").size() == 2);
+  // Every digit counts: _t9 and _t1909 are temporary names; _t, _tx and _t9a are not.
+  for (const char *name : {"_t9", "_t1909"}) {
+    CAPTURE(name);
+    std::string n = name;
+    Program t = asmProgram("def k<1>():\n    " + n + " = 1\n    if 1:\n        " + n + " = 2\n");
+    CHECK(varsNamed(t, name).size() == 2);
+  }
+  for (const char *name : {"_tx", "_t9a"}) {
+    CAPTURE(name);
+    std::string n = name;
+    Program t = asmProgram("def k<1>():\n    " + n + " = 1\n    if 1:\n        " + n + " = 2\n");
+    CHECK(varsNamed(t, name).size() == 1); // an update of the outer variable
+  }
   Program q = asmProgram(R"(def k<1>(f32* x) threads=32:
     g = ViewGlobal(x, shape=[32])
     _t0 = LoadGlobal(g, layout=spatial(32))

@@ -155,6 +155,16 @@ TEST_CASE("bytecode: arguments and results") {
   Module kind = assembled(kSimple);
   kind.programs[0].vars[kind.programs[0].instructions[1].results[0]].kind = VarKind::Shared;
   CHECK_ERROR(checkModule(std::move(kind)), ErrorCode::Bytecode);
+  // One result more than the table allows (Add gives exactly one).
+  Module extra = assembled(kSimple);
+  Program &ep = extra.programs[0];
+  Variable second = ep.vars[ep.instructions[1].results[0]];
+  second.name = "second";
+  ep.vars.push_back(second);
+  ep.instructions[1].results.push_back(VarId(ep.vars.size() - 1));
+  Expected<VerifiedModule> twoResults = checkModule(std::move(extra));
+  CHECK_ERROR(twoResults, ErrorCode::BadArgument);
+  CHECK(twoResults.status().toString().find("Add gives 1 results, not 2") != std::string::npos);
   // An instruction that no statement reaches.
   Module orphan = assembled(kSimple);
   orphan.programs[0].instructions.push_back(orphan.programs[0].instructions[2]);
