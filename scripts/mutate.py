@@ -188,9 +188,9 @@ MUTATIONS = [
     m(62, "vm/cpu/exec_views.cpp", "  if (view.byteOffset < 0 || end > int64_t(b.shared.size()))",
       "  if (view.byteOffset < 0 || end > int64_t(b.shared.size()) + 1)", CPU,
       "a shared view one byte past the block's shared memory"),
-    m(63, "vm/cpu/launch_plan.cpp", "  for (size_t e = 1; e < counts.size(); ++e)\n    counts[e] += counts[e - 1];",
-      "  for (size_t e = 2; e < counts.size(); ++e)\n    counts[e] += counts[e - 1];", CPU,
-      "owner table prefix sum skips an element"),
+    m(63, "vm/cpu/launch_plan.cpp", "    if (ownerSlots[size_t(k)] / locals == t)",
+      "    if (ownerSlots[size_t(k)] % locals == t)", CPU,
+      "an operand's owner on a thread looked up by local slot"),
     # ---- jit/ -------------------------------------------------------------------------------
     m(70, "jit/lower_memory.cpp",
       "  uint64_t mask = ((uint64_t(1) << layout.swizzleBits()) - 1) << layout.swizzleBase();",
