@@ -191,6 +191,8 @@ MUTATIONS = [
     m(63, "vm/cpu/launch_plan.cpp", "    if (ownerSlots[size_t(k)] / locals == t)",
       "    if (ownerSlots[size_t(k)] % locals == t)", CPU,
       "an operand's owner on a thread looked up by local slot"),
+    m(64, "vm/cpu/exec_views.cpp", "  for (size_t d = shape.size(); d-- > dim + 1;)",
+      "  for (size_t d = shape.size(); d-- > dim + 2;)", CPU, "Iota coordinate ignores a dimension"),
     # ---- jit/ -------------------------------------------------------------------------------
     m(70, "jit/lower_memory.cpp",
       "  uint64_t mask = ((uint64_t(1) << layout.swizzleBits()) - 1) << layout.swizzleBase();",
