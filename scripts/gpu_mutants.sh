@@ -35,7 +35,7 @@ for id in "${ids[@]}"; do
     > "$out/install_$id.log" 2>&1 || { echo "$id install failed"; cat "$out/install_$id.log"; continue; }
   before=$(ls "$work/cache" | wc -l)
   start=$(date +%s)
-  TILUSVM_DIFF_CACHE_DIR="$work/cache" timeout 540 "$pack/tests/jit/test_jit_gpu" -tc='gpu: *' \
+  TILUSVM_SOURCE_ROOT="$PWD" TILUSVM_DIFF_CACHE_DIR="$work/cache" timeout 540 "$pack/tests/jit/test_jit_gpu" -tc='gpu: *' \
     > "$out/mutant_$id.log" 2>&1
   rc=$?
   misses=$(( $(ls "$work/cache" | wc -l) - before ))
