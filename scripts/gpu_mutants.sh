@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 pack="${1:?usage: gpu_mutants.sh PACK_DIR [ID ...]}"
 shift
 export LD_LIBRARY_PATH="$pack/vm${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Unspecialised launches: the packed PTX was compiled without launch-time specialisation, and
+# the keys mutant_kernels installs are the unspecialised ones.
+export TILUSVM_SPECIALIZE=0
 out="${OUT:-/tmp/tilusvm-gpu-mutants}"
 work="$(mktemp -d)"
 mkdir -p "$out"
@@ -35,7 +38,7 @@ for id in "${ids[@]}"; do
     > "$out/install_$id.log" 2>&1 || { echo "$id install failed"; cat "$out/install_$id.log"; continue; }
   before=$(ls "$work/cache" | wc -l)
   start=$(date +%s)
-  TILUSVM_SOURCE_ROOT="$PWD" TILUSVM_DIFF_CACHE_DIR="$work/cache" timeout 540 "$pack/tests/jit/test_jit_gpu" -tc='gpu: *' \
+  TILUSVM_SOURCE_ROOT="$pack" TILUSVM_DIFF_CACHE_DIR="$work/cache" timeout 540 "$pack/tests/jit/test_jit_gpu" -tc='gpu: *' \
     > "$out/mutant_$id.log" 2>&1
   rc=$?
   misses=$(( $(ls "$work/cache" | wc -l) - before ))

@@ -27,7 +27,9 @@ every recorded module to sm_90a PTX; .carry-mutants/ then holds the unmutated, s
 libtilusvm, test_jit_gpu and mutant_kernels, the modules and one PTX set per mutant (plus the
 unmutated set as the baseline). On the GPU, scripts/gpu_mutants.sh installs each set into a
 fresh disk kernel cache under the keys the unmutated runtime computes (compiler version, device
-and driver included) and runs the gpu: cases of test_jit_gpu against it. vm/cuda/ mutants change
+and driver included) and runs the gpu: cases of test_jit_gpu against it, with the library's
+programs read from the pack (as recorded) and TILUSVM_SPECIALIZE=0 (launches unspecialised,
+so their keys are the ones the PTX was compiled for). vm/cuda/ mutants change
 host code, not kernels: they are judged by the runtime suite here (a mutated libtilusvm is too
 big to carry more than one per GPU call). The default runs the cpu area.
 """
@@ -222,8 +224,8 @@ MUTATIONS = [
       "            ok, b_.CreateAnd(b_.CreateICmpSGE(x[k], g_.lo[k]), b_.CreateICmpSLT(x[k], g_.hi[k])));",
       "            ok, b_.CreateAnd(b_.CreateICmpSGE(x[k], g_.lo[k]), b_.CreateICmpSLE(x[k], g_.hi[k])));",
       JIT, "CopyAsync element at the extent in bounds"),
-    m(78, "jit/lower_copy.cpp", "    callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});",
-      "    callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});", JIT,
+    m(78, "jit/lower_copy.cpp", "  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});",
+      "  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});", JIT,
       "CopyAsyncWaitAll does not wait"),
     m(79, "jit/lower_ldmatrix.cpp", "  llvm::Value *matrix = b.CreateLShr(lane, constI32(3)); // 0..3",
       "  llvm::Value *matrix = b.CreateLShr(lane, constI32(2)); // 0..3", JIT,
@@ -426,6 +428,8 @@ def gpu_pack(selected, work, log):
     for line in ldd.splitlines():
         if "libxxhash" in line:
             shutil.copy(line.split("=>")[1].split()[0], os.path.join(pack, "vm"))
+    # The programs the differential test reads (TILUSVM_SOURCE_ROOT=pack there), as recorded.
+    shutil.copytree(os.path.join(src, "programs"), os.path.join(pack, "programs"))
     with open(os.path.join(pack, "mutations.json"), "w") as f:
         json.dump([{k: x[k] for k in ("id", "file", "what")} for x in jit], f, indent=1)
     size = subprocess.check_output(["du", "-sh", pack], text=True).split()[0]
