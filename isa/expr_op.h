@@ -80,4 +80,19 @@ constexpr ExprOpKind exprOpKind(ExprOp op) { return detail::kExprOpRows[int(op)]
 constexpr bool isComparison(ExprOp op) { return exprOpKind(op) == ExprOpKind::Comparison; }
 constexpr bool isLogical(ExprOp op) { return exprOpKind(op) == ExprOpKind::Logical; }
 
+/// A comparison operator (precondition: isComparison(op)) on two ordered values.
+template <class T> constexpr bool compareOrdered(ExprOp op, T x, T y) {
+  if (op == ExprOp::Eq)
+    return x == y;
+  if (op == ExprOp::Ne)
+    return x != y;
+  if (op == ExprOp::Lt)
+    return x < y;
+  if (op == ExprOp::Le)
+    return x <= y;
+  if (op == ExprOp::Gt)
+    return x > y;
+  return x >= y;
+}
+
 } // namespace tilus

@@ -26,22 +26,6 @@ bool truth(uint64_t bits, DataType type) {
   return convertBits(bits, type, DataType::boolean()) != 0;
 }
 
-/// A comparison operator (precondition: isComparison(op)) on two ordered values.
-bool compareOrdered(ExprOp op, auto x, auto y) {
-  assert(isComparison(op));
-  if (op == ExprOp::Eq)
-    return x == y;
-  if (op == ExprOp::Ne)
-    return x != y;
-  if (op == ExprOp::Lt)
-    return x < y;
-  if (op == ExprOp::Le)
-    return x <= y;
-  if (op == ExprOp::Gt)
-    return x > y;
-  return x >= y;
-}
-
 bool compare(ExprOp op, DataType t, uint64_t x, uint64_t y) {
   if (t.isFloat())
     return compareOrdered(op, toDouble(x, t), toDouble(y, t)); // exact; NaN unordered

@@ -18,6 +18,8 @@
 #include "isa/convert.h"
 #include "isa/scalar_eval.h"
 
+#include <cassert>
+
 namespace tilus::jit {
 
 namespace {
@@ -207,41 +209,26 @@ llvm::Value *Codegen::applyOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
 }
 
 llvm::Value *Codegen::compareOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y) {
+  using P = llvm::CmpInst::Predicate;
+  static_assert(int(ExprOp::Ne) == int(ExprOp::Eq) + 1 && int(ExprOp::Lt) == int(ExprOp::Eq) + 2 &&
+                int(ExprOp::Le) == int(ExprOp::Eq) + 3 && int(ExprOp::Gt) == int(ExprOp::Eq) + 4 &&
+                int(ExprOp::Ge) == int(ExprOp::Eq) + 5);
+  assert(isComparison(op));
+  size_t k = size_t(op) - size_t(ExprOp::Eq); // Eq, Ne, Lt, Le, Gt, Ge
   if (t.isFloat() && isNativeFloat(t)) {
-    switch (op) {
-    case ExprOp::Eq:
-      return b.CreateFCmpOEQ(x, y);
-    case ExprOp::Ne:
-      return b.CreateFCmpUNE(x, y);
-    case ExprOp::Lt:
-      return b.CreateFCmpOLT(x, y);
-    case ExprOp::Le:
-      return b.CreateFCmpOLE(x, y);
-    case ExprOp::Gt:
-      return b.CreateFCmpOGT(x, y);
-    default:
-      return b.CreateFCmpOGE(x, y);
-    }
+    static constexpr P kFloat[] = {P::FCMP_OEQ, P::FCMP_UNE, P::FCMP_OLT,
+                                   P::FCMP_OLE, P::FCMP_OGT, P::FCMP_OGE};
+    return b.CreateFCmp(kFloat[k], x, y);
   }
   if (t.isFloat()) { // low-precision floats: compare exact values
     DataType f32 = DataType::f32();
     return applyOp(op, f32, convert(x, t, f32), convert(y, t, f32));
   }
-  bool s = t.isSigned();
-  switch (op) {
-  case ExprOp::Eq:
-    return b.CreateICmpEQ(x, y);
-  case ExprOp::Ne:
-    return b.CreateICmpNE(x, y);
-  case ExprOp::Lt:
-    return s ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
-  case ExprOp::Le:
-    return s ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
-  case ExprOp::Gt:
-    return s ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
-  default:
-    return s ? b.CreateICmpSGE(x, y) : b.CreateICmpUGE(x, y);
-  }
+  static constexpr P kSigned[] = {P::ICMP_EQ,  P::ICMP_NE,  P::ICMP_SLT,
+                                  P::ICMP_SLE, P::ICMP_SGT, P::ICMP_SGE};
+  static constexpr P kUnsigned[] = {P::ICMP_EQ,  P::ICMP_NE,  P::ICMP_ULT,
+                                    P::ICMP_ULE, P::ICMP_UGT, P::ICMP_UGE};
+  return b.CreateICmp((t.isSigned() ? kSigned : kUnsigned)[k], x, y);
 }
 
 llvm::Value *Codegen::floatOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *y) {
@@ -274,8 +261,28 @@ llvm::Value *Codegen::floatOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
     r = b.CreateSelect(xNaN, y, r);
     return b.CreateSelect(bothNaN, constBits(t, canonicalNaN(t)), r);
   }
-  default:
-    break;
+  case ExprOp::Add:
+  case ExprOp::Sub:
+  case ExprOp::Mul:
+  case ExprOp::Div:
+  case ExprOp::Mod:
+  case ExprOp::Neg:
+  case ExprOp::CeilDiv:
+    break; // arithmetic in the float type, below
+  case ExprOp::Const:
+  case ExprOp::Var:
+  case ExprOp::Eq:
+  case ExprOp::Ne:
+  case ExprOp::Lt:
+  case ExprOp::Le:
+  case ExprOp::Gt:
+  case ExprOp::Ge:
+  case ExprOp::LogicalAnd:
+  case ExprOp::LogicalOr:
+  case ExprOp::LogicalNot:
+  case ExprOp::Select:
+  case ExprOp::Cast:
+    return llvm::UndefValue::get(elemType(t)); // not arithmetic: applyOp handles these
   }
   bool narrow = t == DataType::f16() || t == DataType::bf16();
   DataType ct = narrow ? DataType::f32() : t;
@@ -309,8 +316,28 @@ llvm::Value *Codegen::floatOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
     r = callIntrinsic(llvm::Intrinsic::ceil, {q->getType()}, {q});
     break;
   }
-  default:
-    return llvm::UndefValue::get(elemType(t));
+  case ExprOp::Shl:
+  case ExprOp::Shr:
+  case ExprOp::BitAnd:
+  case ExprOp::BitOr:
+  case ExprOp::BitXor:
+  case ExprOp::BitNot:
+  case ExprOp::Min:
+  case ExprOp::Max:
+  case ExprOp::Const:
+  case ExprOp::Var:
+  case ExprOp::Eq:
+  case ExprOp::Ne:
+  case ExprOp::Lt:
+  case ExprOp::Le:
+  case ExprOp::Gt:
+  case ExprOp::Ge:
+  case ExprOp::LogicalAnd:
+  case ExprOp::LogicalOr:
+  case ExprOp::LogicalNot:
+  case ExprOp::Select:
+  case ExprOp::Cast:
+    return llvm::UndefValue::get(elemType(t)); // handled above, or not arithmetic
   }
   (void)ct;
   if (narrow)
@@ -349,8 +376,20 @@ llvm::Value *Codegen::intOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *
     return b.CreateSelect(s ? b.CreateICmpSLT(y, x) : b.CreateICmpULT(y, x), y, x);
   case ExprOp::Max:
     return b.CreateSelect(s ? b.CreateICmpSGT(y, x) : b.CreateICmpUGT(y, x), y, x);
-  default:
-    return llvm::UndefValue::get(elemType(t));
+  case ExprOp::Const:
+  case ExprOp::Var:
+  case ExprOp::Eq:
+  case ExprOp::Ne:
+  case ExprOp::Lt:
+  case ExprOp::Le:
+  case ExprOp::Gt:
+  case ExprOp::Ge:
+  case ExprOp::LogicalAnd:
+  case ExprOp::LogicalOr:
+  case ExprOp::LogicalNot:
+  case ExprOp::Select:
+  case ExprOp::Cast:
+    return llvm::UndefValue::get(elemType(t)); // not arithmetic: applyOp handles these
   }
 }
 

@@ -20,23 +20,6 @@ namespace tilus::cpu {
 
 namespace {
 
-template <typename T> bool compareValues(ExprOp op, T x, T y) {
-  switch (op) {
-  case ExprOp::Eq:
-    return x == y;
-  case ExprOp::Ne:
-    return x != y;
-  case ExprOp::Lt:
-    return x < y;
-  case ExprOp::Le:
-    return x <= y;
-  case ExprOp::Gt:
-    return x > y;
-  default:
-    return x >= y;
-  }
-}
-
 struct Slots {
   const uint64_t *a = nullptr;
   const uint64_t *b = nullptr;
@@ -52,29 +35,24 @@ bool floatBinaryFast(ExprOp op, DataType t, const Slots &s) {
     return false;
   if (isComparison(op)) {
     for (size_t i = 0; i < s.n; ++i)
-      s.d[i] = compareValues(op, decodeFloat(s.a[i], t), decodeFloat(s.b[i], t)) ? 1 : 0;
+      s.d[i] = compareOrdered(op, decodeFloat(s.a[i], t), decodeFloat(s.b[i], t)) ? 1 : 0;
     return true;
   }
   auto loop = [&](auto f) {
     for (size_t i = 0; i < s.n; ++i)
       s.d[i] = encodeFloat(f(decodeFloat(s.a[i], t), decodeFloat(s.b[i], t)), t);
   };
-  switch (op) {
-  case ExprOp::Add:
+  if (op == ExprOp::Add)
     loop([](double x, double y) { return x + y; });
-    return true;
-  case ExprOp::Sub:
+  else if (op == ExprOp::Sub)
     loop([](double x, double y) { return x - y; });
-    return true;
-  case ExprOp::Mul:
+  else if (op == ExprOp::Mul)
     loop([](double x, double y) { return x * y; });
-    return true;
-  case ExprOp::Div:
+  else if (op == ExprOp::Div)
     loop([](double x, double y) { return x / y; });
-    return true;
-  default:
-    return false;
-  }
+  else
+    return false; // the other operators take applyScalarOp's path
+  return true;
 }
 
 /// 8- to 64-bit integer + - * & | ^ and comparisons (wrapping; exactly applyScalarOp's results).
@@ -85,8 +63,8 @@ bool intBinaryFast(ExprOp op, DataType t, const Slots &s) {
   if (isComparison(op)) {
     for (size_t i = 0; i < s.n; ++i)
       s.d[i] =
-          (t.isSigned() ? compareValues(op, signExtend(s.a[i], t.bits), signExtend(s.b[i], t.bits))
-                        : compareValues(op, s.a[i] & mask, s.b[i] & mask))
+          (t.isSigned() ? compareOrdered(op, signExtend(s.a[i], t.bits), signExtend(s.b[i], t.bits))
+                        : compareOrdered(op, s.a[i] & mask, s.b[i] & mask))
               ? 1
               : 0;
     return true;
@@ -95,28 +73,21 @@ bool intBinaryFast(ExprOp op, DataType t, const Slots &s) {
     for (size_t i = 0; i < s.n; ++i)
       s.d[i] = f(s.a[i], s.b[i]) & mask;
   };
-  switch (op) {
-  case ExprOp::Add:
+  if (op == ExprOp::Add)
     loop([](uint64_t x, uint64_t y) { return x + y; });
-    return true;
-  case ExprOp::Sub:
+  else if (op == ExprOp::Sub)
     loop([](uint64_t x, uint64_t y) { return x - y; });
-    return true;
-  case ExprOp::Mul:
+  else if (op == ExprOp::Mul)
     loop([](uint64_t x, uint64_t y) { return x * y; });
-    return true;
-  case ExprOp::BitAnd:
+  else if (op == ExprOp::BitAnd)
     loop([](uint64_t x, uint64_t y) { return x & y; });
-    return true;
-  case ExprOp::BitOr:
+  else if (op == ExprOp::BitOr)
     loop([](uint64_t x, uint64_t y) { return x | y; });
-    return true;
-  case ExprOp::BitXor:
+  else if (op == ExprOp::BitXor)
     loop([](uint64_t x, uint64_t y) { return x ^ y; });
-    return true;
-  default:
-    return false;
-  }
+  else
+    return false; // the other operators take applyScalarOp's path
+  return true;
 }
 
 void binary(ExprOp op, DataType t, DataType resultType, const Slots &s) {
@@ -227,9 +198,20 @@ DataType operandType(const BlockState &b, const Instruction &inst,
     return k == 0 ? DataType::boolean() : resultType;
   case InstructionCategory::Conversion:
     return b.program.expr(arg.expr).dtype;
-  default:
+  case InstructionCategory::Arithmetic:
+  case InstructionCategory::Bitwise:
+  case InstructionCategory::Unary:
+  case InstructionCategory::Math:
     return resultType;
+  case InstructionCategory::Indexing:
+  case InstructionCategory::Creation:
+  case InstructionCategory::Movement:
+  case InstructionCategory::Contraction:
+  case InstructionCategory::Control:
+    break; // not staged by visitElementwise
   }
+  assert(false && "not an elementwise category");
+  return resultType;
 }
 
 /// Stage operand k into an array parallel to the result slots.
