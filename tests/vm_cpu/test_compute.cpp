@@ -287,3 +287,26 @@ def k<1>(u8* x_ptr, u8* y_ptr) threads=32:
       CHECK(y[16 * t + j] == v);
     }
 }
+
+TEST_CASE("Reduce sum and prod of f32 rows") {
+  const char *src = R"(
+def k<1>(f32* x_ptr, f32* y_ptr) threads=32:
+    x = LoadGlobal(ViewGlobal(x_ptr, shape=[32, 4]), layout=spatial(32, 1).local(1, 4))
+    gy = ViewGlobal(y_ptr, shape=[2, 32])
+    StoreGlobal(Reduce(x, dim=1, op=prod), gy, offset=[0, 0:])
+    StoreGlobal(Reduce(x, dim=1, op=sum), gy, offset=[1, 0:])
+)";
+  std::vector<float> x(128), y(64, -1.0f);
+  for (size_t r = 0; r < 32; ++r) {
+    x[r * 4 + 0] = 2.0f;
+    x[r * 4 + 1] = float(r);
+    x[r * 4 + 2] = 0.5f;
+    x[r * 4 + 3] = -4.0f;
+  }
+  CHECK_OK(run(build(src), {bufferArg(x), bufferArg(y)}));
+  for (size_t r = 0; r < 32; ++r) {
+    CAPTURE(r);
+    CHECK(y[r] == -4.0f * float(r));     // 2 * r * 0.5 * -4, exact
+    CHECK(y[32 + r] == float(r) - 1.5f); // 2 + r + 0.5 - 4, exact
+  }
+}
