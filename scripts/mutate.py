@@ -77,9 +77,9 @@ def m(ident, path, original, replacement, suites, what):
 
 MUTATIONS = [
     # ---- isa/ -------------------------------------------------------------------------------
-    m(1, "isa/scalar_eval.cpp", "  if (op == ExprOp::Lt)\n    return x < y;",
+    m(1, "isa/expr_op.h", "  if (op == ExprOp::Lt)\n    return x < y;",
       "  if (op == ExprOp::Lt)\n    return x <= y;", ISA, "Lt compares as Le"),
-    m(2, "isa/scalar_eval.cpp", "  if (op == ExprOp::Gt)\n    return x > y;\n  return x >= y;",
+    m(2, "isa/expr_op.h", "  if (op == ExprOp::Gt)\n    return x > y;\n  return x >= y;",
       "  if (op == ExprOp::Gt)\n    return x > y;\n  return x > y;", ISA, "Ge compares as Gt"),
     m(3, "isa/scalar_eval.cpp", "    return amount >= t.bits ? 0 : x << amount;",
       "    return amount > t.bits ? 0 : x << amount;", ISA, "Shl by the width not 0"),
@@ -210,8 +210,9 @@ MUTATIONS = [
     m(73, "jit/lower_global.cpp", "    a.lo.push_back(b.CreateSub(tile.lo[size_t(k)], s[size_t(k)]));",
       "    a.lo.push_back(b.CreateSub(tile.lo[size_t(k)], b.CreateAdd(s[size_t(k)], b.getInt64(1))));",
       JIT, "global lower bound one too low"),
-    m(74, "jit/lower_scalar.cpp", "    return s ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);",
-      "    return s ? b.CreateICmpSLE(x, y) : b.CreateICmpULT(x, y);", JIT, "signed Lt as Le"),
+    m(74, "jit/lower_scalar.cpp", "  static constexpr P kSigned[] = {P::ICMP_EQ,  P::ICMP_NE,  P::ICMP_SLT,",
+      "  static constexpr P kSigned[] = {P::ICMP_EQ,  P::ICMP_NE,  P::ICMP_SLE,", JIT,
+      "signed Lt as Le"),
     m(75, "jit/lower_scalar.cpp",
       "    return b.CreateSelect(s ? b.CreateICmpSLT(y, x) : b.CreateICmpULT(y, x), y, x);",
       "    return b.CreateSelect(s ? b.CreateICmpSLT(y, x) : b.CreateICmpULT(y, x), x, y);", JIT,
