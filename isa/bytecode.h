@@ -33,14 +33,14 @@ struct BytecodeLimits {
   // Added with the format (docs/bytecode.md, "Limits"): bounds that keep decoding and every
   // later stage (checker, printer, interpreter) linear and free of overflow. Lowering any limit
   // is safe; the layout arithmetic assumes maxLayoutElements <= 2^24.
-  uint32_t maxNameBytes = 1024;               // program and variable names
-  uint32_t maxStmts = 1u << 22;               // statements of one program, nested ones included
-  uint32_t maxExprDepth = 1024;               // longest operand chain of one expression tree
-  uint32_t maxLayoutRank = 16;                // rank of a register or shared layout
-  uint32_t maxLayoutDepth = 32;               // nesting of shared layout expressions
-  int64_t maxLayoutElements = 1ll << 21;      // elements (and shared offsets) of one layout
-  int64_t maxTotalLayoutElements = 1ll << 24; // element visits of layout code, whole module
-  uint64_t maxDecodedBytes = 1ull << 30;      // estimated memory of the decoded IR
+  uint32_t maxNameBytes = 1024;                // program and variable names
+  uint32_t maxStmts = 1u << 22;                // statements of one program, nested ones included
+  uint32_t maxExprDepth = 1024;                // longest operand chain of one expression tree
+  uint32_t maxLayoutRank = 16;                 // rank of a register or shared layout
+  uint32_t maxLayoutDepth = 32;                // nesting of shared layout expressions
+  int64_t maxLayoutElements = kMaxLayoutCells; // elements (and shared offsets) of one layout
+  int64_t maxTotalLayoutElements = 1ll << 24;  // element visits of layout code, whole module
+  uint64_t maxDecodedBytes = 1ull << 30;       // estimated memory of the decoded IR
 };
 
 struct EncodeOptions {

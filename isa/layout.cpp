@@ -93,14 +93,19 @@ Status validateSizes(const RawLayout &raw) {
     if (!mulChecked(elements, raw.shape[d], elements))
       return invalid("the number of elements overflows 64 bits");
   }
-  int64_t count = 1;
+  int64_t threads = 1;
   for (int32_t k : raw.spatial)
-    if (!mulChecked(count, raw.modes[k].size, count))
+    if (!mulChecked(threads, raw.modes[k].size, threads))
       return invalid("the thread count overflows 64 bits");
-  count = 1;
+  int64_t locals = 1;
   for (int32_t k : raw.local)
-    if (!mulChecked(count, raw.modes[k].size, count))
+    if (!mulChecked(locals, raw.modes[k].size, locals))
       return invalid("the local count overflows 64 bits");
+  int64_t cells = 0;
+  if (!mulChecked(threads, locals, cells) || cells > kMaxLayoutCells || elements > kMaxLayoutCells)
+    return invalid(std::to_string(threads) + " threads x " + std::to_string(locals) + " locals (" +
+                   std::to_string(elements) + " elements) exceed the limit of " +
+                   std::to_string(kMaxLayoutCells) + " cells of a register layout");
   return Status::success();
 }
 

@@ -31,6 +31,12 @@
 
 namespace tilus {
 
+/// The most cells (threads x locals, replicated ones included) and elements a register layout
+/// may have: the bytecode's limit (BytecodeLimits::maxLayoutElements), enforced where layouts
+/// are built so that whatever the assembler accepts also decodes, and printing or enumerating a
+/// layout stays bounded.
+constexpr int64_t kMaxLayoutCells = int64_t(1) << 21;
+
 struct LayoutMode {
   int32_t dim = 0;  // dimension, or -1 for a replication entry (spatial list only)
   int64_t size = 1; // > 1 in canonical form

@@ -348,9 +348,22 @@ struct EvalStacks {
 };
 thread_local EvalStacks evalStacks;
 
+/// Whether `node` is a division whose divisor (raw[1], in its own node type) is zero.
+bool dividesByZero(const Program &program, const ExprNode &node, const uint64_t *raw) {
+  if (node.op != ExprOp::Div && node.op != ExprOp::Mod && node.op != ExprOp::CeilDiv)
+    return false;
+  DataType own = program.expr(node.operands[1]).dtype;
+  DataType t = operandTypeOf(program, node);
+  uint64_t divisor = convertBits(raw[1], own, t) & bitMask(t.bits);
+  return t.isFloat() ? toDouble(divisor, t) == 0.0 : divisor == 0;
+}
+
 } // namespace
 
-uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varValue) {
+uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varValue,
+                      bool *divisionByZero) {
+  if (divisionByZero)
+    *divisionByZero = false;
   const ExprNode &root = program.expr(id);
   if (exprOpArity(root.op) == 0)
     return leafValue(program, root, varValue);
@@ -376,6 +389,8 @@ uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varVa
       continue;
     }
     size_t first = s.values.size() - size_t(arity);
+    if (divisionByZero && dividesByZero(program, node, s.values.data() + first))
+      *divisionByZero = true;
     uint64_t result = applyNode(program, node, s.values.data() + first);
     s.values.resize(first);
     s.values.push_back(result);
@@ -384,6 +399,43 @@ uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varVa
   uint64_t result = s.values.back();
   s.values.resize(valueBase);
   return result;
+}
+
+Expected<std::array<int64_t, 3>> evaluateGrid(const Program &program, const VarValueFn &varValue) {
+  Location loc;
+  loc.program = program.name;
+  auto fail = [&](std::string message) {
+    return Status::error(ErrorCode::Runtime, "program `" + program.name + "`: " + message, loc);
+  };
+  if (program.grid.empty() || program.grid.size() > 3)
+    return fail("has " + std::to_string(program.grid.size()) + " grid dimensions, expected 1 to 3");
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  for (size_t d = 0; d < program.grid.size(); ++d) {
+    ExprId e = program.grid[d];
+    DataType t = program.expr(e).dtype;
+    bool divisionByZero = false;
+    uint64_t bits = evaluateExpr(program, e, varValue, &divisionByZero);
+    std::string which = "grid dimension " + std::to_string(d);
+    if (divisionByZero)
+      return fail(which + " divides by zero");
+    int64_t n = 0;
+    if (t.isFloat()) {
+      double v = toDouble(bits, t);
+      if (!(v >= 1 && v <= double(kMaxGridDims[d])) || v != std::floor(v))
+        return fail(which + " is " + std::to_string(v) + ", not an integer in [1, " +
+                    std::to_string(kMaxGridDims[d]) + "]");
+      n = int64_t(v);
+    } else {
+      n = toInt64(bits, t);
+    }
+    if (n == 0)
+      return fail(which + " is 0: a launch of no blocks would run nothing");
+    if (n < 1 || n > kMaxGridDims[d])
+      return fail(which + " is " + std::to_string(n) + ", outside [1, " +
+                  std::to_string(kMaxGridDims[d]) + "]");
+    grid[d] = n;
+  }
+  return grid;
 }
 
 } // namespace tilus

@@ -8,7 +8,9 @@
 #pragma once
 
 #include "isa/program.h"
+#include "isa/status.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -24,8 +26,22 @@ using VarValueFn = std::function<uint64_t(VarId)>;
 /// operands to promoteScalarTypes of the two, logical operands and the Select condition to
 /// bool, Select's branches to the node's type. A Var of a Scalar variable is converted from
 /// the variable's dtype to the node's; a Pointer variable's value is returned as is.
-/// Iterative: the depth of an expression does not consume native stack.
-uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varValue);
+/// Iterative: the depth of an expression does not consume native stack. When
+/// `divisionByZero` is given, it is set to whether any `/`, `%` or `cdiv` of the evaluation had
+/// a zero divisor (its result, 0, is then not the quotient the program meant).
+uint64_t evaluateExpr(const Program &program, ExprId id, const VarValueFn &varValue,
+                      bool *divisionByZero = nullptr);
+
+/// The largest grid dimensions a launch may have (CUDA's: x < 2^31, y and z <= 65535); the
+/// interpreter enforces the same, so that whatever runs on the CPU can run on a GPU.
+constexpr std::array<int64_t, 3> kMaxGridDims = {int64_t(2147483647), 65535, 65535};
+
+/// The grid of `program` for the given parameter values, one entry per dimension (missing
+/// dimensions are 1). Every dimension must be in [1, kMaxGridDims[d]]: a grid of zero blocks is
+/// an error, not an empty run, and so is a negative dimension, one beyond the limit, one of a
+/// non-integer value and one computed with a division by zero (ErrorCode::Runtime, located at
+/// the program). Docs: docs/runtime.md, "Launch".
+Expected<std::array<int64_t, 3>> evaluateGrid(const Program &program, const VarValueFn &varValue);
 
 /// Apply one operator to operand bit patterns (used by the evaluator, the assembler's
 /// constant folder and the interpreter). `operandType` is the operands' common type (for

@@ -34,6 +34,8 @@ std::string Location::toString() const {
     s += ":" + (program.empty() ? std::string("?") : program);
     if (instruction >= 0)
       s += ":" + std::to_string(instruction);
+    if (instruction >= 0 && !opcode.empty())
+      s += " (" + opcode + ")";
     return s;
   }
   if (!file.empty())

@@ -70,9 +70,10 @@ struct Location {
   uint32_t column = 0;      // 1-based; 0 = unknown
   std::string program;      // program name (bytecode locations)
   int64_t instruction = -1; // instruction index within the program (bytecode locations)
+  std::string opcode;       // that instruction's name, shown after its index; may be empty
 
   bool known() const { return line != 0 || instruction >= 0 || !file.empty(); }
-  /// "FILE:LINE:COL", or "<bytecode>:PROGRAM:INDEX", or "FILE" or "<unknown>".
+  /// "FILE:LINE:COL", or "<bytecode>:PROGRAM:INDEX (OPCODE)", or "FILE" or "<unknown>".
   std::string toString() const;
 };
 

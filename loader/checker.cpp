@@ -107,6 +107,8 @@ void ProgramChecker::report(ErrorCode code, std::string message, SourceLoc loc,
   } else {
     where.program = prog_.name;
     where.instruction = instruction;
+    if (instruction >= 0 && size_t(instruction) < prog_.instructions.size())
+      where.opcode = prog_.instructions[size_t(instruction)].spec().name;
   }
   SortedDiagnostic d;
   d.program = programIndex_;

@@ -3,35 +3,16 @@
 // checked (loader/checker.cpp); only a module that passes both becomes a VerifiedModule.
 #include "loader/loader.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include "isa/file_io.h"
 
 namespace tilus {
 
 namespace {
 
+/// A regular file of at most `maxBytes` bytes (isa/file_io.h: directories, devices and FIFOs
+/// are refused before anything is read).
 Expected<std::vector<uint8_t>> readBounded(const std::string &path, uint64_t maxBytes) {
-  Location loc;
-  loc.file = path;
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in)
-    return Status::error(ErrorCode::Io, std::string("cannot open file: ") + std::strerror(errno),
-                         loc);
-  std::streamoff size = in.tellg();
-  if (size < 0)
-    return Status::error(ErrorCode::Io, "cannot determine the file size", loc);
-  if (uint64_t(size) > maxBytes)
-    return Status::error(ErrorCode::Bytecode,
-                         "file size " + std::to_string(size) + " exceeds the limit of " +
-                             std::to_string(maxBytes) + " bytes",
-                         loc);
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char *>(bytes.data()), size))
-    return Status::error(ErrorCode::Io, "read failed: file of " + std::to_string(size) + " bytes",
-                         loc);
-  return bytes;
+  return readRegularFile(path, maxBytes);
 }
 
 } // namespace

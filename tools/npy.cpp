@@ -7,10 +7,11 @@
 // checked for overflow before anything is allocated.
 #include "tools/npy.h"
 
+#include "isa/file_io.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <fstream>
 #include <limits>
 
 namespace tilus::npy {
@@ -256,13 +257,11 @@ Expected<Array> parse(std::span<const uint8_t> bytes) {
   return array;
 }
 
-Expected<Array> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(ErrorCode::Io, "cannot open " + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  auto array = parse(bytes);
+Expected<Array> readFile(const std::string &path, uint64_t maxBytes) {
+  auto bytes = readRegularFile(path, maxBytes);
+  if (!bytes.ok())
+    return Status::error(ErrorCode::Io, path + ": " + bytes.status().first().message);
+  auto array = parse(*bytes);
   if (!array.ok())
     return Status::error(ErrorCode::Io, path + ": " + array.status().first().message);
   return array;
@@ -320,11 +319,9 @@ std::vector<uint8_t> encode(const std::string &descr, const std::vector<int64_t>
 Status writeFile(const std::string &path, const std::string &descr,
                  const std::vector<int64_t> &shape, std::span<const uint8_t> data) {
   std::vector<uint8_t> bytes = encode(descr, shape, data);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
-  out.flush();
-  if (!out)
-    return Status::error(ErrorCode::Io, "cannot write " + path);
+  Status written = writeOutputFile(path, bytes);
+  if (!written.ok())
+    return Status::error(ErrorCode::Io, path + ": " + written.first().message);
   return Status::success();
 }
 

@@ -38,7 +38,9 @@ std::string normalizeDescr(const std::string &descr);
 std::string descrFor(DataType dtype);
 
 Expected<Array> parse(std::span<const uint8_t> bytes);
-Expected<Array> readFile(const std::string &path);
+/// The array in the regular file `path` (isa/file_io.h: directories, devices and FIFOs are
+/// refused), refused before it is read when the file holds more than `maxBytes` bytes.
+Expected<Array> readFile(const std::string &path, uint64_t maxBytes = uint64_t(1) << 40);
 
 /// The data of an array in C order with little-endian items (byte-swapping '>' arrays and
 /// reordering Fortran-ordered ones).
@@ -48,6 +50,8 @@ Expected<std::vector<uint8_t>> cOrderLittleEndian(const Array &array);
 /// starts at a multiple of 64 bytes, and ends with '\n'.
 std::vector<uint8_t> encode(const std::string &descr, const std::vector<int64_t> &shape,
                             std::span<const uint8_t> data);
+/// Write through isa/file_io.h's writeOutputFile (atomic for regular files, in place for
+/// devices, an error for a directory).
 Status writeFile(const std::string &path, const std::string &descr,
                  const std::vector<int64_t> &shape, std::span<const uint8_t> data);
 

@@ -186,6 +186,10 @@ Expected<BufferSpec> parseBufferSpec(std::string_view text) {
   if (!dims.ok())
     return dims.status();
   spec.shape = std::move(dims.value());
+  int64_t elements = 1;
+  for (int64_t d : spec.shape)
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxBufferElements)
+      return usage(quoted(text) + ": the shape has more than 2^40 elements");
   std::string_view tail = rest.substr(close + 1);
   if (tail.empty())
     return spec;
@@ -196,6 +200,35 @@ Expected<BufferSpec> parseBufferSpec(std::string_view text) {
     return seed.status();
   spec.seed = *seed;
   return spec;
+}
+
+Expected<uint64_t> parseByteSize(std::string_view text) {
+  std::string bad = quoted(text) + " is not a byte count (e.g. 4096, 512M, 16G)";
+  int shift = 0;
+  if (!text.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+    case 'K':
+      shift = 10;
+      break;
+    case 'M':
+      shift = 20;
+      break;
+    case 'G':
+      shift = 30;
+      break;
+    case 'T':
+      shift = 40;
+      break;
+    }
+    if (shift)
+      text.remove_suffix(1);
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 10);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value == 0 ||
+      value > (uint64_t(INT64_MAX) >> shift))
+    return usage(bad);
+  return value << shift;
 }
 
 Expected<std::pair<std::string, std::string>> splitAssignment(std::string_view text) {

@@ -35,7 +35,15 @@ struct BufferSpec {
   int64_t explicitElements() const;
 };
 
+/// The most elements an explicit shape (zeros:DTYPE[..], rand:DTYPE[..]) may have: 2^40.
+constexpr int64_t kMaxBufferElements = int64_t(1) << 40;
+
+/// A buffer value; an explicit shape of more than kMaxBufferElements elements is refused.
 Expected<BufferSpec> parseBufferSpec(std::string_view text);
+
+/// A byte count: decimal digits with an optional binary suffix K, M, G or T (KiB ... TiB), e.g.
+/// 4096, 512M, 16G. At least 1 and below 2^63.
+Expected<uint64_t> parseByteSize(std::string_view text);
 
 /// Split "NAME=VALUE" at the first '='.
 Expected<std::pair<std::string, std::string>> splitAssignment(std::string_view text);

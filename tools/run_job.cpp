@@ -1,6 +1,8 @@
 // vm-run's and tilus-tune's launch preparation (tools/run_job.h).
 #include "tools/run_job.h"
 
+#include "isa/file_io.h"
+#include "isa/host_memory.h"
 #include "loader/checker.h"
 #include "tools/npy.h"
 #include "tools/run_args.h"
@@ -64,12 +66,14 @@ std::optional<int64_t> extentOf(const Job &job, VarId id) {
   return int64_t(0); // never viewed: nothing to touch
 }
 
-Status loadFileBuffer(Buffer &buffer, const std::string &path) {
-  auto array = npy::readFile(path);
+Status loadFileBuffer(Buffer &buffer, const std::string &path, uint64_t maxBytes) {
+  auto array = npy::readFile(path, maxBytes);
   if (!array.ok())
-    return usage(array.status().first().message);
+    return usage(buffer.name + ": " + array.status().first().message);
   std::string want = npy::descrFor(buffer.dtype);
   std::string have = npy::normalizeDescr(array->descr);
+  if (have.size() == 3 && have[0] == '>')
+    have[0] = '<'; // big-endian items are byte-swapped (cOrderLittleEndian)
   if (have != want)
     return usage(buffer.name + ": " + path + " holds '" + array->descr + "'; a " +
                  buffer.dtype.name() + " buffer reads '" + want + "'");
@@ -88,8 +92,25 @@ Status makeBuffer(Job &job, Buffer &buffer, const std::string &value) {
     return usage(buffer.name + ": " + spec.status().first().message);
   VarId id = job.program().params[buffer.param];
   std::optional<int64_t> extent = extentOf(job, id);
+  if (extent && *extent > run::kMaxBufferElements)
+    return usage(buffer.name + ": the program can touch " +
+                 (*extent == INT64_MAX ? std::string("2^63 or more") : std::to_string(*extent)) +
+                 " elements, more than the 2^40 a buffer may have");
+  const uint64_t maxBytes = job.maxHostBytes ? job.maxHostBytes : availableHostMemory();
+  const uint64_t copies = std::max<uint64_t>(job.hostCopies, 1);
+  const uint64_t budget = maxBytes / copies;
+  auto refuse = [&](uint64_t bytes) {
+    return usage(buffer.name + ": a buffer of " + std::to_string(bytes) + " bytes" +
+                 (job.hostBytes
+                      ? " (after " + std::to_string(job.hostBytes) + " bytes of other buffers)"
+                      : std::string()) +
+                 " does not fit in --max-memory " + std::to_string(maxBytes) + " bytes with its " +
+                 std::to_string(copies) + " host copies");
+  };
   if (spec->kind == run::BufferSpec::Kind::File) {
-    TILUSVM_TRY(loadFileBuffer(buffer, spec->path));
+    TILUSVM_TRY(loadFileBuffer(buffer, spec->path, budget - std::min(budget, job.hostBytes)));
+    if (job.hostBytes + buffer.initial.size() > budget)
+      return refuse(buffer.initial.size());
   } else {
     if (spec->explicitShape()) {
       if (*spec->dtype != buffer.dtype)
@@ -104,7 +125,10 @@ Status makeBuffer(Job &job, Buffer &buffer, const std::string &value) {
                    "its size as zeros:" +
                    buffer.dtype.name() + "[n] or rand:" + buffer.dtype.name() + "[n]:SEED");
     }
-    buffer.initial.assign(cuda::storageBytes(buffer.dtype, buffer.elements), 0);
+    uint64_t bytes = cuda::storageBytes(buffer.dtype, buffer.elements);
+    if (bytes > budget || job.hostBytes + bytes > budget)
+      return refuse(bytes);
+    buffer.initial.assign(bytes, 0);
     if (spec->kind == run::BufferSpec::Kind::Rand)
       run::fillRandom(buffer.initial, buffer.dtype, buffer.elements, spec->seed);
     buffer.source = value;
@@ -112,6 +136,7 @@ Status makeBuffer(Job &job, Buffer &buffer, const std::string &value) {
   if (extent && buffer.elements < *extent)
     return usage(buffer.name + " has " + std::to_string(buffer.elements) + " elements; the " +
                  "program can touch " + std::to_string(*extent));
+  job.hostBytes += buffer.initial.size();
   return Status::success();
 }
 
@@ -154,10 +179,14 @@ Status buildArguments(Job &job, const std::vector<std::string> &args,
   auto saves = collectAssignments(saveItems, program, "--save", true);
   if (!saves.ok())
     return saves.status();
-  for (const auto &[name, path] : *saves)
+  for (const auto &[name, path] : *saves) {
+    // Checked now, so that a mistyped destination fails before a long run, not after it.
+    if (Status s = checkOutputPath(path); !s.ok())
+      return usage("--save " + name + ": " + s.first().toString());
     for (size_t b = 0; b < job.buffers.size(); ++b)
       if (job.buffers[b].name == name)
         job.saves.emplace_back(b, path);
+  }
   return Status::success();
 }
 

@@ -29,6 +29,13 @@ struct Job {
   std::vector<std::string> scalarText;
   std::vector<Buffer> buffers;
   std::vector<std::pair<size_t, std::string>> saves; // buffer index, path
+  /// Host memory the buffers may take (vm-run --max-memory; 0: the host's available memory),
+  /// and how many host copies of each the caller keeps (initial contents, results, ...): a
+  /// buffer whose copies, with those of the buffers before it, exceed the limit is refused
+  /// before it is allocated.
+  uint64_t maxHostBytes = 0;
+  uint64_t hostCopies = 2;
+  uint64_t hostBytes = 0; // the buffers' bytes so far, one copy
   const Program &program() const { return module.verified.module.programs[index]; }
   const ProgramInfo &info() const { return module.verified.programs[index]; }
 };
@@ -41,7 +48,8 @@ Status usage(std::string message);
 Expected<size_t> chooseProgram(const Module &module, const std::string &name);
 
 /// Parse `--arg NAME=VALUE` items into the job's scalars and buffers (a pointer without an
-/// `--arg` gets `zeros`), and `--save NAME=FILE` items into its saves. Errors are `usage`.
+/// `--arg` gets `zeros`), and `--save NAME=FILE` items into its saves (their destinations are
+/// checked now, before any run). Errors are `usage`.
 Status buildArguments(Job &job, const std::vector<std::string> &args,
                       const std::vector<std::string> &saves);
 

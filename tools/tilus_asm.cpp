@@ -8,11 +8,14 @@
 //                                                               show what the JIT makes of it
 //
 // Exit status: 0 success; 1 a program error (every diagnostic on stderr, one per line), a failed
-// check, unreadable input or an unwritable output; 2 a usage error. Output files are written
-// atomically (a temporary file in the same directory, then a rename), so a failed run never
-// leaves a truncated .tbc behind.
+// check, unreadable input or an unwritable output; 2 a usage error. Inputs must be regular files.
+// Output files are written as isa/file_io.h says: a regular file atomically (a temporary file in
+// the same directory, then a rename), so a failed run never leaves a truncated .tbc behind; a
+// symbolic link's target likewise; a device or FIFO (-o /dev/null) in place; a directory is an
+// error.
 #include "assembler/assembler.h"
 #include "isa/bytecode.h"
+#include "isa/file_io.h"
 #include "jit/jit.h"
 #include "loader/checker.h"
 
@@ -58,46 +61,15 @@ int usageError(const std::string &message) {
   return kExitUsage;
 }
 
-bool readFile(const std::string &path, std::string &out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return !in.bad();
+/// The input file's bytes: a regular file of at most `maxBytes` bytes (isa/file_io.h).
+Expected<std::vector<uint8_t>> readInput(const std::string &path, uint64_t maxBytes) {
+  return readRegularFile(path, maxBytes);
 }
 
-/// Write `data` to `path` through a temporary file in the same directory and a rename.
-bool writeFileAtomically(const std::string &path, const void *data, size_t size, std::string &why) {
-  namespace fs = std::filesystem;
-  fs::path target(path);
-  fs::path tmp = target;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      why = "cannot create " + tmp.string();
-      return false;
-    }
-    out.write(static_cast<const char *>(data), std::streamsize(size));
-    out.flush();
-    if (!out) {
-      why = "cannot write " + tmp.string();
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    why = "cannot rename " + tmp.string() + " to " + path + ": " + ec.message();
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return false;
-  }
-  return true;
+int writeOutput(const std::string &path, std::string_view data) {
+  Status s = writeOutputFile(
+      path, std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(data.data()), data.size()));
+  return s.ok() ? kExitOk : report(s);
 }
 
 /// INPUT.tasm -> INPUT.tbc; any other name gets ".tbc" appended.
@@ -186,10 +158,7 @@ int emitMode(const Options &o, const VerifiedModule &verified) {
     std::cout << text;
     return std::cout ? kExitOk : kExitError;
   }
-  std::string why;
-  if (!writeFileAtomically(o.output, text.data(), text.size(), why))
-    return ioError(o.output, why);
-  return kExitOk;
+  return writeOutput(o.output, text);
 }
 
 int assembleMode(const Options &o) {
@@ -202,37 +171,51 @@ int assembleMode(const Options &o) {
       return usageError("-D expects NAME=VALUE, got '" + d + "'");
     ao.defines[d.substr(0, eq)] = d.substr(eq + 1);
   }
-  std::string source;
-  if (!readFile(o.input, source))
-    return ioError(o.input, "cannot read the input file");
+  BytecodeLimits limits;
+  auto text = readInput(o.input, limits.maxSourceBytes);
+  if (!text)
+    return report(text.status());
+  std::string source(text->begin(), text->end());
   Expected<Module> module = assemble(source, ao);
   if (!module)
     return report(module.status());
+  if (module->programs.empty())
+    return ioError(o.input, "no program is defined (an empty module is not assembled)");
   CheckOptions co;
   co.fileName = o.input;
   Expected<VerifiedModule> verified = checkModule(std::move(*module), co);
   if (!verified)
     return report(verified.status());
-  if (o.checkOnly)
-    return kExitOk;
   if (!o.emit.empty())
     return emitMode(o, *verified);
   EncodeOptions eo;
   eo.debugInfo = o.debugInfo;
   std::vector<uint8_t> bytes = encodeModule(verified->module, eo);
+  // Whatever assembles also decodes: the decoder's limits (docs/bytecode.md, "Limits") are
+  // checked on the encoded module, so a program beyond them is refused here, not at load time.
+  if (Expected<Module> back = decodeModule(bytes, limits); !back) {
+    Status located;
+    for (Diagnostic d : back.status().diagnostics()) {
+      d.message = "the assembled module exceeds a bytecode limit: " + d.message;
+      d.location = Location{};
+      d.location.file = o.input;
+      located.append(std::move(d));
+    }
+    return report(located);
+  }
+  if (o.checkOnly)
+    return kExitOk;
   std::string out = o.output.empty() ? defaultOutput(o.input) : o.output;
-  std::string why;
-  if (!writeFileAtomically(out, bytes.data(), bytes.size(), why))
-    return ioError(out, why);
-  return kExitOk;
+  return writeOutput(out,
+                     std::string_view(reinterpret_cast<const char *>(bytes.data()), bytes.size()));
 }
 
 int disassembleMode(const Options &o) {
-  std::string bytes;
-  if (!readFile(o.input, bytes))
-    return ioError(o.input, "cannot read the input file");
-  Expected<Module> module = decodeModule(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+  BytecodeLimits limits;
+  auto bytes = readInput(o.input, limits.maxFileBytes);
+  if (!bytes)
+    return report(bytes.status());
+  Expected<Module> module = decodeModule(*bytes, limits);
   if (!module) {
     Status located;
     for (Diagnostic d : module.status().diagnostics()) {
@@ -247,10 +230,7 @@ int disassembleMode(const Options &o) {
     std::cout << text;
     return std::cout ? kExitOk : kExitError;
   }
-  std::string why;
-  if (!writeFileAtomically(o.output, text.data(), text.size(), why))
-    return ioError(o.output, why);
-  return kExitOk;
+  return writeOutput(o.output, text);
 }
 
 std::string joinInts(const std::vector<int64_t> &v) {
@@ -328,25 +308,38 @@ std::string layoutGrid(const RegisterLayout &l) {
   return out;
 }
 
+/// Layouts with more cells than this are summarised without their grid or owner lists.
+constexpr int64_t kMaxShownCells = int64_t(1) << 16;
+
 int layoutMode(const Options &o) {
   Expected<RegisterLayout> l = parseRegisterLayout(o.layoutExpr);
   if (!l)
     return report(l.status());
+  const int64_t cells = l->numThreads() * l->numLocals(); // <= kMaxLayoutCells
   if (o.json) {
-    std::cout << layoutJson(*l) << "\n";
+    if (cells > kMaxShownCells)
+      std::cout << "{\"shape\": [" << joinInts(l->shape()) << "], \"threads\": " << l->numThreads()
+                << ", \"locals\": " << l->numLocals()
+                << ", \"canonical\": " << nlohmann::json(l->canonicalString()).dump()
+                << ", \"owners\": null}\n";
+    else
+      std::cout << layoutJson(*l) << "\n";
     return kExitOk;
   }
   std::cout << l->toString() << "\n"
             << "shape [" << joinInts(l->shape()) << "], threads " << l->numThreads() << ", locals "
             << l->numLocals() << "\n"
-            << "canonical: " << l->canonicalString() << "\n\n"
-            << layoutGrid(*l);
+            << "canonical: " << l->canonicalString() << "\n\n";
+  if (cells > kMaxShownCells)
+    std::cout << "(grid of " << cells << " cells not shown: more than " << kMaxShownCells << ")\n";
+  else
+    std::cout << layoutGrid(*l);
   return kExitOk;
 }
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runMain(int argc, char **argv) {
   CLI::App app{"Assemble, check and disassemble Tilus VM programs (.tasm <-> .tbc).", "tilus-asm"};
   app.set_version_flag("--version", std::string("tilus-asm ") + TILUSVM_VERSION);
   Options o;
@@ -401,4 +394,16 @@ int main(int argc, char **argv) {
   if (o.emit.empty() && (!o.kernel.empty() || o.sm != 90 || !o.spec.empty()))
     return usageError("--kernel, --sm and --spec go with --emit");
   return assembleMode(o);
+}
+
+/// The error boundary: nothing escapes as an exception or an abort.
+int main(int argc, char **argv) {
+  try {
+    return runMain(argc, argv);
+  } catch (const std::bad_alloc &) {
+    std::cerr << "tilus-asm: error[io]: out of memory\n";
+  } catch (const std::exception &e) {
+    std::cerr << "tilus-asm: internal error: " << e.what() << "\n";
+  }
+  return kExitError;
 }

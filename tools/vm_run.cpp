@@ -9,6 +9,7 @@
 // Exit status: 0 success; 1 a program error (load, check, run) or a failed --check; 2 a usage
 // error (bad options, unknown names, bad argument values, buffers too small).
 #include "isa/convert.h"
+#include "isa/host_memory.h"
 #include "loader/checker.h"
 #include "loader/loader.h"
 #include "tools/buffer_compare.h"
@@ -45,6 +46,8 @@ struct Options {
   bool unchecked = false;
   int warmup = 10;
   int iterations = 0; // 0: 100 on cuda, 3 on cpu
+  std::string maxMemoryText;
+  uint64_t maxMemory = 0; // host bytes for buffers and workspaces
 };
 
 int exitCodeOf(const Status &status) { return status.code() == ErrorCode::Usage ? 2 : 1; }
@@ -95,6 +98,7 @@ Expected<Results> runCpu(const Job &job, const Options &options, json *bench) {
   CpuRunOptions cpu;
   cpu.checked = !options.unchecked;
   cpu.printStream = options.json ? &std::cerr : nullptr;
+  cpu.maxMemoryBytes = options.maxMemory;
   TILUSVM_TRY(runOnCpu(job.module.verified, job.index, args, cpu));
   if (bench) {
     Results scratch = data; // timing runs must not change the saved results
@@ -331,7 +335,7 @@ int runJob(Job &job, const Options &options) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runMain(int argc, char **argv) {
   Options options;
   CLI::App app{"vm-run: run a Tilus VM program on the CPU interpreter or a CUDA device"};
   app.add_option("program", options.path, "bytecode module (.tbc)")->required();
@@ -347,12 +351,22 @@ int main(int argc, char **argv) {
   app.add_option("--warmup", options.warmup, "--bench: untimed launches first (cuda)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--iters", options.iterations, "--bench: timed launches (100 cuda, 3 cpu)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000000000));
+  app.add_option("--max-memory", options.maxMemoryText,
+                 "host memory for buffers and workspaces, e.g. 8G (default: the available memory)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  }
+  if (options.maxMemoryText.empty()) {
+    options.maxMemory = availableHostMemory();
+  } else {
+    auto bytes = run::parseByteSize(options.maxMemoryText);
+    if (!bytes.ok())
+      return report(run::usage("--max-memory: " + bytes.status().first().message), options);
+    options.maxMemory = *bytes;
   }
   CheckOptions check;
   check.fileName = options.path;
@@ -365,7 +379,21 @@ int main(int argc, char **argv) {
   if (!index.ok())
     return report(index.status(), options);
   job.index = *index;
+  job.maxHostBytes = options.maxMemory;
+  job.hostCopies = 2 + uint64_t(options.check) + uint64_t(options.bench);
   if (Status s = run::buildArguments(job, options.args, options.saves); !s.ok())
     return report(s, options);
   return runJob(job, options);
+}
+
+/// The error boundary: nothing escapes as an exception or an abort.
+int main(int argc, char **argv) {
+  try {
+    return runMain(argc, argv);
+  } catch (const std::bad_alloc &) {
+    std::cerr << "vm-run: error[runtime]: out of memory (see --max-memory)\n";
+  } catch (const std::exception &e) {
+    std::cerr << "vm-run: internal error: " << e.what() << "\n";
+  }
+  return 1;
 }

@@ -46,10 +46,11 @@ TEST_CASE("vector_add matches the host sum, tail block included") {
     CHECK(z[size_t(i)] == x[size_t(i)] + y[size_t(i)]);
 }
 
-TEST_CASE("a launch with an empty grid does nothing and succeeds") {
+TEST_CASE("a launch with an empty grid is an error, before anything is queued") {
   cuda::LoadedModule module = loadProgramFile("vector_add.tasm");
   KernelArg none;
-  CHECK_OK(runtime().launch(module, 0, {none, none, none, scalar(0)}, nullptr));
+  CHECK_ERROR(runtime().launch(module, 0, {none, none, none, scalar(0)}, nullptr),
+              ErrorCode::Runtime);
 }
 
 TEST_CASE("launch errors are statuses") {

@@ -753,7 +753,13 @@ TEST_CASE("layout: invalid primitives and products") {
   CHECK_ERROR(parseLayout("local(2)").product(parseLayout("local(2, 2)")),
               ErrorCode::LayoutInvalid);
   CHECK_ERROR(RegisterLayout().product(parseLayout("spatial(2)")), ErrorCode::LayoutInvalid);
-  const RegisterLayout big = make(RegisterLayout::local({int64_t(1) << 40}));
+  // At most kMaxLayoutCells = 2^21 cells (threads x locals), the bytecode's limit.
+  CHECK_ERROR(RegisterLayout::local({int64_t(1) << 40}), ErrorCode::LayoutInvalid);
+  CHECK(make(RegisterLayout::local({int64_t(1) << 21})).numLocals() == int64_t(1) << 21);
+  CHECK_ERROR(RegisterLayout::local({(int64_t(1) << 21) + 1}), ErrorCode::LayoutInvalid);
+  CHECK_ERROR(RegisterLayout::spatial({1024}).value().product(make(RegisterLayout::local({4096}))),
+              ErrorCode::LayoutInvalid); // 1024 x 4096 = 2^22 cells
+  const RegisterLayout big = make(RegisterLayout::local({int64_t(1) << 11}));
   CHECK_ERROR(big.product(big), ErrorCode::LayoutInvalid);
   CHECK_ERROR(RegisterLayout::spatial({int64_t(1) << 32, int64_t(1) << 32}),
               ErrorCode::LayoutInvalid);

@@ -60,7 +60,7 @@ TEST_CASE("bytecode: a variable used before its definition") {
   Expected<VerifiedModule> r = checkModule(std::move(m));
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == ErrorCode::UndefinedName);
-  CHECK(r.status().first().location.toString() == "<bytecode>:k:1");
+  CHECK(r.status().first().location.toString() == "<bytecode>:k:1 (Add)");
   CHECK(r.status().first().message.find("'x'") != std::string::npos);
 }
 
@@ -210,7 +210,7 @@ TEST_CASE("loadModule: bytecode round trip, checker diagnostics at <bytecode>") 
   Expected<VerifiedModule> r = loadModule(encodeModule(bad));
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == ErrorCode::DtypeMismatch);
-  CHECK(r.status().first().location.toString() == "<bytecode>:k:2");
+  CHECK(r.status().first().location.toString() == "<bytecode>:k:2 (Add)");
   // With debug info the diagnostic points at the source.
   AssembleOptions ao;
   ao.fileName = "bad.tasm";

@@ -424,8 +424,8 @@ TEST_CASE("diagnostics without debug info point at <bytecode>:PROGRAM:INSTRUCTIO
   REQUIRE_FALSE(r.ok());
   REQUIRE(r.status().diagnostics().size() == 2);
   // Instructions in order: x 0, y 1, z 2, w 3, v 4.
-  CHECK(r.status().diagnostics()[0].location.toString() == "<bytecode>:k:2");
-  CHECK(r.status().diagnostics()[1].location.toString() == "<bytecode>:k:4");
+  CHECK(r.status().diagnostics()[0].location.toString() == "<bytecode>:k:2 (Add)");
+  CHECK(r.status().diagnostics()[1].location.toString() == "<bytecode>:k:4 (Sub)");
 }
 
 TEST_CASE("undefined-name: a variable outside the scope of its definition") {

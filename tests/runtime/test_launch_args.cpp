@@ -94,9 +94,34 @@ TEST_CASE("the grid comes from the grid expressions and the scalar arguments") {
   CHECK(g->grid == std::array<uint32_t, 3>{4, 1, 1}); // cdiv(1000, 256)
   CHECK(g->block == 128);
   CHECK_FALSE(g->empty());
+  // n = 0: cdiv(0, 256) = 0 blocks is an error, not an empty launch.
   auto empty = launchGeometry(program, info, vectorAddArgs(0, 0, nullptr));
-  REQUIRE_OK(empty);
-  CHECK(empty->empty());
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.status().code() == ErrorCode::Runtime);
+  CHECK(empty.status().first().message ==
+        "program `vector_add`: grid dimension 0 is 0: a launch of no blocks would run nothing");
+}
+
+TEST_CASE("a grid computed with a division by zero is an error") {
+  VerifiedModule m = verify(R"(
+def k<cdiv(n, d), 1 + n % d>(i32 n, i32 d) threads=32:
+    bi, bj = BlockIndices()
+)");
+  KernelArgs args(2);
+  args[0].scalarBits = 64;
+  args[1].scalarBits = 0;
+  auto g = launchGeometry(m.module.programs[0], m.programs[0], args);
+  REQUIRE_FALSE(g.ok());
+  CHECK(g.status().first().message == "program `k`: grid dimension 0 divides by zero");
+  args[1].scalarBits = 32; // cdiv(64, 32) = 2, 1 + 64 % 32 = 1
+  auto ok = launchGeometry(m.module.programs[0], m.programs[0], args);
+  REQUIRE_OK(ok);
+  CHECK(ok->grid == std::array<uint32_t, 3>{2, 1, 1});
+  args[0].scalarBits = 65; // 1 + 65 % 32 = 2
+  args[1].scalarBits = 32;
+  ok = launchGeometry(m.module.programs[0], m.programs[0], args);
+  REQUIRE_OK(ok);
+  CHECK(ok->grid == std::array<uint32_t, 3>{3, 2, 1});
 }
 
 TEST_CASE("negative and oversized grid dimensions are errors") {

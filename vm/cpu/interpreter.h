@@ -21,6 +21,9 @@ struct CpuRunOptions {
   int numWorkers = 0;
   /// Where Print writes (default std::cout).
   std::ostream *printStream = nullptr;
+  /// The most bytes the run may allocate for AllocateGlobal workspaces; a larger workspace is
+  /// an error before anything runs. 0: the host's available memory (isa/host_memory.h).
+  uint64_t maxMemoryBytes = 0;
 };
 
 /// Run program `programIndex` of the module on the grid its grid expressions give for `args`.

@@ -5,6 +5,7 @@
 #include "vm/cpu/launch_plan.h"
 
 #include "isa/convert.h"
+#include "isa/host_memory.h"
 #include "isa/scalar_eval.h"
 
 #include <cstring>
@@ -188,10 +189,24 @@ Status planWorkspaceRegion(LaunchPlan &plan, uint32_t k) {
       return Status::error(ErrorCode::Runtime,
                            "negative extent " + std::to_string(n) + " in " + plan.describe(k),
                            plan.location(k));
-    elements *= n;
+    if (__builtin_mul_overflow(elements, n, &elements))
+      return Status::error(ErrorCode::Runtime,
+                           "the shape of " + plan.describe(k) + " has more than 2^63 elements",
+                           plan.location(k));
   }
-  region.bytes = (elements * dtype.storageBits() + 7) / 8;
-  region.byteOffset = (plan.workspaceBytes + 255) / 256 * 256;
+  // Sizes in unsigned 128-bit arithmetic: no product or sum below can wrap.
+  unsigned __int128 bytes = ((unsigned __int128)elements * unsigned(dtype.storageBits()) + 7) / 8;
+  unsigned __int128 offset = (unsigned __int128)(plan.workspaceBytes + 255) / 256 * 256;
+  if (offset + bytes > plan.maxMemoryBytes)
+    return Status::error(
+        ErrorCode::Runtime,
+        plan.describe(k) + " of " + std::to_string(elements) + " " + dtype.name() +
+            " elements needs " +
+            (bytes > UINT64_MAX ? std::string("2^64 or more") : std::to_string(uint64_t(bytes))) +
+            " bytes; the workspace limit is " + std::to_string(plan.maxMemoryBytes) + " bytes",
+        plan.location(k));
+  region.bytes = int64_t(bytes);
+  region.byteOffset = int64_t(offset);
   plan.workspaceBytes = region.byteOffset + region.bytes;
   plan.workspaceRegionOf[k] = int32_t(plan.workspaceRegions.size());
   plan.workspaceRegions.push_back(region);
@@ -223,18 +238,11 @@ Status bindParameters(LaunchPlan &plan, const KernelArgs &args) {
 }
 
 Status evaluateGrid(LaunchPlan &plan) {
-  const Program &program = *plan.program;
-  if (program.grid.empty() || program.grid.size() > 3)
-    return Status::error(ErrorCode::Runtime, "program `" + program.name + "` has " +
-                                                 std::to_string(program.grid.size()) +
-                                                 " grid dimensions");
-  for (size_t d = 0; d < program.grid.size(); ++d) {
-    int64_t n = evalParamInt(plan, program.grid[d]);
-    if (n < 0)
-      return Status::error(ErrorCode::Runtime,
-                           "grid dimension " + std::to_string(d) + " is " + std::to_string(n));
-    plan.grid[d] = n;
-  }
+  auto grid = tilus::evaluateGrid(*plan.program, [&](VarId v) { return plan.paramValue(v); });
+  if (!grid.ok())
+    return grid.status();
+  for (size_t d = 0; d < 3; ++d)
+    plan.grid[d] = (*grid)[d];
   return Status::success();
 }
 
@@ -263,6 +271,7 @@ Location LaunchPlan::location(uint32_t instruction) const {
   const Instruction &inst = program->instructions[instruction];
   loc.program = program->name;
   loc.instruction = instruction;
+  loc.opcode = inst.spec().name;
   if (inst.loc.line != 0) {
     loc.file = module->sourceName;
     loc.line = inst.loc.line;
@@ -283,6 +292,7 @@ Status buildLaunchPlan(LaunchPlan &plan, const VerifiedModule &module, size_t pr
   plan.info = &module.programs[programIndex];
   plan.args = &args;
   plan.checked = options.checked;
+  plan.maxMemoryBytes = options.maxMemoryBytes ? options.maxMemoryBytes : availableHostMemory();
   TILUSVM_TRY(bindParameters(plan, args));
   TILUSVM_TRY(evaluateGrid(plan));
   TILUSVM_TRY(planOperands(plan));

@@ -62,6 +62,7 @@ struct LaunchPlan {
   const ProgramInfo *info = nullptr;
   const KernelArgs *args = nullptr;
   bool checked = true;
+  uint64_t maxMemoryBytes = 0; // workspace limit; 0: the host's available memory
   std::ostream *printStream = nullptr;
   mutable std::mutex printMutex;
   CrossBlockRaces *crossBlockRaces = nullptr;

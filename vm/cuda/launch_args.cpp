@@ -82,20 +82,11 @@ Expected<LaunchGeometry> launchGeometry(const Program &program, const ProgramInf
                                         const KernelArgs &args) {
   LaunchGeometry geometry;
   geometry.block = info.threads;
-  if (program.grid.empty() || program.grid.size() > 3)
-    return argError(program, "program has " + std::to_string(program.grid.size()) +
-                                 " grid dimensions, expected 1 to 3");
-  VarValueFn values = paramValues(program, args);
-  static constexpr int64_t kLimits[3] = {std::numeric_limits<int32_t>::max(), 65535, 65535};
-  for (size_t d = 0; d < program.grid.size(); ++d) {
-    ExprId e = program.grid[d];
-    int64_t extent = toInt64(evaluateExpr(program, e, values), program.expr(e).dtype);
-    if (extent < 0 || extent > kLimits[d])
-      return argError(program, "grid dimension " + std::to_string(d) + " is " +
-                                   std::to_string(extent) + ", outside [0, " +
-                                   std::to_string(kLimits[d]) + "]");
-    geometry.grid[d] = uint32_t(extent);
-  }
+  auto grid = evaluateGrid(program, paramValues(program, args));
+  if (!grid.ok())
+    return grid.status();
+  for (size_t d = 0; d < 3; ++d)
+    geometry.grid[d] = uint32_t((*grid)[d]);
   return geometry;
 }
 

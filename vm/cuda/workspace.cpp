@@ -35,6 +35,8 @@ Status regionError(const Program &program, uint32_t instruction, std::string mes
   Location loc;
   loc.program = program.name;
   loc.instruction = instruction;
+  if (instruction < program.instructions.size())
+    loc.opcode = program.instructions[instruction].spec().name;
   return Status::error(ErrorCode::Runtime, std::move(message), std::move(loc));
 }
 
