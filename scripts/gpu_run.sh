@@ -12,6 +12,12 @@
 # BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm.so.0
 # (tools/tilus-tune too for its step).
 # Logs and JSON reports go to $OUT (the device tool's output folder) or /tmp/tilusvm-gpu.
+#
+#   BUILD_DIR=.carry bash scripts/gpu_run.sh --sanitize
+# runs NVIDIA compute-sanitizer instead (memcheck, racecheck, synccheck, initcheck) over every
+# program at ragged sizes (partial tiles, odd lengths) and memcheck over the GPU tests; any
+# sanitizer report or CUDA API error (CUDA_ERROR_CONTEXT_IS_DESTROYED at exit included) fails
+# it. Sized to finish in a few minutes on an H100.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +51,57 @@ status=0
 
 step() { echo; echo "== $*"; }
 fail() { echo "FAILED: $*"; status=1; }
+
+if [ "${1:-}" = "--sanitize" ]; then
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  [ -x "$sanitizer" ] || { echo "compute-sanitizer not found"; exit 2; }
+  # Every report is an error (exit 3), API errors included (--report-api-errors all).
+  san() { # tool log command...
+    local tool=$1 log=$2
+    shift 2
+    timeout 240 "$sanitizer" --tool "$tool" --error-exitcode 3 --report-api-errors all \
+      --print-limit 20 "$@" > "$out/$log" 2>&1
+    local rc=$?
+    local summary
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|error" "$out/$log" | tail -n 1)
+    if [ "$rc" -ne 0 ]; then
+      fail "$tool $log (exit $rc): $summary"
+      tail -n 20 "$out/$log"
+    else
+      echo "ok  $tool  $log  ${summary}"
+    fi
+  }
+  step "assemble at ragged sizes"
+  "$asm" programs/paper_matmul_f16_i6.tasm -D M=48 -D N=40 -D K=32 -o "$work/paper.tbc" &&
+  "$asm" programs/matmul_f16_pipelined.tasm -o "$work/matmul.tbc" &&
+  "$asm" programs/matmul_f16_large_tile.tasm -o "$work/matmul_large.tbc" &&
+  "$asm" programs/softmax_rows.tasm -o "$work/softmax.tbc" &&
+  "$asm" programs/vector_add.tasm -o "$work/vector_add.tbc" || fail "assemble"
+  for tool in memcheck racecheck synccheck initcheck; do
+    step "compute-sanitizer --tool $tool"
+    extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    san "$tool" "$tool-vector_add.log" "${extra[@]}" "$run" "$work/vector_add.tbc" \
+      --device cuda --arg x_ptr=rand:1 --arg y_ptr=rand:2 --arg n=1000
+    san "$tool" "$tool-softmax.log" "${extra[@]}" "$run" "$work/softmax.tbc" --device cuda \
+      --arg x_ptr=rand:1 --arg m=13
+    san "$tool" "$tool-matmul.log" "${extra[@]}" "$run" "$work/matmul.tbc" --device cuda \
+      --arg a_ptr=rand:1 --arg b_ptr=rand:2 --arg m=100 --arg n=72 --arg k=40
+    san "$tool" "$tool-matmul_large.log" "${extra[@]}" "$run" "$work/matmul_large.tbc" \
+      --device cuda --arg a_ptr=rand:1 --arg b_ptr=rand:2 --arg m=130 --arg n=200 --arg k=48
+    san "$tool" "$tool-paper_transform_b.log" "${extra[@]}" "$run" "$work/paper.tbc" \
+      --kernel transform_b --device cuda --arg b_ptr=rand:7 --save \
+      transformed_b_ptr="$work/tb.npy"
+    san "$tool" "$tool-paper_matmul.log" "${extra[@]}" "$run" "$work/paper.tbc" \
+      --kernel matmul --device cuda --arg a_ptr=rand:1 --arg transformed_b_ptr=@"$work/tb.npy"
+  done
+  step "compute-sanitizer --tool memcheck: gpu tests"
+  san memcheck memcheck-test_gpu.log "$build/tests/gpu/test_gpu"
+  rm -rf "$work"
+  echo
+  [ "$status" -eq 0 ] && echo "sanitizers: clean" || echo "sanitizers: FAILED"
+  exit "$status"
+fi
 
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true

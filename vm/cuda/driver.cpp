@@ -120,6 +120,14 @@ Expected<PrimaryContext> PrimaryContext::retain(const DriverApi &api, int ordina
   return context;
 }
 
+bool PrimaryContext::alive() const {
+  if (!api_ || !context_)
+    return false;
+  unsigned flags = 0;
+  int active = 0;
+  return api_->cuDevicePrimaryCtxGetState(device_, &flags, &active) == CUDA_SUCCESS && active;
+}
+
 PrimaryContext::~PrimaryContext() {
   if (api_ && context_)
     api_->cuDevicePrimaryCtxRelease(device_);

@@ -36,6 +36,7 @@ namespace tilus::cuda {
   X(cuDeviceTotalMem)                                                                              \
   X(cuDevicePrimaryCtxRetain)                                                                      \
   X(cuDevicePrimaryCtxRelease)                                                                     \
+  X(cuDevicePrimaryCtxGetState)                                                                    \
   X(cuCtxPushCurrent)                                                                              \
   X(cuCtxPopCurrent)                                                                               \
   X(cuCtxGetCurrent)                                                                               \
@@ -105,6 +106,11 @@ public:
 
   CUcontext get() const { return context_; }
   CUdevice device() const { return device_; }
+  /// Whether the primary context is still active: false once it was reset or destroyed, or
+  /// the driver is shutting down (then nothing may be called in it, not even a release).
+  bool alive() const;
+  /// Forget the context without releasing it (for a context that is no longer alive).
+  void abandon() { context_ = nullptr; }
 
 private:
   void swap(PrimaryContext &other) noexcept;

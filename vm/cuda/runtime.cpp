@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -146,14 +147,43 @@ struct CudaRuntime::Impl {
   mutable std::mutex cacheMutex;
   std::unordered_map<std::string, std::shared_ptr<Slot>> kernels;
   CacheStats stats;
+  /// Per stream this runtime launched on: an event recorded after its last launch. Destroying
+  /// the runtime waits for these only, not for the whole device (other work of the process,
+  /// on other streams, is none of its business).
+  std::mutex launchedMutex;
+  std::map<CUstream, EventHandle> launched;
 
   ~Impl() {
     if (!api || !context.get())
       return;
+    if (!context.alive()) {
+      // The context was reset or destroyed (or the driver is shutting down): everything this
+      // runtime held died with it, and any call in it would fail. Forget, do not free.
+      (void)workspace.release();
+      (void)new std::unordered_map<std::string, std::shared_ptr<Slot>>(std::move(kernels));
+      (void)new std::map<CUstream, EventHandle>(std::move(launched));
+      context.abandon();
+      return;
+    }
     ContextGuard guard(*api, context.get());
-    api->cuCtxSynchronize();
+    for (auto &[stream, event] : launched)
+      api->cuEventSynchronize(event.get());
+    launched.clear();
     workspace.reset();
     kernels.clear();
+  }
+
+  /// Record that work was queued on `stream` (the context is current).
+  Status noteLaunch(CUstream stream) {
+    std::lock_guard lock(launchedMutex);
+    auto it = launched.find(stream);
+    if (it == launched.end()) {
+      auto event = EventHandle::create(*api, false);
+      if (!event.ok())
+        return event.takeStatus();
+      it = launched.emplace(stream, std::move(event.value())).first;
+    }
+    return TILUSVM_CU_CALL(*api, cuEventRecord, it->second.get(), stream);
   }
 
   void count(uint64_t CacheStats::*field) {
@@ -396,9 +426,10 @@ Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, cons
     for (uint64_t &slot : storage)
       params.push_back(&slot);
     const LaunchGeometry &g = *geometry;
-    return TILUSVM_CU_CALL(*impl_->api, cuLaunchKernel, k.function, g.grid[0], g.grid[1], g.grid[2],
-                           k.threads, 1, 1, unsigned(k.sharedBytes), stream, params.data(),
-                           nullptr);
+    TILUSVM_TRY(TILUSVM_CU_CALL(*impl_->api, cuLaunchKernel, k.function, g.grid[0], g.grid[1],
+                                g.grid[2], k.threads, 1, 1, unsigned(k.sharedBytes), stream,
+                                params.data(), nullptr));
+    return impl_->noteLaunch(stream);
   });
 }
 
