@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# Build and run the libFuzzer target for the bytecode decoder and the checker
-# (tests/fuzz/fuzz_decode.cpp). The project builds with g++; libFuzzer needs clang, so this
-# script compiles the target and the isa/ and loader/ sources (as listed in their meson.build)
-# directly with clang++-19 -fsanitize=fuzzer,address,undefined into build-fuzz/.
+# Build and run a libFuzzer target (tests/fuzz/fuzz_TARGET.cpp):
+#   decode    the bytecode decoder and the checker (default)
+#   asm       the assembler on .tasm text, then the checker and the decoder
+#   npy       vm-run's .npy reader
+#   run_args  vm-run's argument values (--arg scalars and buffers, --max-memory)
+# The project builds with g++; libFuzzer needs clang, so this script compiles the target and
+# the library sources it needs (as listed in their meson.build) directly with
+# clang++-19 -fsanitize=fuzzer,address,undefined into build-fuzz/.
 #
 # Needs: clang-19 and libclang-rt-19-dev (libFuzzer and the sanitizer runtimes), libxxhash-dev.
 #
 # Usage: scripts/fuzz.sh [options] [-- extra libFuzzer arguments]
+#   --target NAME     decode (default), asm, npy or run_args
 #   --time SECONDS    stop after this long (default 60)
 #   --runs N          stop after N inputs (default: no limit)
 #   --workers N       run N fuzzing processes in parallel (default 1)
 #   --decode-only     fuzz the decoder without the checker
 #   --build-only      build, do not run
 #   --seeds           (re)write the seed corpus tests/fuzz/corpus/ with tests/fuzz/make_seeds.cpp
-#   --regressions     run every input of tests/fuzz/regressions/ once; fail on any crash
-# Inputs the fuzzer finds go to build-fuzz/corpus/ (the checked-in seeds are only read);
-# crashes go to build-fuzz/artifacts/. Environment: FUZZ_CXX (default clang++-19),
+#   --regressions     run every input of the target's regression folder once; fail on any crash
+# Seeds and regression inputs: tests/fuzz/corpus/ and tests/fuzz/regressions/ for decode,
+# tests/fuzz/corpus-TARGET/ and tests/fuzz/regressions-TARGET/ for the others (only read).
+# Inputs the fuzzer finds go to build-fuzz/corpus[-TARGET]/; crashes to build-fuzz/artifacts/. Environment: FUZZ_CXX (default clang++-19),
 # FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (parallel compiles, default 1).
 set -euo pipefail
 # The body is one brace group, so bash reads all of it before running any: editing the script
@@ -26,6 +32,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 CXX=${FUZZ_CXX:-clang++-19}
 JOBS=${FUZZ_JOBS:-1}
+TARGET_NAME=decode
 TIME=60
 RUNS=-1
 WORKERS=1
@@ -37,6 +44,7 @@ EXTRA=()
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --target) TARGET_NAME=$2; shift 2 ;;
     --time) TIME=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
     --workers) WORKERS=$2; shift 2 ;;
@@ -45,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     --seeds) SEEDS=1; shift ;;
     --regressions) REGRESSIONS=1; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -75,11 +83,31 @@ fi
 # The library sources, as the meson build lists them.
 sources() { grep -oE "'[A-Za-z0-9_]+\.cpp'" "$ROOT/$1/meson.build" | tr -d "'" | sed "s|^|$1/|"; }
 LIB_SOURCES=($(sources isa))
-if [[ $DECODE_ONLY == 0 ]]; then
-  LIB_SOURCES+=($(sources loader))
+case "$TARGET_NAME" in
+  decode)
+    if [[ $DECODE_ONLY == 0 ]]; then
+      LIB_SOURCES+=($(sources loader))
+    fi ;;
+  asm) LIB_SOURCES+=($(sources loader) $(sources assembler)) ;;
+  npy) LIB_SOURCES+=(tools/npy.cpp) ;;
+  run_args) LIB_SOURCES+=(tools/run_args.cpp) ;;
+  *) echo "fuzz.sh: unknown target $TARGET_NAME (decode, asm, npy, run_args)" >&2; exit 2 ;;
+esac
+if [[ $TARGET_NAME != decode && $DECODE_ONLY == 1 ]]; then
+  echo "fuzz.sh: --decode-only is for the decode target" >&2
+  exit 2
+fi
+if [[ $TARGET_NAME == decode ]]; then
+  SEED_DIR=$ROOT/tests/fuzz/corpus
+  REGRESSION_DIR=$ROOT/tests/fuzz/regressions
+  WORK_CORPUS=$OUT/corpus
+else
+  SEED_DIR=$ROOT/tests/fuzz/corpus-$TARGET_NAME
+  REGRESSION_DIR=$ROOT/tests/fuzz/regressions-$TARGET_NAME
+  WORK_CORPUS=$OUT/corpus-$TARGET_NAME
 fi
 
-mkdir -p "$OUT/obj-$VARIANT" "$OUT/corpus" "$OUT/artifacts"
+mkdir -p "$OUT/obj-$VARIANT" "$WORK_CORPUS" "$OUT/artifacts"
 compile_one() { # source object extra-flags...
   local src=$1 obj=$2
   shift 2
@@ -104,15 +132,20 @@ while [[ $running -gt 0 ]]; do
   running=$((running - 1))
 done
 
-TARGET="$OUT/fuzz_decode-$VARIANT"
-compile_one tests/fuzz/fuzz_decode.cpp "$OUT/obj-$VARIANT/fuzz_decode.o" -fsanitize=fuzzer
-"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "$OUT/obj-$VARIANT/fuzz_decode.o" "${OBJECTS[@]}" \
+if [[ $TARGET_NAME == decode ]]; then
+  TARGET="$OUT/fuzz_decode-$VARIANT"
+else
+  TARGET="$OUT/fuzz_$TARGET_NAME"
+fi
+compile_one "tests/fuzz/fuzz_$TARGET_NAME.cpp" "$OUT/obj-$VARIANT/fuzz_$TARGET_NAME.o" \
+  -fsanitize=fuzzer
+"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "$OUT/obj-$VARIANT/fuzz_$TARGET_NAME.o" "${OBJECTS[@]}" \
   "${LIBS[@]}" -o "$TARGET"
 echo "fuzz.sh: built $TARGET"
 
 if [[ $SEEDS == 1 ]]; then
-  if [[ $DECODE_ONLY == 1 ]]; then
-    echo "fuzz.sh: --seeds needs the checker; drop --decode-only" >&2
+  if [[ $DECODE_ONLY == 1 || $TARGET_NAME != decode ]]; then
+    echo "fuzz.sh: --seeds writes the decode target's corpus; drop --decode-only/--target" >&2
     exit 2
   fi
   # The assembler, to turn programs/*.tasm into seeds as well.
@@ -135,13 +168,13 @@ fi
 
 if [[ $REGRESSIONS == 1 ]]; then
   shopt -s nullglob
-  inputs=("$ROOT"/tests/fuzz/regressions/*)
+  inputs=("$REGRESSION_DIR"/*)
   if [[ ${#inputs[@]} == 0 ]]; then
-    echo "fuzz.sh: no regression inputs"
+    echo "fuzz.sh: no regression inputs for $TARGET_NAME"
     exit 0
   fi
   "$TARGET" "${inputs[@]}"
-  echo "fuzz.sh: ${#inputs[@]} regression inputs ran clean"
+  echo "fuzz.sh: ${#inputs[@]} $TARGET_NAME regression inputs ran clean"
   exit 0
 fi
 
@@ -150,6 +183,6 @@ ARGS=(-max_total_time="$TIME" -runs="$RUNS" -timeout=10 -rss_limit_mb=2048 -max_
 if [[ $WORKERS -gt 1 ]]; then
   ARGS+=(-workers="$WORKERS" -jobs="$WORKERS")
 fi
-exec "$TARGET" "${ARGS[@]}" "${EXTRA[@]}" "$OUT/corpus" "$ROOT/tests/fuzz/corpus"
+exec "$TARGET" "${ARGS[@]}" "${EXTRA[@]}" "$WORK_CORPUS" "$SEED_DIR"
 exit
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs the whole test suite: a bounded fuzz run of the
-# bytecode decoder and checker (sanitizers on, with the checked-in seeds and regression inputs),
+# bytecode decoder and checker, the assembler, the .npy reader and vm-run's argument values
+# (sanitizers on, with the checked-in seeds and regression inputs),
 # then every component's doctest executable, the conformance suite, PTX validation with ptxas,
 # and GPU tests that skip without a GPU. Prints "N passed, N failed, N skipped" last.
 set -euo pipefail
@@ -9,9 +10,19 @@ bash scripts/deps.sh
 bash scripts/build.sh
 fuzz_seconds="${FUZZ_SECONDS:-60}"
 if [ "$fuzz_seconds" -gt 0 ]; then
-  echo "== fuzz: regression inputs, then ${fuzz_seconds} s of new inputs"
-  bash scripts/fuzz.sh --regressions
-  bash scripts/fuzz.sh --time "$fuzz_seconds" -- -print_final_stats=1 2>&1 | tail -n 12
+  # The time is split across the targets: half to the decoder and checker, the rest evenly.
+  echo "== fuzz: regression inputs, then ${fuzz_seconds} s of new inputs over 4 targets"
+  for target in decode asm npy run_args; do
+    bash scripts/fuzz.sh --target "$target" --regressions
+    if [ "$target" = decode ]; then
+      seconds=$((fuzz_seconds / 2))
+    else
+      seconds=$(((fuzz_seconds - fuzz_seconds / 2) / 3))
+    fi
+    [ "$seconds" -ge 1 ] || seconds=1
+    bash scripts/fuzz.sh --target "$target" --time "$seconds" -- -print_final_stats=1 2>&1 |
+      tail -n 12
+  done
 fi
 echo "== tests"
 python3 tests/run_tests.py "${BUILD_DIR:-build}"
