@@ -75,14 +75,24 @@ std::optional<ReduceOp> parseReduceOp(std::string_view text) {
   return std::nullopt;
 }
 
-const Argument &Instruction::arg(std::string_view name) const {
-  int i = spec().argIndex(name);
+const char *argNameText(ArgName name) {
+  static constexpr const char *kNames[] = {
+#define TILUSVM_ARG_NAME(name) #name,
+#define TILUSVM_ARG(name, kind, required)
+#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args)
+#include "isa/instructions.def"
+  };
+  return kNames[size_t(name)];
+}
+
+const Argument &Instruction::arg(ArgName name) const {
+  int i = argPosition(opcode, name);
   assert(i >= 0 && size_t(i) < args.size() && "instruction has no such argument");
   return args[size_t(i)];
 }
 
-Argument &Instruction::arg(std::string_view name) {
-  int i = spec().argIndex(name);
+Argument &Instruction::arg(ArgName name) {
+  int i = argPosition(opcode, name);
   assert(i >= 0 && size_t(i) < args.size() && "instruction has no such argument");
   return args[size_t(i)];
 }

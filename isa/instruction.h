@@ -96,6 +96,17 @@ enum class ReduceOp : uint8_t { Sum = 0, Max = 1, Min = 2, Prod = 3, Any = 4, Al
 const char *reduceOpName(ReduceOp op);
 std::optional<ReduceOp> parseReduceOp(std::string_view text);
 
+/// The argument names of the table (TILUSVM_ARG_NAME in isa/instructions.def).
+enum class ArgName : uint8_t {
+#define TILUSVM_ARG_NAME(name) name,
+#define TILUSVM_ARG(name, kind, required)
+#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args)
+#include "isa/instructions.def"
+};
+
+/// The spelling of an argument name ("offset").
+const char *argNameText(ArgName name);
+
 struct ArgSpec {
   const char *name;
   ArgKind kind;
@@ -152,6 +163,39 @@ inline constexpr OpcodePayloads kOpcodePayloads = [] {
 }();
 } // namespace detail
 
+inline constexpr size_t kNumArgNames = 0
+#define TILUSVM_ARG_NAME(name) +1
+#define TILUSVM_ARG(name, kind, required)
+#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args)
+#include "isa/instructions.def"
+    ;
+
+namespace detail {
+struct ArgPositions {
+  int8_t at[kNumOpcodes][kNumArgNames];
+};
+inline constexpr ArgPositions kArgPositions = [] {
+  ArgPositions t{};
+  for (auto &row : t.at)
+    for (int8_t &p : row)
+      p = -1;
+  size_t row = 0;
+  int8_t k = 0;
+#define TILUSVM_ARG(name, kind, required) t.at[row][size_t(ArgName::name)] = k++;
+#define TILUSVM_INSTRUCTION(Name, Category, ResultKind, MinResults, MaxResults, AllowsOut, Args)   \
+  row = size_t(Opcode::Name);                                                                      \
+  k = 0;                                                                                           \
+  Args
+#include "isa/instructions.def"
+  return t;
+}();
+} // namespace detail
+
+/// Position of argument `name` in the row of `op`, or -1 when the row has no such argument.
+constexpr int argPosition(Opcode op, ArgName name) {
+  return detail::kArgPositions.at[size_t(op)][size_t(name)];
+}
+
 /// The scalar operator an elementwise row applies to each element (payload TILUSVM_SCALAR_OP:
 /// Add -> Add, And -> BitAnd, Not -> BitNot, ...); nullopt for a row without one.
 constexpr std::optional<ExprOp> scalarOpOf(Opcode op) {
@@ -207,8 +251,10 @@ struct Instruction {
 
   const InstructionSpec &spec() const { return instructionSpec(opcode); }
   /// The argument called `name` (asserts that the opcode has it).
-  const Argument &arg(std::string_view name) const;
-  Argument &arg(std::string_view name);
+  const Argument &arg(ArgName name) const;
+  Argument &arg(ArgName name);
+  /// Whether the opcode has an argument called `name` (present or not).
+  bool hasArg(ArgName name) const { return argPosition(opcode, name) >= 0; }
 };
 
 } // namespace tilus

@@ -363,9 +363,9 @@ Status Codegen::setupParameters() {
     llvm::Value *aligned = b.CreateAnd(b.CreateAdd(offset, b.getInt64(255)), b.getInt64(~255ull));
     workspaceRegions_[k] = aligned;
     llvm::Value *elements = b.getInt64(1);
-    for (ExprId e : inst.arg("shape").exprs)
+    for (ExprId e : inst.arg(ArgName::shape).exprs)
       elements = b.CreateMul(elements, exprI64(e));
-    DataType t = inst.arg("dtype").dtype;
+    DataType t = inst.arg(ArgName::dtype).dtype;
     llvm::Value *bits = b.CreateMul(elements, b.getInt64(uint64_t(t.storageBits())));
     offset = b.CreateAdd(aligned, b.CreateUDiv(b.CreateAdd(bits, b.getInt64(7)), b.getInt64(8)));
   }

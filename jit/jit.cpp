@@ -60,9 +60,9 @@ Status jitError(const std::string &message) { return Status::error(ErrorCode::Ji
 /// Whether the program has a Dot of FP8 operands (mma.sync on e4m3/e5m2 needs PTX 8.4).
 bool usesFp8Mma(const Program &program, const ProgramInfo &info) {
   for (const Instruction &inst : program.instructions) {
-    if (inst.opcode != Opcode::Dot || !inst.arg("a").isTensor())
+    if (inst.opcode != Opcode::Dot || !inst.arg(ArgName::a).isTensor())
       continue;
-    DataType t = info.vars[inst.arg("a").var].dtype;
+    DataType t = info.vars[inst.arg(ArgName::a).var].dtype;
     if (t == DataType::f8e4m3() || t == DataType::f8e5m2())
       return true;
   }

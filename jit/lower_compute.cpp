@@ -153,13 +153,13 @@ Status Codegen::visitElementwise(const Instruction &inst) {
   const LayoutMap &result = layoutOf(r);
   DataType rt = rtype.dtype;
   InstructionCategory category = inst.spec().category;
-  const Argument &a = inst.arg("a");
-  bool binary = inst.spec().argIndex("b") >= 0;
+  const Argument &a = inst.arg(ArgName::a);
+  bool binary = inst.hasArg(ArgName::b);
   // Operand type: comparisons compare in the tensor operand's dtype, everything else computes
   // in the result's.
   DataType ct = rt;
   if (category == InstructionCategory::Comparison) {
-    const Argument &bArg = inst.arg("b");
+    const Argument &bArg = inst.arg(ArgName::b);
     if (a.isTensor())
       ct = info.vars[a.var].dtype;
     else if (bArg.isTensor())
@@ -173,7 +173,7 @@ Status Codegen::visitElementwise(const Instruction &inst) {
     return xs.takeStatus();
   std::vector<llvm::Value *> ys;
   if (binary) {
-    Expected<std::vector<llvm::Value *>> yv = operandSlots(inst, inst.arg("b"), result, ct);
+    Expected<std::vector<llvm::Value *>> yv = operandSlots(inst, inst.arg(ArgName::b), result, ct);
     if (!yv)
       return yv.takeStatus();
     ys = std::move(*yv);
@@ -216,13 +216,13 @@ Status Codegen::visitWhere(const Instruction &inst) {
   const LayoutMap &result = layoutOf(r);
   DataType rt = info.vars[r].dtype;
   Expected<std::vector<llvm::Value *>> c =
-      operandSlots(inst, inst.arg("c"), result, DataType::boolean());
+      operandSlots(inst, inst.arg(ArgName::c), result, DataType::boolean());
   if (!c)
     return c.takeStatus();
-  Expected<std::vector<llvm::Value *>> x = operandSlots(inst, inst.arg("a"), result, rt);
+  Expected<std::vector<llvm::Value *>> x = operandSlots(inst, inst.arg(ArgName::a), result, rt);
   if (!x)
     return x.takeStatus();
-  Expected<std::vector<llvm::Value *>> y = operandSlots(inst, inst.arg("b"), result, rt);
+  Expected<std::vector<llvm::Value *>> y = operandSlots(inst, inst.arg(ArgName::b), result, rt);
   if (!y)
     return y.takeStatus();
   std::vector<llvm::Value *> out(c->size());
@@ -234,7 +234,7 @@ Status Codegen::visitWhere(const Instruction &inst) {
 
 Status Codegen::visitCast(const Instruction &inst) {
   VarId r = inst.results[0];
-  const Argument &a = inst.arg("a");
+  const Argument &a = inst.arg(ArgName::a);
   DataType rt = info.vars[r].dtype;
   DataType from = a.isTensor() ? info.vars[a.var].dtype : prog.expr(a.expr).dtype;
   Expected<std::vector<llvm::Value *>> xs = operandSlots(inst, a, layoutOf(r), from);
@@ -252,7 +252,7 @@ Status Codegen::visitCast(const Instruction &inst) {
 }
 
 Status Codegen::visitView(const Instruction &inst) {
-  VarId a = inst.arg("a").var, r = inst.results[0];
+  VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   if (a == kNoId)
     return error(ErrorCode::Scope, inst, "View of something other than a register tensor");
   DataType da = info.vars[a].dtype, dr = info.vars[r].dtype;
@@ -292,7 +292,7 @@ Status Codegen::visitView(const Instruction &inst) {
 }
 
 Status Codegen::visitPermute(const Instruction &inst) {
-  VarId a = inst.arg("a").var;
+  VarId a = inst.arg(ArgName::a).var;
   if (a == kNoId)
     return error(ErrorCode::Scope, inst, "Permute of something other than a register tensor");
   writeRegister(inst.results[0], readRegister(a));
@@ -302,7 +302,7 @@ Status Codegen::visitPermute(const Instruction &inst) {
 Status Codegen::visitIota(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &map = layoutOf(r);
-  int64_t dim = inst.arg("dim").intValue;
+  int64_t dim = inst.arg(ArgName::dim).intValue;
   if (dim < 0 || dim >= map.rank())
     return error(ErrorCode::ReduceDim, inst,
                  "Iota dimension " + std::to_string(dim) + " out of range");
@@ -321,7 +321,7 @@ Status Codegen::visitAllocateRegister(const Instruction &inst) {
   VarId r = inst.results[0];
   DataType t = info.vars[r].dtype;
   llvm::Value *v = zeroOf(t);
-  if (const Argument &init = inst.arg("init"); init.present)
+  if (const Argument &init = inst.arg(ArgName::init); init.present)
     v = convert(emitExpr(init.expr), prog.expr(init.expr).dtype, t);
   writeRegister(r, std::vector<llvm::Value *>(size_t(info.vars[r].layout->numLocals()), v));
   return Status::success();

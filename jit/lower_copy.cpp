@@ -355,9 +355,9 @@ private:
 } // namespace
 
 Status Codegen::visitCopyAsync(const Instruction &inst) {
-  SharedView sview = readShared(inst.arg("s").var);
-  GlobalView gview = readGlobal(inst.arg("g").var);
-  GlobalTile g = globalTile(gview, inst.arg("offset"));
+  SharedView sview = readShared(inst.arg(ArgName::s).var);
+  GlobalView gview = readGlobal(inst.arg(ArgName::g).var);
+  GlobalTile g = globalTile(gview, inst.arg(ArgName::offset));
   if (g.lo.size() != sview.shape.size())
     return error(ErrorCode::OffsetRank, inst, "slice count differs from the shared tensor's rank");
   DataType t = g.dtype;
@@ -378,7 +378,7 @@ Status Codegen::visitCopyAsyncCommitGroup(const Instruction &) {
 }
 
 Status Codegen::visitCopyAsyncWaitGroup(const Instruction &inst) {
-  int64_t n = inst.arg("n").intValue;
+  int64_t n = inst.arg(ArgName::n).intValue;
   if (n < 0 || n > 7)
     n = n < 0 ? 0 : 7; // the hardware counts at most 7 pending groups; more waits less
   callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {constI32(n)});

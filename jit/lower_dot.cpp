@@ -339,7 +339,7 @@ Expected<std::vector<llvm::Value *>> dotScratch(Codegen &cg, const Instruction &
 } // namespace
 
 Status Codegen::visitDot(const Instruction &inst) {
-  VarId va = inst.arg("a").var, vb = inst.arg("b").var, vc = inst.arg("c").var;
+  VarId va = inst.arg(ArgName::a).var, vb = inst.arg(ArgName::b).var, vc = inst.arg(ArgName::c).var;
   VarId vd = inst.results[0];
   if (va == kNoId || vb == kNoId || vc == kNoId)
     return error(ErrorCode::Scope, inst, "Dot operands must be register tensors");
@@ -354,7 +354,7 @@ Status Codegen::visitDot(const Instruction &inst) {
     return error(ErrorCode::DotShape, inst, "Dot operands must have rank 2");
   op.kDim = op.ma->shape()[1];
   op.dd = op.td->dtype;
-  Expected<std::vector<llvm::Value *>> c = operandSlots(inst, inst.arg("c"), *op.md, op.dd);
+  Expected<std::vector<llvm::Value *>> c = operandSlots(inst, inst.arg(ArgName::c), *op.md, op.dd);
   if (!c)
     return c.takeStatus();
   op.c = std::move(*c);

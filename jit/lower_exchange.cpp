@@ -83,7 +83,7 @@ llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset
 }
 
 Status Codegen::visitConvertLayout(const Instruction &inst) {
-  VarId a = inst.arg("a").var, r = inst.results[0];
+  VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   if (a == kNoId)
     return error(ErrorCode::Scope, inst, "ConvertLayout of something other than a register tensor");
   const LayoutMap &result = layoutOf(r);
@@ -93,7 +93,8 @@ Status Codegen::visitConvertLayout(const Instruction &inst) {
   for (const SlotSource &src : gatherSlots(result, source))
     local = local && src.ok;
   if (local) {
-    Expected<std::vector<llvm::Value *>> slots = operandSlots(inst, inst.arg("a"), result, t);
+    Expected<std::vector<llvm::Value *>> slots =
+        operandSlots(inst, inst.arg(ArgName::a), result, t);
     if (!slots)
       return slots.takeStatus();
     writeRegister(r, *slots);
@@ -225,19 +226,19 @@ std::vector<int64_t> reducedIndex(const int64_t *x, int rank, int dim, bool keep
 } // namespace
 
 Status Codegen::visitReduce(const Instruction &inst) {
-  VarId a = inst.arg("a").var, r = inst.results[0];
+  VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   if (a == kNoId)
     return error(ErrorCode::Scope, inst, "Reduce of something other than a register tensor");
   const LayoutMap &source = layoutOf(a);
   const LayoutMap &result = layoutOf(r);
-  int dim = int(inst.arg("dim").intValue);
-  bool keepDim = inst.arg("keepdim").present && inst.arg("keepdim").intValue != 0;
+  int dim = int(inst.arg(ArgName::dim).intValue);
+  bool keepDim = inst.arg(ArgName::keepdim).present && inst.arg(ArgName::keepdim).intValue != 0;
   if (dim < 0 || dim >= source.rank())
     return error(ErrorCode::ReduceDim, inst,
                  "Reduce dimension " + std::to_string(dim) + " out of range");
   DataType t = info.vars[a].dtype;
   DataType rt = info.vars[r].dtype;
-  Accumulator acc = accumulatorFor(ReduceOp(inst.arg("op").intValue), t);
+  Accumulator acc = accumulatorFor(ReduceOp(inst.arg(ArgName::op).intValue), t);
   std::vector<llvm::Value *> in = readRegister(a);
 
   // Shuffle path: the reduced dimension's thread modes stay within a warp.

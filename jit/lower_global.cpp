@@ -303,8 +303,8 @@ bool nativeAccess(DataType t) { return t.storageBits() % 8 == 0 && t.storageBits
 Status Codegen::visitLoadGlobal(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &map = layoutOf(r);
-  GlobalView view = readGlobal(inst.arg("g").var);
-  GlobalTile tile = globalTile(view, inst.arg("offset"));
+  GlobalView view = readGlobal(inst.arg(ArgName::g).var);
+  GlobalTile tile = globalTile(view, inst.arg(ArgName::offset));
   if (int(tile.lo.size()) != map.rank())
     return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   DataType t = tile.dtype;
@@ -375,13 +375,13 @@ Status Codegen::visitLoadGlobal(const Instruction &inst) {
 }
 
 Status Codegen::visitStoreGlobal(const Instruction &inst) {
-  VarId src = inst.arg("r").var;
+  VarId src = inst.arg(ArgName::r).var;
   if (src == kNoId)
     return error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
   const LayoutMap &map = layoutOf(src);
   std::vector<llvm::Value *> slots = readRegister(src);
-  GlobalView view = readGlobal(inst.arg("g").var);
-  GlobalTile tile = globalTile(view, inst.arg("offset"));
+  GlobalView view = readGlobal(inst.arg(ArgName::g).var);
+  GlobalTile tile = globalTile(view, inst.arg(ArgName::offset));
   if (int(tile.lo.size()) != map.rank())
     return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   DataType t = tile.dtype;

@@ -104,16 +104,16 @@ bool isConstOne(llvm::Value *v) {
 // ---- views ----------------------------------------------------------------------------------
 
 Status Codegen::visitViewGlobal(const Instruction &inst) {
-  VarId ptrVar = inst.arg("ptr").var;
+  VarId ptrVar = inst.arg(ArgName::ptr).var;
   if (ptrVar == kNoId || prog.var(ptrVar).kind != VarKind::Pointer)
     return error(ErrorCode::Scope, inst, "the pointer is not a pointer parameter");
   GlobalView view;
-  const Argument &dtype = inst.arg("dtype");
+  const Argument &dtype = inst.arg(ArgName::dtype);
   view.dtype = dtype.present ? dtype.dtype : prog.var(ptrVar).dtype;
   view.ptr = readComponents(ptrVar)[0];
   view.base = constI64(0);
   view.valid = b.getTrue();
-  if (const Argument &shape = inst.arg("shape"); shape.present) {
+  if (const Argument &shape = inst.arg(ArgName::shape); shape.present) {
     for (ExprId e : shape.exprs)
       view.shape.push_back(exprI64(e));
   } else {
@@ -121,7 +121,7 @@ Status Codegen::visitViewGlobal(const Instruction &inst) {
     // view is unbounded (the interpreter bounds it by the argument's byte size).
     view.shape.push_back(constI64(INT64_MAX));
   }
-  if (const Argument &strides = inst.arg("strides"); strides.present) {
+  if (const Argument &strides = inst.arg(ArgName::strides); strides.present) {
     if (strides.exprs.size() != view.shape.size())
       return error(ErrorCode::ShapeMismatch, inst, "strides and shape differ in length");
     for (ExprId e : strides.exprs)
@@ -145,11 +145,11 @@ Status Codegen::visitViewGlobal(const Instruction &inst) {
 Status Codegen::visitAllocateGlobal(const Instruction &inst) {
   size_t index = size_t(&inst - prog.instructions.data());
   GlobalView view;
-  view.dtype = inst.arg("dtype").dtype;
+  view.dtype = inst.arg(ArgName::dtype).dtype;
   view.ptr = b.CreateGEP(b.getInt8Ty(), workspace_, workspaceRegions_[index]);
   view.base = constI64(0);
   view.valid = b.getTrue();
-  for (ExprId e : inst.arg("shape").exprs)
+  for (ExprId e : inst.arg(ArgName::shape).exprs)
     view.shape.push_back(exprI64(e));
   view.stride.assign(view.shape.size(), nullptr);
   llvm::Value *s = constI64(1);
@@ -191,9 +191,9 @@ struct OffsetEntryValue {
 } // namespace
 
 Status Codegen::visitSliceGlobal(const Instruction &inst) {
-  GlobalView parent = readGlobal(inst.arg("g").var);
-  const Argument &offset = inst.arg("offset");
-  const Argument &shapeArg = inst.arg("shape");
+  GlobalView parent = readGlobal(inst.arg(ArgName::g).var);
+  const Argument &offset = inst.arg(ArgName::offset);
+  const Argument &shapeArg = inst.arg(ArgName::shape);
   if (offset.offsets.size() != parent.shape.size())
     return error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
   GlobalView out;
@@ -233,8 +233,8 @@ Status Codegen::visitSliceGlobal(const Instruction &inst) {
 }
 
 Status Codegen::visitSliceShared(const Instruction &inst) {
-  SharedView parent = readShared(inst.arg("s").var);
-  const Argument &offset = inst.arg("offset");
+  SharedView parent = readShared(inst.arg(ArgName::s).var);
+  const Argument &offset = inst.arg(ArgName::offset);
   if (offset.offsets.size() != parent.shape.size())
     return error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
   SharedView out;
@@ -540,8 +540,8 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
 Status Codegen::visitLoadShared(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &map = layoutOf(r);
-  SharedView view = readShared(inst.arg("s").var);
-  SharedTile tile = sharedTile(view, inst.arg("offset"));
+  SharedView view = readShared(inst.arg(ArgName::s).var);
+  SharedTile tile = sharedTile(view, inst.arg(ArgName::offset));
   if (int(tile.rootDim.size()) != map.rank())
     return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   if (tryLdmatrix(tile, r))
@@ -567,13 +567,13 @@ Status Codegen::visitLoadShared(const Instruction &inst) {
 }
 
 Status Codegen::visitStoreShared(const Instruction &inst) {
-  VarId src = inst.arg("r").var;
+  VarId src = inst.arg(ArgName::r).var;
   if (src == kNoId)
     return error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
   const LayoutMap &map = layoutOf(src);
   std::vector<llvm::Value *> slots = readRegister(src);
-  SharedView view = readShared(inst.arg("s").var);
-  SharedTile tile = sharedTile(view, inst.arg("offset"));
+  SharedView view = readShared(inst.arg(ArgName::s).var);
+  SharedTile tile = sharedTile(view, inst.arg(ArgName::offset));
   if (int(tile.rootDim.size()) != map.rank())
     return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   DataType t = tile.dtype;

@@ -358,8 +358,8 @@ void printGlobal(Codegen &cg, Printer &p, VarId var, const std::string &message)
 } // namespace
 
 Status Codegen::visitPrint(const Instruction &inst) {
-  const Argument &x = inst.arg("x");
-  const Argument &msg = inst.arg("msg");
+  const Argument &x = inst.arg(ArgName::x);
+  const Argument &msg = inst.arg(ArgName::msg);
   std::string message = msg.present ? msg.text : std::string();
   Printer p(*this);
   if (x.isScalar() || (x.isTensor() && info.vars[x.var].kind == VarKind::Scalar)) {

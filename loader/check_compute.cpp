@@ -36,22 +36,22 @@ bool ProgramChecker::visitBlockIndices(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitAllocateRegister(const Instruction &inst, Results &r) {
-  const RegisterLayout &layout = *layoutArg(inst, "layout");
-  if (const Argument *shape = optionalArg(inst, "shape"))
+  const RegisterLayout &layout = *layoutArg(inst, ArgName::layout);
+  if (const Argument *shape = optionalArg(inst, ArgName::shape))
     if (!checkLayoutShape(layout, shape->ints, "layout"))
       return false;
-  r[0] = registerType(inst.arg("dtype").dtype, layout);
+  r[0] = registerType(inst.arg(ArgName::dtype).dtype, layout);
   return true;
 }
 
 bool ProgramChecker::visitIota(const Instruction &inst, Results &r) {
-  const RegisterLayout &layout = *layoutArg(inst, "layout");
-  int64_t dim = inst.arg("dim").intValue;
+  const RegisterLayout &layout = *layoutArg(inst, ArgName::layout);
+  int64_t dim = inst.arg(ArgName::dim).intValue;
   int64_t rank = int64_t(layout.shape().size());
   if (dim < 0 || dim >= rank)
     return fail(ErrorCode::BadArgument, "Iota dim=" + std::to_string(dim) +
                                             " is out of range for rank " + std::to_string(rank));
-  const Argument *dt = optionalArg(inst, "dtype");
+  const Argument *dt = optionalArg(inst, ArgName::dtype);
   DataType dtype = dt ? dt->dtype : DataType::i32();
   if (!dtype.isArithmetic() || dtype.isBool())
     return fail(ErrorCode::DtypeMismatch, std::string("Iota of ") + dtype.name() +
@@ -90,7 +90,7 @@ bool ProgramChecker::elementwiseResult(const Instruction &inst,
     shape = *b;
   }
   const RegisterLayout *layout = nullptr;
-  const RegisterLayout *given = layoutArg(inst, "layout");
+  const RegisterLayout *given = layoutArg(inst, ArgName::layout);
   if (const VarType *target = outTarget(inst)) {
     std::string name = "out=" + prog_.vars[inst.results[0]].name;
     if (target->dtype != resultType)
@@ -158,9 +158,10 @@ bool ProgramChecker::visitWhere(const Instruction &inst, Results &r) {
   std::vector<const VarType *> ops;
   std::vector<const char *> names;
   std::optional<DataType> valueType;
-  for (const char *name : {"c", "a", "b"}) {
-    const Argument &a = inst.arg(name);
-    bool cond = name[0] == 'c';
+  for (ArgName argName : {ArgName::c, ArgName::a, ArgName::b}) {
+    const Argument &a = inst.arg(argName);
+    const char *name = argNameText(argName);
+    bool cond = argName == ArgName::c;
     DataType t = a.var != kNoId ? info_.vars[a.var].dtype : prog_.exprs[a.expr].dtype;
     if (a.var != kNoId) {
       if (info_.vars[a.var].kind != VarKind::Register)
@@ -188,8 +189,8 @@ bool ProgramChecker::visitWhere(const Instruction &inst, Results &r) {
   if (ops.empty())
     return fail(ErrorCode::BadArgument, "Where needs at least one register tensor operand");
   if (!valueType) {
-    valueType = promoteScalarTypes(prog_.exprs[inst.arg("a").expr].dtype,
-                                   prog_.exprs[inst.arg("b").expr].dtype);
+    valueType = promoteScalarTypes(prog_.exprs[inst.arg(ArgName::a).expr].dtype,
+                                   prog_.exprs[inst.arg(ArgName::b).expr].dtype);
     if (!valueType)
       return fail(ErrorCode::DtypeMismatch, "Where operands a and b have no common type");
   }
@@ -200,23 +201,23 @@ bool ProgramChecker::visitWhere(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitCast(const Instruction &inst, Results &r) {
-  const VarType *a = tensorArg(inst, "a", VarKind::Register);
+  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
   if (!a)
     return false;
-  r[0] = registerType(inst.arg("dtype").dtype, *a->layout);
+  r[0] = registerType(inst.arg(ArgName::dtype).dtype, *a->layout);
   return true;
 }
 
 /// View reinterprets each thread's local bits: the bits per thread (locals x storage bits) and
 /// the thread count must stay, and neither side may be replicated (a replica would alias).
 bool ProgramChecker::visitView(const Instruction &inst, Results &r) {
-  const VarType *a = tensorArg(inst, "a", VarKind::Register);
+  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
   if (!a)
     return false;
-  const Argument *dt = optionalArg(inst, "dtype");
+  const Argument *dt = optionalArg(inst, ArgName::dtype);
   DataType to = dt ? dt->dtype : a->dtype;
   const RegisterLayout &from = *a->layout;
-  const RegisterLayout *given = layoutArg(inst, "layout");
+  const RegisterLayout *given = layoutArg(inst, ArgName::layout);
   const RegisterLayout &layout = given ? *given : from;
   if (layout.numThreads() != from.numThreads())
     return fail(ErrorCode::ViewBits, "View changes the thread count from " +
@@ -229,7 +230,7 @@ bool ProgramChecker::visitView(const Instruction &inst, Results &r) {
                                          std::to_string(bitsFrom) + " to " +
                                          std::to_string(bitsTo));
   if (from.isReplicated())
-    return fail(ErrorCode::ViewReplicated, "View of " + varName(inst.arg("a").var) +
+    return fail(ErrorCode::ViewReplicated, "View of " + varName(inst.arg(ArgName::a).var) +
                                                " whose layout " + from.toString() +
                                                " is replicated");
   if (layout.isReplicated())
@@ -239,10 +240,10 @@ bool ProgramChecker::visitView(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitPermute(const Instruction &inst, Results &r) {
-  const VarType *a = tensorArg(inst, "a", VarKind::Register);
+  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
   if (!a)
     return false;
-  const std::vector<int64_t> &dims = inst.arg("dims").ints;
+  const std::vector<int64_t> &dims = inst.arg(ArgName::dims).ints;
   std::vector<uint8_t> seen(a->rank, 0);
   bool ok = dims.size() == a->rank;
   for (size_t k = 0; ok && k < dims.size(); ++k) {
@@ -262,10 +263,10 @@ bool ProgramChecker::visitPermute(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitConvertLayout(const Instruction &inst, Results &r) {
-  const VarType *a = tensorArg(inst, "a", VarKind::Register);
+  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
   if (!a)
     return false;
-  const RegisterLayout &layout = *layoutArg(inst, "layout");
+  const RegisterLayout &layout = *layoutArg(inst, ArgName::layout);
   if (!checkLayoutShape(layout, a->shape, "ConvertLayout layout="))
     return false;
   int64_t bytes = std::max(1, a->dtype.storageBits() / 8);
@@ -275,24 +276,24 @@ bool ProgramChecker::visitConvertLayout(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitReduce(const Instruction &inst, Results &r) {
-  const VarType *a = tensorArg(inst, "a", VarKind::Register);
+  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
   if (!a)
     return false;
-  int64_t dim = inst.arg("dim").intValue;
+  int64_t dim = inst.arg(ArgName::dim).intValue;
   if (dim < 0 || dim >= int64_t(a->rank))
     return fail(ErrorCode::ReduceDim, "Reduce dim=" + std::to_string(dim) +
                                           " is out of range for rank " + std::to_string(a->rank));
-  auto op = ReduceOp(inst.arg("op").intValue);
+  auto op = ReduceOp(inst.arg(ArgName::op).intValue);
   std::string what = std::string("Reduce op=") + reduceOpName(op) + " on " + a->dtype.name();
   if (!a->dtype.isArithmetic())
     return fail(ErrorCode::SubbyteArith, what + ": defined for " + kArithmeticTypes);
   if ((op == ReduceOp::Any || op == ReduceOp::All) && a->dtype.isFloat())
     return fail(ErrorCode::DtypeMismatch, what + ": any and all need bool or integers");
-  const Argument *keep = optionalArg(inst, "keepdim");
+  const Argument *keep = optionalArg(inst, ArgName::keepdim);
   Expected<RegisterLayout> derived = a->layout->reduce(int(dim), keep && keep->intValue != 0);
   if (!derived)
     return fail(derived.status().code(), derived.status().first().message);
-  if (const RegisterLayout *given = layoutArg(inst, "layout")) {
+  if (const RegisterLayout *given = layoutArg(inst, ArgName::layout)) {
     if (!checkLayoutShape(*given, derived->shape(), "Reduce layout="))
       return false;
     if (*given != *derived)
@@ -306,7 +307,7 @@ bool ProgramChecker::visitReduce(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitPrint(const Instruction &inst, Results &) {
-  const Argument &x = inst.arg("x");
+  const Argument &x = inst.arg(ArgName::x);
   if (x.var == kNoId)
     return true;
   VarKind k = info_.vars[x.var].kind;

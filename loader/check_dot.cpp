@@ -104,9 +104,9 @@ const MmaAtom *mmaAtomFor(DataType t) {
 }
 
 bool ProgramChecker::visitDot(const Instruction &inst, Results &r) {
-  const VarType *a = tensorArg(inst, "a", VarKind::Register);
-  const VarType *b = a ? tensorArg(inst, "b", VarKind::Register) : nullptr;
-  const VarType *c = b ? tensorArg(inst, "c", VarKind::Register) : nullptr;
+  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
+  const VarType *b = a ? tensorArg(inst, ArgName::b, VarKind::Register) : nullptr;
+  const VarType *c = b ? tensorArg(inst, ArgName::c, VarKind::Register) : nullptr;
   if (!c)
     return false;
   std::string shapes = "a " + shapeString(a->shape) + ", b " + shapeString(b->shape) + ", c " +

@@ -57,7 +57,7 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
     return "dimension " + std::to_string(d) + " (length " + std::to_string(memory.shape[d]) +
            ") of " + memoryName();
   };
-  const Argument *offset = optionalArg(inst, "offset");
+  const Argument *offset = optionalArg(inst, ArgName::offset);
   if (!offset) {
     if (memory.rank != tileShape.size())
       return fail(ErrorCode::OffsetRank, op() + " without offset=: " + memoryName() + " has rank " +
@@ -107,8 +107,8 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
 }
 
 bool ProgramChecker::visitAllocateShared(const Instruction &inst, Results &r) {
-  DataType dtype = inst.arg("dtype").dtype;
-  const std::vector<int64_t> &shape = inst.arg("shape").ints;
+  DataType dtype = inst.arg(ArgName::dtype).dtype;
+  const std::vector<int64_t> &shape = inst.arg(ArgName::shape).ints;
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] <= 0)
       return fail(ErrorCode::BadArgument, "AllocateShared shape=" + shapeString(shape) +
@@ -125,7 +125,7 @@ bool ProgramChecker::visitAllocateShared(const Instruction &inst, Results &r) {
   if (storageBytes(shapeElements(shape), dtype) > limit)
     return tooBig(storageBytes(shapeElements(shape), dtype));
   SharedLayout layout;
-  if (const Argument *la = optionalArg(inst, "layout")) {
+  if (const Argument *la = optionalArg(inst, ArgName::layout)) {
     if (la->sharedLayout->shape() != shape)
       return fail(ErrorCode::LayoutShape, "shared layout " + la->sharedLayout->toString() +
                                               " has shape " +
@@ -157,13 +157,13 @@ bool ProgramChecker::visitAllocateShared(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitAllocateGlobal(const Instruction &inst, Results &r) {
-  const std::vector<ExprId> &shape = inst.arg("shape").exprs;
+  const std::vector<ExprId> &shape = inst.arg(ArgName::shape).exprs;
   if (!checkIntExprs(shape, "AllocateGlobal shape"))
     return false;
   info_.usesWorkspace = true;
   VarType t;
   t.kind = VarKind::Global;
-  t.dtype = inst.arg("dtype").dtype;
+  t.dtype = inst.arg(ArgName::dtype).dtype;
   t.rank = shape.size();
   t.root = inst.results[0];
   r[0] = std::move(t);
@@ -171,14 +171,14 @@ bool ProgramChecker::visitAllocateGlobal(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitViewGlobal(const Instruction &inst, Results &r) {
-  const Argument &ptr = inst.arg("ptr");
+  const Argument &ptr = inst.arg(ArgName::ptr);
   if (ptr.var == kNoId || info_.vars[ptr.var].kind != VarKind::Pointer)
     return fail(ErrorCode::Scope,
                 "ViewGlobal of " + (ptr.var == kNoId ? std::string("a scalar") : varName(ptr.var)) +
                     ": expected a pointer parameter");
-  const Argument *dt = optionalArg(inst, "dtype");
-  const Argument *shape = optionalArg(inst, "shape");
-  const Argument *strides = optionalArg(inst, "strides");
+  const Argument *dt = optionalArg(inst, ArgName::dtype);
+  const Argument *shape = optionalArg(inst, ArgName::shape);
+  const Argument *strides = optionalArg(inst, ArgName::strides);
   if (strides && !shape)
     return fail(ErrorCode::BadArgument, "ViewGlobal strides= needs shape=");
   if (strides && strides->exprs.size() != shape->exprs.size())
@@ -200,10 +200,10 @@ bool ProgramChecker::visitViewGlobal(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitSliceGlobal(const Instruction &inst, Results &r) {
-  const VarType *g = tensorArg(inst, "g", VarKind::Global);
+  const VarType *g = tensorArg(inst, ArgName::g, VarKind::Global);
   if (!g)
     return false;
-  const std::vector<OffsetEntry> &entries = inst.arg("offset").offsets;
+  const std::vector<OffsetEntry> &entries = inst.arg(ArgName::offset).offsets;
   if (entries.size() != g->rank)
     return fail(ErrorCode::OffsetRank,
                 "SliceGlobal offset has " + counted(int64_t(entries.size()), "entry", "entries") +
@@ -216,7 +216,7 @@ bool ProgramChecker::visitSliceGlobal(const Instruction &inst, Results &r) {
                                                 " has type " + exprTypeName(entries[d].expr) +
                                                 "; expected an integer");
   }
-  if (const Argument *shape = optionalArg(inst, "shape")) {
+  if (const Argument *shape = optionalArg(inst, ArgName::shape)) {
     if (shape->exprs.size() != slices)
       return fail(
           ErrorCode::OffsetRank,
@@ -272,11 +272,11 @@ bool ProgramChecker::checkSharedSliceEntry(const VarType &s, size_t d, const Off
 }
 
 bool ProgramChecker::visitSliceShared(const Instruction &inst, Results &r) {
-  const VarType *s = tensorArg(inst, "s", VarKind::Shared);
+  const VarType *s = tensorArg(inst, ArgName::s, VarKind::Shared);
   if (!s)
     return false;
-  const std::vector<OffsetEntry> &entries = inst.arg("offset").offsets;
-  const Argument *shapeArg = optionalArg(inst, "shape");
+  const std::vector<OffsetEntry> &entries = inst.arg(ArgName::offset).offsets;
+  const Argument *shapeArg = optionalArg(inst, ArgName::shape);
   if (entries.size() != s->rank)
     return fail(ErrorCode::OffsetRank,
                 "SliceShared offset has " + counted(int64_t(entries.size()), "entry", "entries") +
@@ -304,22 +304,22 @@ bool ProgramChecker::visitSliceShared(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitLoadGlobal(const Instruction &inst, Results &r) {
-  const VarType *g = tensorArg(inst, "g", VarKind::Global);
+  const VarType *g = tensorArg(inst, ArgName::g, VarKind::Global);
   if (!g)
     return false;
-  const RegisterLayout &layout = *layoutArg(inst, "layout");
-  if (!checkAccess(inst, *g, inst.arg("g").var, layout.shape(), "the layout"))
+  const RegisterLayout &layout = *layoutArg(inst, ArgName::layout);
+  if (!checkAccess(inst, *g, inst.arg(ArgName::g).var, layout.shape(), "the layout"))
     return false;
   r[0] = registerType(g->dtype, layout);
   return true;
 }
 
 bool ProgramChecker::visitLoadShared(const Instruction &inst, Results &r) {
-  const VarType *s = tensorArg(inst, "s", VarKind::Shared);
+  const VarType *s = tensorArg(inst, ArgName::s, VarKind::Shared);
   if (!s)
     return false;
-  const RegisterLayout &layout = *layoutArg(inst, "layout");
-  if (!checkAccess(inst, *s, inst.arg("s").var, layout.shape(), "the layout"))
+  const RegisterLayout &layout = *layoutArg(inst, ArgName::layout);
+  if (!checkAccess(inst, *s, inst.arg(ArgName::s).var, layout.shape(), "the layout"))
     return false;
   r[0] = registerType(s->dtype, layout);
   return true;
@@ -333,37 +333,37 @@ std::string dtypePair(const char *op, DataType a, DataType b) {
 } // namespace
 
 bool ProgramChecker::visitStoreGlobal(const Instruction &inst, Results &) {
-  const VarType *reg = tensorArg(inst, "r", VarKind::Register);
-  const VarType *g = reg ? tensorArg(inst, "g", VarKind::Global) : nullptr;
+  const VarType *reg = tensorArg(inst, ArgName::r, VarKind::Register);
+  const VarType *g = reg ? tensorArg(inst, ArgName::g, VarKind::Global) : nullptr;
   if (!g)
     return false;
   if (reg->dtype != g->dtype)
     return fail(ErrorCode::DtypeMismatch, dtypePair("StoreGlobal", reg->dtype, g->dtype));
-  return checkAccess(inst, *g, inst.arg("g").var, reg->shape, "the register tensor");
+  return checkAccess(inst, *g, inst.arg(ArgName::g).var, reg->shape, "the register tensor");
 }
 
 bool ProgramChecker::visitStoreShared(const Instruction &inst, Results &) {
-  const VarType *reg = tensorArg(inst, "r", VarKind::Register);
-  const VarType *s = reg ? tensorArg(inst, "s", VarKind::Shared) : nullptr;
+  const VarType *reg = tensorArg(inst, ArgName::r, VarKind::Register);
+  const VarType *s = reg ? tensorArg(inst, ArgName::s, VarKind::Shared) : nullptr;
   if (!s)
     return false;
   if (reg->dtype != s->dtype)
     return fail(ErrorCode::DtypeMismatch, dtypePair("StoreShared", reg->dtype, s->dtype));
-  return checkAccess(inst, *s, inst.arg("s").var, reg->shape, "the register tensor");
+  return checkAccess(inst, *s, inst.arg(ArgName::s).var, reg->shape, "the register tensor");
 }
 
 bool ProgramChecker::visitCopyAsync(const Instruction &inst, Results &) {
-  const VarType *s = tensorArg(inst, "s", VarKind::Shared);
-  const VarType *g = s ? tensorArg(inst, "g", VarKind::Global) : nullptr;
+  const VarType *s = tensorArg(inst, ArgName::s, VarKind::Shared);
+  const VarType *g = s ? tensorArg(inst, ArgName::g, VarKind::Global) : nullptr;
   if (!g)
     return false;
   if (s->dtype != g->dtype)
     return fail(ErrorCode::DtypeMismatch, dtypePair("CopyAsync", g->dtype, s->dtype));
-  return checkAccess(inst, *g, inst.arg("g").var, s->shape, "the shared tensor");
+  return checkAccess(inst, *g, inst.arg(ArgName::g).var, s->shape, "the shared tensor");
 }
 
 bool ProgramChecker::visitCopyAsyncWaitGroup(const Instruction &inst, Results &) {
-  int64_t n = inst.arg("n").intValue;
+  int64_t n = inst.arg(ArgName::n).intValue;
   if (n < 0)
     return fail(ErrorCode::BadArgument,
                 "CopyAsyncWaitGroup n=" + std::to_string(n) + " must not be negative");

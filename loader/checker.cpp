@@ -433,8 +433,8 @@ bool ProgramChecker::visitInvalid(const Instruction &inst, Results &) {
 
 // --- helpers shared by the per-instruction checks -----------------------------------------
 
-const Argument *ProgramChecker::optionalArg(const Instruction &inst, const char *name) const {
-  int k = inst.spec().argIndex(name);
+const Argument *ProgramChecker::optionalArg(const Instruction &inst, ArgName name) const {
+  int k = argPosition(inst.opcode, name);
   if (k < 0 || !inst.args[k].present)
     return nullptr;
   return &inst.args[k];
@@ -443,7 +443,7 @@ const Argument *ProgramChecker::optionalArg(const Instruction &inst, const char 
 /// A layout argument as a tensor layout. A product of replicates only (`replicate(32)`) has
 /// no rank of its own; as the layout of a tensor it is the rank-0 layout with the same threads
 /// (what Reduce derives for a rank-0 result), so that the two compare equal.
-const RegisterLayout *ProgramChecker::layoutArg(const Instruction &inst, const char *name) {
+const RegisterLayout *ProgramChecker::layoutArg(const Instruction &inst, ArgName name) {
   const Argument *a = optionalArg(inst, name);
   if (!a || !a->regLayout)
     return nullptr;
@@ -479,12 +479,12 @@ const char *kindName(VarKind k) {
 }
 } // namespace
 
-const VarType *ProgramChecker::tensorArg(const Instruction &inst, const char *name, VarKind kind) {
+const VarType *ProgramChecker::tensorArg(const Instruction &inst, ArgName name, VarKind kind) {
   const Argument &a = inst.arg(name);
   VarKind got = a.var != kNoId ? info_.vars[a.var].kind : VarKind::Scalar;
   if (got != kind) {
-    fail(ErrorCode::Scope, std::string(inst.spec().name) + " argument '" + name + "' is " +
-                               kindName(got) +
+    fail(ErrorCode::Scope, std::string(inst.spec().name) + " argument '" + argNameText(name) +
+                               "' is " + kindName(got) +
                                (a.var != kNoId ? " (" + varName(a.var) + ")" : std::string()) +
                                "; expected " + kindName(kind));
     return nullptr;

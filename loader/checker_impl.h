@@ -198,9 +198,9 @@ private:
   bool isIntegerExpr(ExprId id) const;
   const VarType &typeOf(VarId var) const { return info_.vars[var]; }
   /// A required tensor argument of kind `kind` (scope error otherwise).
-  const VarType *tensorArg(const Instruction &inst, const char *name, VarKind kind);
-  const RegisterLayout *layoutArg(const Instruction &inst, const char *name);
-  const Argument *optionalArg(const Instruction &inst, const char *name) const;
+  const VarType *tensorArg(const Instruction &inst, ArgName name, VarKind kind);
+  const RegisterLayout *layoutArg(const Instruction &inst, ArgName name);
+  const Argument *optionalArg(const Instruction &inst, ArgName name) const;
   /// The out= target's type, or nullptr without out=.
   const VarType *outTarget(const Instruction &inst) const;
   bool checkLayoutShape(const RegisterLayout &layout, const std::vector<int64_t> &shape,

@@ -33,9 +33,9 @@ void ProgramChecker::collectExtents() {
       if (ptr != p)
         continue;
       const Instruction &inst = prog_.instructions[idx];
-      const Argument *shape = optionalArg(inst, "shape");
-      const Argument *strides = optionalArg(inst, "strides");
-      const Argument *dtype = optionalArg(inst, "dtype");
+      const Argument *shape = optionalArg(inst, ArgName::shape);
+      const Argument *strides = optionalArg(inst, ArgName::strides);
+      const Argument *dtype = optionalArg(inst, ArgName::dtype);
       if (!shape) {
         extent.computable = false;
         continue;

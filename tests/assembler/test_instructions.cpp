@@ -53,48 +53,48 @@ TEST_CASE("every argument kind has its IR form") {
   CHECK(p.vars[inst(0).results[2]].kind == VarKind::Scalar);
   CHECK(p.vars[inst(0).results[2]].dtype == DataType::i32());
   // DType and ExprList.
-  CHECK(inst(1).arg("dtype").dtype == DataType::f16());
-  CHECK(p.exprs[inst(1).arg("shape").exprs[1]].bits == 32);
+  CHECK(inst(1).arg(ArgName::dtype).dtype == DataType::f16());
+  CHECK(p.exprs[inst(1).arg(ArgName::shape).exprs[1]].bits == 32);
   // IntList and SharedLayout.
-  CHECK(inst(2).arg("shape").ints == std::vector<int64_t>{3, 16, 32});
-  CHECK(*inst(2).arg("layout").sharedLayout == *SharedLayout::rowMajor({3, 16, 32}));
+  CHECK(inst(2).arg(ArgName::shape).ints == std::vector<int64_t>{3, 16, 32});
+  CHECK(*inst(2).arg(ArgName::layout).sharedLayout == *SharedLayout::rowMajor({3, 16, 32}));
   // RegLayout and Expr.
   RegisterLayout mma = *RegisterLayout::local({2, 1})
                             ->product(*RegisterLayout::spatial({8, 4}))
                             ->product(*RegisterLayout::local({1, 2}));
-  CHECK(*inst(3).arg("layout").regLayout == mma);
-  const ExprNode &init = p.exprs[inst(3).arg("init").expr];
+  CHECK(*inst(3).arg(ArgName::layout).regLayout == mma);
+  const ExprNode &init = p.exprs[inst(3).arg(ArgName::init).expr];
   CHECK(init.op == ExprOp::Mul);
   CHECK(init.dtype == DataType::f32());
   // A nested call comes first, into a temporary; Offset entries with slice flags.
   CHECK(inst(4).opcode == Opcode::SliceShared);
-  const Argument &off = inst(4).arg("offset");
+  const Argument &off = inst(4).arg(ArgName::offset);
   REQUIRE(off.offsets.size() == 3);
   CHECK_FALSE(off.offsets[0].slice);
   CHECK(off.offsets[1].slice);
   CHECK(off.offsets[2].slice);
   CHECK(p.exprs[off.offsets[0].expr].var == inst(0).results[0]);
   CHECK(inst(5).opcode == Opcode::CopyAsync);
-  CHECK(inst(5).arg("s").var == inst(4).results[0]);
+  CHECK(inst(5).arg(ArgName::s).var == inst(4).results[0]);
   CHECK(p.vars[inst(4).results[0]].name == "_t0");
   CHECK(p.vars[inst(4).results[0]].kind == VarKind::Shared);
-  CHECK(inst(5).arg("offset").offsets.size() == 2);
-  CHECK(inst(5).arg("offset").offsets[0].expr > off.offsets[2].expr);
+  CHECK(inst(5).arg(ArgName::offset).offsets.size() == 2);
+  CHECK(inst(5).arg(ArgName::offset).offsets[0].expr > off.offsets[2].expr);
   // Int.
-  CHECK(inst(6).arg("n").intValue == 1);
+  CHECK(inst(6).arg(ArgName::n).intValue == 1);
   // Int, ReduceOp, Bool; absent optional layout.
-  CHECK(inst(7).arg("dim").intValue == 1);
-  CHECK(inst(7).arg("op").intValue == int64_t(ReduceOp::Max));
-  CHECK(inst(7).arg("keepdim").intValue == 1);
-  CHECK_FALSE(inst(7).arg("layout").present);
-  CHECK(inst(8).arg("dtype").dtype == DataType::f16());
+  CHECK(inst(7).arg(ArgName::dim).intValue == 1);
+  CHECK(inst(7).arg(ArgName::op).intValue == int64_t(ReduceOp::Max));
+  CHECK(inst(7).arg(ArgName::keepdim).intValue == 1);
+  CHECK_FALSE(inst(7).arg(ArgName::layout).present);
+  CHECK(inst(8).arg(ArgName::dtype).dtype == DataType::f16());
   // Value: a literal and a scalar variable are expressions.
-  CHECK(inst(9).arg("b").isScalar());
-  CHECK(p.exprs[inst(9).arg("b").expr].bits == 1);
-  CHECK(p.exprs[inst(10).arg("b").expr].op == ExprOp::Var);
-  CHECK(inst(10).arg("a").isTensor());
+  CHECK(inst(9).arg(ArgName::b).isScalar());
+  CHECK(p.exprs[inst(9).arg(ArgName::b).expr].bits == 1);
+  CHECK(p.exprs[inst(10).arg(ArgName::b).expr].op == ExprOp::Var);
+  CHECK(inst(10).arg(ArgName::a).isTensor());
   // String; return is Exit.
-  CHECK(inst(11).arg("msg").text == "acc");
+  CHECK(inst(11).arg(ArgName::msg).text == "acc");
   CHECK(inst(12).opcode == Opcode::Exit);
   CHECK(inst(12).results.empty());
 }
@@ -111,7 +111,7 @@ TEST_CASE("out= writes an existing register tensor in place") {
   // A nested call with out= passes the named tensor on.
   CHECK(p.instructions[2].opcode == Opcode::Neg);
   CHECK(p.instructions[2].out);
-  CHECK(p.instructions[3].arg("a").var == acc);
+  CHECK(p.instructions[3].arg(ArgName::a).var == acc);
   CHECK(varsNamed(p, "_t0").empty());
 }
 

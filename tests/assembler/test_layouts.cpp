@@ -35,8 +35,8 @@ RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
 RegisterLayout inProgram(const std::string &text) {
   Program p = asmProgram(
       "const BM, W = 16, 2\ndef k<1>():\n    r = AllocateRegister(f32, layout=" + text + ")\n");
-  REQUIRE(p.instructions[0].arg("layout").regLayout);
-  return *p.instructions[0].arg("layout").regLayout;
+  REQUIRE(p.instructions[0].arg(ArgName::layout).regLayout);
+  return *p.instructions[0].arg(ArgName::layout).regLayout;
 }
 
 /// Checks L(t, i) for every thread and local against a reference function.
@@ -106,7 +106,7 @@ def k<1>():
     f = AllocateShared(f16, shape=[16, 16], layout=row_major(2, 2).(row_major(2, 2).row_major(4, 4)))
     g = AllocateShared(f16, shape=[4, 8])
 )");
-  auto layout = [&](size_t k) { return *p.instructions[k].arg("layout").sharedLayout; };
+  auto layout = [&](size_t k) { return *p.instructions[k].arg(ArgName::layout).sharedLayout; };
   CHECK(layout(0) == *SharedLayout::rowMajor({4, 8}));
   CHECK(layout(1) == *SharedLayout::columnMajor({4, 8}));
   CHECK(layout(2) == *SharedLayout::strided({4, 8}, {1, 5}));
@@ -116,7 +116,7 @@ def k<1>():
   CHECK(layout(5) == *SharedLayout::tile(*SharedLayout::rowMajor({2, 2}),
                                          *SharedLayout::tile(*SharedLayout::rowMajor({2, 2}),
                                                              *SharedLayout::rowMajor({4, 4}))));
-  CHECK_FALSE(p.instructions[6].arg("layout").present);
+  CHECK_FALSE(p.instructions[6].arg(ArgName::layout).present);
   // Hand-computed offsets: column-major [4, 8] puts (1, 2) at 1 + 2*4; the tiling puts (5, 6)
   // in tile (1, 1) at 3 * 16 and within it at (1, 2) -> 1*4 + 2.
   CHECK(layout(1).offset({1, 2}) == 9);

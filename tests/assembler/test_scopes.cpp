@@ -65,11 +65,11 @@ TEST_CASE("tensor results update an enclosing variable or shadow one of the same
   CHECK(add.opcode == Opcode::Add);
   CHECK(add.results == std::vector<VarId>{acc0});
   CHECK_FALSE(add.out);
-  CHECK(add.arg("a").var == acc0);
+  CHECK(add.arg(ArgName::a).var == acc0);
   const Instruction &exp = p.instructions[3];
   CHECK(exp.results == std::vector<VarId>{acc1});
-  CHECK(exp.arg("a").var == acc0);
-  CHECK(p.instructions[4].arg("x").var == acc1);
+  CHECK(exp.arg(ArgName::a).var == acc0);
+  CHECK(p.instructions[4].arg(ArgName::x).var == acc1);
   CHECK(p.vars[acc0].kind == VarKind::Register);
   CHECK(p.vars[varNamed(p, "g")].kind == VarKind::Global);
 }
@@ -170,10 +170,10 @@ TEST_CASE("names _t<N> always declare, and temporaries avoid names the source us
   CHECK(q.instructions[3].opcode == Opcode::Exp);
   CHECK(q.instructions[3].results == std::vector<VarId>{4});
   CHECK(q.instructions[4].opcode == Opcode::Sub);
-  CHECK(q.instructions[4].arg("a").var == 4);
-  CHECK(q.instructions[4].arg("b").var == 3);
+  CHECK(q.instructions[4].arg(ArgName::a).var == 4);
+  CHECK(q.instructions[4].arg(ArgName::b).var == 3);
   CHECK(q.instructions[4].results == std::vector<VarId>{5});
-  CHECK(q.instructions[5].arg("a").var == 5);
+  CHECK(q.instructions[5].arg(ArgName::a).var == 5);
   CHECK(q.instructions[5].results == std::vector<VarId>{6});
   for (size_t k = 0; k < q.body.size(); ++k)
     CHECK(q.body[k].index == k); // statements in instruction order

@@ -214,7 +214,7 @@ struct ProgramBuilder {
     p.instructions.push_back(std::move(i));
     return uint32_t(p.instructions.size() - 1);
   }
-  Argument &arg(uint32_t inst, const char *name) {
+  Argument &arg(uint32_t inst, ArgName name) {
     Argument &a = p.instructions[inst].arg(name);
     a.present = true;
     return a;
@@ -263,36 +263,36 @@ Program kernelProgram() {
 
   uint32_t n0 = b.inst(Opcode::BlockIndices, {bi, bj}, {4, 5});
   uint32_t n1 = b.inst(Opcode::ViewGlobal, {ga}, {5, 5});
-  b.arg(n1, "ptr").var = aPtr;
-  b.arg(n1, "dtype").dtype = DataType::f16();
-  b.arg(n1, "shape").exprs = {b.ref(m), b.cnst(i32, 64)};
+  b.arg(n1, ArgName::ptr).var = aPtr;
+  b.arg(n1, ArgName::dtype).dtype = DataType::f16();
+  b.arg(n1, ArgName::shape).exprs = {b.ref(m), b.cnst(i32, 64)};
   uint32_t n2 = b.inst(Opcode::AllocateShared, {s}, {6, 5});
-  b.arg(n2, "dtype").dtype = DataType::f16();
-  b.arg(n2, "shape").ints = {16, 64};
-  b.arg(n2, "layout").sharedLayout =
+  b.arg(n2, ArgName::dtype).dtype = DataType::f16();
+  b.arg(n2, ArgName::shape).ints = {16, 64};
+  b.arg(n2, ArgName::layout).sharedLayout =
       must(SharedLayout::swizzle(must(SharedLayout::tile(must(SharedLayout::rowMajor({2, 8})),
                                                          must(SharedLayout::columnMajor({8, 8})))),
                                  3, 3, 3));
   uint32_t n3 = b.inst(Opcode::AllocateRegister, {acc}, {7, 5});
-  b.arg(n3, "dtype").dtype = f32;
-  b.arg(n3, "layout").regLayout = cFrag;
-  b.arg(n3, "init").expr = b.cnst(f32, 0);
+  b.arg(n3, ArgName::dtype).dtype = f32;
+  b.arg(n3, ArgName::layout).regLayout = cFrag;
+  b.arg(n3, ArgName::init).expr = b.cnst(f32, 0);
 
   ExprId start = b.cnst(i32, 0), stop = b.ref(m), step = b.cnst(i32, 1);
   uint32_t n4 = b.inst(Opcode::LoadGlobal, {x}, {9, 9});
-  b.arg(n4, "g").var = ga;
-  b.arg(n4, "layout").regLayout = cFrag;
-  b.arg(n4, "offset").offsets = {{b.op(ExprOp::Mul, i32, {b.ref(bi), b.cnst(i32, 16)}), true},
-                                 {b.cnst(i32, 0), true}};
+  b.arg(n4, ArgName::g).var = ga;
+  b.arg(n4, ArgName::layout).regLayout = cFrag;
+  b.arg(n4, ArgName::offset).offsets = {
+      {b.op(ExprOp::Mul, i32, {b.ref(bi), b.cnst(i32, 16)}), true}, {b.cnst(i32, 0), true}};
   uint32_t n5 = b.inst(Opcode::Reduce, {r}, {10, 9});
-  b.arg(n5, "a").var = x;
-  b.arg(n5, "dim").intValue = 1;
-  b.arg(n5, "op").intValue = int64_t(ReduceOp::Max);
-  b.arg(n5, "keepdim").intValue = 1;
+  b.arg(n5, ArgName::a).var = x;
+  b.arg(n5, ArgName::dim).intValue = 1;
+  b.arg(n5, ArgName::op).intValue = int64_t(ReduceOp::Max);
+  b.arg(n5, ArgName::keepdim).intValue = 1;
   uint32_t n6 = b.inst(Opcode::Add, {acc}, {11, 9});
   b.p.instructions[n6].out = true;
-  b.arg(n6, "a").var = x;
-  b.arg(n6, "b").expr = b.cnst(f32, 0x3fc00000); // 1.5
+  b.arg(n6, ArgName::a).var = x;
+  b.arg(n6, ArgName::b).expr = b.cnst(f32, 0x3fc00000); // 1.5
   ExprId cond1 = b.op(ExprOp::Lt, boolean, {b.ref(i), b.cnst(i32, 3)});
   ExprId cond2 =
       b.op(ExprOp::LogicalNot, boolean, {b.op(ExprOp::Eq, boolean, {b.ref(i), b.ref(bj)})});
@@ -301,27 +301,27 @@ Program kernelProgram() {
   ExprId whileCond = b.op(ExprOp::Ne, boolean, {b.ref(k), b.cnst(i64, 0)});
 
   uint32_t n7 = b.inst(Opcode::Iota, {w}, {20, 5});
-  b.arg(n7, "layout").regLayout =
+  b.arg(n7, ArgName::layout).regLayout =
       chain({RegisterLayout::spatial({4, 1}), RegisterLayout::replicate(8)});
-  b.arg(n7, "dim").intValue = 0;
+  b.arg(n7, ArgName::dim).intValue = 0;
   uint32_t n8 = b.inst(Opcode::View, {v}, {21, 5});
-  b.arg(n8, "a").var = x;
-  b.arg(n8, "layout").regLayout = must(RegisterLayout::replicate(4)); // unranked
+  b.arg(n8, ArgName::a).var = x;
+  b.arg(n8, ArgName::layout).regLayout = must(RegisterLayout::replicate(4)); // unranked
   uint32_t n9 = b.inst(Opcode::Permute, {v}, {22, 5});
-  b.arg(n9, "a").var = v;
-  b.arg(n9, "dims").ints = {1, 0, -5, INT64_MIN, INT64_MAX};
+  b.arg(n9, ArgName::a).var = v;
+  b.arg(n9, ArgName::dims).ints = {1, 0, -5, INT64_MIN, INT64_MAX};
   uint32_t n10 = b.inst(Opcode::CopyAsyncWaitGroup, {}, {24, 1});
-  b.arg(n10, "n").intValue = -3;
+  b.arg(n10, ArgName::n).intValue = -3;
   uint32_t n11 = b.inst(Opcode::Print, {}, {25, 1});
-  b.arg(n11, "x").var = acc;
-  b.arg(n11, "msg").text = "acc = \xc3\xa9 \xe2\x9c\x93"; // "acc = é ✓"
+  b.arg(n11, ArgName::x).var = acc;
+  b.arg(n11, ArgName::msg).text = "acc = \xc3\xa9 \xe2\x9c\x93"; // "acc = é ✓"
   uint32_t n12 = b.inst(Opcode::StoreShared, {}, {26, 1});
-  b.arg(n12, "r").var = x;
-  b.arg(n12, "s").var = s;
+  b.arg(n12, ArgName::r).var = x;
+  b.arg(n12, ArgName::s).var = s;
   uint32_t n13 = b.inst(Opcode::Synchronize, {}, {27, 1});
   uint32_t n14 = b.inst(Opcode::Exit, {}, {28, 1});
   uint32_t n15 = b.inst(Opcode::Print, {}, {29, 1});
-  b.arg(n15, "x").expr = b.op(ExprOp::Cast, f32, {b.ref(k)});
+  b.arg(n15, ArgName::x).expr = b.op(ExprOp::Cast, f32, {b.ref(k)});
 
   Stmt loop = simpleStmt(StmtKind::For, {8, 5});
   loop.var = i;
@@ -967,7 +967,7 @@ TEST_CASE("bytecode: ids and expression arena") {
     CHECK(contains(decodeError(m), "constant bits 256 do not fit i8"));
   }
   SUBCASE("expression id out of range in an argument") {
-    p.instructions[3].arg("init").expr = ExprId(p.exprs.size());
+    p.instructions[3].arg(ArgName::init).expr = ExprId(p.exprs.size());
     CHECK(contains(decodeError(m), "instruction 3 (AllocateRegister): expression argument " +
                                        std::to_string(p.exprs.size()) + " is out of range"));
   }
@@ -995,9 +995,9 @@ TEST_CASE("bytecode: ids and expression arena") {
     CHECK(contains(decodeError(m), "program name length 2000 exceeds limit 1024"));
   }
   SUBCASE("string argument must be UTF-8") {
-    p.instructions[11].arg("msg").text = "\xc0\xaf"; // overlong '/'
+    p.instructions[11].arg(ArgName::msg).text = "\xc0\xaf"; // overlong '/'
     CHECK(contains(decodeError(m), "string argument is not valid UTF-8"));
-    p.instructions[11].arg("msg").text = "\xed\xa0\x80"; // surrogate
+    p.instructions[11].arg(ArgName::msg).text = "\xed\xa0\x80"; // surrogate
     CHECK(contains(decodeError(m), "string argument is not valid UTF-8"));
   }
   SUBCASE("parameters first") {
@@ -1022,7 +1022,7 @@ TEST_CASE("bytecode: instructions against the table") {
   m.programs = {kernelProgram()};
   Program &p = m.programs[0];
   SUBCASE("missing required argument") {
-    p.instructions[4].arg("g").present = false;
+    p.instructions[4].arg(ArgName::g).present = false;
     CHECK(contains(decodeError(m), "instruction 4 (LoadGlobal): missing required argument 'g'"));
   }
   SUBCASE("too many results") {
@@ -1076,10 +1076,10 @@ TEST_CASE("bytecode: enum values out of range") {
                                                          std::to_string(numOpcodes() - 1)));
   Module m;
   m.programs = {kernelProgram()};
-  m.programs[0].instructions[5].arg("op").intValue = 6;
+  m.programs[0].instructions[5].arg(ArgName::op).intValue = 6;
   CHECK(contains(decodeError(m), "reduce op 6 exceeds 5"));
-  m.programs[0].instructions[5].arg("op").intValue = 1;
-  m.programs[0].instructions[5].arg("keepdim").intValue = 1;
+  m.programs[0].instructions[5].arg(ArgName::op).intValue = 1;
+  m.programs[0].instructions[5].arg(ArgName::keepdim).intValue = 1;
   CHECK_OK(decodeModule(encodeModule(m)));
 }
 
@@ -1177,7 +1177,7 @@ TEST_CASE("bytecode: layouts") {
   auto found = std::search(good.begin() + long(at), good.end(), cFrag.v.begin(), cFrag.v.end());
   REQUIRE(found != good.end());
   SUBCASE("the documented encoding of local(2,1).spatial(8,4).local(1,2)") {
-    CHECK(p.instructions[3].arg("layout").regLayout->modes().size() == 4);
+    CHECK(p.instructions[3].arg(ArgName::layout).regLayout->modes().size() == 4);
   }
   SUBCASE("spatial and local swapped is a different valid layout, decoded as such") {
     std::vector<uint8_t> c = good;
@@ -1185,7 +1185,7 @@ TEST_CASE("bytecode: layouts") {
     std::swap(c[k + 1], c[k + 4]);                // spatial [m0, m2], local [m1, m3]
     Expected<Module> d = decodeModule(seal(c));
     REQUIRE(d.ok());
-    CHECK(d->programs[0].instructions[3].arg("layout").regLayout->numThreads() == 8);
+    CHECK(d->programs[0].instructions[3].arg(ArgName::layout).regLayout->numThreads() == 8);
   }
   SUBCASE("a mode listed twice") {
     std::vector<uint8_t> c = good;

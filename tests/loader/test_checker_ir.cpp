@@ -73,7 +73,7 @@ TEST_CASE("bytecode: a variable used outside the scope of its definition") {
   Program &p = m.programs[0];
   for (Instruction &inst : p.instructions)
     if (inst.opcode == Opcode::Add)
-      inst.arg("a").var = varNamed(p, "y");
+      inst.arg(ArgName::a).var = varNamed(p, "y");
   CHECK_ERROR(checkModule(std::move(m)), ErrorCode::UndefinedName);
 }
 
@@ -145,7 +145,7 @@ TEST_CASE("bytecode: expression typing and references") {
 TEST_CASE("bytecode: arguments and results") {
   // A missing required argument.
   Module missing = assembled(kSimple);
-  missing.programs[0].instructions[0].arg("layout").present = false;
+  missing.programs[0].instructions[0].arg(ArgName::layout).present = false;
   CHECK_ERROR(checkModule(std::move(missing)), ErrorCode::BadArgument);
   // out= on an instruction that does not allow it.
   Module out = assembled(kSimple);
@@ -181,7 +181,7 @@ TEST_CASE("bytecode: arguments and results") {
   Module scalar = assembled("def k<1>(i32 n) threads=32:\n"
                             "    x = AllocateRegister(f32, layout=spatial(32))\n"
                             "    y = Add(x, 1.0)\n");
-  scalar.programs[0].instructions[1].arg("a").var = varNamed(scalar.programs[0], "n");
+  scalar.programs[0].instructions[1].arg(ArgName::a).var = varNamed(scalar.programs[0], "n");
   CHECK_ERROR(checkModule(std::move(scalar)), ErrorCode::Bytecode);
 }
 

@@ -57,7 +57,7 @@ void putBits(std::vector<uint64_t> &words, int64_t at, int n, uint64_t v) {
 
 Status Exec::visitView(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  VarId a = inst.arg("a").var, r = inst.results[0];
+  VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   const LayoutTable &at = *b.plan.varTables[a], &rt = *b.plan.varTables[r];
   DataType da = b.info.vars[a].dtype, dr = b.info.vars[r].dtype;
   int sa = da.storageBits(), sr = dr.storageBits();
@@ -82,7 +82,7 @@ Status Exec::visitView(BlockState &b, uint32_t index) {
 
 Status Exec::visitPermute(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  VarId a = inst.arg("a").var, r = inst.results[0];
+  VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   TILUSVM_TRY(b.requireRegister(index, a));
   const std::vector<uint64_t> &src = b.regs[a];
   if (src.size() != size_t(b.plan.varTables[r]->numSlots()))
@@ -124,7 +124,7 @@ void contract(std::vector<T> &d, const std::vector<T> &a, const std::vector<T> &
 
 Status Exec::visitDot(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  VarId va = inst.arg("a").var, vb = inst.arg("b").var, vc = inst.arg("c").var;
+  VarId va = inst.arg(ArgName::a).var, vb = inst.arg(ArgName::b).var, vc = inst.arg(ArgName::c).var;
   VarId r = inst.results[0];
   const LayoutTable &ta = *b.plan.varTables[va], &tb = *b.plan.varTables[vb];
   if (ta.shape.size() != 2 || tb.shape.size() != 2 || ta.shape[1] != tb.shape[0])
@@ -204,16 +204,16 @@ uint64_t reduceOne(ReduceOp op, DataType t, const uint64_t *x, int64_t len, int6
 
 Status Exec::visitReduce(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  VarId a = inst.arg("a").var, r = inst.results[0];
+  VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   const LayoutTable &at = *b.plan.varTables[a];
-  int64_t dim = inst.arg("dim").intValue;
+  int64_t dim = inst.arg(ArgName::dim).intValue;
   if (dim < 0 || size_t(dim) >= at.shape.size())
     return b.fail(ErrorCode::ReduceDim, index,
                   "Reduce dimension " + std::to_string(dim) + " out of range for rank " +
                       std::to_string(at.shape.size()));
   if (at.shape[size_t(dim)] == 0)
     return b.fail(ErrorCode::ReduceDim, index, "Reduce over an empty dimension");
-  ReduceOp op = ReduceOp(inst.arg("op").intValue);
+  ReduceOp op = ReduceOp(inst.arg(ArgName::op).intValue);
   DataType t = b.info.vars[a].dtype;
   auto values = logicalValues(b, index, a, 0);
   if (!values)

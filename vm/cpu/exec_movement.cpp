@@ -128,10 +128,10 @@ Status Exec::visitLoadGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
-  const GlobalView &view = b.globals[inst.arg("g").var];
+  const GlobalView &view = b.globals[inst.arg(ArgName::g).var];
   DataType dtype = view.dtype, resultType = b.info.vars[r].dtype;
   Expected<TileAccess> tile =
-      globalTile(view, b.offsets(inst.arg("offset"), view.shape.size()), table.shape);
+      globalTile(view, b.offsets(inst.arg(ArgName::offset), view.shape.size()), table.shape);
   if (!tile)
     return b.fail(tile.status().code(), index, tile.status().first().message);
   std::vector<uint64_t> &logical = b.scratch[0];
@@ -152,14 +152,14 @@ Status Exec::visitLoadGlobal(BlockState &b, uint32_t index) {
 
 Status Exec::visitStoreGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  VarId r = inst.arg("r").var;
+  VarId r = inst.arg(ArgName::r).var;
   TILUSVM_TRY(b.requireRegister(index, r));
   const LayoutTable &table = *b.plan.varTables[r];
   const std::vector<uint64_t> &slots = b.regs[r];
-  const GlobalView &view = b.globals[inst.arg("g").var];
+  const GlobalView &view = b.globals[inst.arg(ArgName::g).var];
   DataType dtype = view.dtype, valueType = b.info.vars[r].dtype;
   Expected<TileAccess> tile =
-      globalTile(view, b.offsets(inst.arg("offset"), view.shape.size()), table.shape);
+      globalTile(view, b.offsets(inst.arg(ArgName::offset), view.shape.size()), table.shape);
   if (!tile)
     return b.fail(tile.status().code(), index, tile.status().first().message);
   int sb = dtype.storageBits();
@@ -176,10 +176,10 @@ Status Exec::visitLoadShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
-  TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
-  const SharedView &view = b.shareds[inst.arg("s").var];
+  TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
+  const SharedView &view = b.shareds[inst.arg(ArgName::s).var];
   DataType dtype = view.dtype, resultType = b.info.vars[r].dtype;
-  std::vector<OffsetValue> offsets = b.offsets(inst.arg("offset"), view.shape.size());
+  std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), view.shape.size());
   Expected<TileAccess> tile = sharedTile(view, offsets, table.shape);
   if (!tile)
     return b.fail(tile.status().code(), index, tile.status().first().message);
@@ -200,14 +200,14 @@ Status Exec::visitLoadShared(BlockState &b, uint32_t index) {
 
 Status Exec::visitStoreShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  VarId r = inst.arg("r").var;
+  VarId r = inst.arg(ArgName::r).var;
   TILUSVM_TRY(b.requireRegister(index, r));
-  TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
+  TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
   const LayoutTable &table = *b.plan.varTables[r];
   const std::vector<uint64_t> &slots = b.regs[r];
-  const SharedView &view = b.shareds[inst.arg("s").var];
+  const SharedView &view = b.shareds[inst.arg(ArgName::s).var];
   DataType dtype = view.dtype, valueType = b.info.vars[r].dtype;
-  std::vector<OffsetValue> offsets = b.offsets(inst.arg("offset"), view.shape.size());
+  std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), view.shape.size());
   Expected<TileAccess> tile = sharedTile(view, offsets, table.shape);
   if (!tile)
     return b.fail(tile.status().code(), index, tile.status().first().message);
@@ -225,13 +225,13 @@ Status Exec::visitStoreShared(BlockState &b, uint32_t index) {
 
 Status Exec::visitCopyAsync(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
-  const SharedView &dst = b.shareds[inst.arg("s").var];
-  const GlobalView &src = b.globals[inst.arg("g").var];
+  TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
+  const SharedView &dst = b.shareds[inst.arg(ArgName::s).var];
+  const GlobalView &src = b.globals[inst.arg(ArgName::g).var];
   std::vector<OffsetValue> whole(dst.shape.size(), OffsetValue{0, true});
   Expected<TileAccess> dstTile = sharedTile(dst, whole, dst.shape);
   Expected<TileAccess> srcTile =
-      globalTile(src, b.offsets(inst.arg("offset"), src.shape.size()), dst.shape);
+      globalTile(src, b.offsets(inst.arg(ArgName::offset), src.shape.size()), dst.shape);
   if (!dstTile)
     return b.fail(dstTile.status().code(), index, dstTile.status().first().message);
   if (!srcTile)
@@ -291,7 +291,7 @@ Status Exec::visitCopyAsyncCommitGroup(BlockState &b, uint32_t) {
 }
 
 Status Exec::visitCopyAsyncWaitGroup(BlockState &b, uint32_t index) {
-  int64_t n = b.program.instructions[index].arg("n").intValue;
+  int64_t n = b.program.instructions[index].arg(ArgName::n).intValue;
   while (!b.committed.empty() && int64_t(b.committed.size()) > n)
     landOldestGroup(b);
   return Status::success();

@@ -69,8 +69,8 @@ Status globalValues(BlockState &b, uint32_t index, const GlobalView &view,
 
 Status Exec::visitPrint(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  const Argument &x = inst.arg("x");
-  const Argument &msg = inst.arg("msg");
+  const Argument &x = inst.arg(ArgName::x);
+  const Argument &msg = inst.arg(ArgName::msg);
   std::string message = msg.present ? msg.text : std::string();
   std::vector<uint64_t> values;
   std::string line;

@@ -40,9 +40,9 @@ Status Exec::visitAllocateRegister(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
-  DataType dtype = inst.arg("dtype").dtype;
+  DataType dtype = inst.arg(ArgName::dtype).dtype;
   uint64_t value = 0;
-  if (const Argument &init = inst.arg("init"); init.present)
+  if (const Argument &init = inst.arg(ArgName::init); init.present)
     value = convertBits(b.eval(init.expr), b.program.expr(init.expr).dtype, dtype);
   std::vector<uint64_t> out = b.takeBuffer(size_t(table.numSlots()));
   std::fill(out.begin(), out.end(), value);
@@ -54,9 +54,9 @@ Status Exec::visitIota(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
-  const Argument &dtypeArg = inst.arg("dtype");
+  const Argument &dtypeArg = inst.arg(ArgName::dtype);
   DataType dtype = dtypeArg.present ? dtypeArg.dtype : DataType::i32();
-  int64_t dim = inst.arg("dim").intValue;
+  int64_t dim = inst.arg(ArgName::dim).intValue;
   if (dim < 0 || size_t(dim) >= table.shape.size())
     return b.fail(ErrorCode::ReduceDim, index,
                   "Iota dimension " + std::to_string(dim) + " out of range for rank " +
@@ -76,7 +76,7 @@ Status Exec::visitAllocateShared(BlockState &b, uint32_t index) {
     return b.fail(ErrorCode::Runtime, index, "shared allocation without a layout");
   SharedView view;
   view.root = r;
-  view.dtype = inst.arg("dtype").dtype;
+  view.dtype = inst.arg(ArgName::dtype).dtype;
   view.layout = &*type.sharedLayout;
   view.byteOffset = type.sharedByteOffset;
   view.shape = view.layout->shape();
@@ -103,8 +103,8 @@ Status Exec::visitAllocateGlobal(BlockState &b, uint32_t index) {
   view.base = b.plan.workspace.get() + region.byteOffset;
   view.byteSize = uint64_t(region.bytes);
   view.root = r;
-  view.dtype = inst.arg("dtype").dtype;
-  view.shape = evalList(b, inst.arg("shape").exprs);
+  view.dtype = inst.arg(ArgName::dtype).dtype;
+  view.shape = evalList(b, inst.arg(ArgName::shape).exprs);
   view.strides = rowMajorStrides(view.shape);
   view.lo.assign(view.shape.size(), 0);
   view.hi = view.shape;
@@ -115,7 +115,7 @@ Status Exec::visitAllocateGlobal(BlockState &b, uint32_t index) {
 Status Exec::visitViewGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
-  VarId ptr = inst.arg("ptr").var;
+  VarId ptr = inst.arg(ArgName::ptr).var;
   uint32_t k = ptr == kNoId ? kNoId : b.plan.paramIndex[ptr];
   if (k == kNoId)
     return b.fail(ErrorCode::Runtime, index,
@@ -126,13 +126,13 @@ Status Exec::visitViewGlobal(BlockState &b, uint32_t index) {
   view.byteSize = arg.byteSize;
   view.root = r;
   view.buffer = ptr;
-  const Argument &dtype = inst.arg("dtype");
+  const Argument &dtype = inst.arg(ArgName::dtype);
   view.dtype = dtype.present ? dtype.dtype : b.program.var(ptr).dtype;
-  if (const Argument &shape = inst.arg("shape"); shape.present)
+  if (const Argument &shape = inst.arg(ArgName::shape); shape.present)
     view.shape = evalList(b, shape.exprs);
   else // the whole buffer, one-dimensional
     view.shape = {int64_t(arg.byteSize * 8 / uint64_t(view.dtype.storageBits()))};
-  if (const Argument &strides = inst.arg("strides"); strides.present)
+  if (const Argument &strides = inst.arg(ArgName::strides); strides.present)
     view.strides = evalList(b, strides.exprs);
   else
     view.strides = rowMajorStrides(view.shape);
@@ -150,12 +150,12 @@ Status Exec::visitViewGlobal(BlockState &b, uint32_t index) {
 
 Status Exec::visitSliceGlobal(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  const GlobalView &parent = b.globals[inst.arg("g").var];
+  const GlobalView &parent = b.globals[inst.arg(ArgName::g).var];
   std::vector<int64_t> shape;
-  if (const Argument &s = inst.arg("shape"); s.present)
+  if (const Argument &s = inst.arg(ArgName::shape); s.present)
     shape = evalList(b, s.exprs);
   Expected<GlobalView> view =
-      sliceGlobal(parent, b.offsets(inst.arg("offset"), parent.shape.size()), shape);
+      sliceGlobal(parent, b.offsets(inst.arg(ArgName::offset), parent.shape.size()), shape);
   if (!view)
     return b.fail(view.status().code(), index, view.status().first().message);
   b.globals[inst.results[0]] = std::move(*view);
@@ -164,13 +164,13 @@ Status Exec::visitSliceGlobal(BlockState &b, uint32_t index) {
 
 Status Exec::visitSliceShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  TILUSVM_TRY(b.requireShared(index, inst.arg("s").var));
-  const SharedView &parent = b.shareds[inst.arg("s").var];
+  TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
+  const SharedView &parent = b.shareds[inst.arg(ArgName::s).var];
   std::vector<int64_t> shape;
-  if (const Argument &s = inst.arg("shape"); s.present)
+  if (const Argument &s = inst.arg(ArgName::shape); s.present)
     shape = s.ints;
   Expected<SharedView> view =
-      sliceShared(parent, b.offsets(inst.arg("offset"), parent.shape.size()), shape);
+      sliceShared(parent, b.offsets(inst.arg(ArgName::offset), parent.shape.size()), shape);
   if (!view)
     return b.fail(view.status().code(), index, view.status().first().message);
   b.shareds[inst.results[0]] = std::move(*view);

@@ -174,10 +174,11 @@ Status planWorkspaceRegion(LaunchPlan &plan, uint32_t k) {
   const Instruction &inst = program.instructions[k];
   WorkspaceRegion region;
   region.instruction = k;
-  region.requiresClean = inst.arg("requires_clean").present && inst.arg("requires_clean").intValue;
-  DataType dtype = inst.arg("dtype").dtype;
+  region.requiresClean =
+      inst.arg(ArgName::requires_clean).present && inst.arg(ArgName::requires_clean).intValue;
+  DataType dtype = inst.arg(ArgName::dtype).dtype;
   int64_t elements = 1;
-  for (ExprId e : inst.arg("shape").exprs) {
+  for (ExprId e : inst.arg(ArgName::shape).exprs) {
     VarId bad = nonParameterVar(program, plan, e);
     if (bad != kNoId)
       return Status::error(ErrorCode::Unsupported,

@@ -48,9 +48,9 @@ Expected<WorkspacePlan> planWorkspace(const Program &program, const VarValueFn &
     const Instruction &inst = program.instructions[index];
     if (inst.opcode != Opcode::AllocateGlobal)
       continue;
-    const Argument &shape = inst.arg("shape");
-    const Argument &clean = inst.arg("requires_clean");
-    DataType dtype = inst.arg("dtype").dtype;
+    const Argument &shape = inst.arg(ArgName::shape);
+    const Argument &clean = inst.arg(ArgName::requires_clean);
+    DataType dtype = inst.arg(ArgName::dtype).dtype;
     // elements * storageBits, kept below 2^48 * 8 bits so nothing overflows.
     uint64_t bits = uint64_t(dtype.storageBits());
     for (size_t d = 0; d < shape.exprs.size(); ++d) {
