@@ -387,6 +387,18 @@ bool RegisterLayout::isReplicated() const {
   return !modes_.empty() && modes_.back().dim == -1;
 }
 
+int64_t RegisterLayout::replicaRoot(int64_t t) const {
+  // The spatial entries are the digits of t, the last one least significant.
+  int64_t root = t, stride = 1;
+  for (size_t k = spatial_.size(); k-- > 0;) {
+    const LayoutMode &mode = modes_[size_t(spatial_[k])];
+    if (mode.dim == -1)
+      root -= ((t / stride) % mode.size) * stride;
+    stride *= mode.size;
+  }
+  return root;
+}
+
 namespace {
 
 /// The coordinate of every mode for thread t and local slot i (lists are row-major ravels).

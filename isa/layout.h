@@ -88,6 +88,10 @@ public:
   const std::vector<int32_t> &localModes() const { return local_; }
   /// Whether some element has more than one owner.
   bool isReplicated() const;
+  /// The smallest thread that holds the same elements at the same local slots as thread t:
+  /// t with its digits of the replication entries set to 0 (only those entries give an
+  /// element a second owner, always at the same slot). Precondition: t < T.
+  int64_t replicaRoot(int64_t t) const;
 
   /// L(t, i): writes rank() coordinates to `index`. Precondition: t < T, i < N.
   void apply(int64_t t, int64_t i, int64_t *index) const;

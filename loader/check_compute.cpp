@@ -209,7 +209,8 @@ bool ProgramChecker::visitCast(const Instruction &inst, Results &r) {
 }
 
 /// View reinterprets each thread's local bits: the bits per thread (locals x storage bits) and
-/// the thread count must stay, and neither side may be replicated (a replica would alias).
+/// the thread count must stay, and both layouts must replicate alike (the same threads are
+/// replicas of each other), so that replicas keep holding equal values.
 bool ProgramChecker::visitView(const Instruction &inst, Results &r) {
   const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
   if (!a)
@@ -229,12 +230,24 @@ bool ProgramChecker::visitView(const Instruction &inst, Results &r) {
     return fail(ErrorCode::ViewBits, "View changes bits per thread from " +
                                          std::to_string(bitsFrom) + " to " +
                                          std::to_string(bitsTo));
-  if (from.isReplicated())
-    return fail(ErrorCode::ViewReplicated, "View of " + varName(inst.arg(ArgName::a).var) +
-                                               " whose layout " + from.toString() +
-                                               " is replicated");
-  if (layout.isReplicated())
-    return fail(ErrorCode::ViewReplicated, "View to the replicated layout " + layout.toString());
+  // Replicas must stay replicas: threads that hold the same bits before (the same elements at
+  // the same slots) must hold the same elements after, and no others.
+  for (int64_t t = 0; (from.isReplicated() || layout.isReplicated()) && t < from.numThreads();
+       ++t) {
+    int64_t before = from.replicaRoot(t), after = layout.replicaRoot(t);
+    if (before == after)
+      continue;
+    if (before != t)
+      return fail(ErrorCode::ViewReplicated,
+                  "View of " + varName(inst.arg(ArgName::a).var) + " whose layout " +
+                      from.toString() + " replicates thread " + std::to_string(before) +
+                      " in thread " + std::to_string(t) + " into " + layout.toString() +
+                      ", where they hold different elements");
+    return fail(ErrorCode::ViewReplicated,
+                "View to " + layout.toString() + ", which replicates thread " +
+                    std::to_string(after) + " in thread " + std::to_string(t) + ", of " +
+                    from.toString() + ", where they hold different elements");
+  }
   r[0] = registerType(to, layout);
   return true;
 }

@@ -796,6 +796,8 @@ void libraryPrograms() {
     // the low-bit GEMM: pack, then matmul with scales and zero points
     std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},   {"N", "64"},
                                             {"K", "256"}, {"G", "128"}, {"ZERO", "1"}};
+    if (std::string(wt) == "u4" || std::string(wt) == "u3") // warps sharing the activations
+      d["WARPS"] = std::string(wt) == "u4" ? "4" : "2";
     DataType w = *DataType::parse(wt), a = *DataType::parse(at);
     int64_t wbytes = 64 * 256 * bits / 8;
     Case p{std::string("a16wx_pack_") + wt, programText("quant/a16wx.tasm"), "pack", d};

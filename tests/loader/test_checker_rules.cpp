@@ -228,9 +228,31 @@ TEST_CASE("View: bits per thread stay, no replicated layouts") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == ErrorCode::ViewBits);
   CHECK(bad.status().first().message.find("from 24 to 16") != std::string::npos);
+  // Replicas must stay replicas: all 32 threads hold the same two elements, but as
+  // spatial(32).local(2) they would hold different ones.
   expectError(kernel(kParams, "    a = AllocateRegister(f32, layout=local(2).replicate(32))\n"
-                              "    b = View(a, dtype=i32)\n"),
+                              "    b = View(a, layout=spatial(32).local(2))\n"),
               ErrorCode::ViewReplicated, 3);
+  // The same replication on both sides: allowed (each class of replicas reinterprets the same
+  // bits), also with the replicas in another position of the thread index.
+  CHECK_OK(
+      checkSource(kernel(kParams, "    a = AllocateRegister(f32, layout=local(2).replicate(32))\n"
+                                  "    b = View(a, dtype=i32)\n")));
+  CHECK_OK(
+      checkSource("def k<1>() threads=64:\n"
+                  "    a = AllocateRegister(f32, layout=replicate(2).spatial(32).local(2))\n"
+                  "    b = View(a, dtype=f16, layout=replicate(2).spatial(32, 1).local(2, 2))\n"
+                  "    c = AllocateRegister(f16, layout=spatial(32).replicate(2).local(4))\n"
+                  "    d = View(c, dtype=u32, layout=spatial(32).replicate(2).local(2))\n"));
+  // Replicas in different positions: threads 0 and 1 are replicas before, 0 and 32 after.
+  Expected<VerifiedModule> moved =
+      checkSource("def k<1>() threads=64:\n"
+                  "    a = AllocateRegister(f32, layout=spatial(32).replicate(2).local(2))\n"
+                  "    b = View(a, layout=replicate(2).spatial(32).local(2))\n");
+  REQUIRE_FALSE(moved.ok());
+  CHECK(moved.status().code() == ErrorCode::ViewReplicated);
+  CHECK(moved.status().first().message.find("replicates thread 0 in thread 1") !=
+        std::string::npos);
   expectError(kernel(kParams, "    a = AllocateRegister(f32, layout=spatial(32).local(2))\n"
                               "    b = View(a, layout=local(2).replicate(32))\n"),
               ErrorCode::ViewReplicated, 3);

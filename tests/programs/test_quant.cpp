@@ -266,10 +266,13 @@ TEST_CASE("a16wx: bf16 activations, zero points, one scale per column") {
   runConfig(Config{floatType("f8e4m3", 4, 3), true});
 }
 
-TEST_CASE("a16wx: m = 1, m past one row tile, other tile constants") {
+TEST_CASE("a16wx: m = 1, m past one row tile, other tile constants, several warps") {
   WeightType u4 = intType("u4", false, 4), i6 = intType("i6", true, 6);
   runConfig(Config{u4, false, 32, 256, 128, 1});
   runConfig(Config{u4, false, 32, 256, 128, 17});
   runConfig(Config{i6, false, 64, 512, 256, 9, false, {{"AN", "2"}, {"KS", "4"}, {"BM", "8"}}});
   runConfig(Config{intType("u3", false, 3), false, 48, 256, 64, 2, false, {{"KS", "4"}}});
+  // several warps per block sharing the activations (replicated layouts through View)
+  runConfig(Config{u4, false, 64, 256, 128, 5, true, {{"WARPS", "4"}}});
+  runConfig(Config{i6, true, 64, 256, 256, 17, false, {{"WARPS", "2"}, {"AN", "2"}}});
 }
