@@ -151,6 +151,9 @@ TEST_CASE("arguments are checked against the extents the program can touch") {
   CHECK_ERROR(small, ErrorCode::Runtime);
   CHECK(small.first().message.find("holds 3996 bytes") != std::string::npos);
   CHECK(small.first().message.find("4000 bytes (1000 f32 elements)") != std::string::npos);
+  // one byte short is short
+  CHECK_ERROR(validateArgs(program, info, vectorAddArgs(1000, 3999, buffer.data())),
+              ErrorCode::Runtime);
   CHECK_ERROR(validateArgs(program, info, vectorAddArgs(1000, 4000, nullptr)), ErrorCode::Runtime);
   // n = 0 touches nothing: empty, null buffers are fine.
   CHECK_OK(validateArgs(program, info, vectorAddArgs(0, 0, nullptr)));

@@ -142,3 +142,16 @@ TEST_CASE("adding touching ranges merges them") {
   CHECK(ranges.ranges()[0] == DirtyRanges::Range{0, 2});
   CHECK(ranges.ranges()[1] == DirtyRanges::Range{5, 12});
 }
+
+TEST_CASE("taking a clean range next to a dirty one takes nothing and keeps it whole") {
+  DirtyRanges ranges;
+  ranges.add(0, 10);
+  CHECK(ranges.takeClean(10, 20).empty()); // touches [0, 10) at its end: no overlap
+  CHECK(ranges.takeClean(20, 30).empty());
+  REQUIRE(ranges.ranges().size() == 1);
+  CHECK(ranges.ranges()[0] == DirtyRanges::Range{0, 10});
+  ranges.add(30, 40);
+  CHECK(ranges.takeClean(20, 30).empty()); // touches [30, 40) at its start
+  REQUIRE(ranges.ranges().size() == 2);
+  CHECK(ranges.ranges()[1] == DirtyRanges::Range{30, 40});
+}
