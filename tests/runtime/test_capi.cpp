@@ -121,9 +121,10 @@ TEST_CASE("runtime creation: fails plainly without a driver, gives a device with
   CHECK(tilusvm_runtime_device_name(rt, &name) == TILUSVM_OK);
   REQUIRE(name != nullptr);
   CHECK(std::strlen(name) > 0);
+  std::string deviceName = name; // the string belongs to rt and goes with it
   CHECK(tilusvm_runtime_destroy(rt) == TILUSVM_OK);
   tilusvm::Runtime runtime;
-  CHECK(runtime.deviceName() == name);
+  CHECK(runtime.deviceName() == deviceName);
 }
 
 TEST_CASE("the last error is per thread") {
