@@ -15,6 +15,8 @@ left out of the score.
   scripts/mutate.py [--area cpu|gpu|all] [--only ID[,ID..]] [--jobs N] [--json FILE]
                                            run the campaign; print a table and the score
   scripts/mutate.py --gpu-pack [--only ..] pack the JIT mutants' kernels for the GPU machine
+  scripts/mutate.py --runtime-pack [--only ..]
+                                           pack the vm/cuda mutants' libraries for the GPU machine
                                            into .carry-mutants/ (scripts/gpu_mutants.sh runs
                                            them there)
 
@@ -34,6 +36,7 @@ host code, not kernels: they are judged by the runtime suite here (a mutated lib
 big to carry more than one per GPU call). The default runs the cpu area.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -438,6 +441,68 @@ def gpu_pack(selected, work, log):
         "  bash scripts/gpu_mutants.sh .carry-mutants")
 
 
+def runtime_pack(selected, work, log, per_pack=3):
+    """Build libtilusvm once per vm/cuda mutant (stripped, xz) and pack them with the unmutated
+    GPU and runtime test executables, `per_pack` mutants per folder (each about 12 MB, so a
+    folder stays under the device tool's 64 MiB): .carry-runtime-mutants-1, -2, ..."""
+    src, env = prepare_workdir(work, log)
+    lib = "vm/libtilusvm.so.0.1.0"
+    tests = ["tests/gpu/test_gpu", "tests/runtime/test_runtime", "tools/vm-run"]
+    rc, out = run(["nice", "-n", "19", "ninja", "-C", "build", lib] + tests, src, env=env)
+    if rc != 0:
+        raise SystemExit("building the runtime tests failed:\n" + out[-5000:])
+    staging = os.path.join(work, "runtime-libs")
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+
+    def keep(name):
+        dst = os.path.join(staging, f"lib_{name}.so.0")
+        shutil.copy(os.path.join(src, "build", lib), dst)
+        subprocess.check_call(["strip", "--strip-unneeded", dst])
+        subprocess.check_call(["xz", "-T0", "-6", "-f", dst])
+
+    keep("0")
+    built = []
+    for mut in [x for x in selected if x["file"].startswith("vm/cuda/")]:
+        path = os.path.join(src, mut["file"])
+        original_text, mutated = apply_check(mut, src)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(mutated)
+            rc, out = run(["nice", "-n", "19", "ninja", "-C", "build", lib], src, env=env)
+            if rc != 0:
+                log(f"mutation {mut['id']}: stillborn (does not compile)")
+                continue
+            keep(str(mut["id"]))
+            built.append(mut)
+            log(f"mutation {mut['id']} ({mut['what']}): library built")
+        finally:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(original_text)
+    rc, out = run(["nice", "-n", "19", "ninja", "-C", "build", lib], src, env=env)
+    for old in glob.glob(os.path.join(ROOT, ".carry-runtime-mutants-*")):
+        shutil.rmtree(old)
+    packs = [built[k:k + per_pack] for k in range(0, len(built), per_pack)] or [[]]
+    for n, group in enumerate(packs, 1):
+        pack = os.path.join(ROOT, f".carry-runtime-mutants-{n}")
+        for rel in tests:
+            dst = os.path.join(pack, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy(os.path.join(src, "build", rel), dst)
+            subprocess.check_call(["strip", "--strip-unneeded", dst])
+        os.makedirs(os.path.join(pack, "vm"), exist_ok=True)
+        ldd = subprocess.check_output(["ldd", os.path.join(src, "build", lib)], text=True)
+        for line in ldd.splitlines():
+            if "libxxhash" in line:
+                shutil.copy(line.split("=>")[1].split()[0], os.path.join(pack, "vm"))
+        for name in ["0"] + [str(x["id"]) for x in group]:
+            shutil.copy(os.path.join(staging, f"lib_{name}.so.0.xz"), pack)
+        size = subprocess.check_output(["du", "-sh", pack], text=True).split()[0]
+        log(f"packed {pack} ({size}): baseline and mutations "
+            f"{', '.join(str(x['id']) for x in group)}; on the GPU machine, carrying it:\n"
+            f"  bash scripts/gpu_runtime_mutants.sh {os.path.basename(pack)}")
+
+
 def print_table(results, out=sys.stdout):
     print(f"{'id':>3}  {'status':<9}  {'file':<28} {'mutation':<52} {'s':>5}", file=out)
     for r in sorted(results, key=lambda r: r["id"]):
@@ -461,6 +526,8 @@ def main():
     ap.add_argument("--check", action="store_true", help="verify that every mutation applies")
     ap.add_argument("--gpu-pack", action="store_true",
                     help="pack the jit/ mutants' kernels for scripts/gpu_mutants.sh")
+    ap.add_argument("--runtime-pack", action="store_true",
+                    help="pack the vm/cuda mutants' libraries for the GPU machine")
     ap.add_argument("--only", help="comma-separated mutation ids")
     ap.add_argument("--area", choices=["cpu", "gpu", "all"], default="cpu")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run in parallel (one scratch copy each)")
@@ -505,6 +572,10 @@ def main():
         with lock:
             print(msg, flush=True)
 
+    if args.runtime_pack:
+        runtime_pack([x for x in selected if x["area"] == "gpu"] if args.only else
+                     [x for x in MUTATIONS if x["area"] == "gpu"], args.work, log)
+        return 0
     if args.gpu_pack:
         gpu_pack([x for x in selected if x["area"] == "gpu"] if args.only else
                  [x for x in MUTATIONS if x["area"] == "gpu"], args.work, log)
