@@ -135,7 +135,7 @@ public:
   /// Whether the calling thread is the primary owner of its elements (i1).
   llvm::Value *isPrimary(const LayoutMap &map);
 
-  // ---- scalar expressions (lower_scalar.cpp) -------------------------------------------------
+  // ---- scalar expressions (emit_scalar.cpp) -------------------------------------------------
   llvm::Value *emitExpr(ExprId id);
   /// A scalar argument (expression) converted to dtype t.
   llvm::Value *scalarArg(const Argument &arg, DataType t);
@@ -152,11 +152,11 @@ public:
   /// NaN results replaced by the canonical NaN of t (identity for non-floats).
   llvm::Value *canonicalizeNaN(llvm::Value *v, DataType t);
 
-  // ---- conversions (lower_convert.cpp) -------------------------------------------------------
+  // ---- conversions (emit_convert.cpp) -------------------------------------------------------
   /// Convert a value between any two types of ISA section 2.
   llvm::Value *convert(llvm::Value *v, DataType from, DataType to);
   /// Register slots of a low-bit integer or low-precision float type converted to f16 / bf16
-  /// two at a time with packed arithmetic (lower_dequant.cpp); nullopt when no fast path
+  /// two at a time with packed arithmetic (emit_dequant.cpp); nullopt when no fast path
   /// applies. Bit-exact with convert().
   std::optional<std::vector<llvm::Value *>> dequantize(const std::vector<llvm::Value *> &slots,
                                                        DataType from, DataType to);
@@ -171,7 +171,8 @@ public:
   Status visitExit(const Instruction &inst);
   Status visitInvalid(const Instruction &inst);
 
-  // ---- views and memory (lower_memory.cpp, lower_copy.cpp) -----------------------------------
+  // ---- views and memory (lower_memory.cpp, lower_memory_async.cpp)
+  // -----------------------------------
   Status visitViewGlobal(const Instruction &inst);
   Status visitAllocateGlobal(const Instruction &inst);
   Status visitAllocateShared(const Instruction &inst);
@@ -185,7 +186,7 @@ public:
   Status visitCopyAsyncCommitGroup(const Instruction &inst);
   Status visitCopyAsyncWaitGroup(const Instruction &inst);
   Status visitCopyAsyncWaitAll(const Instruction &inst);
-  /// LoadShared of mma fragments of 16-bit types with ldmatrix (lower_ldmatrix.cpp); false
+  /// LoadShared of mma fragments of 16-bit types with ldmatrix (lower_memory_ldmatrix.cpp); false
   /// (and nothing emitted) when the layouts do not allow it.
   bool tryLdmatrix(const SharedTile &tile, VarId result);
   /// Whether every run of `width` elements along root dimension `dim` of a shared root that
@@ -203,7 +204,8 @@ public:
   llvm::Value *loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t);
   void storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm::Value *value);
 
-  // ---- compute (lower_compute.cpp) ------------------------------------------------------------
+  // ---- compute (lower_elementwise.cpp)
+  // ------------------------------------------------------------
   Status visitElementwise(const Instruction &inst);
   Status visitWhere(const Instruction &inst);
   Status visitCast(const Instruction &inst);
@@ -218,7 +220,8 @@ public:
                                                     const LayoutMap &result, DataType t);
   llvm::Value *mathOp(MathFn fn, llvm::Value *x, DataType t);
 
-  // ---- exchanges through shared memory (lower_exchange.cpp) ------------------------------------
+  // ---- exchanges through shared memory (lower_contraction.cpp)
+  // ------------------------------------
   Status visitConvertLayout(const Instruction &inst);
   Status visitReduce(const Instruction &inst);
   llvm::Value *scratchBase(); // ptr addrspace(3)
@@ -229,10 +232,12 @@ public:
   llvm::Value *loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
                                   DataType t);
 
-  // ---- Dot (lower_dot.cpp) ---------------------------------------------------------------------
+  // ---- Dot (lower_contraction_dot.cpp)
+  // ---------------------------------------------------------------------
   Status visitDot(const Instruction &inst);
 
-  // ---- Print (lower_print.cpp) -----------------------------------------------------------------
+  // ---- Print (lower_control_print.cpp)
+  // -----------------------------------------------------------------
   Status visitPrint(const Instruction &inst);
 
 private:

@@ -1,6 +1,6 @@
 // Global and shared tensors: views (ViewGlobal, AllocateGlobal, AllocateShared, SliceGlobal,
 // SliceShared), the element-level access primitives, and LoadShared / StoreShared
-// (LoadGlobal / StoreGlobal are in lower_global.cpp, ldmatrix in lower_ldmatrix.cpp).
+// (LoadGlobal / StoreGlobal are in lower_memory_global.cpp, ldmatrix in lower_memory_ldmatrix.cpp).
 //
 // Views mirror the interpreter's (vm/cpu/memory.h): a global view is a root pointer, an element
 // offset, per-dimension strides and the index range [lo, hi) inside every tensor of its slice

@@ -1,6 +1,6 @@
-// Helpers shared by the memory lowerings (lower_memory.cpp, lower_global.cpp, lower_copy.cpp):
-// guarded execution, and the grouping of a thread's local slots into runs of consecutive
-// elements that one vector access can move.
+// Helpers shared by the memory lowerings (lower_memory.cpp, lower_memory_global.cpp,
+// lower_memory_async.cpp): guarded execution, and the grouping of a thread's local slots into runs
+// of consecutive elements that one vector access can move.
 #pragma once
 
 #include "jit/codegen.h"

@@ -129,8 +129,8 @@ public:
   // --- instruction handlers: one per row of isa/instructions.def, or one per family
   // (visitElementwise); dispatched by visitInstruction (isa/instruction_visitor.h). Each derives
   // the result types into `results` and returns false after reporting the first broken rule.
-  // check_compute.cpp: creation, elementwise, conversions, reduction, Print; check_memory.cpp:
-  // memory tensors, views, transfers; check_dot.cpp: Dot; checker.cpp: the rest.
+  // check_elementwise.cpp: creation, elementwise, conversions, reduction, Print; check_memory.cpp:
+  // memory tensors, views, transfers; check_contraction.cpp: Dot; checker.cpp: the rest.
   bool visitBlockIndices(const Instruction &inst, Results &results);
   bool visitAllocateRegister(const Instruction &inst, Results &results);
   bool visitIota(const Instruction &inst, Results &results);
@@ -209,7 +209,7 @@ private:
                   const char *operandName, const char *resultName);
   void noteScratch(int64_t bytes);
 
-  // --- check_compute.cpp: creation, elementwise, conversions, reduction ---
+  // --- check_elementwise.cpp: creation, elementwise, conversions, reduction ---
   bool checkElementwiseDtype(const Instruction &inst, DataType dtype);
   bool elementwiseResult(const Instruction &inst, const std::vector<const VarType *> &operands,
                          const std::vector<const char *> &names, DataType resultType,
@@ -222,7 +222,7 @@ private:
   bool checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
                    const std::vector<int64_t> &tileShape, const char *tileName);
 
-  // --- check_dot.cpp ---
+  // --- check_contraction.cpp ---
   bool checkDotLayouts(DataType operandType, const RegisterLayout &a, const RegisterLayout &b,
                        const RegisterLayout &c, const RegisterLayout &d);
 

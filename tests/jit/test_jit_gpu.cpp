@@ -129,7 +129,7 @@ DIFF_CASE("Cast between all pairs of a broad set of types") {
 DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit type") {
   // Cast of packed low-bit integers, generic floats (E <= 4) and OCP FP8 (NaN codes included)
   // takes the two-lane path of
-  // jit/lower_dequant.cpp; every code of every such type, in several register layouts (pairs
+  // jit/emit_dequant.cpp; every code of every such type, in several register layouts (pairs
   // of slots from one byte, from two bytes, odd slot counts), must give isa/convert's result.
   std::vector<DataType> types;
   for (int n = 1; n <= 8; ++n)

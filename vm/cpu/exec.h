@@ -26,7 +26,7 @@ struct Exec {
   static Status visitSliceGlobal(BlockState &b, uint32_t index);
   static Status visitSliceShared(BlockState &b, uint32_t index);
 
-  // exec_movement.cpp: loads, stores and asynchronous copies
+  // exec_memory.cpp: loads, stores and asynchronous copies
   static Status visitLoadGlobal(BlockState &b, uint32_t index);
   static Status visitLoadShared(BlockState &b, uint32_t index);
   static Status visitStoreGlobal(BlockState &b, uint32_t index);
@@ -45,13 +45,13 @@ struct Exec {
     return visitElementwise(b, index);
   }
 
-  // exec_compute.cpp: View, Permute, Dot, Reduce
+  // exec_contraction.cpp: View, Permute, Dot, Reduce
   static Status visitView(BlockState &b, uint32_t index);
   static Status visitPermute(BlockState &b, uint32_t index);
   static Status visitDot(BlockState &b, uint32_t index);
   static Status visitReduce(BlockState &b, uint32_t index);
 
-  // exec_print.cpp
+  // exec_control_print.cpp
   static Status visitPrint(BlockState &b, uint32_t index);
 };
 

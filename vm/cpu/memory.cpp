@@ -1,7 +1,7 @@
 // Address computation for global and shared tensors: composing slices into views, and turning
 // a load/store/copy's `offset=[...]` into a TileAccess (which tile index lands on which memory
 // element, and which tile indices are inside the tensor). The element loops themselves live
-// with the instructions (exec_movement.cpp); this file only does index arithmetic.
+// with the instructions (exec_memory.cpp); this file only does index arithmetic.
 #include "vm/cpu/memory.h"
 
 #include <algorithm>
