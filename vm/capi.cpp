@@ -8,6 +8,7 @@
 #include "vm/include/tilusvm.h"
 
 #include "loader/loader.h"
+#include "vm/capi_internal.h"
 #include "vm/cpu/interpreter.h"
 #include "vm/cuda/runtime.h"
 
@@ -137,6 +138,16 @@ tilus::KernelArgs toKernelArgs(const tilusvm_arg *args, size_t count) {
 }
 
 } // namespace
+
+namespace tilus::capi {
+
+int failWithMessage(int code, std::string message) { return fail(code, std::move(message)); }
+int failWithStatus(const Status &status) { return failWith(status); }
+int adoptModule(Expected<VerifiedModule> verified, tilusvm_module *out) {
+  return adopt(std::move(verified), out);
+}
+
+} // namespace tilus::capi
 
 extern "C" {
 

@@ -94,6 +94,36 @@ TILUSVM_API int tilusvm_program_param(tilusvm_module module, const char *program
                                       const char **out_name, const char **out_dtype,
                                       int *out_is_pointer);
 
+/* ---- Assembling .tasm source (no GPU needed) ----
+ *
+ * The assembler and the layout type checker of tilus-asm, inside the library: a host that
+ * ships programs as .tasm text picks their constants when it loads them, with no tool and no
+ * .tbc file in between. The module behaves exactly as the same program assembled by
+ * `tilus-asm FILE -D NAME=VALUE...` and loaded with tilusvm_module_load_file (it shares the
+ * runtime's compiled kernels with it).
+ *
+ *   tilusvm_define d[2] = {{"WT", "u4"}, {"N", "8192"}};
+ *   int r = tilusvm_module_assemble(text, strlen(text), "a16wx.tasm", d, 2, &m);
+ *
+ * Failures: TILUSVM_ERROR_CHECK when the source does not assemble or check, a define that
+ * the source does not declare (`const NAME = ...`) or cannot take included: the message has
+ * every diagnostic, one per line, as "FILE:LINE:COL: error[CODE]: message" with `file_name`
+ * as FILE. TILUSVM_ERROR_INVALID_ARGUMENT: NULL pointers, a define with an empty name or one
+ * given twice, source beyond the size limit. */
+
+/* One -D NAME=VALUE: `value` is spelled as on tilus-asm's command line ("128", "u4", "f16"). */
+typedef struct tilusvm_define {
+  const char *name;
+  const char *value;
+} tilusvm_define;
+
+/* Assemble and check `source_size` bytes of .tasm text (need not be NUL-terminated; at most
+ * 64 MiB). `file_name` names the source in diagnostics (NULL: "<input>"); `defines` override
+ * declared constants (NULL when num_defines is 0). On success *out is a new module. */
+TILUSVM_API int tilusvm_module_assemble(const char *source, size_t source_size,
+                                        const char *file_name, const tilusvm_define *defines,
+                                        size_t num_defines, tilusvm_module *out);
+
 /* ---- Running on the CPU reference interpreter (no GPU needed) ---- */
 
 /* Run a program to completion on host memory (pointer arguments are host addresses).
