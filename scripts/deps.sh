@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential meson ninja-build pkg-config ccache python3 clang-format-19
+  build-essential meson ninja-build pkg-config ccache python3 python3-numpy clang-format-19
   llvm-19-dev clang-19 libclang-rt-19-dev
   libspdlog-dev libfmt-dev doctest-dev libcli11-dev libxxhash-dev nlohmann-json3-dev
   zlib1g-dev libzstd-dev

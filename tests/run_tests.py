@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs every test registered with meson in a build directory and prints one summary line.
 
-Each test executable is a doctest runner; its "[doctest] test cases:" line gives the counts, and
+Each test executable is a doctest runner; its "[doctest] test cases:" line gives the counts (the
+Python tests' runner, tests/python/run.py, prints the same line as "[python] test cases:"), and
 its "skipped: <case>: <reason>" lines (tests/skip_listener.h) are repeated under its line here.
 Other tests count as one case each, passed or failed by exit status (77, meson's skip status,
 counts as skipped). The last line printed is "N passed, N failed, N skipped" over all test
@@ -15,7 +16,7 @@ import sys
 import time
 
 DOCTEST = re.compile(
-    r"\[doctest\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed\s*\|\s*(\d+) skipped")
+    r"\[(?:doctest|python)\] test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed\s*\|\s*(\d+) skipped")
 
 
 def main() -> int:
