@@ -1,0 +1,248 @@
+"""tilusvm with PyTorch: kernels on CPU and CUDA tensors, the bad calls' exceptions on the GPU,
+QuantizedLinear against the dequantised reference (u4, i6, G = 128), its quantisation against
+the NumPy version, the custom operator's fake implementation, torch.compile and CUDA graphs.
+Every case skips, saying why, without PyTorch (or without a CUDA device for the GPU ones)."""
+import os
+import unittest
+
+try:
+    import torch
+except ImportError:
+    torch = None
+try:
+    import numpy as np
+except ImportError:
+    np = None
+
+import tilusvm
+from tilusvm import quant
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VECTOR_ADD = os.path.join(REPO, "programs", "vector_add.tasm")
+
+needs_torch = unittest.skipIf(torch is None, "PyTorch is not installed for this Python")
+needs_cuda = unittest.skipIf(torch is None or not torch.cuda.is_available(),
+                             "PyTorch or a CUDA device is missing")
+needs_numpy = unittest.skipIf(np is None, "NumPy is not installed for this Python")
+
+
+def relative_error(y, ref):
+    y, ref = y.double(), ref.double()
+    return ((y - ref).abs().max() / ref.abs().max()).item()
+
+
+def reference(layer, x):
+    """x @ W^T with the weights as the kernel sees them, float64."""
+    return x.double() @ layer.dequantized_weight().to(x.device).t()
+
+
+@needs_torch
+class TestTorchCpu(unittest.TestCase):
+    def test_cpu_tensors_run_on_the_interpreter(self):
+        add = tilusvm.load(VECTOR_ADD)["vector_add"]
+        x = torch.randn(300)
+        y = torch.randn(300)
+        z = torch.zeros(300)
+        add(x, y, z, 300)
+        self.assertTrue(torch.equal(z, x + y))
+
+    @needs_numpy
+    def test_quantisation_matches_numpy(self):
+        from tilusvm import torch as tt
+        w = torch.randn(256, 48, dtype=torch.float64)
+        for wt in ("u4", "i6", "f4e2m1", "u8", "i2"):
+            codes, scales, zeros = tt.quantize(w, wt, 128)
+            ncodes, nscales, nzeros = quant.quantize(w.numpy(), wt, 128)
+            self.assertTrue(np.array_equal(codes.numpy(), ncodes), wt)
+            self.assertTrue(np.array_equal(scales.numpy(), nscales), wt)
+            if nzeros is None:
+                self.assertEqual(zeros.numel(), 0)
+            else:
+                self.assertTrue(np.array_equal(zeros.numpy(), nzeros), wt)
+            self.assertTrue(np.array_equal(tt.pack_bits(codes, wt).numpy(),
+                                           tilusvm.pack_bits(ncodes, wt)), wt)
+
+    def test_quantized_linear_on_the_cpu(self):
+        from tilusvm.torch import QuantizedLinear
+        torch.manual_seed(0)
+        linear = torch.nn.Linear(256, 32, bias=True)
+        q = QuantizedLinear.from_linear(linear, "i6", 128)
+        x = torch.randn(3, 256).half()
+        y = q(x)
+        self.assertEqual(y.shape, (3, 32))
+        ref = reference(q, x) + q.bias.double()
+        self.assertLess(relative_error(y, ref), 2e-3)
+        # quantisation error of i6 is small against the original layer too
+        self.assertLess(relative_error(y, linear(x.float())), 0.05)
+
+    def test_fake_implementation_gives_the_shape(self):
+        from tilusvm.torch import a16wx_matmul
+        x = torch.empty(2, 5, 256, dtype=torch.float16, device="meta")
+        wq = torch.empty(256 * 64 // 2, dtype=torch.uint8, device="meta")
+        s = torch.empty(2, 64, dtype=torch.float16, device="meta")
+        z = torch.empty(2, 64, dtype=torch.float16, device="meta")
+        y = a16wx_matmul(x, wq, s, z, "u4", 128, 64)
+        self.assertEqual((tuple(y.shape), y.dtype, y.device.type), ((2, 5, 64), torch.float16,
+                                                                   "meta"))
+
+    @unittest.skipUnless(torch is not None and hasattr(torch.library, "opcheck"),
+                         "torch.library.opcheck needs PyTorch 2.4 or later")
+    def test_opcheck(self):
+        from tilusvm.torch import QuantizedLinear, a16wx_matmul
+        q = QuantizedLinear(256, 32, "u4", 128)
+        q.quantize_(torch.randn(32, 256))
+        x = torch.randn(2, 256).half()
+        torch.library.opcheck(a16wx_matmul, (x, q.wq, q.scales, q.zeros, "u4", 128, 32))
+
+    def test_bad_shapes_and_types(self):
+        from tilusvm.torch import QuantizedLinear
+        with self.assertRaisesRegex(ValueError, "multiples of 128"):
+            QuantizedLinear(200, 32, "u4", 128)
+        with self.assertRaisesRegex(ValueError, "multiple of 16"):
+            QuantizedLinear(256, 30, "u4", 128)
+        with self.assertRaisesRegex(ValueError, "1 to 8 bits"):
+            QuantizedLinear(256, 32, "f16", 128)
+        q = QuantizedLinear(256, 32, "u4", 128)
+        with self.assertRaisesRegex(TypeError, "float32"):
+            q(torch.randn(1, 256))
+
+
+@needs_cuda
+class TestTorchCuda(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.add = tilusvm.load(VECTOR_ADD)["vector_add"]
+
+    def test_kernel_on_cuda_tensors(self):
+        for n in (1, 1000, 1 << 20):
+            x = torch.randn(n, device="cuda")
+            y = torch.randn(n, device="cuda")
+            z = torch.full((n,), -1.0, device="cuda")
+            self.add(x, y, z, n)
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(z, x + y))
+
+    def test_launch_goes_on_the_current_stream(self):
+        s = torch.cuda.Stream()
+        x = torch.randn(1 << 22, device="cuda")
+        z = torch.zeros_like(x)
+        torch.cuda.synchronize()
+        with torch.cuda.stream(s):
+            y = x * 2  # queued on s: the kernel must see it done
+            self.add(x, y, z, x.numel())
+            w = z + 1
+        s.synchronize()
+        self.assertTrue(torch.equal(w, 3 * x + 1))
+
+    def test_bad_calls(self):
+        x = torch.zeros(100, device="cuda")
+        with self.assertRaisesRegex(tilusvm.ArgumentError,
+                                    r"\(y_ptr\) is f32\*: got a cuda tensor of float64"):
+            self.add(x, x.double(), x, 100)
+        with self.assertRaisesRegex(tilusvm.ArgumentError,
+                                    "z_ptr holds 396 bytes; the program can touch 400 bytes"):
+            self.add(x, x, x[:99], 100)
+        with self.assertRaisesRegex(tilusvm.ArgumentError,
+                                    r"\(y_ptr\) is in host memory \(the CPU\) but the kernel runs "
+                                    r"on cuda:0 \(the device of x_ptr\)"):
+            self.add(x, x.cpu(), x, 100)
+        with self.assertRaisesRegex(tilusvm.ArgumentError, "takes 4 arguments.*got 2"):
+            self.add(x, x)
+        with self.assertRaisesRegex(tilusvm.ArgumentError, "not contiguous"):
+            self.add(torch.zeros(200, device="cuda")[::2], x, x, 100)
+        with self.assertRaisesRegex(tilusvm.ArgumentError, r"in GPU memory \(cuda:0\) but the "
+                                    r"kernel runs on the CPU"):
+            self.add(x, x, x, 100, device="cpu")
+
+    def check_layer(self, weight_type, dtype=None):
+        from tilusvm.torch import QuantizedLinear
+        dtype = dtype or torch.float16
+        torch.manual_seed(1)
+        linear = torch.nn.Linear(1024, 512, bias=False, device="cuda", dtype=dtype)
+        q = QuantizedLinear.from_linear(linear, weight_type, 128)
+        for shape in ((1, 1024), (16, 1024), (2, 7, 1024)):
+            x = torch.randn(shape, device="cuda", dtype=dtype)
+            y = q(x)
+            self.assertEqual(y.shape, (*shape[:-1], 512))
+            err = relative_error(y, reference(q, x))
+            self.assertLess(err, 4e-3 if dtype == torch.bfloat16 else 2e-3,
+                            f"{weight_type} {shape}")
+        return q
+
+    def test_quantized_linear_u4(self):
+        q = self.check_layer("u4")
+        self.assertTrue(q.zero_point)
+
+    def test_quantized_linear_i6(self):
+        q = self.check_layer("i6")
+        self.assertFalse(q.zero_point)
+
+    def test_quantized_linear_bf16(self):
+        self.check_layer("u4", torch.bfloat16)
+
+    @needs_numpy
+    def test_gpu_quantisation_and_packing_match_numpy(self):
+        from tilusvm.torch import QuantizedLinear
+        w = torch.randn(64, 256, device="cuda")
+        q = QuantizedLinear(256, 64, "u4", 128, device="cuda")
+        q.quantize_(w)
+        codes, scales, zeros = quant.quantize(w.t().double().cpu().numpy(), "u4", 128)
+        self.assertTrue(np.array_equal(q.codes().cpu().numpy(), codes))
+        self.assertTrue(np.array_equal(q.scales.cpu().numpy(), scales))
+        self.assertTrue(np.array_equal(q.zeros.cpu().numpy(), zeros))
+        # the GPU's pack kernel gives the interpreter's bytes
+        m = tilusvm.load(quant.a16wx_path(), defines=quant.a16wx_defines("u4", 64, 256, 128))
+        wq = np.zeros(256 * 64 // 2, np.uint8)
+        m["pack"](tilusvm.pack_bits(codes, "u4"), wq)
+        self.assertTrue(np.array_equal(q.wq.cpu().numpy(), wq))
+
+    def model(self):
+        from tilusvm.torch import QuantizedLinear
+        torch.manual_seed(2)
+        return torch.nn.Sequential(
+            QuantizedLinear.from_linear(torch.nn.Linear(1024, 512, device="cuda").half(), "u4"),
+            torch.nn.SiLU(),
+            QuantizedLinear.from_linear(torch.nn.Linear(512, 1024, device="cuda").half(), "i6",
+                                        group_size=128))
+
+    def test_torch_compile(self):
+        model = self.model()
+        compiled = torch.compile(model, fullgraph=True)
+        for batch in (1, 16):
+            x = torch.randn(batch, 1024, device="cuda", dtype=torch.float16)
+            eager = model(x)
+            out = compiled(x)
+            torch.cuda.synchronize()
+            self.assertLess(relative_error(out, eager), 2e-3)
+
+    def test_torch_compile_reduce_overhead(self):
+        model = self.model()
+        compiled = torch.compile(model, mode="reduce-overhead")
+        for i in range(4):  # warm-up, recording, replays
+            x = torch.randn(4, 1024, device="cuda", dtype=torch.float16)
+            out = compiled(x).clone()
+            self.assertLess(relative_error(out, model(x)), 2e-3, f"call {i}")
+
+    def test_cuda_graph_replays_with_new_inputs(self):
+        model = self.model()
+        static_x = torch.randn(16, 1024, device="cuda", dtype=torch.float16)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                model(static_x)  # compiles the kernels outside the capture
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_y = model(static_x)
+        for i in range(20):
+            x = torch.randn(16, 1024, device="cuda", dtype=torch.float16)
+            static_x.copy_(x)
+            graph.replay()
+            expected = model(x)
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(static_y, expected), f"replay {i}")
+
+
+if __name__ == "__main__":
+    unittest.main()
