@@ -76,6 +76,10 @@ else:  # older PyTorch: the operator through torch.library.Library
     for _key in ("CPU", "CUDA"):
         _lib.impl("a16wx_matmul", _matmul_impl, _key)
     _lib.impl("a16wx_matmul", _matmul_fake, "Meta")
+    try:  # PyTorch 1.x has no fallthrough for meta tensors' autograd key
+        _lib.impl("a16wx_matmul", _matmul_fake, "AutogradMeta")
+    except RuntimeError:
+        pass
     a16wx_matmul = torch.ops.tilusvm.a16wx_matmul
 
 
