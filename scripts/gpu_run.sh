@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The one script run on the GPU machine: GPU tests, `vm-run --check` of the paper's program at
-# M=N=K=512, and benchmarks of the library's programs against baselines measured in the same
-# run (PyTorch/cuBLAS f16 matmul for the matmuls, device-to-device copy bandwidth for
-# vector_add). Prints a short table last.
+# The one script run on the GPU machine: GPU tests (C++, and tests/python with PyTorch),
+# `vm-run --check` of the paper's program at M=N=K=512, and benchmarks of the library's
+# programs against baselines measured in the same run (PyTorch/cuBLAS f16 matmul for the
+# matmuls, device-to-device copy bandwidth for vector_add). Prints a short table last.
 #
 # Here (the development machine, no GPU): build and pack what travels, stripped, into .carry/
 # (git-ignored; about 45 MB, under the device tool's 64 MiB):
@@ -115,6 +115,11 @@ if [ -x "$build/tests/jit/test_jit_gpu" ]; then
     fail "jit differential tests"
   tail -n 3 "$out/test_jit_gpu.log"
 fi
+
+step "python tests (the tilusvm package with NumPy and PyTorch: tests/python)"
+PYTHONPATH="$PWD/python" TILUSVM_LIBRARY="$(ls "$build"/vm/libtilusvm.so* | head -n 1)" \
+  TILUS_ASM="$asm" python3 tests/python/run.py > "$out/test_python.log" 2>&1 || fail "python tests"
+grep -E "^(FAIL|ERROR):|^\[python\]" "$out/test_python.log"
 
 step "assemble"
 "$asm" programs/paper_matmul_f16_i6.tasm -D M=512 -D N=512 -D K=512 -o "$work/paper512.tbc" &&
