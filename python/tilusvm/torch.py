@@ -51,12 +51,12 @@ def _matmul_impl(x: torch.Tensor, wq: torch.Tensor, scales: torch.Tensor, zeros:
     if not a.is_contiguous():
         a = a.contiguous()
     m = a.shape[0]
-    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    out = torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device)  # C[m, N] in memory
     if m > 0:
         module = _module_for(activation, weight_type, n, k, group_size, zeros.numel() > 0,
                              8 if m <= 8 else 16)
         module["matmul"](a, wq, scales, zeros, out, m)
-    return out.reshape(*x.shape[:-1], n)
+    return out
 
 
 def _matmul_fake(x, wq, scales, zeros, weight_type, group_size, n):

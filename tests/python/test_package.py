@@ -4,6 +4,7 @@ patterns and bit packing against hand-computed values, and a16wx (pack, matmul, 
 against the dequantised reference."""
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -243,6 +244,15 @@ class TestCalls(unittest.TestCase):
         with self.assertRaisesRegex(tilusvm.ArgumentError, "bool scalar"):
             self.scalars["flag"](flags, 2)
 
+    def test_bf16_through_declared_uint16_storage(self):
+        m = tilusvm.assemble(SCALARS, defines={"T": "bf16"})
+        out = np.zeros(32, np.uint16)
+        m["fill"](tilusvm.typed(out, "bf16"), -3.0)
+        self.assertTrue((out == 0xC040).all())  # -3.0 in bf16
+        with self.assertRaisesRegex(tilusvm.ArgumentError, r"is bf16\*: got a NumPy array of "
+                                    r"uint16; bf16 takes bfloat16 tensors"):
+            m["fill"](out, 1.0)
+
     def test_sub_byte_arrays_are_uint8_storage(self):
         src = np.arange(32, dtype=np.uint8)  # 64 u4 elements
         dst = np.zeros(32, np.uint8)
@@ -259,6 +269,21 @@ class TestCalls(unittest.TestCase):
         with self.assertRaisesRegex(tilusvm.ArgumentError, "holds 31 bytes; the program can "
                                     "touch 32 bytes"):
             self.scalars["copy4"](src, dst[:31])
+
+
+class TestLibraryLookup(unittest.TestCase):
+    def test_a_missing_library_is_named(self):
+        env = dict(os.environ, TILUSVM_LIBRARY="/nonexistent/libtilusvm.so")
+        code = ("import tilusvm\n"
+                "try:\n"
+                "    tilusvm.version()\n"
+                "except tilusvm.LibraryNotFound as e:\n"
+                "    print('LibraryNotFound:', e)\n")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout
+        self.assertIn("LibraryNotFound: libtilusvm not found or not loadable "
+                      "(/nonexistent/libtilusvm.so:", out)
+        self.assertIn("set TILUSVM_LIBRARY", out)
 
 
 class TestBits(unittest.TestCase):
