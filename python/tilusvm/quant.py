@@ -95,17 +95,21 @@ def unpack_bits(storage, weight_type, count):
     return (bits << np.arange(b)).sum(axis=1)
 
 
-def code_values(weight_type):
-    """The value of every code of a 1 to 8-bit type, indexed by the code (NumPy float64)."""
-    import numpy as np
+def code_value_list(weight_type):
+    """The value of every code of a 1 to 8-bit type, indexed by the code (a list of floats)."""
     t = _dtypes.dtype(weight_type)
-    codes = np.arange(1 << t.bits)
+    codes = range(1 << t.bits)
     if t.kind == "uint":
-        return codes.astype(np.float64)
+        return [float(c) for c in codes]
     if t.kind == "int":
-        return np.where(codes >= (1 << (t.bits - 1)), codes - (1 << t.bits), codes).astype(
-            np.float64)
-    return np.array([_dtypes.float_value(t, int(c)) for c in codes], dtype=np.float64)
+        return [float(c - (1 << t.bits) if c >= (1 << (t.bits - 1)) else c) for c in codes]
+    return [_dtypes.float_value(t, c) for c in codes]
+
+
+def code_values(weight_type):
+    """code_value_list as a NumPy float64 array."""
+    import numpy as np
+    return np.array(code_value_list(weight_type), dtype=np.float64)
 
 
 def quantize(weight, weight_type, group_size, zero_point=None, scale_dtype="f16"):

@@ -86,7 +86,7 @@ else:  # older PyTorch: the operator through torch.library.Library
 # ---- quantisation in PyTorch (tilusvm.quant's formulas) ----------------------------------
 
 def _code_values(t, device):
-    return torch.tensor(quant.code_values(t.name).tolist(), dtype=torch.float64, device=device)
+    return torch.tensor(quant.code_value_list(t.name), dtype=torch.float64, device=device)
 
 
 def quantize(weight, weight_type, group_size, zero_point=None, scale_dtype=torch.float16):
