@@ -520,22 +520,10 @@ Status Codegen::lowerWhile(const Stmt &s) {
   return Status::success();
 }
 
-// ---- dispatch
-// ------------------------------------------------------------------------------------
+// ---- dispatch ----------------------------------------------------------------------------------
 
 Status Codegen::lowerInstruction(const Instruction &inst) {
   return visitInstruction(inst.opcode, *this, inst);
-}
-
-Status Codegen::visitSynchronize(const Instruction &) {
-  barrier();
-  return Status::success();
-}
-
-Status Codegen::visitExit(const Instruction &) {
-  b.CreateRetVoid();
-  startDeadBlock();
-  return Status::success();
 }
 
 Status Codegen::visitInvalid(const Instruction &inst) {

@@ -13,8 +13,9 @@
 // e.g. a unit stride); a variable assigned more than once (loop-carried accumulators, loop
 // variables, updates of enclosing-scope variables) lives in allocas that mem2reg promotes.
 //
-// The lowering functions are split by concept over lower_*.cpp; each handles one instruction
-// family and documents its fast paths.
+// The lowering functions are split by instruction family over lower_<family>.cpp (the same
+// families as the checker's check_<family>.cpp and the interpreter's exec_<family>.cpp); the
+// value-level emitters that every family uses are emit_*.cpp.
 #pragma once
 
 #include "jit/jit.h"
@@ -161,23 +162,27 @@ public:
   std::optional<std::vector<llvm::Value *>> dequantize(const std::vector<llvm::Value *> &slots,
                                                        DataType from, DataType to);
 
-  // ---- control flow (codegen.cpp) -------------------------------------------------------------
+  // ---- statements (codegen.cpp) ----------------------------------------------------------------
   Status lowerBody(const std::vector<Stmt> &body);
   Status lowerStmt(const Stmt &stmt);
   /// Lower one instruction: its handler visitNAME (or visitElementwise for that family),
   /// dispatched from isa/instructions.def by visitInstruction (isa/instruction_visitor.h).
   Status lowerInstruction(const Instruction &inst);
-  Status visitSynchronize(const Instruction &inst);
-  Status visitExit(const Instruction &inst);
   Status visitInvalid(const Instruction &inst);
 
-  // ---- views and memory (lower_memory.cpp, lower_memory_async.cpp)
-  // -----------------------------------
-  Status visitViewGlobal(const Instruction &inst);
-  Status visitAllocateGlobal(const Instruction &inst);
+  // ---- instruction handlers, in the file of their family: lower_<family>.cpp -----------------
+  // views (lower_views.cpp)
+  Status visitBlockIndices(const Instruction &inst);
+  Status visitAllocateRegister(const Instruction &inst);
+  Status visitIota(const Instruction &inst);
   Status visitAllocateShared(const Instruction &inst);
+  Status visitAllocateGlobal(const Instruction &inst);
+  Status visitViewGlobal(const Instruction &inst);
   Status visitSliceGlobal(const Instruction &inst);
   Status visitSliceShared(const Instruction &inst);
+
+  // memory (lower_memory.cpp, lower_memory_global.cpp, lower_memory_async.cpp,
+  // lower_memory_ldmatrix.cpp)
   Status visitLoadGlobal(const Instruction &inst);
   Status visitStoreGlobal(const Instruction &inst);
   Status visitLoadShared(const Instruction &inst);
@@ -204,25 +209,24 @@ public:
   llvm::Value *loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t);
   void storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm::Value *value);
 
-  // ---- compute (lower_elementwise.cpp)
-  // ------------------------------------------------------------
+  // elementwise (lower_elementwise.cpp)
   Status visitElementwise(const Instruction &inst);
   Status visitWhere(const Instruction &inst);
-  Status visitCast(const Instruction &inst);
-  Status visitView(const Instruction &inst);
-  Status visitPermute(const Instruction &inst);
-  Status visitIota(const Instruction &inst);
-  Status visitAllocateRegister(const Instruction &inst);
-  Status visitBlockIndices(const Instruction &inst);
   /// Operand values parallel to the result's slots: a register tensor gathered through
   /// gatherSlots, or a scalar converted to t and repeated.
   Expected<std::vector<llvm::Value *>> operandSlots(const Instruction &inst, const Argument &arg,
                                                     const LayoutMap &result, DataType t);
   llvm::Value *mathOp(MathFn fn, llvm::Value *x, DataType t);
 
-  // ---- exchanges through shared memory (lower_contraction.cpp)
-  // ------------------------------------
+  // conversion (lower_conversion.cpp)
+  Status visitCast(const Instruction &inst);
+  Status visitView(const Instruction &inst);
+  Status visitPermute(const Instruction &inst);
   Status visitConvertLayout(const Instruction &inst);
+
+  // contraction (lower_contraction.cpp, lower_contraction_dot.cpp), and the scratch area that
+  // ConvertLayout, Reduce and Dot exchange values through
+  Status visitDot(const Instruction &inst);
   Status visitReduce(const Instruction &inst);
   llvm::Value *scratchBase(); // ptr addrspace(3)
   /// Stage a register tensor's elements in the scratch area at `byteOffset`, row-major, one
@@ -232,12 +236,9 @@ public:
   llvm::Value *loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
                                   DataType t);
 
-  // ---- Dot (lower_contraction_dot.cpp)
-  // ---------------------------------------------------------------------
-  Status visitDot(const Instruction &inst);
-
-  // ---- Print (lower_control_print.cpp)
-  // -----------------------------------------------------------------
+  // control (lower_control.cpp, lower_control_print.cpp)
+  Status visitSynchronize(const Instruction &inst);
+  Status visitExit(const Instruction &inst);
   Status visitPrint(const Instruction &inst);
 
 private:
@@ -278,6 +279,11 @@ public:
   llvm::Value *printBuffer(int64_t elements);
   int64_t printBufferElements = 0;
 };
+
+/// Bytes of one element in the scratch area: its storage bytes, 1 for sub-byte types.
+inline int scratchElementBytes(DataType t) {
+  return t.storageBits() % 8 == 0 ? t.storageBits() / 8 : 1;
+}
 
 /// x + y and x * y, folding additions of 0 and multiplications by 1.
 llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);

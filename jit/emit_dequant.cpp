@@ -1,7 +1,7 @@
 // Fast dequantisation: Cast of low-bit integers and low-precision floats to f16 and bf16 with
 // packed two-lane arithmetic instead of one conversion per element.
 //
-// The generic path (lower_convert.cpp) converts every element on its own: an integer goes
+// The generic path (emit_convert.cpp) converts every element on its own: an integer goes
 // through `cvt.rn.f16.u16` (I2F, a quarter-rate instruction on sm_80 and sm_90), a generic float
 // through the device library. A low-bit GEMM converts every weight it reads, so that cost
 // decides whether the kernel reaches the memory-bandwidth wall. Here two register slots are

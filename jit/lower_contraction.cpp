@@ -1,10 +1,6 @@
-// Instructions that move values between threads: ConvertLayout and Reduce.
-//
-// ConvertLayout: when every thread already owns the elements it needs in the new layout (the
-// elementwise ownership rule) the conversion is a renaming of registers. Otherwise the source
-// goes through the scratch area of shared memory (ProgramInfo::scratchByteOffset): the primary
-// owners write every element at its row-major index, a barrier, every thread reads the elements
-// of its new slots, and a second barrier frees the scratch area for the next user.
+// The scratch area of shared memory (ProgramInfo::scratchByteOffset), through which
+// ConvertLayout, Reduce and Dot move values between threads, and Reduce (Dot is in
+// lower_contraction_dot.cpp).
 //
 // Reduce: when the reduced dimension is spread over lanes of one warp only (its thread modes
 // have power-of-two sizes and strides below 32), each thread first combines its own slots, then
@@ -21,19 +17,6 @@
 
 namespace tilus::jit {
 
-namespace {
-
-int scratchElementBytes(DataType t) { return t.storageBits() % 8 == 0 ? t.storageBits() / 8 : 1; }
-
-std::vector<int64_t> rowMajor(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
-} // namespace
-
 llvm::Value *Codegen::scratchBase() {
   return b.CreateGEP(b.getInt8Ty(), sharedBase(), constI64(info.scratchByteOffset));
 }
@@ -43,7 +26,7 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
   const LayoutMap &map = layoutOf(v);
   DataType t = info.vars[v].dtype;
   const std::vector<llvm::Value *> &s = threadPart(map);
-  std::vector<int64_t> strides = rowMajor(map.shape());
+  std::vector<int64_t> strides = rowMajorStrides(map.shape());
   llvm::Value *threadLinear = constI64(0);
   for (int d = 0; d < map.rank(); ++d)
     threadLinear =
@@ -80,51 +63,6 @@ llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset
     return fromBits(b.CreateTrunc(byte, b.getIntNTy(t.bits)), t);
   }
   return b.CreateAlignedLoad(elemType(t), addr, llvm::Align(uint64_t(elemBytes)));
-}
-
-Status Codegen::visitConvertLayout(const Instruction &inst) {
-  VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
-  if (a == kNoId)
-    return error(ErrorCode::Scope, inst, "ConvertLayout of something other than a register tensor");
-  const LayoutMap &result = layoutOf(r);
-  const LayoutMap &source = layoutOf(a);
-  DataType t = info.vars[a].dtype;
-  bool local = true;
-  for (const SlotSource &src : gatherSlots(result, source))
-    local = local && src.ok;
-  if (local) {
-    Expected<std::vector<llvm::Value *>> slots =
-        operandSlots(inst, inst.arg(ArgName::a), result, t);
-    if (!slots)
-      return slots.takeStatus();
-    writeRegister(r, *slots);
-    return Status::success();
-  }
-  int elemBytes = scratchElementBytes(t);
-  int64_t elements = 1;
-  for (int64_t n : source.shape())
-    elements *= n;
-  if (elements * elemBytes > info.scratchBytes)
-    return error(ErrorCode::Runtime, inst,
-                 "scratch area of " + std::to_string(info.scratchBytes) +
-                     " bytes is smaller than the " + std::to_string(elements * elemBytes) +
-                     " bytes the conversion needs");
-  stageToScratch(a, readRegister(a), 0, elemBytes);
-  barrier();
-  const std::vector<llvm::Value *> &s = threadPart(result);
-  std::vector<int64_t> strides = rowMajor(result.shape());
-  std::vector<llvm::Value *> out(size_t(result.locals()));
-  for (int64_t i = 0; i < result.locals(); ++i) {
-    llvm::Value *linear = constI64(0);
-    for (int d = 0; d < result.rank(); ++d) {
-      llvm::Value *x = addFolded(b, s[size_t(d)], constI64(result.localPart(i)[d]));
-      linear = addFolded(b, linear, mulFolded(b, x, constI64(strides[size_t(d)])));
-    }
-    out[size_t(i)] = loadScratchElement(linear, 0, elemBytes, t);
-  }
-  barrier();
-  writeRegister(r, out);
-  return Status::success();
 }
 
 // ---- Reduce -------------------------------------------------------------------------------------
@@ -299,7 +237,7 @@ Status Codegen::visitReduce(const Instruction &inst) {
                      " bytes the reduction needs");
   stageToScratch(a, in, 0, elemBytes);
   barrier();
-  std::vector<int64_t> strides = rowMajor(source.shape());
+  std::vector<int64_t> strides = rowMajorStrides(source.shape());
   int64_t length = source.shape()[size_t(dim)];
   const std::vector<llvm::Value *> &s = threadPart(result);
   std::vector<llvm::Value *> out(size_t(result.locals()));

@@ -2,7 +2,7 @@
 //
 // Three lowerings, tried in order:
 //  1. mma.sync when a, b and d divide by the tensor-core atoms of their dtype (the checker's
-//     atoms, loader/check_dot.cpp; they are exactly the PTX fragment orders):
+//     atoms, loader/check_contraction.cpp; they are exactly the PTX fragment orders):
 //        m16n8k16 (f16 -> f32|f16, bf16 -> f32):
 //          A column_local(2, 2).spatial(8, 4).local(1, 2), B local(2, 1).column_spatial(4,
 //          8).local(2, 1)
@@ -142,7 +142,7 @@ llvm::Value *packRegister(Codegen &cg, llvm::Type *type, const std::vector<llvm:
   llvm::IRBuilder<> &b = cg.b;
   if (elems.size() > 1 && !elems[0]->getType()->isIntegerTy()) {
     // Floats (f16, bf16 pairs): build the vector lane by lane, so that elements that were
-    // extracted from a packed value (lower_dequant.cpp) fold back into it.
+    // extracted from a packed value (emit_dequant.cpp) fold back into it.
     llvm::Type *vec = llvm::FixedVectorType::get(elems[0]->getType(), unsigned(elems.size()));
     llvm::Value *v = llvm::PoisonValue::get(vec);
     for (size_t j = 0; j < elems.size(); ++j)

@@ -1,5 +1,5 @@
-// Register-tensor computation that stays within each thread: elementwise operators, math,
-// Where, Cast, View, Permute, Iota, AllocateRegister, BlockIndices.
+// The elementwise instructions, computed within each thread: the arithmetic, bitwise, comparison,
+// unary and math rows (one family handler, visitElementwise) and Where.
 //
 // Elementwise operands are matched to result slots at compile time (gatherSlots): a thread that
 // owns a result element owns the broadcast operand element (checker rule layout-mismatch), so
@@ -7,13 +7,11 @@
 // every thread the register is used directly; otherwise (rare: e.g. a replicated operand with
 // more locals than the result) the slot index is computed from the thread index and a short
 // select chain picks the register.
-// Operators follow applyOp (lower_scalar.cpp), math functions are computed by the device
+// Operators follow applyOp (emit_scalar.cpp), math functions are computed by the device
 // library: Exp and Exp2 of f32/f16/bf16 in f32 (within 0.77 ulp of f32), everything else in f64
 // (within 1.1 ulp of f64), then rounded into the type, so at most 1 ulp from the correctly
 // rounded result; Sqrt is the IEEE square root (.rn); Rsqrt is 1 / sqrt(x) in f64, as the
 // interpreter computes it.
-// View reinterprets the thread's bit stream (ISA section 2 packing): output slot j is bits
-// [j * sr, (j + 1) * sr) of the concatenated input slots, assembled with shifts at compile time.
 #include "jit/codegen.h"
 
 #include "isa/convert.h"
@@ -229,126 +227,6 @@ Status Codegen::visitWhere(const Instruction &inst) {
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = b.CreateSelect((*c)[i], (*x)[i], (*y)[i]);
   writeRegister(r, out);
-  return Status::success();
-}
-
-Status Codegen::visitCast(const Instruction &inst) {
-  VarId r = inst.results[0];
-  const Argument &a = inst.arg(ArgName::a);
-  DataType rt = info.vars[r].dtype;
-  DataType from = a.isTensor() ? info.vars[a.var].dtype : prog.expr(a.expr).dtype;
-  Expected<std::vector<llvm::Value *>> xs = operandSlots(inst, a, layoutOf(r), from);
-  if (!xs)
-    return xs.takeStatus();
-  if (std::optional<std::vector<llvm::Value *>> fast = dequantize(*xs, from, rt)) {
-    writeRegister(r, *fast);
-    return Status::success();
-  }
-  std::vector<llvm::Value *> out;
-  for (llvm::Value *x : *xs)
-    out.push_back(convert(x, from, rt));
-  writeRegister(r, out);
-  return Status::success();
-}
-
-Status Codegen::visitView(const Instruction &inst) {
-  VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
-  if (a == kNoId)
-    return error(ErrorCode::Scope, inst, "View of something other than a register tensor");
-  DataType da = info.vars[a].dtype, dr = info.vars[r].dtype;
-  int64_t na = info.vars[a].layout->numLocals(), nr = info.vars[r].layout->numLocals();
-  int sa = da.storageBits(), sr = dr.storageBits();
-  if (na * sa != nr * sr)
-    return error(ErrorCode::ViewBits, inst,
-                 "View of " + std::to_string(na * sa) + " bits per thread into " +
-                     std::to_string(nr * sr));
-  std::vector<llvm::Value *> in = readRegister(a);
-  std::vector<llvm::Value *> inBits(in.size());
-  for (size_t k = 0; k < in.size(); ++k) {
-    llvm::Value *bits = da.isBool() ? b.CreateZExt(in[k], b.getInt8Ty()) : toBits(in[k], da);
-    inBits[k] = b.CreateZExtOrTrunc(bits, b.getInt64Ty());
-  }
-  std::vector<llvm::Value *> out(static_cast<size_t>(nr));
-  for (int64_t j = 0; j < nr; ++j) {
-    int64_t lo = j * sr, hi = lo + sr;
-    llvm::Value *v = constI64(0);
-    for (int64_t k = lo / sa; k < na && k * sa < hi; ++k) {
-      int64_t pos = k * sa - lo; // where input k's bit 0 lands in output j
-      llvm::Value *piece = inBits[size_t(k)];
-      if (pos >= 64 || pos <= -64)
-        continue;
-      piece = pos >= 0 ? b.CreateShl(piece, uint64_t(pos)) : b.CreateLShr(piece, uint64_t(-pos));
-      v = b.CreateOr(v, piece);
-    }
-    v = b.CreateAnd(v, constI64(int64_t(bitMask(sr))));
-    if (dr.isBool()) {
-      out[size_t(j)] = b.CreateICmpNE(v, constI64(0));
-      continue;
-    }
-    out[size_t(j)] = fromBits(b.CreateTrunc(v, b.getIntNTy(dr.bits)), dr);
-  }
-  writeRegister(r, out);
-  return Status::success();
-}
-
-Status Codegen::visitPermute(const Instruction &inst) {
-  VarId a = inst.arg(ArgName::a).var;
-  if (a == kNoId)
-    return error(ErrorCode::Scope, inst, "Permute of something other than a register tensor");
-  writeRegister(inst.results[0], readRegister(a));
-  return Status::success();
-}
-
-Status Codegen::visitIota(const Instruction &inst) {
-  VarId r = inst.results[0];
-  const LayoutMap &map = layoutOf(r);
-  int64_t dim = inst.arg(ArgName::dim).intValue;
-  if (dim < 0 || dim >= map.rank())
-    return error(ErrorCode::ReduceDim, inst,
-                 "Iota dimension " + std::to_string(dim) + " out of range");
-  DataType t = info.vars[r].dtype;
-  const std::vector<llvm::Value *> &s = threadPart(map);
-  std::vector<llvm::Value *> out;
-  for (int64_t i = 0; i < map.locals(); ++i) {
-    llvm::Value *x = b.CreateAdd(s[size_t(dim)], constI64(map.localPart(i)[dim]));
-    out.push_back(convert(x, DataType::i64(), t));
-  }
-  writeRegister(r, out);
-  return Status::success();
-}
-
-Status Codegen::visitAllocateRegister(const Instruction &inst) {
-  VarId r = inst.results[0];
-  DataType t = info.vars[r].dtype;
-  llvm::Value *v = zeroOf(t);
-  if (const Argument &init = inst.arg(ArgName::init); init.present)
-    v = convert(emitExpr(init.expr), prog.expr(init.expr).dtype, t);
-  writeRegister(r, std::vector<llvm::Value *>(size_t(info.vars[r].layout->numLocals()), v));
-  return Status::success();
-}
-
-Status Codegen::visitBlockIndices(const Instruction &inst) {
-  static const llvm::Intrinsic::ID ids[3] = {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x,
-                                             llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
-                                             llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z};
-  for (size_t k = 0; k < inst.results.size() && k < 3; ++k) {
-    VarId v = inst.results[k];
-    llvm::Value *index = callIntrinsic(ids[k], {}, {});
-    // The index is below the grid's extent: a range when the extent is a constant, an
-    // assumption otherwise. Bounds tests of tiles addressed by block indices then fold.
-    if (k < prog.grid.size()) {
-      llvm::Value *extent = exprI64(prog.grid[k]);
-      auto *call = llvm::dyn_cast<llvm::CallInst>(index);
-      auto *constant = llvm::dyn_cast<llvm::ConstantInt>(extent);
-      if (call && constant && constant->getSExtValue() >= 1 &&
-          constant->getSExtValue() <= int64_t(INT32_MAX))
-        call->addRangeRetAttr(llvm::ConstantRange(
-            llvm::APInt(32, 0), llvm::APInt(32, uint64_t(constant->getSExtValue()))));
-      else if (!constant)
-        b.CreateAssumption(b.CreateICmpSLT(b.CreateZExt(index, b.getInt64Ty()), extent));
-    }
-    writeScalar(v, convert(index, DataType::i32(), prog.var(v).dtype));
-  }
   return Status::success();
 }
 

@@ -1,12 +1,10 @@
-// Global and shared tensors: views (ViewGlobal, AllocateGlobal, AllocateShared, SliceGlobal,
-// SliceShared), the element-level access primitives, and LoadShared / StoreShared
-// (LoadGlobal / StoreGlobal are in lower_memory_global.cpp, ldmatrix in lower_memory_ldmatrix.cpp).
+// Data movement: the tiles of loads, stores and copies, the element-level access primitives,
+// and LoadShared / StoreShared (LoadGlobal / StoreGlobal are in lower_memory_global.cpp, ldmatrix
+// in lower_memory_ldmatrix.cpp, the asynchronous copies in lower_memory_async.cpp).
 //
-// Views mirror the interpreter's (vm/cpu/memory.h): a global view is a root pointer, an element
-// offset, per-dimension strides and the index range [lo, hi) inside every tensor of its slice
-// chain; a shared view is a root allocation and an origin in root coordinates. A load or store
-// turns its `offset=[...]` into a tile (GlobalTile/SharedTile) and then addresses register slot
-// (t, i) at tile index x = S(t) + Loc(i) (layout_map.h).
+// A load or store turns its `offset=[...]` into a tile (GlobalTile/SharedTile) of the view it
+// reads (lower_views.cpp) and then addresses register slot (t, i) at tile index
+// x = S(t) + Loc(i) (layout_map.h).
 //
 // Shared accesses are not bounds-checked (the checker rejects provable violations, the
 // interpreter traps on the rest; on the GPU they are undefined). Replicated elements are
@@ -99,159 +97,6 @@ int vectorWidth(int bytes, int64_t locals) {
 bool isConstOne(llvm::Value *v) {
   auto *c = llvm::dyn_cast<llvm::ConstantInt>(v);
   return c && c->isOne();
-}
-
-// ---- views ----------------------------------------------------------------------------------
-
-Status Codegen::visitViewGlobal(const Instruction &inst) {
-  VarId ptrVar = inst.arg(ArgName::ptr).var;
-  if (ptrVar == kNoId || prog.var(ptrVar).kind != VarKind::Pointer)
-    return error(ErrorCode::Scope, inst, "the pointer is not a pointer parameter");
-  GlobalView view;
-  const Argument &dtype = inst.arg(ArgName::dtype);
-  view.dtype = dtype.present ? dtype.dtype : prog.var(ptrVar).dtype;
-  view.ptr = readComponents(ptrVar)[0];
-  view.base = constI64(0);
-  view.valid = b.getTrue();
-  if (const Argument &shape = inst.arg(ArgName::shape); shape.present) {
-    for (ExprId e : shape.exprs)
-      view.shape.push_back(exprI64(e));
-  } else {
-    // The whole buffer, one-dimensional: its size is not part of the kernel ABI, so the JIT
-    // view is unbounded (the interpreter bounds it by the argument's byte size).
-    view.shape.push_back(constI64(INT64_MAX));
-  }
-  if (const Argument &strides = inst.arg(ArgName::strides); strides.present) {
-    if (strides.exprs.size() != view.shape.size())
-      return error(ErrorCode::ShapeMismatch, inst, "strides and shape differ in length");
-    for (ExprId e : strides.exprs)
-      view.stride.push_back(exprI64(e));
-  } else {
-    view.stride.assign(view.shape.size(), nullptr);
-    llvm::Value *s = constI64(1);
-    for (size_t d = view.shape.size(); d-- > 0;) {
-      view.stride[d] = s;
-      s = product(b, s, view.shape[d]);
-    }
-  }
-  for (llvm::Value *n : view.shape) {
-    view.lo.push_back(constI64(0));
-    view.hi.push_back(callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, constI64(0)}));
-  }
-  writeGlobal(inst.results[0], view);
-  return Status::success();
-}
-
-Status Codegen::visitAllocateGlobal(const Instruction &inst) {
-  size_t index = size_t(&inst - prog.instructions.data());
-  GlobalView view;
-  view.dtype = inst.arg(ArgName::dtype).dtype;
-  view.ptr = b.CreateGEP(b.getInt8Ty(), workspace_, workspaceRegions_[index]);
-  view.base = constI64(0);
-  view.valid = b.getTrue();
-  for (ExprId e : inst.arg(ArgName::shape).exprs)
-    view.shape.push_back(exprI64(e));
-  view.stride.assign(view.shape.size(), nullptr);
-  llvm::Value *s = constI64(1);
-  for (size_t d = view.shape.size(); d-- > 0;) {
-    view.stride[d] = s;
-    s = product(b, s, view.shape[d]);
-  }
-  for (llvm::Value *n : view.shape) {
-    view.lo.push_back(constI64(0));
-    view.hi.push_back(n);
-  }
-  writeGlobal(inst.results[0], view);
-  return Status::success();
-}
-
-Status Codegen::visitAllocateShared(const Instruction &inst) {
-  VarId r = inst.results[0];
-  const VarType &type = info.vars[r];
-  if (!type.sharedLayout)
-    return error(ErrorCode::Runtime, inst, "shared allocation without a planned layout");
-  SharedView view;
-  view.root = r;
-  view.dtype = type.dtype;
-  view.shape = type.sharedLayout->shape();
-  for (size_t d = 0; d < view.shape.size(); ++d) {
-    view.dims.push_back(int32_t(d));
-    view.origin.push_back(constI64(0));
-  }
-  return writeShared(r, view);
-}
-
-namespace {
-
-struct OffsetEntryValue {
-  llvm::Value *start;
-  bool slice;
-};
-
-} // namespace
-
-Status Codegen::visitSliceGlobal(const Instruction &inst) {
-  GlobalView parent = readGlobal(inst.arg(ArgName::g).var);
-  const Argument &offset = inst.arg(ArgName::offset);
-  const Argument &shapeArg = inst.arg(ArgName::shape);
-  if (offset.offsets.size() != parent.shape.size())
-    return error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
-  GlobalView out;
-  out.dtype = parent.dtype;
-  out.ptr = parent.ptr;
-  out.base = parent.base;
-  out.valid = parent.valid;
-  size_t sliced = 0;
-  for (size_t d = 0; d < offset.offsets.size(); ++d) {
-    llvm::Value *e = exprI64(offset.offsets[d].expr);
-    out.base = sum(b, out.base, product(b, e, parent.stride[d]));
-    if (!offset.offsets[d].slice) {
-      llvm::Value *inside =
-          b.CreateAnd(b.CreateICmpSGE(e, parent.lo[d]), b.CreateICmpSLT(e, parent.hi[d]));
-      out.valid = b.CreateAnd(out.valid, inside);
-      continue;
-    }
-    llvm::Value *n;
-    if (shapeArg.present) {
-      if (sliced >= shapeArg.exprs.size())
-        return error(ErrorCode::OffsetRank, inst, "shape has fewer entries than slices");
-      n = exprI64(shapeArg.exprs[sliced]);
-    } else {
-      n = callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()},
-                        {b.CreateSub(parent.shape[d], e), constI64(0)});
-    }
-    ++sliced;
-    out.shape.push_back(n);
-    out.stride.push_back(parent.stride[d]);
-    out.lo.push_back(callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()},
-                                   {b.CreateSub(parent.lo[d], e), constI64(0)}));
-    out.hi.push_back(
-        callIntrinsic(llvm::Intrinsic::smin, {b.getInt64Ty()}, {b.CreateSub(parent.hi[d], e), n}));
-  }
-  writeGlobal(inst.results[0], out);
-  return Status::success();
-}
-
-Status Codegen::visitSliceShared(const Instruction &inst) {
-  SharedView parent = readShared(inst.arg(ArgName::s).var);
-  const Argument &offset = inst.arg(ArgName::offset);
-  if (offset.offsets.size() != parent.shape.size())
-    return error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
-  SharedView out;
-  out.root = parent.root;
-  out.dtype = parent.dtype;
-  out.origin = parent.origin;
-  out.shape = info.vars[inst.results[0]].shape;
-  for (size_t d = 0; d < offset.offsets.size(); ++d) {
-    llvm::Value *e = exprI64(offset.offsets[d].expr);
-    size_t r = size_t(parent.dims[d]);
-    out.origin[r] = sum(b, out.origin[r], e);
-    if (offset.offsets[d].slice)
-      out.dims.push_back(parent.dims[d]);
-  }
-  if (out.dims.size() != out.shape.size())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the view's rank");
-  return writeShared(inst.results[0], out);
 }
 
 // ---- tiles ------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-// The typing rules of Dot (ISA section 5 and the dot-* codes of section 6).
+// The typing rules of the contractions (ISA section 5, "Computation on register tensors"):
+// Reduce (at the end of the file), and Dot with the dot-* codes of section 6:
 //
 //   shapes   a [M, K], b [K, N], c [M, N]; the result d is c's type (or out='s)   dot-shape
 //   dtypes   a == b, and (a, c) in the table: f16 -> f32|f16, bf16 -> f32,        dot-dtype
@@ -194,6 +195,37 @@ bool ProgramChecker::checkDotLayouts(DataType operandType, const RegisterLayout 
   if (!error)
     return true;
   return fail(ErrorCode::DotLayout, *error);
+}
+
+bool ProgramChecker::visitReduce(const Instruction &inst, Results &r) {
+  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
+  if (!a)
+    return false;
+  int64_t dim = inst.arg(ArgName::dim).intValue;
+  if (dim < 0 || dim >= int64_t(a->rank))
+    return fail(ErrorCode::ReduceDim, "Reduce dim=" + std::to_string(dim) +
+                                          " is out of range for rank " + std::to_string(a->rank));
+  auto op = ReduceOp(inst.arg(ArgName::op).intValue);
+  std::string what = std::string("Reduce op=") + reduceOpName(op) + " on " + a->dtype.name();
+  if (!a->dtype.isArithmetic())
+    return fail(ErrorCode::SubbyteArith, what + ": defined for " + kArithmeticTypes);
+  if ((op == ReduceOp::Any || op == ReduceOp::All) && a->dtype.isFloat())
+    return fail(ErrorCode::DtypeMismatch, what + ": any and all need bool or integers");
+  const Argument *keep = optionalArg(inst, ArgName::keepdim);
+  Expected<RegisterLayout> derived = a->layout->reduce(int(dim), keep && keep->intValue != 0);
+  if (!derived)
+    return fail(derived.status().code(), derived.status().first().message);
+  if (const RegisterLayout *given = layoutArg(inst, ArgName::layout)) {
+    if (!checkLayoutShape(*given, derived->shape(), "Reduce layout="))
+      return false;
+    if (*given != *derived)
+      return fail(ErrorCode::LayoutMismatch, "Reduce layout=" + given->toString() +
+                                                 " differs from the derived layout " +
+                                                 derived->toString());
+  }
+  noteScratch(shapeElements(a->shape) * 8);
+  r[0] = registerType(a->dtype, *derived);
+  return true;
 }
 
 } // namespace tilus::detail

@@ -7,8 +7,9 @@
 //   - the derived VarType of every variable (ProgramInfo::vars),
 //   - which variables are live (declared and in scope), for use-before-definition,
 //   - which are poisoned (results of an instruction that failed), to avoid cascades,
-// and hands each instruction to one small function per opcode (check_elementwise.cpp,
-// check_memory.cpp, check_contraction.cpp). This file holds what is common: diagnostics and their
+// and hands each instruction to one small function per opcode, in the file of its family
+// (check_views.cpp, check_memory.cpp, check_elementwise.cpp, check_conversion.cpp,
+// check_contraction.cpp, check_control.cpp). This file holds what is common: diagnostics and their
 // locations, scopes and statements, the structural validation of arguments and results,
 // declarations and updates, and the module-level entry point. Scalar expressions, the program
 // header and the scalar statements are in checker_scalars.cpp.

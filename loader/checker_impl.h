@@ -21,6 +21,10 @@
 
 namespace tilus::detail {
 
+/// The dtypes that arithmetic is defined for, as diagnostics name them.
+inline constexpr const char *kArithmeticTypes =
+    "bool, 8- to 64-bit integers and f16, bf16, f32, f64 (Cast sub-byte and FP8 tensors first)";
+
 /// "1 entry", "3 entries".
 std::string counted(int64_t n, const char *singular, const char *plural);
 /// "[16, 8]".
@@ -129,8 +133,8 @@ public:
   // --- instruction handlers: one per row of isa/instructions.def, or one per family
   // (visitElementwise); dispatched by visitInstruction (isa/instruction_visitor.h). Each derives
   // the result types into `results` and returns false after reporting the first broken rule.
-  // check_elementwise.cpp: creation, elementwise, conversions, reduction, Print; check_memory.cpp:
-  // memory tensors, views, transfers; check_contraction.cpp: Dot; checker.cpp: the rest.
+  // They live in the file of their family, check_<family>.cpp (docs/contributing.md).
+  // check_views.cpp: tensor creation and memory views
   bool visitBlockIndices(const Instruction &inst, Results &results);
   bool visitAllocateRegister(const Instruction &inst, Results &results);
   bool visitIota(const Instruction &inst, Results &results);
@@ -139,25 +143,31 @@ public:
   bool visitViewGlobal(const Instruction &inst, Results &results);
   bool visitSliceGlobal(const Instruction &inst, Results &results);
   bool visitSliceShared(const Instruction &inst, Results &results);
+  // check_memory.cpp: loads, stores and asynchronous copies
   bool visitLoadGlobal(const Instruction &inst, Results &results);
   bool visitLoadShared(const Instruction &inst, Results &results);
   bool visitStoreGlobal(const Instruction &inst, Results &results);
   bool visitStoreShared(const Instruction &inst, Results &results);
   bool visitCopyAsync(const Instruction &inst, Results &results);
   bool visitCopyAsyncWaitGroup(const Instruction &inst, Results &results);
+  bool visitCopyAsyncCommitGroup(const Instruction &, Results &) { return true; }
+  bool visitCopyAsyncWaitAll(const Instruction &, Results &) { return true; }
+  // check_elementwise.cpp: the elementwise family and Where
   bool visitElementwise(const Instruction &inst, Results &results);
   bool visitWhere(const Instruction &inst, Results &results);
+  // check_conversion.cpp
   bool visitCast(const Instruction &inst, Results &results);
   bool visitView(const Instruction &inst, Results &results);
   bool visitPermute(const Instruction &inst, Results &results);
   bool visitConvertLayout(const Instruction &inst, Results &results);
+  // check_contraction.cpp
   bool visitDot(const Instruction &inst, Results &results);
   bool visitReduce(const Instruction &inst, Results &results);
+  // check_control.cpp
   bool visitPrint(const Instruction &inst, Results &results);
-  bool visitCopyAsyncCommitGroup(const Instruction &, Results &) { return true; }
-  bool visitCopyAsyncWaitAll(const Instruction &, Results &) { return true; }
   bool visitSynchronize(const Instruction &, Results &) { return true; }
   bool visitExit(const Instruction &, Results &) { return true; }
+  // checker.cpp
   bool visitInvalid(const Instruction &inst, Results &results);
 
 private:
@@ -209,16 +219,18 @@ private:
                   const char *operandName, const char *resultName);
   void noteScratch(int64_t bytes);
 
-  // --- check_elementwise.cpp: creation, elementwise, conversions, reduction ---
+  // --- check_elementwise.cpp ---
   bool checkElementwiseDtype(const Instruction &inst, DataType dtype);
   bool elementwiseResult(const Instruction &inst, const std::vector<const VarType *> &operands,
                          const std::vector<const char *> &names, DataType resultType,
                          Results &results);
 
-  // --- check_memory.cpp: memory tensors, views, offsets, transfers, shared plan ---
+  // --- check_views.cpp ---
   bool checkSharedSliceEntry(const VarType &s, size_t d, const OffsetEntry &e,
                              const Argument *shapeArg, std::vector<int64_t> &shape);
   bool checkIntExprs(const std::vector<ExprId> &exprs, const char *what);
+
+  // --- check_memory.cpp ---
   bool checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
                    const std::vector<int64_t> &tileShape, const char *tileName);
 

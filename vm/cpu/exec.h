@@ -2,7 +2,8 @@
 // one instruction for the whole block (ISA section 1: "as if one at a time"). They are the
 // handlers of Exec, dispatched from isa/instructions.def by visitInstruction
 // (isa/instruction_visitor.h) in exec_control.cpp, which also walks the statements and handles
-// Synchronize and Exit.
+// Synchronize and Exit. Each lives in the file of its family, exec_<family>.cpp
+// (docs/contributing.md).
 #pragma once
 
 #include "vm/cpu/block_state.h"
@@ -36,21 +37,22 @@ struct Exec {
   static Status visitCopyAsyncWaitGroup(BlockState &b, uint32_t index);
   static Status visitCopyAsyncWaitAll(BlockState &b, uint32_t index);
 
-  // exec_elementwise.cpp: arithmetic, bitwise, comparison, unary and math rows; Where, Cast
-  // and ConvertLayout stage their operands the same way
+  // exec_elementwise.cpp: arithmetic, bitwise, comparison, unary and math rows, and Where
   static Status visitElementwise(BlockState &b, uint32_t index);
   static Status visitWhere(BlockState &b, uint32_t index) { return visitElementwise(b, index); }
-  static Status visitCast(BlockState &b, uint32_t index) { return visitElementwise(b, index); }
-  static Status visitConvertLayout(BlockState &b, uint32_t index) {
-    return visitElementwise(b, index);
-  }
 
-  // exec_contraction.cpp: View, Permute, Dot, Reduce
+  // exec_conversion.cpp: View, Permute; Cast and ConvertLayout (run by visitElementwise,
+  // which stages their operand the same way)
+  static Status visitCast(BlockState &b, uint32_t index);
   static Status visitView(BlockState &b, uint32_t index);
   static Status visitPermute(BlockState &b, uint32_t index);
+  static Status visitConvertLayout(BlockState &b, uint32_t index);
+
+  // exec_contraction.cpp
   static Status visitDot(BlockState &b, uint32_t index);
   static Status visitReduce(BlockState &b, uint32_t index);
 
+  // exec_control.cpp (Synchronize and Exit, which change the block's flow: ControlExec) and
   // exec_control_print.cpp
   static Status visitPrint(BlockState &b, uint32_t index);
 };

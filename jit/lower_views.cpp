@@ -1,0 +1,212 @@
+// Tensor creation and memory views: BlockIndices, AllocateRegister, Iota (register tensors
+// built in each thread's registers) and the views of global and shared memory (ViewGlobal,
+// AllocateGlobal, AllocateShared, SliceGlobal, SliceShared).
+//
+// Views mirror the interpreter's (vm/cpu/memory.h): a global view is a root pointer, an element
+// offset, per-dimension strides and the index range [lo, hi) inside every tensor of its slice
+// chain; a shared view is a root allocation and an origin in root coordinates. Loads and stores
+// address them through tiles (lower_memory.cpp).
+#include "jit/codegen.h"
+
+#include "isa/convert.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tilus::jit {
+
+Status Codegen::visitBlockIndices(const Instruction &inst) {
+  static const llvm::Intrinsic::ID ids[3] = {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x,
+                                             llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
+                                             llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z};
+  for (size_t k = 0; k < inst.results.size() && k < 3; ++k) {
+    VarId v = inst.results[k];
+    llvm::Value *index = callIntrinsic(ids[k], {}, {});
+    // The index is below the grid's extent: a range when the extent is a constant, an
+    // assumption otherwise. Bounds tests of tiles addressed by block indices then fold.
+    if (k < prog.grid.size()) {
+      llvm::Value *extent = exprI64(prog.grid[k]);
+      auto *call = llvm::dyn_cast<llvm::CallInst>(index);
+      auto *constant = llvm::dyn_cast<llvm::ConstantInt>(extent);
+      if (call && constant && constant->getSExtValue() >= 1 &&
+          constant->getSExtValue() <= int64_t(INT32_MAX))
+        call->addRangeRetAttr(llvm::ConstantRange(
+            llvm::APInt(32, 0), llvm::APInt(32, uint64_t(constant->getSExtValue()))));
+      else if (!constant)
+        b.CreateAssumption(b.CreateICmpSLT(b.CreateZExt(index, b.getInt64Ty()), extent));
+    }
+    writeScalar(v, convert(index, DataType::i32(), prog.var(v).dtype));
+  }
+  return Status::success();
+}
+
+Status Codegen::visitAllocateRegister(const Instruction &inst) {
+  VarId r = inst.results[0];
+  DataType t = info.vars[r].dtype;
+  llvm::Value *v = zeroOf(t);
+  if (const Argument &init = inst.arg(ArgName::init); init.present)
+    v = convert(emitExpr(init.expr), prog.expr(init.expr).dtype, t);
+  writeRegister(r, std::vector<llvm::Value *>(size_t(info.vars[r].layout->numLocals()), v));
+  return Status::success();
+}
+
+Status Codegen::visitIota(const Instruction &inst) {
+  VarId r = inst.results[0];
+  const LayoutMap &map = layoutOf(r);
+  int64_t dim = inst.arg(ArgName::dim).intValue;
+  if (dim < 0 || dim >= map.rank())
+    return error(ErrorCode::ReduceDim, inst,
+                 "Iota dimension " + std::to_string(dim) + " out of range");
+  DataType t = info.vars[r].dtype;
+  const std::vector<llvm::Value *> &s = threadPart(map);
+  std::vector<llvm::Value *> out;
+  for (int64_t i = 0; i < map.locals(); ++i) {
+    llvm::Value *x = b.CreateAdd(s[size_t(dim)], constI64(map.localPart(i)[dim]));
+    out.push_back(convert(x, DataType::i64(), t));
+  }
+  writeRegister(r, out);
+  return Status::success();
+}
+
+Status Codegen::visitViewGlobal(const Instruction &inst) {
+  VarId ptrVar = inst.arg(ArgName::ptr).var;
+  if (ptrVar == kNoId || prog.var(ptrVar).kind != VarKind::Pointer)
+    return error(ErrorCode::Scope, inst, "the pointer is not a pointer parameter");
+  GlobalView view;
+  const Argument &dtype = inst.arg(ArgName::dtype);
+  view.dtype = dtype.present ? dtype.dtype : prog.var(ptrVar).dtype;
+  view.ptr = readComponents(ptrVar)[0];
+  view.base = constI64(0);
+  view.valid = b.getTrue();
+  if (const Argument &shape = inst.arg(ArgName::shape); shape.present) {
+    for (ExprId e : shape.exprs)
+      view.shape.push_back(exprI64(e));
+  } else {
+    // The whole buffer, one-dimensional: its size is not part of the kernel ABI, so the JIT
+    // view is unbounded (the interpreter bounds it by the argument's byte size).
+    view.shape.push_back(constI64(INT64_MAX));
+  }
+  if (const Argument &strides = inst.arg(ArgName::strides); strides.present) {
+    if (strides.exprs.size() != view.shape.size())
+      return error(ErrorCode::ShapeMismatch, inst, "strides and shape differ in length");
+    for (ExprId e : strides.exprs)
+      view.stride.push_back(exprI64(e));
+  } else {
+    view.stride.assign(view.shape.size(), nullptr);
+    llvm::Value *s = constI64(1);
+    for (size_t d = view.shape.size(); d-- > 0;) {
+      view.stride[d] = s;
+      s = mulFolded(b, s, view.shape[d]);
+    }
+  }
+  for (llvm::Value *n : view.shape) {
+    view.lo.push_back(constI64(0));
+    view.hi.push_back(callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, constI64(0)}));
+  }
+  writeGlobal(inst.results[0], view);
+  return Status::success();
+}
+
+Status Codegen::visitAllocateGlobal(const Instruction &inst) {
+  size_t index = size_t(&inst - prog.instructions.data());
+  GlobalView view;
+  view.dtype = inst.arg(ArgName::dtype).dtype;
+  view.ptr = b.CreateGEP(b.getInt8Ty(), workspace_, workspaceRegions_[index]);
+  view.base = constI64(0);
+  view.valid = b.getTrue();
+  for (ExprId e : inst.arg(ArgName::shape).exprs)
+    view.shape.push_back(exprI64(e));
+  view.stride.assign(view.shape.size(), nullptr);
+  llvm::Value *s = constI64(1);
+  for (size_t d = view.shape.size(); d-- > 0;) {
+    view.stride[d] = s;
+    s = mulFolded(b, s, view.shape[d]);
+  }
+  for (llvm::Value *n : view.shape) {
+    view.lo.push_back(constI64(0));
+    view.hi.push_back(n);
+  }
+  writeGlobal(inst.results[0], view);
+  return Status::success();
+}
+
+Status Codegen::visitAllocateShared(const Instruction &inst) {
+  VarId r = inst.results[0];
+  const VarType &type = info.vars[r];
+  if (!type.sharedLayout)
+    return error(ErrorCode::Runtime, inst, "shared allocation without a planned layout");
+  SharedView view;
+  view.root = r;
+  view.dtype = type.dtype;
+  view.shape = type.sharedLayout->shape();
+  for (size_t d = 0; d < view.shape.size(); ++d) {
+    view.dims.push_back(int32_t(d));
+    view.origin.push_back(constI64(0));
+  }
+  return writeShared(r, view);
+}
+
+Status Codegen::visitSliceGlobal(const Instruction &inst) {
+  GlobalView parent = readGlobal(inst.arg(ArgName::g).var);
+  const Argument &offset = inst.arg(ArgName::offset);
+  const Argument &shapeArg = inst.arg(ArgName::shape);
+  if (offset.offsets.size() != parent.shape.size())
+    return error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
+  GlobalView out;
+  out.dtype = parent.dtype;
+  out.ptr = parent.ptr;
+  out.base = parent.base;
+  out.valid = parent.valid;
+  size_t sliced = 0;
+  for (size_t d = 0; d < offset.offsets.size(); ++d) {
+    llvm::Value *e = exprI64(offset.offsets[d].expr);
+    out.base = addFolded(b, out.base, mulFolded(b, e, parent.stride[d]));
+    if (!offset.offsets[d].slice) {
+      llvm::Value *inside =
+          b.CreateAnd(b.CreateICmpSGE(e, parent.lo[d]), b.CreateICmpSLT(e, parent.hi[d]));
+      out.valid = b.CreateAnd(out.valid, inside);
+      continue;
+    }
+    llvm::Value *n;
+    if (shapeArg.present) {
+      if (sliced >= shapeArg.exprs.size())
+        return error(ErrorCode::OffsetRank, inst, "shape has fewer entries than slices");
+      n = exprI64(shapeArg.exprs[sliced]);
+    } else {
+      n = callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()},
+                        {b.CreateSub(parent.shape[d], e), constI64(0)});
+    }
+    ++sliced;
+    out.shape.push_back(n);
+    out.stride.push_back(parent.stride[d]);
+    out.lo.push_back(callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()},
+                                   {b.CreateSub(parent.lo[d], e), constI64(0)}));
+    out.hi.push_back(
+        callIntrinsic(llvm::Intrinsic::smin, {b.getInt64Ty()}, {b.CreateSub(parent.hi[d], e), n}));
+  }
+  writeGlobal(inst.results[0], out);
+  return Status::success();
+}
+
+Status Codegen::visitSliceShared(const Instruction &inst) {
+  SharedView parent = readShared(inst.arg(ArgName::s).var);
+  const Argument &offset = inst.arg(ArgName::offset);
+  if (offset.offsets.size() != parent.shape.size())
+    return error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
+  SharedView out;
+  out.root = parent.root;
+  out.dtype = parent.dtype;
+  out.origin = parent.origin;
+  out.shape = info.vars[inst.results[0]].shape;
+  for (size_t d = 0; d < offset.offsets.size(); ++d) {
+    llvm::Value *e = exprI64(offset.offsets[d].expr);
+    size_t r = size_t(parent.dims[d]);
+    out.origin[r] = addFolded(b, out.origin[r], e);
+    if (offset.offsets[d].slice)
+      out.dims.push_back(parent.dims[d]);
+  }
+  if (out.dims.size() != out.shape.size())
+    return error(ErrorCode::OffsetRank, inst, "slice count differs from the view's rank");
+  return writeShared(inst.results[0], out);
+}
+
+} // namespace tilus::jit
