@@ -13,16 +13,21 @@ CPU = ("cpu", -1)
 class Buffer:
     """A resolved pointer argument. ``device`` is ("cpu", -1) or ("cuda", ordinal);
     ``dtype`` the element type's Tilus VM spelling (None: no such type); ``keep`` holds what
-    must stay alive until the call returns."""
+    must stay alive until the call returns; ``kind`` describes it in messages."""
 
-    __slots__ = ("address", "nbytes", "device", "dtype", "contiguous", "writeable", "kind",
+    __slots__ = ("address", "nbytes", "device", "dtype", "contiguous", "writeable", "describe",
                  "stream", "keep", "declared")
 
-    def __init__(self, address, nbytes, device, dtype, contiguous, writeable, kind, stream=None,
-                 keep=None):
+    def __init__(self, address, nbytes, device, dtype, contiguous, writeable, describe,
+                 stream=None, keep=None):
         self.address, self.nbytes, self.device, self.dtype = address, nbytes, device, dtype
-        self.contiguous, self.writeable, self.kind = contiguous, writeable, kind
+        self.contiguous, self.writeable, self.describe = contiguous, writeable, describe
         self.stream, self.keep, self.declared = stream, keep, None
+
+    @property
+    def kind(self):
+        text = self.describe(self.keep) if callable(self.describe) else self.describe
+        return text if self.declared is None else f"{text} declared as {self.declared}"
 
 
 class Typed:
@@ -64,24 +69,45 @@ def _product(shape):
     return n
 
 
+_torch_names = {}  # torch.dtype -> Tilus VM spelling or None
+_numpy_names = {}  # numpy.dtype -> Tilus VM spelling or None
+
+
+def _describe_torch(t):
+    return f"{t.device.type} tensor of {str(t.dtype).replace('torch.', '')}"
+
+
 def _torch_buffer(t):
-    dev = t.device
-    if dev.type == "cuda":
-        device = ("cuda", dev.index if dev.index is not None else 0)
-    elif dev.type == "cpu":
-        device = CPU
+    if t.is_cuda:
+        device = ("cuda", t.get_device())
     else:
-        raise ArgumentError(f"a tensor on device '{dev}': Tilus VM runs tensors on the CPU "
-                            f"(interpreter) or on CUDA devices")
-    name = _dtypes.storage_dtype_name(t.dtype)
+        dev = t.device
+        if dev.type != "cpu":
+            raise ArgumentError(f"a tensor on device '{dev}': Tilus VM runs tensors on the CPU "
+                                f"(interpreter) or on CUDA devices")
+        device = CPU
+    dt = t.dtype
+    try:
+        name = _torch_names[dt]
+    except KeyError:
+        name = _torch_names[dt] = _dtypes.storage_dtype_name(dt)
     return Buffer(t.data_ptr(), t.numel() * t.element_size(), device, name, t.is_contiguous(),
-                  True, f"{dev.type} tensor of {str(t.dtype).replace('torch.', '')}", keep=t)
+                  True, _describe_torch, keep=t)
+
+
+def _describe_numpy(a):
+    return f"NumPy array of {a.dtype}"
 
 
 def _numpy_buffer(a):
-    interface = a.__array_interface__
-    return Buffer(interface["data"][0], a.nbytes, CPU, _dtypes.numpy_typestr_name(a.dtype.str),
-                  a.flags.c_contiguous, a.flags.writeable, f"NumPy array of {a.dtype}", keep=a)
+    dt = a.dtype
+    try:
+        name = _numpy_names[dt]
+    except KeyError:
+        name = _numpy_names[dt] = _dtypes.numpy_typestr_name(dt.str)
+    flags = a.flags
+    return Buffer(a.__array_interface__["data"][0], a.nbytes, CPU, name, flags.c_contiguous,
+                  flags.writeable, _describe_numpy, keep=a)
 
 
 def _interface_buffer(obj, interface, device, what):
@@ -165,20 +191,29 @@ def _dlpack_buffer(obj):
                   f"{tensor.dtype.bits} bits)", keep=(obj, capsule))
 
 
+# Classes whose instances always take the same reader (NumPy arrays, PyTorch tensors).
+_readers = {}
+
+
 def resolve(obj):
     """The Buffer of a pointer argument, or None when `obj` is not array-like."""
+    reader = _readers.get(type(obj))
+    if reader is not None:
+        return reader(obj)
     if isinstance(obj, Typed):
         inner = resolve(obj.storage)
         if inner is None:
             raise ArgumentError(f"Typed storage must be an array or a tensor, got "
                                 f"{type(obj.storage).__name__}")
         inner.declared = obj.dtype.name
-        inner.kind = f"{inner.kind} declared as {obj.dtype.name}"
         return inner
-    module = type(obj).__module__
+    cls = type(obj)
+    module = cls.__module__
     if module.startswith("torch") and hasattr(obj, "data_ptr") and hasattr(obj, "device"):
+        _readers[cls] = _torch_buffer
         return _torch_buffer(obj)
     if module == "numpy" and hasattr(obj, "__array_interface__") and hasattr(obj, "flags"):
+        _readers[cls] = _numpy_buffer
         return _numpy_buffer(obj)
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:

@@ -14,10 +14,20 @@ class Param:
     """One parameter of a kernel: ``name``, ``dtype`` (a :class:`DType`; ``dtype.name`` is its
     spelling) and ``is_pointer``."""
 
-    __slots__ = ("name", "dtype", "is_pointer", "index")
+    __slots__ = ("name", "dtype", "is_pointer", "index", "accepts", "align", "int_range")
 
     def __init__(self, index, name, dtype, is_pointer):
         self.index, self.name, self.dtype, self.is_pointer = index, name, dtype, is_pointer
+        # Precomputed for the calls' fast path (the full checks and messages are elsewhere).
+        self.accepts = frozenset(n for n in (dtype.name, "u8")
+                                 if _dtypes.accepts_storage(dtype, n))
+        self.align = _dtypes.alignment(dtype)
+        self.int_range = None
+        if dtype.kind == "int":
+            self.int_range = (-(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1,
+                              (1 << dtype.bits) - 1)
+        elif dtype.kind == "uint":
+            self.int_range = (0, (1 << dtype.bits) - 1, (1 << dtype.bits) - 1)
 
     def __repr__(self):
         return f"{self.dtype.name}{'*' if self.is_pointer else ''} {self.name}"
@@ -115,6 +125,7 @@ class Kernel:
         self.name = name
         self._cname = name.encode()
         self.params = tuple(params)
+        self._arg_array = Arg * len(self.params)
 
     def __repr__(self):
         return f"{self.name}({', '.join(repr(p) for p in self.params)})"
@@ -122,31 +133,42 @@ class Kernel:
     def signature(self):
         return repr(self)
 
+    def _what(self, param):
+        return f"{self.name}: argument {param.index + 1} ({param.name})"
+
     def _convert(self, args, device):
         """(C argument array, device, buffers) for `args`, or ArgumentError."""
-        if len(args) != len(self.params):
-            raise ArgumentError(f"{self.name} takes {len(self.params)} arguments "
-                                f"({', '.join(p.name for p in self.params)}), got {len(args)}")
-        c_args = (Arg * len(args))()
+        params = self.params
+        if len(args) != len(params):
+            raise ArgumentError(f"{self.name} takes {len(params)} arguments "
+                                f"({', '.join(p.name for p in params)}), got {len(args)}")
+        c_args = self._arg_array()
         buffers = []
         device_source = None
-        for param, value, slot in zip(self.params, args, c_args):
-            what = f"{self.name}: argument {param.index + 1} ({param.name})"
+        resolve = _buffers.resolve
+        for param, value, slot in zip(params, args, c_args):
             if not param.is_pointer:
-                slot.scalar_bits = _dtypes.scalar_bits(param.dtype, value, what)
+                r = param.int_range
+                if r is not None and type(value) is int and r[0] <= value <= r[1]:
+                    slot.scalar_bits = value & r[2]
+                else:
+                    slot.scalar_bits = _dtypes.scalar_bits(param.dtype, value, self._what(param))
                 continue
-            buffer = _buffers.resolve(value)
+            buffer = resolve(value)
             if buffer is None:
-                raise ArgumentError(f"{what} is {param.dtype.name}*: expected an array or a "
-                                    f"tensor, got {type(value).__name__}")
-            self._check_buffer(what, param, buffer)
+                raise ArgumentError(f"{self._what(param)} is {param.dtype.name}*: expected an "
+                                    f"array or a tensor, got {type(value).__name__}")
+            if (buffer.declared is not None or buffer.dtype not in param.accepts or
+                    not buffer.contiguous or not buffer.writeable or buffer.address % param.align):
+                self._check_buffer(self._what(param), param, buffer)  # raises with the reason
             if device is None:
                 device, device_source = buffer.device, param.name
             elif buffer.device != device:
                 source = (f"the device of {device_source}" if device_source
                           else "the device asked for")
                 raise ArgumentError(
-                    f"{what} is in {'host memory' if buffer.device[0] == 'cpu' else 'GPU memory'}"
+                    f"{self._what(param)} is in "
+                    f"{'host memory' if buffer.device[0] == 'cpu' else 'GPU memory'}"
                     f" ({_device_text(buffer.device)}) but the kernel runs on "
                     f"{_device_text(device)} ({source}): every array of one call must be on "
                     f"one device (move it with .to(...) / .cuda() / .cpu())")
