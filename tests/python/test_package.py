@@ -286,6 +286,32 @@ class TestLibraryLookup(unittest.TestCase):
         self.assertIn("set TILUSVM_LIBRARY", out)
 
 
+class TestInstallLayout(unittest.TestCase):
+    """tilusvm/_install.py as meson writes it: the installed library's path, followed when the
+    whole prefix moved (meson install --destdir)."""
+
+    def library_seen_from(self, package_dir):
+        template = os.path.join(REPO, "python", "tilusvm", "_install.py.in")
+        with open(template) as f:
+            text = f.read()
+        text = text.replace("@LIBRARY@", "/opt/tv/lib/x86_64-linux-gnu/libtilusvm.so")
+        text = text.replace("@PACKAGE_DIR@", "/opt/tv/lib/python3/dist-packages/tilusvm")
+        os.makedirs(package_dir, exist_ok=True)
+        path = os.path.join(package_dir, "_install.py")
+        with open(path, "w") as f:
+            f.write(text)
+        scope = {"__file__": path}
+        exec(compile(text, path, "exec"), scope)
+        return scope["LIBRARY"]
+
+    def test_staged_prefix(self):
+        with tempfile.TemporaryDirectory() as d:
+            staged = os.path.join(d, "opt", "tv", "lib", "python3", "dist-packages", "tilusvm")
+            self.assertEqual(self.library_seen_from(staged),
+                             os.path.join(d, "opt", "tv", "lib", "x86_64-linux-gnu",
+                                          "libtilusvm.so"))
+
+
 class TestBits(unittest.TestCase):
     """Scalar bit patterns and packing against values worked out by hand."""
 
