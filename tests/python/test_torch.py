@@ -128,6 +128,8 @@ class TestTorchCuda(unittest.TestCase):
         z = torch.zeros_like(x)
         torch.cuda.synchronize()
         with torch.cuda.stream(s):
+            if hasattr(torch.cuda, "_sleep"):
+                torch.cuda._sleep(200_000_000)  # keep s busy: a launch elsewhere would run first
             y = x * 2  # queued on s: the kernel must see it done
             self.add(x, y, z, x.numel())
             w = z + 1
