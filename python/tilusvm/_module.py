@@ -1,6 +1,5 @@
 """Modules, kernels and calls: the Python face of the C API's modules, the CPU interpreter and
 the CUDA runtime."""
-import atexit
 import ctypes
 import os
 import threading
@@ -39,6 +38,8 @@ class Param:
 
 
 # ---- CUDA runtimes: one per device ordinal, for the life of the process ----------------------
+# Never destroyed: CUDA graphs that PyTorch keeps until its own teardown (torch.compile's
+# CUDA-graph trees) may hold launches of their kernels; the process's exit frees everything.
 
 _runtimes = {}
 _runtimes_lock = threading.Lock()
@@ -65,15 +66,6 @@ def device_name(ordinal=0):
     out = ctypes.c_char_p()
     check(library().tilusvm_runtime_device_name(runtime(ordinal), ctypes.byref(out)))
     return out.value.decode()
-
-
-@atexit.register
-def _close_runtimes():
-    lib = library() if _runtimes else None
-    with _runtimes_lock:
-        for handle in _runtimes.values():
-            lib.tilusvm_runtime_destroy(handle)
-        _runtimes.clear()
 
 
 def _stream_of(device, stream, buffers):
