@@ -66,21 +66,25 @@ def _matmul_fake(x, wq, scales, zeros, weight_type, group_size, n):
 _SCHEMA = ("(Tensor x, Tensor wq, Tensor scales, Tensor zeros, str weight_type, int group_size, "
            "int n) -> Tensor")
 
-if hasattr(torch.library, "custom_op"):  # PyTorch 2.4 and later
-    a16wx_matmul = torch.library.custom_op("tilusvm::a16wx_matmul", mutates_args=())(
-        _matmul_impl)
-    a16wx_matmul.register_fake(_matmul_fake)
-else:  # older PyTorch: the operator through torch.library.Library
-    _lib = torch.library.Library("tilusvm", "DEF")
-    _lib.define("a16wx_matmul" + _SCHEMA)
-    for _key in ("CPU", "CUDA"):
-        _lib.impl("a16wx_matmul", _matmul_impl, _key)
+# Registered directly with torch.library.Library (as inference engines do) rather than through
+# torch.library.custom_op, whose Python dispatch costs more per call in eager mode. The real
+# implementation serves CPU and CUDA tensors; the fake one gives torch.compile and meta
+# tensors the output's shape and dtype.
+_lib = torch.library.Library("tilusvm", "DEF")
+_lib.define("a16wx_matmul" + _SCHEMA)
+for _key in ("CPU", "CUDA"):
+    _lib.impl("a16wx_matmul", _matmul_impl, _key)
+if hasattr(torch.library, "register_fake"):  # PyTorch 2.4 and later
+    torch.library.register_fake("tilusvm::a16wx_matmul", _matmul_fake, lib=_lib)
+elif hasattr(torch.library, "impl_abstract"):  # PyTorch 2.2 and 2.3
+    torch.library.impl_abstract("tilusvm::a16wx_matmul", _matmul_fake, lib=_lib)
+else:  # older PyTorch: a meta kernel (and its autograd key, which 1.x does not fall through)
     _lib.impl("a16wx_matmul", _matmul_fake, "Meta")
-    try:  # PyTorch 1.x has no fallthrough for meta tensors' autograd key
+    try:
         _lib.impl("a16wx_matmul", _matmul_fake, "AutogradMeta")
     except RuntimeError:
         pass
-    a16wx_matmul = torch.ops.tilusvm.a16wx_matmul
+a16wx_matmul = torch.ops.tilusvm.a16wx_matmul
 
 
 # ---- quantisation in PyTorch (tilusvm.quant's formulas) ----------------------------------

@@ -92,7 +92,7 @@ class TestTorchCpu(unittest.TestCase):
         q = QuantizedLinear(256, 32, "u4", 128)
         q.quantize_(torch.randn(32, 256))
         x = torch.randn(2, 256).half()
-        torch.library.opcheck(a16wx_matmul, (x, q.wq, q.scales, q.zeros, "u4", 128, 32))
+        torch.library.opcheck(a16wx_matmul.default, (x, q.wq, q.scales, q.zeros, "u4", 128, 32))
 
     def test_bad_shapes_and_types(self):
         from tilusvm.torch import QuantizedLinear
