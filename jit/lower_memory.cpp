@@ -185,6 +185,96 @@ llvm::Value *Codegen::sharedOffset(VarId root, const std::vector<llvm::Value *> 
   return b.CreateZExt(o, b.getInt64Ty());
 }
 
+llvm::Value *sharedLayoutShift(llvm::IRBuilder<> &b, const llvm::DataLayout &dl,
+                               const SharedLayout &layout, const std::vector<llvm::Value *> &d) {
+  std::vector<int64_t> strides = layout.linearStrides();
+  if (!strides.empty() || layout.rank() == 0) {
+    llvm::Value *o = b.getInt32(0);
+    for (size_t k = 0; k < strides.size(); ++k)
+      o = sum(b, o, product(b, d[k], b.getInt32(uint64_t(strides[k]))));
+    return o;
+  }
+  if (layout.kind() == SharedLayout::Kind::Tile) {
+    // (c + d) / n = c / n + d / n and (c + d) % n = c % n when d is a multiple of n: only
+    // constant shifts are taken
+    const SharedLayout &outer = *layout.children()[0];
+    const SharedLayout &inner = *layout.children()[1];
+    std::vector<llvm::Value *> q(d.size());
+    for (size_t k = 0; k < d.size(); ++k) {
+      auto *c = llvm::dyn_cast<llvm::ConstantInt>(d[k]);
+      int64_t n = inner.shape()[k];
+      if (!c || c->getSExtValue() % n != 0)
+        return nullptr;
+      q[k] = b.getInt32(uint64_t(c->getSExtValue() / n));
+    }
+    llvm::Value *o = sharedLayoutShift(b, dl, outer, q);
+    return o ? b.CreateMul(o, b.getInt32(uint64_t(inner.size()))) : nullptr;
+  }
+  // swizzle: the XOR reads bits [base + shift, base + shift + bits) of the offset and writes
+  // bits [base, base + bits); a shift that is a multiple of 2^(base + shift + bits) changes
+  // neither, so it passes through unchanged
+  llvm::Value *s = sharedLayoutShift(b, dl, *layout.children()[0], d);
+  if (!s)
+    return nullptr;
+  unsigned need = unsigned(layout.swizzleBase() + layout.swizzleShift() + layout.swizzleBits());
+  if (llvm::computeKnownBits(s, dl).countMinTrailingZeros() < need)
+    return nullptr;
+  return s;
+}
+
+llvm::Value *sharedOffsetSplit(Codegen &cg, VarId root, const std::vector<llvm::Value *> &c,
+                               const std::vector<llvm::Value *> &d) {
+  llvm::IRBuilder<> &b = cg.b;
+  std::vector<llvm::Value *> d32;
+  d32.reserve(d.size());
+  for (llvm::Value *v : d)
+    d32.push_back(b.CreateTrunc(v, b.getInt32Ty()));
+  const SharedLayout &layout = *cg.info.vars[root].sharedLayout;
+  llvm::Value *shift = sharedLayoutShift(b, cg.mod.getDataLayout(), layout, d32);
+  if (!shift)
+    return nullptr;
+  return b.CreateAdd(cg.sharedOffset(root, c), b.CreateZExt(shift, b.getInt64Ty()), "",
+                     /*HasNUW=*/true, /*HasNSW=*/true);
+}
+
+llvm::Value *sharedAddressSplit(Codegen &cg, VarId root, const std::vector<llvm::Value *> &c,
+                                const std::vector<llvm::Value *> &d, DataType t) {
+  llvm::IRBuilder<> &b = cg.b;
+  if (t.storageBits() % 8 != 0)
+    return nullptr;
+  // Constant parts of d (a constant origin coordinate, "x + 16") move to c: they are
+  // loop-invariant like c, and what stays in d is more often a multiple the layout passes.
+  std::vector<llvm::Value *> cc = c;
+  std::vector<llvm::Value *> d32;
+  d32.reserve(d.size());
+  for (size_t k = 0; k < d.size(); ++k) {
+    llvm::Value *v = d[k];
+    int64_t constant = 0;
+    if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(v)) {
+      constant = ci->getSExtValue();
+      v = b.getInt64(0);
+    } else if (auto *add = llvm::dyn_cast<llvm::BinaryOperator>(v);
+               add && add->getOpcode() == llvm::Instruction::Add) {
+      if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(add->getOperand(1))) {
+        constant = ci->getSExtValue();
+        v = add->getOperand(0);
+      }
+    }
+    if (constant != 0)
+      cc[k] = sum(b, cc[k], b.getInt64(uint64_t(constant)));
+    d32.push_back(b.CreateTrunc(v, b.getInt32Ty()));
+  }
+  const SharedLayout &layout = *cg.info.vars[root].sharedLayout;
+  llvm::Value *shift = sharedLayoutShift(b, cg.mod.getDataLayout(), layout, d32);
+  if (!shift)
+    return nullptr;
+  // (base + L(c) * bytes) + shift * bytes: the first part is per-thread (LICM hoists it out of
+  // a loop that moves only the shift), the second shared by every access with the same shift
+  llvm::Value *first = cg.sharedElementAddress(root, cg.sharedOffset(root, cc), t);
+  llvm::Value *bytes = product(b, shift, b.getInt32(uint64_t(t.storageBits() / 8)));
+  return b.CreateGEP(b.getInt8Ty(), first, bytes);
+}
+
 llvm::Value *Codegen::sharedElementAddress(VarId root, llvm::Value *elem, DataType t) {
   // Shared offsets fit in 32 bits: computing them in i32 (InstCombine narrows the whole chain
   // behind the truncation) halves the registers that shared addressing holds.

@@ -150,7 +150,16 @@ public:
     elementPath(false);
     b_.CreateBr(join);
     b_.SetInsertPoint(vecBlock);
+    // Run-time test (block-uniform): the whole tile in bounds. Then no chunk needs a bounds
+    // test, a src-size or the below-the-range path: the interior tiles of a matrix program.
+    llvm::BasicBlock *fullBlock = newBlock("cpasync.full");
+    llvm::BasicBlock *edgeBlock = newBlock("cpasync.edge");
+    b_.CreateCondBr(tileInBounds(), fullBlock, edgeBlock);
+    b_.SetInsertPoint(edgeBlock);
     vectorPath();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(fullBlock);
+    fullTilePath();
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
   }
@@ -269,15 +278,107 @@ private:
     int64_t chunk = plan_.chunkBytes;
     llvm::Value *addr0 =
         b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(g_.base, cg_.constI64(bytes_)));
-    llvm::Value *aligned = b_.CreateICmpEQ(
-        b_.CreateAnd(b_.CreatePtrToInt(addr0, b_.getInt64Ty()), cg_.constI64(chunk - 1)),
-        cg_.constI64(0));
-    for (size_t k = 0; k + 1 < rank_; ++k)
-      aligned = b_.CreateAnd(
-          aligned, b_.CreateICmpEQ(b_.CreateSRem(b_.CreateMul(g_.stride[k], cg_.constI64(bytes_)),
-                                                 cg_.constI64(chunk)),
-                                   cg_.constI64(0)));
+    llvm::Value *aligned = alignedTest(b_, g_.ptr, addr0, g_.base, bytes_, int(chunk));
+    const llvm::DataLayout &dl = cg_.mod.getDataLayout();
+    for (size_t k = 0; k + 1 < rank_; ++k) {
+      llvm::Value *strideBytes = b_.CreateMul(g_.stride[k], cg_.constI64(bytes_));
+      if ((uint64_t(1) << std::min(63u, trailingZeros(strideBytes, dl))) >= uint64_t(chunk))
+        continue;
+      aligned =
+          b_.CreateAnd(aligned, b_.CreateICmpEQ(b_.CreateSRem(strideBytes, cg_.constI64(chunk)),
+                                                cg_.constI64(0)));
+    }
     return aligned;
+  }
+
+  /// Whether every element of the tile is in bounds (lo <= 0 and shape <= hi everywhere).
+  llvm::Value *tileInBounds() {
+    llvm::Value *ok = g_.valid;
+    for (size_t k = 0; k < rank_; ++k) {
+      ok = b_.CreateAnd(ok, b_.CreateICmpSLE(g_.lo[k], cg_.constI64(0)));
+      ok = b_.CreateAnd(ok, b_.CreateICmpSGE(g_.hi[k], cg_.constI64(plan_.shape[k])));
+    }
+    return ok;
+  }
+
+  /// One full cp.async per chunk of a tile wholly in bounds. When the threads cover whole rows
+  /// of chunks (T a multiple of the chunks in all but the first dimension), chunk tid + i T is
+  /// chunk tid moved by i T / inner rows: its global address is the thread's first plus a
+  /// step, and its shared offset the thread's first plus a shift where the layout allows it
+  /// (sharedOffsetSplit), so the per-thread terms are computed once, outside any loop.
+  void fullTilePath() {
+    int64_t chunk = plan_.chunkBytes;
+    int vec = plan_.vec;
+    std::vector<int64_t> chunkShape = plan_.shape;
+    chunkShape[rank_ - 1] /= vec;
+    int64_t chunks = plan_.elements / vec;
+    int64_t threads = int64_t(cg_.info.threads);
+    int64_t inner = 1;
+    for (size_t k = 1; k < rank_; ++k)
+      inner *= chunkShape[k];
+    bool rows = rank_ > 1 && threads % inner == 0;
+    std::string asmText = chunk == 16 ? "cp.async.cg" : "cp.async.ca";
+    asmText += ".shared.global [$0], [$1], " + std::to_string(chunk) + ";";
+    auto *asmType =
+        llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt32Ty(), b_.getInt64Ty()}, false);
+    llvm::InlineAsm *cpAsync = llvm::InlineAsm::get(asmType, asmText, "r,l,~{memory}", true);
+    llvm::Value *t = b_.CreateZExt(cg_.tid(), b_.getInt64Ty());
+    std::vector<llvm::Value *> x0 = unravel(b_, t, chunkShape);
+    x0[rank_ - 1] = b_.CreateMul(x0[rank_ - 1], cg_.constI64(vec));
+    // the thread's first chunk in root coordinates, without the tile origin
+    auto rootCoords = [&](const std::vector<llvm::Value *> &x) {
+      std::vector<llvm::Value *> c(s_.origin.size(), cg_.constI64(0));
+      for (size_t k = 0; k < rank_; ++k)
+        c[size_t(s_.rootDim[k])] = addFolded(b_, c[size_t(s_.rootDim[k])], x[k]);
+      return c;
+    };
+    std::vector<llvm::Value *> c0 = rootCoords(x0);
+    llvm::Value *g0 = globalElem(x0);
+    llvm::Function *fn = b_.GetInsertBlock()->getParent();
+    for (int64_t i = 0; i * threads < chunks; ++i) {
+      llvm::BasicBlock *join = nullptr;
+      if ((i + 1) * threads > chunks) {
+        llvm::BasicBlock *then = llvm::BasicBlock::Create(cg_.ctx, "cp.item", fn);
+        join = llvm::BasicBlock::Create(cg_.ctx, "cp.item.end", fn);
+        b_.CreateCondBr(b_.CreateICmpULT(t, cg_.constI64(chunks - i * threads)), then, join);
+        b_.SetInsertPoint(then);
+      }
+      llvm::Value *elem = nullptr, *dstAddr = nullptr;
+      if (rows) {
+        int64_t step = i * threads / inner; // rows of chunks in tile dimension 0
+        elem = addFolded(b_, g0, mulFolded(b_, cg_.constI64(step), g_.stride[0]));
+        std::vector<llvm::Value *> d = s_.origin;
+        size_t r0 = size_t(s_.rootDim[0]);
+        d[r0] = addFolded(b_, d[r0], cg_.constI64(step));
+        dstAddr = sharedAddressSplit(cg_, s_.root, c0, d, s_.dtype);
+        if (!dstAddr) {
+          std::vector<llvm::Value *> c = c0;
+          c[r0] = addFolded(b_, c[r0], cg_.constI64(step));
+          dstAddr = sharedAddressSplit(cg_, s_.root, c, s_.origin, s_.dtype);
+        }
+        if (!dstAddr) {
+          std::vector<llvm::Value *> x = x0;
+          x[0] = addFolded(b_, x[0], cg_.constI64(step));
+          dstAddr = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
+        }
+      } else {
+        std::vector<llvm::Value *> x =
+            unravel(b_, b_.CreateAdd(t, cg_.constI64(i * threads)), chunkShape);
+        x[rank_ - 1] = b_.CreateMul(x[rank_ - 1], cg_.constI64(vec));
+        elem = globalElem(x);
+        dstAddr = sharedAddressSplit(cg_, s_.root, rootCoords(x), s_.origin, s_.dtype);
+        if (!dstAddr)
+          dstAddr = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
+      }
+      llvm::Value *src =
+          b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(elem, cg_.constI64(bytes_)));
+      b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dstAddr, b_.getInt32Ty()),
+                              b_.CreatePtrToInt(src, b_.getInt64Ty())});
+      if (join) {
+        b_.CreateBr(join);
+        b_.SetInsertPoint(join);
+      }
+    }
   }
 
   /// One cp.async per chunk; src-size counts the chunk's in-bounds elements.

@@ -44,6 +44,45 @@ llvm::Value *product(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
 
 } // namespace
 
+unsigned trailingZeros(llvm::Value *v, const llvm::DataLayout &dl, int depth) {
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
+    return c->isZero() ? 64u : c->getValue().countr_zero();
+  unsigned known = llvm::computeKnownBits(v, dl).countMinTrailingZeros();
+  auto *inst = llvm::dyn_cast<llvm::BinaryOperator>(v);
+  if (!inst || depth > 24)
+    return known;
+  llvm::Value *x = inst->getOperand(0), *y = inst->getOperand(1);
+  switch (inst->getOpcode()) {
+  case llvm::Instruction::Add:
+  case llvm::Instruction::Sub:
+    return std::max(known,
+                    std::min(trailingZeros(x, dl, depth + 1), trailingZeros(y, dl, depth + 1)));
+  case llvm::Instruction::Mul:
+    return std::max(
+        known, std::min(64u, trailingZeros(x, dl, depth + 1) + trailingZeros(y, dl, depth + 1)));
+  case llvm::Instruction::Shl:
+    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(y))
+      return std::max(known, unsigned(std::min<uint64_t>(64, trailingZeros(x, dl, depth + 1) +
+                                                                 c->getZExtValue())));
+    return known;
+  default:
+    return known;
+  }
+}
+
+llvm::Value *alignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *addr,
+                         llvm::Value *elem, int es, int bytes) {
+  const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
+  if (ptr->getPointerAlignment(dl).value() >= uint64_t(bytes)) {
+    unsigned tz = std::min(63u, trailingZeros(elem, dl) + unsigned(std::countr_zero(unsigned(es))));
+    if ((uint64_t(1) << tz) >= uint64_t(bytes))
+      return b.getTrue();
+  }
+  return b.CreateICmpEQ(
+      b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), b.getInt64(uint64_t(bytes - 1))),
+      b.getInt64(0));
+}
+
 namespace {
 
 /// Per-thread addressing of a global tile for a register layout.
@@ -77,51 +116,6 @@ llvm::Value *inBounds(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t
         ok, b.CreateAnd(b.CreateICmpSLE(a.lo[size_t(k)], c), b.CreateICmpSGT(a.hi[size_t(k)], c)));
   }
   return ok;
-}
-
-/// The number of low bits of an i64 offset that are provably zero. Unlike computeKnownBits
-/// alone, this follows sums, products and shifts to any depth (offsets are built from block
-/// indices, loop variables, strides and layout terms several levels deep).
-unsigned trailingZeros(llvm::Value *v, const llvm::DataLayout &dl, int depth = 0) {
-  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
-    return c->isZero() ? 64u : c->getValue().countr_zero();
-  unsigned known = llvm::computeKnownBits(v, dl).countMinTrailingZeros();
-  auto *inst = llvm::dyn_cast<llvm::BinaryOperator>(v);
-  if (!inst || depth > 24)
-    return known;
-  llvm::Value *x = inst->getOperand(0), *y = inst->getOperand(1);
-  switch (inst->getOpcode()) {
-  case llvm::Instruction::Add:
-  case llvm::Instruction::Sub:
-    return std::max(known,
-                    std::min(trailingZeros(x, dl, depth + 1), trailingZeros(y, dl, depth + 1)));
-  case llvm::Instruction::Mul:
-    return std::max(
-        known, std::min(64u, trailingZeros(x, dl, depth + 1) + trailingZeros(y, dl, depth + 1)));
-  case llvm::Instruction::Shl:
-    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(y))
-      return std::max(known, unsigned(std::min<uint64_t>(64, trailingZeros(x, dl, depth + 1) +
-                                                                 c->getZExtValue())));
-    return known;
-  default:
-    return known;
-  }
-}
-
-/// "ptr + elem * es is a multiple of `bytes`" (a power of two): the constant true when the
-/// pointer's alignment (a kernel parameter specialised as 16-byte aligned, jit.h) and the
-/// offset's zero low bits prove it, otherwise a run-time test.
-llvm::Value *alignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *addr,
-                         llvm::Value *elem, int es, int bytes) {
-  const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
-  if (ptr->getPointerAlignment(dl).value() >= uint64_t(bytes)) {
-    unsigned tz = std::min(63u, trailingZeros(elem, dl) + unsigned(std::countr_zero(unsigned(es))));
-    if ((uint64_t(1) << tz) >= uint64_t(bytes))
-      return b.getTrue();
-  }
-  return b.CreateICmpEQ(
-      b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), b.getInt64(uint64_t(bytes - 1))),
-      b.getInt64(0));
 }
 
 /// lo_d <= loc_d < hi_d in one dimension.

@@ -17,7 +17,7 @@
 // multiple of 8" (row-major, padded strides that are multiples of 8, swizzles that leave the
 // low 3 bits alone), and the row starts must provably lie at multiples of 8 in that dimension
 // (known bits of the tile origin). Otherwise LoadShared takes its ordinary path.
-#include "jit/codegen.h"
+#include "jit/memory_util.h"
 
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -74,24 +74,60 @@ bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
   llvm::Value *row = b.CreateZExt(b.CreateAnd(lane, constI32(7)), b.getInt64Ty());
   llvm::Value *matrix = b.CreateLShr(lane, constI32(3)); // 0..3
   std::vector<llvm::Value *> slots(size_t(layout.numLocals()));
-  for (int64_t first = 0; first < o.locals(); first += 4) {
-    int count = int(std::min<int64_t>(4, o.locals() - first));
-    int n = count == 3 ? 4 : count; // x1, x2 or x4 (a batch of 3 repeats its last matrix)
-    // This lane's matrix within the batch, and that matrix's local part (in matrices).
+  size_t rowRoot = size_t(tile.rootDim[0]);
+  // The slot that lane j of a batch of `count` matrices starting at `first` addresses.
+  auto slotOf = [&](int64_t first, int count, int j) { return first + std::min(j, count - 1); };
+  // This lane's root coordinates of its matrix row in a batch, without the tile origin:
+  // per-thread values that do not change in an enclosing loop.
+  auto laneCoords = [&](int64_t first, int count, int n) {
     llvm::Value *locRow = constI64(o.localPart(first)[0]);
     llvm::Value *locCol = constI64(o.localPart(first)[1]);
     for (int j = 1; j < n; ++j) {
-      int64_t slot = first + std::min(j, count - 1);
+      int64_t slot = slotOf(first, count, j);
       llvm::Value *isJ = b.CreateICmpEQ(b.CreateAnd(matrix, constI32(n - 1)), constI32(j));
       locRow = b.CreateSelect(isJ, constI64(o.localPart(slot)[0]), locRow);
       locCol = b.CreateSelect(isJ, constI64(o.localPart(slot)[1]), locCol);
     }
-    llvm::Value *tileRow = b.CreateAdd(b.CreateMul(b.CreateAdd(part[0], locRow), constI64(8)), row);
-    llvm::Value *tileCol = b.CreateMul(b.CreateAdd(part[1], locCol), constI64(8));
-    std::vector<llvm::Value *> coords = tile.origin;
-    coords[size_t(tile.rootDim[0])] = b.CreateAdd(coords[size_t(tile.rootDim[0])], tileRow);
-    coords[size_t(lastRoot)] = b.CreateAdd(coords[size_t(lastRoot)], tileCol);
-    llvm::Value *addr = sharedElementAddress(tile.root, sharedOffset(tile.root, coords), t);
+    std::vector<llvm::Value *> c(tile.origin.size(), constI64(0));
+    c[rowRoot] = b.CreateAdd(b.CreateMul(b.CreateAdd(part[0], locRow), constI64(8)), row);
+    c[size_t(lastRoot)] = b.CreateMul(b.CreateAdd(part[1], locCol), constI64(8));
+    return c;
+  };
+  const int firstCount = int(std::min<int64_t>(4, o.locals()));
+  const int firstN = firstCount == 3 ? 4 : firstCount;
+  std::vector<llvm::Value *> firstCoords = laneCoords(0, firstCount, firstN);
+  for (int64_t first = 0; first < o.locals(); first += 4) {
+    int count = int(std::min<int64_t>(4, o.locals() - first));
+    int n = count == 3 ? 4 : count; // x1, x2 or x4 (a batch of 3 repeats its last matrix)
+    // The address is L(origin + lane part). Cheapest first: the first batch's lane part plus a
+    // shift (the origin and a constant step from the first batch, when every lane steps
+    // alike), which leaves one per-thread offset for all batches and an immediate per load;
+    // else this batch's lane part plus the origin; else the whole sum through the layout.
+    llvm::Value *addr = nullptr;
+    if (count == firstCount && n == firstN) {
+      int64_t dRow = o.localPart(first)[0] - o.localPart(0)[0];
+      int64_t dCol = o.localPart(first)[1] - o.localPart(0)[1];
+      bool uniform = true;
+      for (int j = 1; j < n; ++j) {
+        int64_t sj = slotOf(first, count, j), s0 = slotOf(0, firstCount, j);
+        uniform = uniform && o.localPart(sj)[0] - o.localPart(s0)[0] == dRow &&
+                  o.localPart(sj)[1] - o.localPart(s0)[1] == dCol;
+      }
+      if (uniform) {
+        std::vector<llvm::Value *> d = tile.origin;
+        d[rowRoot] = b.CreateAdd(d[rowRoot], constI64(dRow * 8));
+        d[size_t(lastRoot)] = b.CreateAdd(d[size_t(lastRoot)], constI64(dCol * 8));
+        addr = sharedAddressSplit(*this, tile.root, firstCoords, d, t);
+      }
+    }
+    std::vector<llvm::Value *> coords = first == 0 ? firstCoords : laneCoords(first, count, n);
+    if (!addr)
+      addr = sharedAddressSplit(*this, tile.root, coords, tile.origin, t);
+    if (!addr) {
+      for (size_t r = 0; r < coords.size(); ++r)
+        coords[r] = b.CreateAdd(tile.origin[r], coords[r]);
+      addr = sharedElementAddress(tile.root, sharedOffset(tile.root, coords), t);
+    }
     llvm::Intrinsic::ID id;
     if (n == 1)
       id = isTrans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_trans_b16

@@ -13,6 +13,38 @@ namespace tilus::jit {
 llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout,
                                 const std::vector<llvm::Value *> &c);
 
+/// L(c + d) - L(c) as IR (i32, `d` i32 per dimension) when it is the same for every c: the
+/// linear parts of the layout contribute d_k * stride_k, a swizzle lets the shift through when
+/// it is provably (known bits) a multiple of 2^(base + shift + bits), a tiling when every d_k is
+/// a constant multiple of the inner tile's extent. nullptr when that cannot be shown.
+llvm::Value *sharedLayoutShift(llvm::IRBuilder<> &b, const llvm::DataLayout &dl,
+                               const SharedLayout &layout, const std::vector<llvm::Value *> &d);
+
+/// The element offset (i64) of root coordinates c + d, computed as L(c) + (L(c + d) - L(c))
+/// when sharedLayoutShift proves the difference independent of c: then L(c) depends on c alone
+/// (for example only on the thread index, so LICM takes it out of a k loop) and d (a pipeline
+/// stage, a constant step) costs one add. nullptr when that cannot be shown (what it emitted
+/// is then dead).
+llvm::Value *sharedOffsetSplit(Codegen &cg, VarId root, const std::vector<llvm::Value *> &c,
+                               const std::vector<llvm::Value *> &d);
+
+/// The address of root coordinates c + d of byte-sized elements of type t as sharedOffsetSplit
+/// splits it: the per-thread address of c (hoistable) plus the shift in bytes; nullptr when the
+/// split cannot be shown.
+llvm::Value *sharedAddressSplit(Codegen &cg, VarId root, const std::vector<llvm::Value *> &c,
+                                const std::vector<llvm::Value *> &d, DataType t);
+
+/// The number of low bits of an i64 offset that are provably zero. Unlike computeKnownBits
+/// alone, this follows sums, products and shifts to any depth (offsets are built from block
+/// indices, loop variables, strides and layout terms several levels deep).
+unsigned trailingZeros(llvm::Value *v, const llvm::DataLayout &dl, int depth = 0);
+
+/// "ptr + elem * es is a multiple of `bytes`" (a power of two): the constant true when the
+/// pointer's alignment (a kernel parameter specialised as 16-byte aligned, jit.h) and the
+/// offset's zero low bits prove it, otherwise a run-time test of `addr`.
+llvm::Value *alignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *addr,
+                         llvm::Value *elem, int es, int bytes);
+
 /// Runs `body` only when `cond` holds; returns the value it produced, or `otherwise`.
 template <typename F>
 llvm::Value *guarded(Codegen &cg, llvm::Value *cond, llvm::Value *otherwise, F &&body) {
