@@ -12,6 +12,7 @@
 #include "vm/cpu/interpreter.h"
 #include "vm/cuda/runtime.h"
 
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -27,15 +28,26 @@ struct tilusvm_runtime_s {
   std::unique_ptr<tilus::cuda::CudaRuntime> runtime;
 };
 
+struct tilusvm_kernel_s {
+  tilusvm_runtime_s *runtime = nullptr;
+  tilusvm_module_s *module = nullptr;
+  size_t index = 0;
+};
+
 namespace {
 
 using tilus::ErrorCode;
 using tilus::Status;
 
 thread_local std::string tLastError;
+thread_local int tLastCuResult = 0;
 
 int fail(int code, std::string message) {
   tLastError = std::move(message);
+  // Set by the driver layer when a call failed during this API call (reset on entry).
+  tLastCuResult = code == TILUSVM_ERROR_CUDA || code == TILUSVM_ERROR_NO_DEVICE
+                      ? int(tilus::cuda::lastCuResult())
+                      : 0;
   return code;
 }
 
@@ -46,7 +58,8 @@ int codeOf(const Status &status) {
   if (d.code == ErrorCode::Io)
     return TILUSVM_ERROR_IO;
   if (d.code == ErrorCode::Usage)
-    return TILUSVM_ERROR_INVALID_ARGUMENT;
+    return tilus::cuda::needsPrepare(status) ? TILUSVM_ERROR_NOT_PREPARED
+                                             : TILUSVM_ERROR_INVALID_ARGUMENT;
   if (d.code == ErrorCode::Runtime || d.code == ErrorCode::Race)
     return TILUSVM_ERROR_RUNTIME;
   if (d.code == ErrorCode::Jit)
@@ -79,6 +92,7 @@ int failWith(const Status &status) { return fail(codeOf(status), messageOf(statu
 
 /// The one error boundary of an exported function.
 template <typename Body> int guarded(Body &&body) noexcept {
+  tilus::cuda::resetLastCuResult();
   try {
     return body();
   } catch (const std::bad_alloc &) {
@@ -137,6 +151,80 @@ tilus::KernelArgs toKernelArgs(const tilusvm_arg *args, size_t count) {
   return out;
 }
 
+/// Check args against the program (INVALID_ARGUMENT with the reason) and convert them.
+int checkedArgs(const tilus::cuda::LoadedModule &loaded, size_t index, const tilusvm_arg *args,
+                size_t count, tilus::KernelArgs &out) {
+  out = toKernelArgs(args, count);
+  Status valid = tilus::cuda::validateArgs(loaded.verified.module.programs[index],
+                                           loaded.verified.programs[index], out);
+  return valid.ok() ? TILUSVM_OK : fail(TILUSVM_ERROR_INVALID_ARGUMENT, messageOf(valid));
+}
+
+/// The size of version 1 of tilusvm_runtime_options (the struct only grows).
+constexpr size_t kOptionsV1Size = offsetof(tilusvm_runtime_options, lazy_compile) + sizeof(int);
+
+/// Copy of a caller's versioned struct: `size` bytes of it, the rest from `defaults`. Bytes past
+/// what this library knows must be zero. Returns false (message set) on a bad size.
+template <typename T>
+int readVersioned(const T *in, size_t minSize, const T &defaults, T &out, const char *function) {
+  size_t size = in->struct_size;
+  if (size < minSize)
+    return fail(TILUSVM_ERROR_INVALID_ARGUMENT,
+                std::string(function) + ": struct_size is " + std::to_string(size) +
+                    ", less than the " + std::to_string(minSize) +
+                    " bytes of the oldest version (initialise it with sizeof or the _init "
+                    "function)");
+  if (size > sizeof(T)) {
+    const unsigned char *bytes = reinterpret_cast<const unsigned char *>(in);
+    for (size_t i = sizeof(T); i < size; ++i)
+      if (bytes[i] != 0)
+        return fail(TILUSVM_ERROR_UNSUPPORTED,
+                    std::string(function) + ": the options set fields that this library " +
+                        "version (" + TILUSVM_VERSION + ") does not know (struct_size " +
+                        std::to_string(size) + ", known " + std::to_string(sizeof(T)) + ")");
+  }
+  out = defaults;
+  std::memcpy(&out, in, std::min(size, sizeof(T)));
+  out.struct_size = sizeof(T);
+  return TILUSVM_OK;
+}
+
+tilusvm_runtime_options defaultOptions() {
+  tilusvm_runtime_options options;
+  std::memset(&options, 0, sizeof options);
+  options.struct_size = sizeof options;
+  options.device = -1;
+  options.cache_dir = nullptr;
+  options.log_level = TILUSVM_LOG_DEFAULT;
+  options.log_callback = nullptr;
+  options.log_user_data = nullptr;
+  options.lazy_compile = 1;
+  return options;
+}
+
+/// Write `stats` into the caller's struct, as many bytes as it says it has.
+int writeStats(const tilus::cuda::CacheStats &cache, uint64_t workspaceBytes, tilusvm_stats *out,
+               const char *function) {
+  if (!out)
+    return nullArgument(function, "out");
+  size_t size = out->struct_size;
+  if (size < sizeof(size_t))
+    return fail(TILUSVM_ERROR_INVALID_ARGUMENT, std::string(function) + ": out->struct_size is " +
+                                                    std::to_string(size) +
+                                                    " (set it to sizeof(tilusvm_stats))");
+  tilusvm_stats stats;
+  std::memset(&stats, 0, sizeof stats);
+  stats.struct_size = std::min(size, sizeof stats);
+  stats.compiles = cache.compiles;
+  stats.disk_hits = cache.diskHits;
+  stats.shared_hits = cache.sharedHits;
+  stats.memory_hits = cache.memoryHits;
+  stats.disk_corrupt = cache.diskCorrupt;
+  stats.workspace_bytes = workspaceBytes;
+  std::memcpy(out, &stats, stats.struct_size);
+  return TILUSVM_OK;
+}
+
 } // namespace
 
 namespace tilus::capi {
@@ -181,6 +269,8 @@ TILUSVM_API const char *tilusvm_status_name(int status) {
     return "TILUSVM_ERROR_UNSUPPORTED";
   case TILUSVM_ERROR_INTERNAL:
     return "TILUSVM_ERROR_INTERNAL";
+  case TILUSVM_ERROR_NOT_PREPARED:
+    return "TILUSVM_ERROR_NOT_PREPARED";
   }
   return "TILUSVM_UNKNOWN_STATUS";
 }
@@ -384,6 +474,160 @@ TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module, c
     Status launched =
         runtime->runtime->launch(module->loaded, index, kernelArgs, static_cast<CUstream>(stream));
     return launched.ok() ? TILUSVM_OK : failWith(launched);
+  });
+}
+
+TILUSVM_API int tilusvm_last_cu_result(void) { return tLastCuResult; }
+
+TILUSVM_API int tilusvm_runtime_options_init(tilusvm_runtime_options *options) {
+  return guarded([&]() -> int {
+    if (!options)
+      return nullArgument("tilusvm_runtime_options_init", "options");
+    *options = defaultOptions();
+    return TILUSVM_OK;
+  });
+}
+
+TILUSVM_API int tilusvm_runtime_create_ex(const tilusvm_runtime_options *options,
+                                          tilusvm_runtime *out) {
+  return guarded([&]() -> int {
+    if (!out)
+      return nullArgument("tilusvm_runtime_create_ex", "out");
+    *out = nullptr;
+    if (!options)
+      return nullArgument("tilusvm_runtime_create_ex", "options");
+    tilusvm_runtime_options o;
+    if (int r = readVersioned(options, kOptionsV1Size, defaultOptions(), o,
+                              "tilusvm_runtime_create_ex");
+        r != TILUSVM_OK)
+      return r;
+    if (o.log_level < TILUSVM_LOG_DEFAULT || o.log_level > TILUSVM_LOG_OFF)
+      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, "tilusvm_runtime_create_ex: log_level " +
+                                                      std::to_string(o.log_level) +
+                                                      " is not a tilusvm_log_level (-1 to 6)");
+    if (o.lazy_compile != 0 && o.lazy_compile != 1)
+      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, "tilusvm_runtime_create_ex: lazy_compile is " +
+                                                      std::to_string(o.lazy_compile) + " (0 or 1)");
+    tilus::cuda::RuntimeOptions options2;
+    options2.device = o.device;
+    if (o.cache_dir)
+      options2.cacheDirectory = std::string(o.cache_dir);
+    options2.logLevel = o.log_level;
+    if (o.log_callback) {
+      tilusvm_log_callback callback = o.log_callback;
+      void *user = o.log_user_data;
+      options2.logSink = [callback, user](int level, const std::string &message) {
+        callback(level, message.c_str(), user);
+      };
+    }
+    options2.lazyCompile = o.lazy_compile != 0;
+    auto runtime = tilus::cuda::CudaRuntime::create(options2);
+    if (!runtime.ok())
+      return failWith(runtime.status());
+    *out = new tilusvm_runtime_s{std::move(runtime.value())};
+    return TILUSVM_OK;
+  });
+}
+
+TILUSVM_API int tilusvm_kernel_get(tilusvm_runtime runtime, tilusvm_module module,
+                                   const char *program, tilusvm_kernel *out) {
+  return guarded([&]() -> int {
+    if (!out)
+      return nullArgument("tilusvm_kernel_get", "out");
+    *out = nullptr;
+    if (!runtime || !module)
+      return nullArgument("tilusvm_kernel_get", runtime ? "module" : "runtime");
+    size_t index = 0;
+    if (int r = findProgram(module, program, index); r != TILUSVM_OK)
+      return r;
+    if (!runtime->runtime->lazyCompile()) {
+      auto compiled = runtime->runtime->kernel(module->loaded, index);
+      if (!compiled.ok())
+        return failWith(compiled.status());
+    }
+    *out = new tilusvm_kernel_s{runtime, module, index};
+    return TILUSVM_OK;
+  });
+}
+
+TILUSVM_API int tilusvm_kernel_destroy(tilusvm_kernel kernel) {
+  return guarded([&]() -> int {
+    delete kernel;
+    return TILUSVM_OK;
+  });
+}
+
+TILUSVM_API int tilusvm_kernel_prepare(tilusvm_kernel kernel, const tilusvm_arg *args,
+                                       size_t num_args, void *stream) {
+  return guarded([&]() -> int {
+    if (!kernel)
+      return nullArgument("tilusvm_kernel_prepare", "kernel");
+    tilus::cuda::CudaRuntime &rt = *kernel->runtime->runtime;
+    const tilus::cuda::LoadedModule &loaded = kernel->module->loaded;
+    size_t params = loaded.verified.module.programs[kernel->index].params.size();
+    if (!args && num_args == 0 && params != 0) {
+      Status prepared = rt.prepare(loaded, kernel->index, nullptr, static_cast<CUstream>(stream));
+      return prepared.ok() ? TILUSVM_OK : failWith(prepared);
+    }
+    if (!args && num_args != 0)
+      return nullArgument("tilusvm_kernel_prepare", "args");
+    tilus::KernelArgs kernelArgs;
+    if (int r = checkedArgs(loaded, kernel->index, args, num_args, kernelArgs); r != TILUSVM_OK)
+      return r;
+    Status prepared = rt.prepare(loaded, kernel->index, &kernelArgs, static_cast<CUstream>(stream));
+    return prepared.ok() ? TILUSVM_OK : failWith(prepared);
+  });
+}
+
+TILUSVM_API int tilusvm_kernel_workspace_size(tilusvm_kernel kernel, const tilusvm_arg *args,
+                                              size_t num_args, uint64_t *out_bytes) {
+  return guarded([&]() -> int {
+    if (!kernel || !out_bytes)
+      return nullArgument("tilusvm_kernel_workspace_size", kernel ? "out_bytes" : "kernel");
+    if (!args && num_args != 0)
+      return nullArgument("tilusvm_kernel_workspace_size", "args");
+    auto bytes = kernel->runtime->runtime->workspaceSize(kernel->module->loaded, kernel->index,
+                                                         toKernelArgs(args, num_args));
+    if (!bytes.ok())
+      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, messageOf(bytes.status()));
+    *out_bytes = *bytes;
+    return TILUSVM_OK;
+  });
+}
+
+TILUSVM_API int tilusvm_kernel_launch(tilusvm_kernel kernel, const tilusvm_arg *args,
+                                      size_t num_args, void *stream, void *workspace,
+                                      uint64_t workspace_bytes) {
+  return guarded([&]() -> int {
+    if (!kernel)
+      return nullArgument("tilusvm_kernel_launch", "kernel");
+    if (!args && num_args != 0)
+      return nullArgument("tilusvm_kernel_launch", "args");
+    tilus::KernelArgs kernelArgs;
+    if (int r = checkedArgs(kernel->module->loaded, kernel->index, args, num_args, kernelArgs);
+        r != TILUSVM_OK)
+      return r;
+    tilus::cuda::LaunchOptions options;
+    options.workspace = CUdeviceptr(reinterpret_cast<uintptr_t>(workspace));
+    options.workspaceBytes = workspace_bytes;
+    Status launched = kernel->runtime->runtime->launch(
+        kernel->module->loaded, kernel->index, kernelArgs, static_cast<CUstream>(stream), options);
+    return launched.ok() ? TILUSVM_OK : failWith(launched);
+  });
+}
+
+TILUSVM_API int tilusvm_runtime_get_stats(tilusvm_runtime runtime, tilusvm_stats *out) {
+  return guarded([&]() -> int {
+    if (!runtime)
+      return nullArgument("tilusvm_runtime_get_stats", "runtime");
+    return writeStats(runtime->runtime->cacheStats(), runtime->runtime->workspaceBytes(), out,
+                      "tilusvm_runtime_get_stats");
+  });
+}
+
+TILUSVM_API int tilusvm_process_get_stats(tilusvm_stats *out) {
+  return guarded([&]() -> int {
+    return writeStats(tilus::cuda::processCacheStats(), 0, out, "tilusvm_process_get_stats");
   });
 }
 

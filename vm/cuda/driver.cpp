@@ -28,6 +28,10 @@ Status driverError(std::string message) {
 /// The driver once it is open (published after cuInit succeeded).
 std::atomic<const DriverApi *> gOpenDriver{nullptr};
 
+thread_local CUresult tLastCuResult = CUDA_SUCCESS;
+/// What cuInit returned when it failed (every later cudaDriver() call reports it again).
+CUresult gInitResult = CUDA_SUCCESS;
+
 Status formatError(const DriverApi *api, CUresult result, const char *what) {
   const char *name = nullptr;
   const char *text = nullptr;
@@ -83,8 +87,18 @@ Expected<DriverApi> openDriver() {
   TILUSVM_TRY(resolve(getV2, getV1, version, #name, reinterpret_cast<void **>(&api.name)));
   TILUSVM_CUDA_DRIVER_ENTRY_POINTS(TILUSVM_CUDA_RESOLVE)
 #undef TILUSVM_CUDA_RESOLVE
-  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS)
+  // Exactly the version whose prototype cuda.h declares; left null on older drivers or when
+  // the driver does not resolve it (callers check).
+#define TILUSVM_CUDA_RESOLVE_VERSIONED(name, since)                                                \
+  if (api.driverVersion >= (since) &&                                                              \
+      !resolve(getV2, getV1, (since), #name, reinterpret_cast<void **>(&api.name)).ok())           \
+    api.name = nullptr;
+  TILUSVM_CUDA_DRIVER_VERSIONED_ENTRY_POINTS(TILUSVM_CUDA_RESOLVE_VERSIONED)
+#undef TILUSVM_CUDA_RESOLVE_VERSIONED
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
+    gInitResult = r;
     return formatError(&api, r, "cuInit");
+  }
   return api;
 }
 
@@ -99,16 +113,24 @@ Expected<const DriverApi *> cudaDriver() {
     if (loaded->ok())
       gOpenDriver.store(&loaded->value());
   });
-  if (!loaded->ok())
+  if (!loaded->ok()) {
+    if (gInitResult != CUDA_SUCCESS) // written before call_once returned, read-only since
+      tLastCuResult = gInitResult;
     return loaded->status();
+  }
   return &loaded->value();
 }
 
 Status cudaStatus(CUresult result, const char *what) {
   if (result == CUDA_SUCCESS)
     return Status::success();
+  tLastCuResult = result;
   return formatError(gOpenDriver.load(), result, what);
 }
+
+CUresult lastCuResult() { return tLastCuResult; }
+
+void resetLastCuResult() { tLastCuResult = CUDA_SUCCESS; }
 
 // ---- PrimaryContext --------------------------------------------------------------------------
 

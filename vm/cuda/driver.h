@@ -1,11 +1,13 @@
 // The CUDA driver API, opened at run time: nothing in Tilus VM links against libcuda.
 //
 // Every driver entry point the runtime uses is listed once in TILUSVM_CUDA_DRIVER_ENTRY_POINTS
-// below. cudaDriver() opens "libcuda.so.1" with dlopen, takes cuGetProcAddress (and
-// cuDriverGetVersion) with dlsym, and resolves every other entry through cuGetProcAddress for
-// the version min(driver, cuda.h), so that each pointer has exactly the prototype that cuda.h
-// declares (cuMemAlloc resolves to cuMemAlloc_v2, and so on). A machine without the driver gets
-// a Status that says so ("no CUDA driver (libcuda.so.1 not found)"), never a crash.
+// (or, when its plain name changed prototype in a later CUDA, with that version in
+// TILUSVM_CUDA_DRIVER_VERSIONED_ENTRY_POINTS) below. cudaDriver() opens "libcuda.so.1" with dlopen,
+// takes cuGetProcAddress (and cuDriverGetVersion) with dlsym, and resolves every other entry
+// through cuGetProcAddress for the version min(driver, cuda.h), so that each pointer has exactly
+// the prototype that cuda.h declares (cuMemAlloc resolves to cuMemAlloc_v2, and so on). A machine
+// without the driver gets a Status that says so ("no CUDA driver (libcuda.so.1 not found)"), never
+// a crash.
 //
 // Driver objects are owned by RAII, move-only handles: the primary context of a device, a
 // loaded module, a device allocation, an event. Each remembers the context it was created in
@@ -24,7 +26,9 @@
 namespace tilus::cuda {
 
 // X(name): `name` as spelled in cuda.h; the macro there may map it to a versioned symbol
-// (cuMemAlloc -> cuMemAlloc_v2), which is the prototype the member gets.
+// (cuMemAlloc -> cuMemAlloc_v2), which is the prototype the member gets. Only entry points whose
+// newest prototype up to cuda.h's CUDA_VERSION is the one cuda.h declares under `name` belong
+// here; the others go to TILUSVM_CUDA_DRIVER_VERSIONED_ENTRY_POINTS.
 #define TILUSVM_CUDA_DRIVER_ENTRY_POINTS(X)                                                        \
   X(cuInit)                                                                                        \
   X(cuGetErrorName)                                                                                \
@@ -40,7 +44,6 @@ namespace tilus::cuda {
   X(cuCtxPushCurrent)                                                                              \
   X(cuCtxPopCurrent)                                                                               \
   X(cuCtxGetCurrent)                                                                               \
-  X(cuCtxSynchronize)                                                                              \
   X(cuModuleLoadData)                                                                              \
   X(cuModuleLoadDataEx)                                                                            \
   X(cuModuleUnload)                                                                                \
@@ -54,6 +57,7 @@ namespace tilus::cuda {
   X(cuMemAlloc)                                                                                    \
   X(cuMemFree)                                                                                     \
   X(cuMemcpyHtoD)                                                                                  \
+  X(cuMemcpyHtoDAsync)                                                                             \
   X(cuMemcpyDtoH)                                                                                  \
   X(cuMemcpyDtoDAsync)                                                                             \
   X(cuMemsetD8)                                                                                    \
@@ -67,13 +71,37 @@ namespace tilus::cuda {
   X(cuEventRecord)                                                                                 \
   X(cuEventQuery)                                                                                  \
   X(cuEventSynchronize)                                                                            \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime)                                                                            \
+  X(cuStreamBeginCapture)                                                                          \
+  X(cuStreamEndCapture)                                                                            \
+  X(cuStreamIsCapturing)                                                                           \
+  X(cuGraphLaunch)                                                                                 \
+  X(cuGraphExecDestroy)                                                                            \
+  X(cuGraphDestroy)
+
+// X(name, version): entry points whose plain name a newer CUDA version gave another prototype
+// (cuGetProcAddress("cuStreamGetCtx", 13000) is cuStreamGetCtx_v2, with a third parameter,
+// while cuda.h declares the two-parameter cuStreamGetCtx). `version` is the CUDA version of the
+// prototype that cuda.h declares under `name`; the entry is resolved for exactly that version,
+// and only when the driver is at least that version: on an older driver (or one that does not
+// resolve it) the member stays null and callers check it before calling.
+#define TILUSVM_CUDA_DRIVER_VERSIONED_ENTRY_POINTS(X)                                              \
+  X(cuCtxSynchronize, 2000)                                                                        \
+  X(cuCtxGetDevice, 2000)                                                                          \
+  X(cuCtxCreate, 12050)                                                                            \
+  X(cuCtxDestroy, 4000)                                                                            \
+  X(cuGraphInstantiateWithFlags, 11040)                                                            \
+  X(cuStreamGetCtx, 9020)                                                                          \
+  X(cuStreamGetCaptureInfo, 12030)
 
 /// The resolved driver: one function pointer per entry point.
 struct DriverApi {
   int driverVersion = 0; // cuDriverGetVersion, e.g. 13000
 #define TILUSVM_CUDA_MEMBER(name) decltype(&::name) name = nullptr;
+#define TILUSVM_CUDA_VERSIONED_MEMBER(name, version) decltype(&::name) name = nullptr;
   TILUSVM_CUDA_DRIVER_ENTRY_POINTS(TILUSVM_CUDA_MEMBER)
+  TILUSVM_CUDA_DRIVER_VERSIONED_ENTRY_POINTS(TILUSVM_CUDA_VERSIONED_MEMBER)
+#undef TILUSVM_CUDA_VERSIONED_MEMBER
 #undef TILUSVM_CUDA_MEMBER
 };
 
@@ -87,6 +115,11 @@ Expected<const DriverApi *> cudaDriver();
 /// A Status (code `cuda`) for a failed driver call: "cuModuleLoadData: CUDA_ERROR_INVALID_PTX
 /// (a PTX JIT compilation failed)". Success gives an ok Status.
 Status cudaStatus(CUresult result, const char *what);
+
+/// The CUresult of the most recent driver call on this thread that failed through cudaStatus()
+/// (CUDA_SUCCESS when none failed since resetLastCuResult()).
+CUresult lastCuResult();
+void resetLastCuResult();
 
 /// The Status of one driver call: TILUSVM_CU_CALL(api, cuMemFree, ptr).
 #define TILUSVM_CU_CALL(api, fn, ...) ::tilus::cuda::cudaStatus((api).fn(__VA_ARGS__), #fn)

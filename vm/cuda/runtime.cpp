@@ -5,15 +5,20 @@
 // callers asking for the same key wait for one compilation, different keys compile in
 // parallel, and the result goes to the disk cache so that the next process skips both steps.
 // A launch then only evaluates the grid on the host, packs the parameters and queues the
-// kernel on the caller's stream.
+// kernel on the caller's stream. Compiled code is shared with the other runtimes of the process
+// (process_cache.h), so a process driving several GPUs of one architecture compiles each kernel
+// once; each runtime loads it into its own context.
 #include "vm/cuda/runtime.h"
 
 #include "isa/bytecode.h"
+#include "vm/cuda/process_cache.h"
 #include "vm/cuda/workspace.h"
 
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -24,7 +29,8 @@ namespace {
 
 constexpr int64_t kDefaultSharedLimit = 48 * 1024;
 
-spdlog::logger &log() {
+/// The process's stderr logger (runtimes without a log sink share its sink).
+std::shared_ptr<spdlog::logger> stderrLogger() {
   static std::shared_ptr<spdlog::logger> logger = [] {
     auto existing = spdlog::get("vm.cuda");
     if (existing)
@@ -34,7 +40,78 @@ spdlog::logger &log() {
     created->set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
     return created;
   }();
-  return *logger;
+  return logger;
+}
+
+/// A spdlog sink that hands each message to a caller's function.
+class FunctionSink : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  explicit FunctionSink(std::function<void(int, const std::string &)> fn) : fn_(std::move(fn)) {}
+
+protected:
+  void sink_it_(const spdlog::details::log_msg &msg) override {
+    fn_(int(msg.level), std::string(msg.payload.data(), msg.payload.size()));
+  }
+  void flush_() override {}
+
+private:
+  std::function<void(int, const std::string &)> fn_;
+};
+
+/// One runtime's logger: its own level, and the caller's sink or the shared stderr one.
+std::shared_ptr<spdlog::logger> makeLogger(const RuntimeOptions &options) {
+  std::shared_ptr<spdlog::logger> shared = stderrLogger();
+  if (options.logLevel < 0 && !options.logSink)
+    return shared;
+  std::shared_ptr<spdlog::logger> logger;
+  if (options.logSink)
+    logger = std::make_shared<spdlog::logger>("vm.cuda",
+                                              std::make_shared<FunctionSink>(options.logSink));
+  else
+    logger =
+        std::make_shared<spdlog::logger>("vm.cuda", shared->sinks().begin(), shared->sinks().end());
+  int level = options.logLevel;
+  if (level < 0 || level > int(spdlog::level::off))
+    logger->set_level(shared->level());
+  else
+    logger->set_level(spdlog::level::level_enum(level));
+  return logger;
+}
+
+enum class Counter { Compiles, MemoryHits, DiskHits, DiskCorrupt, SharedHits };
+constexpr size_t kCounters = 5;
+std::array<std::atomic<uint64_t>, kCounters> gProcessCounters{};
+
+uint64_t &field(CacheStats &stats, Counter counter) {
+  switch (counter) {
+  case Counter::Compiles:
+    return stats.compiles;
+  case Counter::MemoryHits:
+    return stats.memoryHits;
+  case Counter::DiskHits:
+    return stats.diskHits;
+  case Counter::DiskCorrupt:
+    return stats.diskCorrupt;
+  case Counter::SharedHits:
+    return stats.sharedHits;
+  }
+  return stats.compiles;
+}
+
+/// Whether a kernel that relies on `kernel` is correct for arguments of class `args`: every
+/// fact the kernel assumes holds for the arguments.
+bool satisfies(const Specialization &args, const Specialization &kernel) {
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    ParamFact need = kernel.params[i];
+    ParamFact have = i < args.params.size() ? args.params[i] : ParamFact::None;
+    if (need != ParamFact::None && need != have)
+      return false;
+  }
+  return true;
+}
+
+std::string className(const Specialization &specialization) {
+  return specialization.empty() ? "unspecialised" : "class '" + specialization.text() + "'";
 }
 
 /// The driver's PTX compiler, through the linker interface (gives an error log and a cubin).
@@ -110,6 +187,11 @@ Expected<DeviceInfo> queryDevice(const DriverApi &api, CUdevice device, int ordi
 
 } // namespace
 
+bool needsPrepare(const Status &status) {
+  return !status.ok() && status.code() == ErrorCode::Usage &&
+         status.first().message.find(kPrepareFirst) != std::string::npos;
+}
+
 Status cudaAvailable() {
   auto driver = cudaDriver();
   if (!driver.ok())
@@ -133,7 +215,7 @@ LoadedModule LoadedModule::from(VerifiedModule verified) {
 struct CudaRuntime::Impl {
   struct Slot {
     std::mutex mutex;
-    bool ready = false;
+    std::atomic<bool> ready{false}; // set (release) once module and kernel are complete
     ModuleHandle module;
     CompiledKernel kernel;
   };
@@ -142,10 +224,15 @@ struct CudaRuntime::Impl {
   PrimaryContext context; // declared first: released last
   DeviceInfo device;
   int optLevel = 3;
+  bool lazyCompile = true;
+  std::shared_ptr<spdlog::logger> logger;
   DiskCache disk{""};
   std::unique_ptr<WorkspacePool> workspace;
   mutable std::mutex cacheMutex;
-  std::unordered_map<std::string, std::shared_ptr<Slot>> kernels;
+  std::unordered_map<std::string, std::shared_ptr<Slot>> kernels; // by key text
+  /// Ready kernels of each program, by the key text of its unspecialised kernel.
+  std::unordered_map<std::string, std::vector<std::shared_ptr<Slot>>> variants;
+  mutable std::mutex statsMutex;
   CacheStats stats;
   /// Per stream this runtime launched on: an event recorded after its last launch. Destroying
   /// the runtime waits for these only, not for the whole device (other work of the process,
@@ -161,6 +248,8 @@ struct CudaRuntime::Impl {
       // runtime held died with it, and any call in it would fail. Forget, do not free.
       (void)workspace.release();
       (void)new std::unordered_map<std::string, std::shared_ptr<Slot>>(std::move(kernels));
+      (void)new std::unordered_map<std::string, std::vector<std::shared_ptr<Slot>>>(
+          std::move(variants));
       (void)new std::map<CUstream, EventHandle>(std::move(launched));
       context.abandon();
       return;
@@ -170,6 +259,7 @@ struct CudaRuntime::Impl {
       api->cuEventSynchronize(event.get());
     launched.clear();
     workspace.reset();
+    variants.clear();
     kernels.clear();
   }
 
@@ -186,9 +276,12 @@ struct CudaRuntime::Impl {
     return TILUSVM_CU_CALL(*api, cuEventRecord, it->second.get(), stream);
   }
 
-  void count(uint64_t CacheStats::*field) {
-    std::lock_guard lock(cacheMutex);
-    ++(stats.*field);
+  void count(Counter counter) {
+    {
+      std::lock_guard lock(statsMutex);
+      ++field(stats, counter);
+    }
+    gProcessCounters[size_t(counter)].fetch_add(1, std::memory_order_relaxed);
   }
 
   Status loadCubin(Slot &slot, const std::string &cubin) {
@@ -198,41 +291,41 @@ struct CudaRuntime::Impl {
     return Status::success();
   }
 
-  Status build(const LoadedModule &loaded, size_t index, const KernelKey &key,
-               const Specialization &specialization, Slot &slot);
+  Expected<ProcessKernelCache::Code> build(const LoadedModule &loaded, size_t index,
+                                           const KernelKey &key,
+                                           const Specialization &specialization, Slot &slot);
+  Status obtain(const LoadedModule &loaded, size_t index, const KernelKey &key,
+                const std::string &keyText, const Specialization &specialization, Slot &slot);
   Status finish(const ProgramInfo &info, Slot &slot);
 };
 
-Status CudaRuntime::Impl::build(const LoadedModule &loaded, size_t index, const KernelKey &key,
-                                const Specialization &specialization, Slot &slot) {
-  CompiledKernel &kernel = slot.kernel;
+// Runs once per key in the process (ProcessKernelCache), in the context of the runtime that
+// asked first; leaves the code loaded in `slot` for that runtime.
+Expected<ProcessKernelCache::Code> CudaRuntime::Impl::build(const LoadedModule &loaded,
+                                                            size_t index, const KernelKey &key,
+                                                            const Specialization &specialization,
+                                                            Slot &slot) {
   DiskCache::Lookup hit = disk.load(key);
   if (hit.corrupt) {
-    count(&CacheStats::diskCorrupt);
-    log().warn("disk cache entry {} rejected ({}); recompiling", disk.entryPath(key), hit.reason);
+    count(Counter::DiskCorrupt);
+    logger->warn("disk cache entry {} rejected ({}); recompiling", disk.entryPath(key), hit.reason);
   }
   if (hit.kernel) {
     CachedKernel &cached = *hit.kernel;
-    kernel.entryName = cached.entryName;
-    kernel.threads = cached.threads;
-    kernel.sharedBytes = cached.sharedBytes;
-    kernel.ptx = cached.ptx;
     if (!cached.cubin.empty() && loadCubin(slot, cached.cubin).ok()) {
-      kernel.origin = "disk";
-      count(&CacheStats::diskHits);
-      return Status::success();
+      count(Counter::DiskHits);
+      return ProcessKernelCache::Code{std::move(cached), "disk"};
     }
     LinkState link(*api);
     auto cubin = link.compile(cached.ptx, key.program);
     if (cubin.ok() && loadCubin(slot, *cubin).ok()) {
-      kernel.origin = "disk-ptx";
-      count(&CacheStats::diskHits);
+      count(Counter::DiskHits);
       cached.cubin = std::move(cubin.value());
       if (Status s = disk.store(key, cached); !s.ok())
-        log().debug("disk cache store failed: {}", s.toString());
-      return Status::success();
+        logger->debug("disk cache store failed: {}", s.toString());
+      return ProcessKernelCache::Code{std::move(cached), "disk-ptx"};
     }
-    log().warn("cached PTX for {} did not load; recompiling", key.program);
+    logger->warn("cached PTX for {} did not load; recompiling", key.program);
   }
   // compileToPtx is thread-safe (a fresh LLVMContext per compilation), so different kernels
   // compile in parallel.
@@ -243,22 +336,40 @@ Status CudaRuntime::Impl::build(const LoadedModule &loaded, size_t index, const 
   Expected<PtxKernel> ptx = compileToPtx(loaded.verified, index, options);
   if (!ptx.ok())
     return ptx.takeStatus();
-  count(&CacheStats::compiles);
+  count(Counter::Compiles);
   LinkState link(*api);
   auto cubin = link.compile(ptx->ptx, key.program);
   if (!cubin.ok())
     return cubin.takeStatus();
   TILUSVM_TRY(loadCubin(slot, *cubin));
-  kernel.entryName = ptx->entryName;
-  kernel.threads = ptx->threads;
-  kernel.sharedBytes = ptx->sharedBytes;
-  kernel.ptx = std::move(ptx->ptx);
-  kernel.origin = "compiled";
-  CachedKernel entry{kernel.entryName, kernel.threads, kernel.sharedBytes, kernel.ptx,
+  CachedKernel entry{ptx->entryName, ptx->threads, ptx->sharedBytes, std::move(ptx->ptx),
                      std::move(cubin.value())};
   if (Status s = disk.store(key, entry); !s.ok())
-    log().debug("disk cache store failed: {}", s.toString());
-  return Status::success();
+    logger->debug("disk cache store failed: {}", s.toString());
+  return ProcessKernelCache::Code{std::move(entry), "compiled"};
+}
+
+Status CudaRuntime::Impl::obtain(const LoadedModule &loaded, size_t index, const KernelKey &key,
+                                 const std::string &keyText, const Specialization &specialization,
+                                 Slot &slot) {
+  auto result = ProcessKernelCache::instance().getOrBuild(
+      keyText, [&] { return build(loaded, index, key, specialization, slot); });
+  if (!result.ok())
+    return result.takeStatus();
+  const ProcessKernelCache::Code &code = *result->code;
+  CompiledKernel &kernel = slot.kernel;
+  kernel.entryName = code.kernel.entryName;
+  kernel.threads = code.kernel.threads;
+  kernel.sharedBytes = code.kernel.sharedBytes;
+  kernel.ptx = code.kernel.ptx;
+  kernel.specialization = specialization;
+  if (result->built) { // build() loaded it here
+    kernel.origin = code.origin;
+    return Status::success();
+  }
+  count(Counter::SharedHits);
+  kernel.origin = "shared";
+  return loadCubin(slot, code.kernel.cubin);
 }
 
 Status CudaRuntime::Impl::finish(const ProgramInfo &info, Slot &slot) {
@@ -317,6 +428,8 @@ Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::create(const RuntimeOptions 
   impl.context = std::move(context.value());
   impl.device = std::move(info.value());
   impl.optLevel = options.optLevel;
+  impl.lazyCompile = options.lazyCompile;
+  impl.logger = makeLogger(options);
   std::optional<std::string> dir =
       options.cacheDirectory ? options.cacheDirectory : defaultCacheDirectory();
   impl.disk = DiskCache(dir.value_or(""));
@@ -366,13 +479,13 @@ Expected<const CompiledKernel *> CudaRuntime::kernel(const LoadedModule &module,
     slot = entry;
   }
   std::lock_guard slotLock(slot->mutex);
-  if (slot->ready) {
-    impl_->count(&CacheStats::memoryHits);
+  if (slot->ready.load(std::memory_order_acquire)) {
+    impl_->count(Counter::MemoryHits);
     return &slot->kernel;
   }
   ContextGuard guard(*impl_->api, impl_->context.get());
   TILUSVM_TRY(guard.status());
-  Status built = impl_->build(module, programIndex, key, specialization, *slot);
+  Status built = impl_->obtain(module, programIndex, key, text, specialization, *slot);
   if (built.ok())
     built = impl_->finish(module.verified.programs[programIndex], *slot);
   if (!built.ok()) {
@@ -384,13 +497,131 @@ Expected<const CompiledKernel *> CudaRuntime::kernel(const LoadedModule &module,
       impl_->kernels.erase(it);
     return built;
   }
-  log().debug("kernel {} ready ({})", slot->kernel.entryName, slot->kernel.origin);
-  slot->ready = true;
+  impl_->logger->debug("kernel {} ready ({}, {})", slot->kernel.entryName, slot->kernel.origin,
+                       className(specialization));
+  slot->ready.store(true, std::memory_order_release);
+  std::lock_guard lock(impl_->cacheMutex);
+  impl_->variants[cacheKey(module, programIndex).text()].push_back(slot);
   return &slot->kernel;
 }
 
+const CompiledKernel *CudaRuntime::readyKernel(const LoadedModule &module, size_t programIndex,
+                                               const Specialization &specialization) {
+  if (programIndex >= module.verified.module.programs.size())
+    return nullptr;
+  std::string exact = cacheKey(module, programIndex, specialization).text();
+  std::string general = cacheKey(module, programIndex).text();
+  const CompiledKernel *found = nullptr;
+  {
+    std::lock_guard lock(impl_->cacheMutex);
+    auto it = impl_->kernels.find(exact);
+    if (it != impl_->kernels.end() && it->second->ready.load(std::memory_order_acquire)) {
+      found = &it->second->kernel;
+    } else if (auto v = impl_->variants.find(general); v != impl_->variants.end()) {
+      for (const std::shared_ptr<Impl::Slot> &slot : v->second)
+        if (satisfies(specialization, slot->kernel.specialization)) {
+          found = &slot->kernel;
+          break;
+        }
+    }
+  }
+  if (found)
+    impl_->count(Counter::MemoryHits);
+  return found;
+}
+
+Expected<bool> CudaRuntime::capturing(CUstream stream) const {
+  const DriverApi &api = *impl_->api;
+  ContextGuard guard(api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (api.cuStreamGetCaptureInfo)
+    TILUSVM_TRY(TILUSVM_CU_CALL(api, cuStreamGetCaptureInfo, stream, &status, nullptr, nullptr,
+                                nullptr, nullptr, nullptr));
+  else // drivers before 12.3: the same answer, without the capture's details
+    TILUSVM_TRY(TILUSVM_CU_CALL(api, cuStreamIsCapturing, stream, &status));
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+Status CudaRuntime::checkStream(CUstream stream) const {
+  const DriverApi &api = *impl_->api;
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD ||
+      !api.cuStreamGetCtx)
+    return Status::success(); // the default streams of whatever context is current: ours
+  CUcontext owner = nullptr;
+  CUresult queried = api.cuStreamGetCtx(stream, &owner);
+  if (queried != CUDA_SUCCESS)
+    return Status::error(ErrorCode::Cuda,
+                         "the launch's stream cannot be used: " +
+                             cudaStatus(queried, "cuStreamGetCtx").first().message);
+  if (owner == impl_->context.get())
+    return Status::success();
+  std::string whose = "another CUDA context";
+  if (api.cuCtxGetDevice) {
+    ContextGuard guard(api, owner);
+    CUdevice device = 0;
+    if (guard.status().ok() && api.cuCtxGetDevice(&device) == CUDA_SUCCESS)
+      whose = "a CUDA context of device " + std::to_string(int(device)) +
+              (int(device) == impl_->device.ordinal ? " other than its primary context" : "");
+  }
+  return Status::error(ErrorCode::Usage,
+                       "the stream belongs to " + whose + ", but this runtime runs on device " +
+                           std::to_string(impl_->device.ordinal) + " (" + impl_->device.name +
+                           ") in its primary context: launch on a stream created on device " +
+                           std::to_string(impl_->device.ordinal) +
+                           " with its primary context current");
+}
+
+Expected<uint64_t> CudaRuntime::workspaceSize(const LoadedModule &module, size_t programIndex,
+                                              const KernelArgs &args) const {
+  if (programIndex >= module.verified.module.programs.size())
+    return Status::error(ErrorCode::Usage,
+                         "program index " + std::to_string(programIndex) + " out of range");
+  const Program &program = module.verified.module.programs[programIndex];
+  if (args.size() != program.params.size())
+    return Status::error(ErrorCode::Usage, program.name + " takes " +
+                                               std::to_string(program.params.size()) +
+                                               " arguments, got " + std::to_string(args.size()));
+  if (!module.verified.programs[programIndex].usesWorkspace)
+    return uint64_t(0);
+  auto plan = planWorkspace(program, paramValues(program, args));
+  if (!plan.ok())
+    return plan.takeStatus();
+  return plan->totalBytes;
+}
+
+Status CudaRuntime::prepare(const LoadedModule &module, size_t programIndex, const KernelArgs *args,
+                            CUstream stream) {
+  if (programIndex >= module.verified.module.programs.size())
+    return Status::error(ErrorCode::Usage,
+                         "program index " + std::to_string(programIndex) + " out of range");
+  if (!args)
+    return kernel(module, programIndex).status();
+  const Program &program = module.verified.module.programs[programIndex];
+  const ProgramInfo &info = module.verified.programs[programIndex];
+  TILUSVM_TRY(validateArgs(program, info, *args));
+  ContextGuard guard(*impl_->api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  TILUSVM_TRY(checkStream(stream));
+  auto capture = capturing(stream);
+  if (!capture.ok())
+    return capture.takeStatus();
+  if (*capture)
+    return Status::error(ErrorCode::Usage,
+                         "cannot prepare " + program.name +
+                             " on a stream that is capturing a CUDA graph: prepare before "
+                             "beginning the capture");
+  TILUSVM_TRY(kernel(module, programIndex, classifyArgs(program, *args)).status());
+  if (!info.usesWorkspace)
+    return Status::success();
+  auto plan = planWorkspace(program, paramValues(program, *args));
+  if (!plan.ok())
+    return plan.takeStatus();
+  return impl_->workspace->reserve(stream, plan->totalBytes);
+}
+
 Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, const KernelArgs &args,
-                           CUstream stream) {
+                           CUstream stream, const LaunchOptions &options) {
   if (programIndex >= module.verified.module.programs.size())
     return Status::error(ErrorCode::Usage,
                          "program index " + std::to_string(programIndex) + " out of range");
@@ -402,10 +633,40 @@ Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, cons
     return geometry.takeStatus();
   if (geometry->empty())
     return Status::success();
-  auto compiled = kernel(module, programIndex, classifyArgs(program, args));
-  if (!compiled.ok())
-    return compiled.takeStatus();
-  const CompiledKernel &k = **compiled;
+  ContextGuard guard(*impl_->api, impl_->context.get());
+  TILUSVM_TRY(guard.status());
+  TILUSVM_TRY(checkStream(stream));
+  auto capture = capturing(stream);
+  if (!capture.ok())
+    return capture.takeStatus();
+  const bool inCapture = *capture;
+  Specialization specialization = classifyArgs(program, args);
+  const CompiledKernel *k = nullptr;
+  if (inCapture || !impl_->lazyCompile) {
+    k = readyKernel(module, programIndex, specialization);
+    if (!k)
+      return Status::error(
+          ErrorCode::Usage,
+          inCapture
+              ? "cannot launch " + program.name +
+                    " during CUDA graph capture: its kernel for these arguments (" +
+                    className(specialization) +
+                    ") is not compiled in this runtime, and a captured launch never compiles; " +
+                    std::string(kPrepareFirst) +
+                    " before capturing (tilusvm_kernel_prepare or CudaRuntime::prepare with "
+                    "arguments like the launch's)"
+              : "cannot launch " + program.name + ": its kernel for these arguments (" +
+                    className(specialization) +
+                    ") is not compiled, and this runtime compiles only when asked (lazy "
+                    "compilation is off); " +
+                    std::string(kPrepareFirst) +
+                    " first (tilusvm_kernel_get, tilusvm_kernel_prepare or CudaRuntime::prepare)");
+  } else {
+    auto compiled = kernel(module, programIndex, specialization);
+    if (!compiled.ok())
+      return compiled.takeStatus();
+    k = *compiled;
+  }
   WorkspacePlan plan;
   if (info.usesWorkspace) {
     auto planned = planWorkspace(program, paramValues(program, args));
@@ -413,9 +674,7 @@ Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, cons
       return planned.takeStatus();
     plan = std::move(planned.value());
   }
-  ContextGuard guard(*impl_->api, impl_->context.get());
-  TILUSVM_TRY(guard.status());
-  return impl_->workspace->launchWith(plan, stream, [&](CUdeviceptr workspace) {
+  auto queue = [&](CUdeviceptr workspace) -> Status {
     std::vector<uint64_t> storage;
     storage.reserve(program.params.size() + 1);
     for (size_t i = 0; i < program.params.size(); ++i)
@@ -426,11 +685,37 @@ Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, cons
     for (uint64_t &slot : storage)
       params.push_back(&slot);
     const LaunchGeometry &g = *geometry;
-    TILUSVM_TRY(TILUSVM_CU_CALL(*impl_->api, cuLaunchKernel, k.function, g.grid[0], g.grid[1],
-                                g.grid[2], k.threads, 1, 1, unsigned(k.sharedBytes), stream,
+    TILUSVM_TRY(TILUSVM_CU_CALL(*impl_->api, cuLaunchKernel, k->function, g.grid[0], g.grid[1],
+                                g.grid[2], k->threads, 1, 1, unsigned(k->sharedBytes), stream,
                                 params.data(), nullptr));
-    return impl_->noteLaunch(stream);
-  });
+    // Not during capture: an event recorded into a graph cannot be waited on later.
+    return inCapture ? Status::success() : impl_->noteLaunch(stream);
+  };
+  if (options.workspace != 0 && plan.totalBytes != 0) {
+    if (options.workspace % kWorkspaceAlignment != 0)
+      return Status::error(ErrorCode::Usage, "the workspace passed to " + program.name +
+                                                 " is not aligned to " +
+                                                 std::to_string(kWorkspaceAlignment) + " bytes");
+    if (options.workspaceBytes < plan.totalBytes)
+      return Status::error(ErrorCode::Usage, "the workspace passed to " + program.name + " has " +
+                                                 std::to_string(options.workspaceBytes) +
+                                                 " bytes; the launch needs " +
+                                                 std::to_string(plan.totalBytes));
+    TILUSVM_TRY(zeroCleanRegions(*impl_->api, plan, options.workspace, stream));
+    return queue(options.workspace);
+  }
+  if (inCapture && plan.totalBytes != 0) {
+    uint64_t held = impl_->workspace->bytesOn(stream);
+    if (held < plan.totalBytes)
+      return Status::error(
+          ErrorCode::Usage,
+          "cannot launch " + program.name + " during CUDA graph capture: it needs " +
+              std::to_string(plan.totalBytes) + " bytes of workspace and this stream's holds " +
+              std::to_string(held) + " (nothing is allocated during capture); " + kPrepareFirst +
+              " with the launch's arguments on this stream before capturing "
+              "(tilusvm_kernel_prepare or CudaRuntime::prepare), or pass a workspace of your own");
+  }
+  return impl_->workspace->launchWith(plan, stream, inCapture, queue);
 }
 
 Expected<std::vector<double>> CudaRuntime::benchmark(const LoadedModule &module,
@@ -501,10 +786,24 @@ Status CudaRuntime::synchronize(CUstream stream) {
 }
 
 CacheStats CudaRuntime::cacheStats() const {
-  std::lock_guard lock(impl_->cacheMutex);
+  std::lock_guard lock(impl_->statsMutex);
   return impl_->stats;
 }
 
 uint64_t CudaRuntime::workspaceBytes() const { return impl_->workspace->bytesHeld(); }
+
+uint64_t CudaRuntime::workspaceBytesOn(CUstream stream) const {
+  return impl_->workspace->bytesOn(stream);
+}
+
+bool CudaRuntime::lazyCompile() const { return impl_->lazyCompile; }
+
+CacheStats processCacheStats() {
+  CacheStats stats;
+  for (Counter c : {Counter::Compiles, Counter::MemoryHits, Counter::DiskHits, Counter::DiskCorrupt,
+                    Counter::SharedHits})
+    field(stats, c) = gProcessCounters[size_t(c)].load(std::memory_order_relaxed);
+  return stats;
+}
 
 } // namespace tilus::cuda

@@ -9,6 +9,20 @@
 //
 // Thread safety: every method may be called from many host threads at once. Each call makes
 // the device's context current for its duration and restores the caller's.
+//
+// Several runtimes (one per device, each driven by its own host thread) share compiled code
+// through the process-wide cache of process_cache.h: a kernel is compiled once per
+// architecture, and each runtime loads it into its own context.
+//
+// Streams: a launch's stream must belong to the runtime's context (the device's primary
+// context); a stream of another context is refused before anything is queued.
+//
+// CUDA graphs: a launch on a stream that is capturing (cuStreamGetCaptureInfo) never compiles,
+// allocates, synchronises or decides from state that replay would see differently: it uses a
+// kernel already compiled for its arguments (prepare()) and a workspace already large enough
+// (prepare() with the arguments on that stream, or a caller-provided workspace), and zeroes
+// requires_clean regions with memsets captured into the graph. Otherwise it fails with an
+// error that says to prepare the kernel first. See workspace.h for the memory a graph keeps.
 #pragma once
 
 #include "isa/scalar_eval.h"
@@ -20,12 +34,19 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tilus::cuda {
+
+/// Every error of a launch that needs preparation it did not get (a kernel not compiled, or
+/// a workspace too small, during capture or with lazy compilation off) says this, with code
+/// `usage`; needsPrepare() recognises them.
+inline constexpr const char *kPrepareFirst = "prepare the kernel";
+bool needsPrepare(const Status &status);
 
 /// Whether a CUDA driver and at least one device are present; the Status says why not
 /// ("no CUDA driver (libcuda.so.1 not found)", "no CUDA device ...").
@@ -46,6 +67,24 @@ struct RuntimeOptions {
   int optLevel = 3;
   /// Disk cache directory; nullopt uses defaultCacheDirectory(), "" disables the disk cache.
   std::optional<std::string> cacheDirectory;
+  /// Log level in spdlog's numbering (0 trace, 1 debug, 2 info, 3 warn, 4 error, 5 critical,
+  /// 6 off); -1 takes $TILUSVM_LOG_LEVEL, else warn.
+  int logLevel = -1;
+  /// Receives this runtime's log messages (level as above, message without a newline); calls
+  /// are serialised. Empty: messages go to stderr.
+  std::function<void(int level, const std::string &message)> logSink;
+  /// True: a launch compiles its kernel when it is not compiled yet. False: only kernel() and
+  /// prepare() compile, and a launch whose kernel is not compiled is an error.
+  bool lazyCompile = true;
+};
+
+/// Per-launch choices.
+struct LaunchOptions {
+  /// A caller-provided workspace used instead of the runtime's own: a device address in the
+  /// runtime's context, a multiple of kWorkspaceAlignment (256), at least workspaceSize()
+  /// bytes, used by nothing else until the launch completes. 0: the runtime's workspace.
+  CUdeviceptr workspace = 0;
+  uint64_t workspaceBytes = 0;
 };
 
 /// A verified module together with its content hash (computed once, used by cache keys).
@@ -95,16 +134,23 @@ struct CompiledKernel {
   uint32_t threads = 0;
   int64_t sharedBytes = 0;
   std::string ptx;
-  /// How this kernel was obtained the first time: "compiled", "disk" or "disk-ptx".
+  /// How this kernel was obtained the first time: "compiled", "disk", "disk-ptx", or "shared"
+  /// (built by another runtime of the process, or earlier by this process).
   std::string origin;
+  /// Its argument class (the unspecialised kernel: empty).
+  Specialization specialization;
 };
 
 struct CacheStats {
   uint64_t compiles = 0;    // programs compiled by the JIT
-  uint64_t memoryHits = 0;  // kernel() answered from memory
+  uint64_t memoryHits = 0;  // kernel() or a launch answered from the runtime's loaded kernels
   uint64_t diskHits = 0;    // loaded from the disk cache
   uint64_t diskCorrupt = 0; // disk entries rejected and recompiled
+  uint64_t sharedHits = 0;  // code taken from the process-wide cache (another runtime built it)
 };
+
+/// The sums of every runtime's CacheStats since the process started.
+CacheStats processCacheStats();
 
 class CudaRuntime {
 public:
@@ -127,10 +173,35 @@ public:
   Expected<const CompiledKernel *> kernel(const LoadedModule &module, size_t programIndex,
                                           const Specialization &specialization = {});
 
+  /// A kernel of program `programIndex` that is already compiled in this runtime and correct
+  /// for arguments of class `specialization`: the one of that class, else one whose every
+  /// assumption the class satisfies (the unspecialised kernel satisfies any); nullptr if none.
+  /// Never compiles.
+  const CompiledKernel *readyKernel(const LoadedModule &module, size_t programIndex,
+                                    const Specialization &specialization);
+
+  /// Get a program ready for launches, graph capture included: compile the kernel for the
+  /// class of `args` (the unspecialised kernel when `args` is null), and when the program uses
+  /// a workspace, grow `stream`'s workspace to what `args` need. Not during capture on `stream`.
+  Status prepare(const LoadedModule &module, size_t programIndex, const KernelArgs *args,
+                 CUstream stream);
+
+  /// Bytes of workspace a launch with these arguments needs (0 when the program has no
+  /// AllocateGlobal); only the scalar arguments matter, and their count must match.
+  Expected<uint64_t> workspaceSize(const LoadedModule &module, size_t programIndex,
+                                   const KernelArgs &args) const;
+
   /// Queue one launch on `stream` (0 = the default stream). Pointer arguments are device
   /// addresses. Returns once the launch is queued; the caller synchronizes the stream.
   Status launch(const LoadedModule &module, size_t programIndex, const KernelArgs &args,
-                CUstream stream);
+                CUstream stream, const LaunchOptions &options = {});
+
+  /// Whether `stream` is capturing a CUDA graph (an invalidated capture counts).
+  Expected<bool> capturing(CUstream stream) const;
+  /// Ok when `stream` may carry this runtime's launches (the null and per-thread default
+  /// streams, or a stream of the runtime's context); a `usage` error naming the stream's
+  /// device otherwise.
+  Status checkStream(CUstream stream) const;
 
   /// Launch `warmup` times, then `iterations` times, each timed with a pair of events on
   /// `stream`; returns the per-launch milliseconds.
@@ -147,6 +218,10 @@ public:
   CacheStats cacheStats() const;
   /// Bytes the workspace pool holds.
   uint64_t workspaceBytes() const;
+  /// Bytes of `stream`'s workspace buffer.
+  uint64_t workspaceBytesOn(CUstream stream) const;
+  /// Whether launches compile on demand (RuntimeOptions::lazyCompile).
+  bool lazyCompile() const;
 
 private:
   CudaRuntime();

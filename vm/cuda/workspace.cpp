@@ -129,6 +129,14 @@ std::vector<DirtyRanges::Range> DirtyRanges::takeClean(uint64_t begin, uint64_t 
   return taken;
 }
 
+std::vector<DirtyRanges::Range> DirtyRanges::overlapping(uint64_t begin, uint64_t end) const {
+  std::vector<Range> found;
+  for (const Range &r : ranges_)
+    if (r.begin < end && begin < r.end)
+      found.push_back({std::max(r.begin, begin), std::min(r.end, end)});
+  return found;
+}
+
 // ---- WorkspacePool ---------------------------------------------------------------------------
 
 WorkspacePool::~WorkspacePool() {
@@ -137,6 +145,7 @@ WorkspacePool::~WorkspacePool() {
     api_.cuEventSynchronize(r.done.get());
   retired_.clear();
   slots_.clear();
+  pinned_.clear();
 }
 
 void WorkspacePool::freeCompletedLocked() {
@@ -144,35 +153,81 @@ void WorkspacePool::freeCompletedLocked() {
                 [&](Retired &r) { return api_.cuEventQuery(r.done.get()) == CUDA_SUCCESS; });
 }
 
-Status WorkspacePool::launchWith(const WorkspacePlan &plan, CUstream stream,
+Status WorkspacePool::growLocked(StreamSlot &slot, uint64_t bytes, CUstream stream) {
+  uint64_t grown = std::max(bytes, slot.buffer.bytes() + slot.buffer.bytes() / 2);
+  grown = alignUp(grown, kWorkspaceAlignment);
+  auto fresh = DeviceBuffer::allocate(api_, grown);
+  if (!fresh.ok())
+    return fresh.takeStatus();
+  TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuMemsetD8Async, fresh->address(), 0, size_t(grown), stream));
+  if (slot.captured) {
+    // Captured graphs keep this buffer's address: it lives as long as the pool.
+    pinned_.push_back(std::move(slot.buffer));
+  } else if (slot.buffer.bytes() != 0) {
+    // Kernels queued on this stream may still use the old buffer: free it after them.
+    auto done = EventHandle::create(api_, false);
+    if (!done.ok())
+      return done.takeStatus();
+    TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuEventRecord, done->get(), stream));
+    retired_.push_back({std::move(slot.buffer), std::move(done.value())});
+  }
+  slot.buffer = std::move(fresh.value());
+  slot.dirty.clear();
+  slot.captured = false; // no graph has seen the new buffer
+  slot.capturedDirty.clear();
+  return Status::success();
+}
+
+Status WorkspacePool::reserve(CUstream stream, uint64_t bytes) {
+  if (bytes == 0)
+    return Status::success();
+  std::lock_guard lock(mutex_);
+  freeCompletedLocked();
+  StreamSlot &slot = slots_[stream];
+  if (slot.buffer.bytes() < bytes)
+    TILUSVM_TRY(growLocked(slot, bytes, stream));
+  return Status::success();
+}
+
+Status WorkspacePool::launchWith(const WorkspacePlan &plan, CUstream stream, bool capturing,
                                  const std::function<Status(CUdeviceptr)> &launch) {
   if (plan.totalBytes == 0)
     return launch(0);
   std::lock_guard lock(mutex_);
+  if (capturing) {
+    // Nothing that replay would have to redo: no allocation, no event query, no decision from
+    // the dirty set (which describes the buffer now, not at replay).
+    auto it = slots_.find(stream);
+    uint64_t held = it == slots_.end() ? 0 : it->second.buffer.bytes();
+    if (held < plan.totalBytes)
+      return Status::error(ErrorCode::Usage,
+                           "the launch needs " + std::to_string(plan.totalBytes) +
+                               " bytes of workspace on this stream, which holds " +
+                               std::to_string(held) + " (nothing is allocated during capture)");
+    StreamSlot &slot = it->second;
+    slot.captured = true;
+    CUdeviceptr base = slot.buffer.address();
+    for (const WorkspaceRegion &region : plan.regions) {
+      if (region.requiresClean && region.bytes != 0)
+        TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuMemsetD8Async, base + region.offset, 0,
+                                    size_t(region.bytes), stream));
+      else if (!region.requiresClean)
+        slot.capturedDirty.add(region.offset, region.offset + region.bytes);
+    }
+    return launch(base);
+  }
   freeCompletedLocked();
   StreamSlot &slot = slots_[stream];
-  if (slot.buffer.bytes() < plan.totalBytes) {
-    uint64_t grown = std::max(plan.totalBytes, slot.buffer.bytes() + slot.buffer.bytes() / 2);
-    grown = alignUp(grown, kWorkspaceAlignment);
-    auto fresh = DeviceBuffer::allocate(api_, grown);
-    if (!fresh.ok())
-      return fresh.takeStatus();
-    TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuMemsetD8Async, fresh->address(), 0, size_t(grown), stream));
-    if (slot.buffer.bytes() != 0) {
-      // Kernels queued on this stream may still use the old buffer: free it after them.
-      auto done = EventHandle::create(api_, false);
-      if (!done.ok())
-        return done.takeStatus();
-      TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuEventRecord, done->get(), stream));
-      retired_.push_back({std::move(slot.buffer), std::move(done.value())});
-    }
-    slot.buffer = std::move(fresh.value());
-    slot.dirty.clear();
-  }
+  if (slot.buffer.bytes() < plan.totalBytes)
+    TILUSVM_TRY(growLocked(slot, plan.totalBytes, stream));
   CUdeviceptr base = slot.buffer.address();
   for (const WorkspaceRegion &region : plan.regions) {
     if (!region.requiresClean)
       continue;
+    // Replays of captured graphs may have dirtied these bytes since anything was zeroed.
+    for (const DirtyRanges::Range &r :
+         slot.capturedDirty.overlapping(region.offset, region.offset + region.bytes))
+      slot.dirty.add(r.begin, r.end);
     for (const DirtyRanges::Range &r :
          slot.dirty.takeClean(region.offset, region.offset + region.bytes))
       TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuMemsetD8Async, base + r.begin, 0, size_t(r.end - r.begin),
@@ -192,7 +247,24 @@ uint64_t WorkspacePool::bytesHeld() const {
     total += slot.buffer.bytes();
   for (const Retired &r : retired_)
     total += r.buffer.bytes();
+  for (const DeviceBuffer &b : pinned_)
+    total += b.bytes();
   return total;
+}
+
+uint64_t WorkspacePool::bytesOn(CUstream stream) const {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(stream);
+  return it == slots_.end() ? 0 : it->second.buffer.bytes();
+}
+
+Status zeroCleanRegions(const DriverApi &api, const WorkspacePlan &plan, CUdeviceptr base,
+                        CUstream stream) {
+  for (const WorkspaceRegion &region : plan.regions)
+    if (region.requiresClean && region.bytes != 0)
+      TILUSVM_TRY(TILUSVM_CU_CALL(api, cuMemsetD8Async, base + region.offset, 0,
+                                  size_t(region.bytes), stream));
+  return Status::success();
 }
 
 } // namespace tilus::cuda

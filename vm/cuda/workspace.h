@@ -14,6 +14,17 @@
 // but another program's non-clean region may have left bytes there, so the workspace tracks
 // which byte ranges may be dirty and zeroes (asynchronously, on the launch's stream) only the
 // parts of a clean region that a previous launch could have dirtied.
+//
+// CUDA graphs: a launch inside stream capture (launchWith's `capturing`) never allocates, frees
+// or decides from the current contents: the stream's buffer must already be large enough
+// (reserve() it before capturing), every requires_clean region is zeroed by a memset captured
+// into the graph (so each replay zeroes it again), and the capture's other regions stay dirty
+// for ever after, because replays may write them at any time. A buffer that a captured launch
+// used is pinned: growth replaces it but never frees it; it is freed with the pool, so graphs
+// must not be replayed after their runtime is destroyed.
+//
+// A caller-provided workspace (zeroCleanRegions) holds nothing between launches as far as the
+// runtime knows, so its requires_clean regions are zeroed on the stream before every launch.
 #pragma once
 
 #include "isa/program.h"
@@ -60,6 +71,8 @@ public:
   void add(uint64_t begin, uint64_t end);
   /// The dirty parts of [begin, end), which become clean (the caller zeroes them).
   std::vector<Range> takeClean(uint64_t begin, uint64_t end);
+  /// The dirty parts of [begin, end), which stay dirty.
+  std::vector<Range> overlapping(uint64_t begin, uint64_t end) const;
   void clear() { ranges_.clear(); }
   const std::vector<Range> &ranges() const { return ranges_; }
 
@@ -81,11 +94,20 @@ public:
   /// zero (work queued on `stream`), call `launch` with the buffer's base address (0 for an
   /// empty plan), and mark the plan's other regions dirty. Launches of one pool are serialised
   /// from preparation to queueing, so no other launch can dirty or retire the buffer between.
-  Status launchWith(const WorkspacePlan &plan, CUstream stream,
+  /// With `capturing` (the stream is capturing a CUDA graph) nothing is allocated: a buffer
+  /// too small is an error (code `usage`), clean regions are zeroed unconditionally and the
+  /// buffer is pinned (see the file comment).
+  Status launchWith(const WorkspacePlan &plan, CUstream stream, bool capturing,
                     const std::function<Status(CUdeviceptr)> &launch);
 
-  /// Bytes currently held (live buffers and retired ones not yet freed).
+  /// Grow `stream`'s buffer to at least `bytes` now (not during capture), so that captured
+  /// launches needing up to `bytes` find it.
+  Status reserve(CUstream stream, uint64_t bytes);
+
+  /// Bytes currently held (live buffers, retired ones not yet freed, pinned ones).
   uint64_t bytesHeld() const;
+  /// Bytes of `stream`'s buffer (0 when it has none).
+  uint64_t bytesOn(CUstream stream) const;
 
 private:
   struct Retired {
@@ -95,13 +117,22 @@ private:
   struct StreamSlot {
     DeviceBuffer buffer;
     DirtyRanges dirty;
+    bool captured = false;     // a captured launch used `buffer`: never free it early
+    DirtyRanges capturedDirty; // what replays of captured launches may dirty at any time
   };
   void freeCompletedLocked();
+  Status growLocked(StreamSlot &slot, uint64_t bytes, CUstream stream);
 
   const DriverApi &api_;
   mutable std::mutex mutex_;
   std::map<CUstream, StreamSlot> slots_;
   std::vector<Retired> retired_;
+  std::vector<DeviceBuffer> pinned_; // replaced buffers that captured graphs may still use
 };
+
+/// For a caller-provided workspace at `base`: queue on `stream` the zeroing of every
+/// requires_clean region of `plan` (captured as memset nodes when the stream is capturing).
+Status zeroCleanRegions(const DriverApi &api, const WorkspacePlan &plan, CUdeviceptr base,
+                        CUstream stream);
 
 } // namespace tilus::cuda
