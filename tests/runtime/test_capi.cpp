@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -218,4 +219,104 @@ TEST_CASE("running on the cpu through the C API") {
       module.runOnCpu("fill", {tilusvm::Arg::pointer(out.data(), 16), tilusvm::Arg::bits(1)}),
       tilusvm::Error);
   tilusvm_module_destroy(m);
+}
+
+TEST_CASE("versioned options: defaults, sizes, unknown fields and bad values") {
+  tilusvm_runtime_options o;
+  std::memset(&o, 0x5a, sizeof o);
+  CHECK(tilusvm_runtime_options_init(nullptr) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  REQUIRE(tilusvm_runtime_options_init(&o) == TILUSVM_OK);
+  CHECK(o.struct_size == sizeof(tilusvm_runtime_options));
+  CHECK(o.device == -1);
+  CHECK(o.cache_dir == nullptr);
+  CHECK(o.log_level == TILUSVM_LOG_DEFAULT);
+  CHECK(!o.log_callback);
+  CHECK(o.log_user_data == nullptr);
+  CHECK(o.lazy_compile == 1);
+
+  tilusvm_runtime rt = reinterpret_cast<tilusvm_runtime>(1);
+  CHECK(tilusvm_runtime_create_ex(nullptr, &rt) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(rt == nullptr);
+  CHECK(tilusvm_runtime_create_ex(&o, nullptr) == TILUSVM_ERROR_INVALID_ARGUMENT);
+
+  tilusvm_runtime_options small = o;
+  small.struct_size = sizeof(size_t) + sizeof(int); // only struct_size and device
+  CHECK(tilusvm_runtime_create_ex(&small, &rt) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(tilusvm_last_error()).find("struct_size is 12") != std::string::npos);
+
+  // A struct from a later header: its extra fields must be zero here.
+  struct Later {
+    tilusvm_runtime_options v1;
+    uint64_t added;
+  } later;
+  std::memset(&later, 0, sizeof later);
+  later.v1 = o;
+  later.v1.struct_size = sizeof later;
+  later.added = 7;
+  CHECK(tilusvm_runtime_create_ex(&later.v1, &rt) == TILUSVM_ERROR_UNSUPPORTED);
+  CHECK(std::string(tilusvm_last_error()).find("does not know") != std::string::npos);
+  CHECK(rt == nullptr);
+
+  tilusvm_runtime_options bad = o;
+  bad.log_level = 7;
+  CHECK(tilusvm_runtime_create_ex(&bad, &rt) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(tilusvm_last_error()).find("log_level 7") != std::string::npos);
+  bad = o;
+  bad.lazy_compile = 2;
+  CHECK(tilusvm_runtime_create_ex(&bad, &rt) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(tilusvm_last_error()).find("lazy_compile is 2") != std::string::npos);
+
+  // Valid options (the larger struct with zero extra fields included) get as far as the driver.
+  later.added = 0;
+  for (const tilusvm_runtime_options *valid : {&o, &later.v1}) {
+    int created = tilusvm_runtime_create_ex(valid, &rt);
+    if (!driverPresent()) {
+      CHECK(created == TILUSVM_ERROR_NO_DRIVER);
+      CHECK(tilusvm_last_cu_result() == 0); // no driver call was made
+    } else {
+      INFO(tilusvm_last_error());
+      CHECK((created == TILUSVM_OK || created == TILUSVM_ERROR_NO_DEVICE));
+    }
+    tilusvm_runtime_destroy(rt);
+    rt = nullptr;
+  }
+}
+
+TEST_CASE("kernel handles, statistics and the last CUresult: error paths without a GPU") {
+  CHECK(std::string(tilusvm_status_name(TILUSVM_ERROR_NOT_PREPARED)) ==
+        "TILUSVM_ERROR_NOT_PREPARED");
+  tilusvm_kernel k = reinterpret_cast<tilusvm_kernel>(1);
+  CHECK(tilusvm_kernel_get(nullptr, nullptr, "vector_add", &k) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(k == nullptr);
+  CHECK(std::string(tilusvm_last_error()) == "tilusvm_kernel_get: runtime is NULL");
+  CHECK(tilusvm_last_cu_result() == 0);
+  CHECK(tilusvm_kernel_get(nullptr, nullptr, "vector_add", nullptr) ==
+        TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(tilusvm_kernel_destroy(nullptr) == TILUSVM_OK);
+  CHECK(tilusvm_kernel_prepare(nullptr, nullptr, 0, nullptr) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  uint64_t bytes = 0;
+  CHECK(tilusvm_kernel_workspace_size(nullptr, nullptr, 0, &bytes) ==
+        TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(tilusvm_kernel_launch(nullptr, nullptr, 0, nullptr, nullptr, 0) ==
+        TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(tilusvm_last_error()) == "tilusvm_kernel_launch: kernel is NULL");
+
+  // Statistics write only the fields the caller's struct_size covers.
+  CHECK(tilusvm_process_get_stats(nullptr) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  tilusvm_stats stats;
+  std::memset(&stats, 0xee, sizeof stats);
+  stats.struct_size = 0;
+  CHECK(tilusvm_process_get_stats(&stats) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  stats.struct_size = offsetof(tilusvm_stats, disk_hits); // an "older" struct: compiles only
+  REQUIRE(tilusvm_process_get_stats(&stats) == TILUSVM_OK);
+  CHECK(stats.struct_size == offsetof(tilusvm_stats, disk_hits));
+  uint64_t untouched = 0;
+  std::memset(&untouched, 0xee, sizeof untouched);
+  CHECK(stats.disk_hits == untouched);
+  CHECK(stats.workspace_bytes == untouched);
+  stats.struct_size = sizeof stats;
+  REQUIRE(tilusvm_process_get_stats(&stats) == TILUSVM_OK);
+  CHECK(stats.struct_size == sizeof stats);
+  CHECK(stats.workspace_bytes == 0); // the process has no workspace of its own
+  CHECK(tilusvm_runtime_get_stats(nullptr, &stats) == TILUSVM_ERROR_INVALID_ARGUMENT);
 }
