@@ -4,6 +4,7 @@
 #include "gpu_support.h"
 
 #include "isa/bytecode.h"
+#include "vm/cuda/process_cache.h"
 #include "vm/cuda/workspace.h"
 #include "vm/include/tilusvm.hpp"
 
@@ -105,6 +106,10 @@ TEST_CASE("kernel cache: memory hits, disk hits in a new runtime, corrupt entrie
   cuda::RuntimeOptions options;
   options.cacheDirectory = dir;
   cuda::LoadedModule module = loadProgramFile("vector_add.tasm");
+  // Runtimes of one process share compiled code (process_cache.h): forget it, so that each
+  // runtime below sees only the disk. (The process-wide sharing is checked at the end.)
+  cuda::ProcessKernelCache &shared = cuda::ProcessKernelCache::instance();
+  shared.clear();
 
   auto first = cuda::CudaRuntime::create(options);
   REQUIRE_OK(first);
@@ -119,6 +124,7 @@ TEST_CASE("kernel cache: memory hits, disk hits in a new runtime, corrupt entrie
   std::string entry = dir + "/" + (*first)->cacheKey(module, 0).fileName();
   REQUIRE(std::filesystem::exists(entry));
 
+  shared.clear();
   auto second = cuda::CudaRuntime::create(options);
   REQUIRE_OK(second);
   auto k3 = (*second)->kernel(module, 0);
@@ -138,6 +144,7 @@ TEST_CASE("kernel cache: memory hits, disk hits in a new runtime, corrupt entrie
     f.seekp(middle);
     f.write(&c, 1);
   }
+  shared.clear();
   auto third = cuda::CudaRuntime::create(options);
   REQUIRE_OK(third);
   auto k4 = (*third)->kernel(module, 0);
@@ -155,11 +162,30 @@ TEST_CASE("kernel cache: memory hits, disk hits in a new runtime, corrupt entrie
   std::vector<float> z = dz.to<float>();
   for (int i = 0; i < n; ++i)
     CHECK(z[size_t(i)] == x[size_t(i)] + y[size_t(i)]);
+  shared.clear();
   auto fourth = cuda::CudaRuntime::create(options);
   REQUIRE_OK(fourth);
   auto k5 = (*fourth)->kernel(module, 0);
   REQUIRE_OK(k5);
   CHECK((*k5)->origin == "disk");
+  // Without clearing, a fifth runtime takes the code from the process (no disk read, no JIT)
+  // and loads it into its own context.
+  auto fifth = cuda::CudaRuntime::create(options);
+  REQUIRE_OK(fifth);
+  auto k6 = (*fifth)->kernel(module, 0);
+  REQUIRE_OK(k6);
+  CHECK((*k6)->origin == "shared");
+  CHECK((*fifth)->cacheStats().sharedHits == 1);
+  CHECK((*fifth)->cacheStats().compiles == 0);
+  CHECK((*fifth)->cacheStats().diskHits == 0);
+  CHECK((*k6)->function != (*k5)->function); // its own module
+  std::vector<float> stale(size_t(n), -7.0f);
+  REQUIRE_OK(runtime().copyToDevice(dz.buffer, stale.data(), stale.size() * 4));
+  REQUIRE_OK((*fifth)->launch(module, 0, vectorAddArgs(dx, dy, dz, n), nullptr));
+  REQUIRE_OK((*fifth)->synchronize(nullptr));
+  z = dz.to<float>();
+  for (int i = 0; i < n; ++i)
+    CHECK(z[size_t(i)] == x[size_t(i)] + y[size_t(i)]);
 }
 
 namespace {
