@@ -96,7 +96,9 @@ if [ "${1:-}" = "--sanitize" ]; then
       --kernel matmul --device cuda --arg a_ptr=rand:1 --arg transformed_b_ptr=@"$work/tb.npy"
   done
   step "compute-sanitizer --tool memcheck: gpu tests"
-  san memcheck memcheck-test_gpu.log "$build/tests/gpu/test_gpu"
+  # Less the case that makes a driver call fail on purpose (an out-of-memory cuMemAlloc).
+  san memcheck memcheck-test_gpu.log "$build/tests/gpu/test_gpu" \
+    "--test-case-exclude=*deliberate out-of-memory*"
   rm -rf "$work"
   echo
   [ "$status" -eq 0 ] && echo "sanitizers: clean" || echo "sanitizers: FAILED"

@@ -98,6 +98,22 @@ TEST_CASE("the C++ API launches on a caller's stream") {
     CHECK(e.status() == TILUSVM_ERROR_INVALID_ARGUMENT);
   }
   CHECK_THROWS_AS(rt.launch(module, "nope", {}, stream), tilusvm::Error);
+  // A kernel handle of a runtime made with options, the look-up done once.
+  tilusvm_runtime_options options = tilusvm::runtimeOptions();
+  options.lazy_compile = 0;
+  tilusvm::Runtime strict(options);
+  tilusvm::Kernel add(strict, module, "vector_add"); // compiled here
+  std::vector<tilusvm_arg> args = {tilusvm::Arg::device(dy.buffer.address(), n * 4),
+                                   tilusvm::Arg::device(dz.buffer.address(), n * 4),
+                                   tilusvm::Arg::device(dx.buffer.address(), n * 4),
+                                   tilusvm::Arg::i32(n)};
+  CHECK(add.workspaceSize(args) == 0);
+  add.launch(args, stream); // x = y + z
+  REQUIRE_OK(TILUSVM_CU_CALL(api, cuStreamSynchronize, stream));
+  std::vector<float> sum = dx.to<float>();
+  for (int i = 0; i < n; ++i)
+    CHECK(sum[size_t(i)] == y[size_t(i)] + z[size_t(i)]);
+  CHECK_THROWS_AS(tilusvm::Kernel(strict, module, "nope"), tilusvm::Error);
   REQUIRE_OK(TILUSVM_CU_CALL(api, cuStreamDestroy, stream));
 }
 

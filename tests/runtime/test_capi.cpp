@@ -234,6 +234,13 @@ TEST_CASE("versioned options: defaults, sizes, unknown fields and bad values") {
   CHECK(o.log_user_data == nullptr);
   CHECK(o.lazy_compile == 1);
 
+  tilusvm_runtime_options fromHpp = tilusvm::runtimeOptions();
+  CHECK(fromHpp.struct_size == o.struct_size);
+  CHECK(fromHpp.device == -1);
+  CHECK(fromHpp.lazy_compile == 1);
+  if (!driverPresent())
+    CHECK_THROWS_AS(tilusvm::Runtime{fromHpp}, tilusvm::Error);
+
   tilusvm_runtime rt = reinterpret_cast<tilusvm_runtime>(1);
   CHECK(tilusvm_runtime_create_ex(nullptr, &rt) == TILUSVM_ERROR_INVALID_ARGUMENT);
   CHECK(rt == nullptr);

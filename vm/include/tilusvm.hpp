@@ -133,10 +133,21 @@ private:
   tilusvm_module handle_ = nullptr;
 };
 
+/// Runtime options (tilusvm_runtime_options with its defaults filled in).
+inline tilusvm_runtime_options runtimeOptions() {
+  tilusvm_runtime_options options;
+  check(tilusvm_runtime_options_init(&options));
+  return options;
+}
+
 class Runtime {
 public:
   /// Open device `device` (-1: $TILUSVM_DEVICE or device 0).
   explicit Runtime(int device = -1) { check(tilusvm_runtime_create(device, &handle_)); }
+  /// Open a device with options (start from runtimeOptions()).
+  explicit Runtime(const tilusvm_runtime_options &options) {
+    check(tilusvm_runtime_create_ex(&options, &handle_));
+  }
   Runtime(Runtime &&other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
   Runtime &operator=(Runtime &&other) noexcept {
     std::swap(handle_, other.handle_);
@@ -168,8 +179,54 @@ public:
                          stream));
   }
 
+  /// This runtime's counters.
+  tilusvm_stats stats() const {
+    tilusvm_stats s;
+    s.struct_size = sizeof s;
+    check(tilusvm_runtime_get_stats(handle_, &s));
+    return s;
+  }
+
 private:
   tilusvm_runtime handle_ = nullptr;
+};
+
+/// A kernel handle: one program of a module bound to a runtime (both must outlive it).
+class Kernel {
+public:
+  Kernel(const Runtime &runtime, const Module &module, const std::string &program) {
+    check(tilusvm_kernel_get(runtime.handle(), module.handle(), program.c_str(), &handle_));
+  }
+  Kernel(Kernel &&other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Kernel &operator=(Kernel &&other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+  ~Kernel() { tilusvm_kernel_destroy(handle_); }
+
+  tilusvm_kernel handle() const { return handle_; }
+
+  /// Compile for arguments like `args` and size `stream`'s workspace (before graph capture).
+  void prepare(const std::vector<tilusvm_arg> &args, void *stream = nullptr) {
+    check(tilusvm_kernel_prepare(handle_, args.data(), args.size(), stream));
+  }
+  /// Bytes of workspace a launch with these arguments needs.
+  uint64_t workspaceSize(const std::vector<tilusvm_arg> &args) const {
+    uint64_t bytes = 0;
+    check(tilusvm_kernel_workspace_size(handle_, args.data(), args.size(), &bytes));
+    return bytes;
+  }
+  /// Queue a launch on `stream`; `workspace` (a device address) replaces the runtime's.
+  void launch(const std::vector<tilusvm_arg> &args, void *stream = nullptr,
+              void *workspace = nullptr, uint64_t workspaceBytes = 0) {
+    check(tilusvm_kernel_launch(handle_, args.data(), args.size(), stream, workspace,
+                                workspaceBytes));
+  }
+
+private:
+  tilusvm_kernel handle_ = nullptr;
 };
 
 } // namespace tilusvm
