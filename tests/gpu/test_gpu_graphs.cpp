@@ -11,7 +11,9 @@
 #include "isa/bytecode.h"
 #include "vm/include/tilusvm.h"
 
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace tilus;
@@ -452,4 +454,44 @@ TEST_CASE("a stream of another CUDA context is refused before anything is queued
     CHECK_OK(TILUSVM_CU_CALL(api, cuStreamDestroy, foreign));
   }
   CHECK_OK(TILUSVM_CU_CALL(api, cuCtxDestroy, other));
+}
+
+namespace {
+struct LogRecord {
+  std::mutex mutex;
+  std::vector<std::pair<int, std::string>> messages;
+};
+void recordLog(int level, const char *message, void *user) {
+  auto *record = static_cast<LogRecord *>(user);
+  std::lock_guard lock(record->mutex);
+  record->messages.emplace_back(level, message);
+}
+} // namespace
+
+TEST_CASE("a runtime's log callback gets its messages at its level, and only those") {
+  LogRecord debug, quiet;
+  tilusvm_module module = nullptr;
+  std::vector<uint8_t> bytes = encodeModule(loadProgramText(kGraphPrograms).verified.module);
+  REQUIRE(tilusvm_module_load(bytes.data(), bytes.size(), &module) == TILUSVM_OK);
+  for (LogRecord *record : {&debug, &quiet}) {
+    tilusvm_runtime_options o;
+    REQUIRE(tilusvm_runtime_options_init(&o) == TILUSVM_OK);
+    o.device = runtime().device().ordinal;
+    o.log_level = record == &debug ? TILUSVM_LOG_DEBUG : TILUSVM_LOG_ERROR;
+    o.log_callback = recordLog;
+    o.log_user_data = record;
+    tilusvm_runtime rt = nullptr;
+    REQUIRE(tilusvm_runtime_create_ex(&o, &rt) == TILUSVM_OK);
+    CHECK(tilusvm_prepare(rt, module, "dirty") == TILUSVM_OK); // logs "kernel ... ready" (debug)
+    CHECK(tilusvm_runtime_destroy(rt) == TILUSVM_OK);
+  }
+  tilusvm_module_destroy(module);
+  bool ready = false;
+  for (const auto &[level, message] : debug.messages) {
+    CHECK(level >= TILUSVM_LOG_DEBUG);
+    CHECK(message.find('\n') == std::string::npos);
+    ready = ready || (level == TILUSVM_LOG_DEBUG && message.find("ready") != std::string::npos);
+  }
+  CHECK(ready);
+  CHECK(quiet.messages.empty());
 }
