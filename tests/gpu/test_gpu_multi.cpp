@@ -8,6 +8,7 @@
 #include "gpu_support.h"
 
 #include "vm/cuda/process_cache.h"
+#include "vm/include/tilusvm.h"
 
 #include <atomic>
 #include <cmath>
@@ -218,6 +219,10 @@ TEST_CASE("one runtime per GPU, one host thread each, all at once: every result 
                                << architectures.size() << " architecture(s) and " << runs.size()
                                << " runtimes");
   CHECK(compiles == kDistinctKernels * architectures.size());
+  tilusvm_stats process; // the C API's view of the same counter
+  process.struct_size = sizeof process;
+  REQUIRE(tilusvm_process_get_stats(&process) == TILUSVM_OK);
+  CHECK(process.compiles == cuda::processCacheStats().compiles);
   CHECK(obtained == kDistinctKernels * runs.size());
 
   // Streams: another device's are refused before anything is queued; with one GPU both
