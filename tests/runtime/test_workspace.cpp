@@ -155,3 +155,40 @@ TEST_CASE("taking a clean range next to a dirty one takes nothing and keeps it w
   REQUIRE(ranges.ranges().size() == 2);
   CHECK(ranges.ranges()[1] == DirtyRanges::Range{30, 40});
 }
+
+TEST_CASE("overlapping() gives the dirty parts of a range and changes nothing") {
+  constexpr int kBits = 64;
+  std::mt19937 rng(4321);
+  for (int round = 0; round < 200; ++round) {
+    DirtyRanges ranges;
+    std::bitset<kBits> reference;
+    for (int op = 0; op < 4; ++op) {
+      uint64_t a = rng() % (kBits + 1), b = rng() % (kBits + 1);
+      ranges.add(std::min(a, b), std::max(a, b));
+      for (uint64_t i = std::min(a, b); i < std::max(a, b); ++i)
+        reference.set(i);
+    }
+    std::vector<DirtyRanges::Range> before = ranges.ranges();
+    uint64_t a = rng() % (kBits + 1), b = rng() % (kBits + 1);
+    uint64_t begin = std::min(a, b), end = std::max(a, b);
+    std::bitset<kBits> found, expected;
+    for (const DirtyRanges::Range &r : ranges.overlapping(begin, end)) {
+      CHECK(r.begin < r.end);
+      for (uint64_t i = r.begin; i < r.end; ++i) {
+        CHECK_FALSE(found.test(i));
+        found.set(i);
+      }
+    }
+    for (uint64_t i = begin; i < end; ++i)
+      if (reference.test(i))
+        expected.set(i);
+    CHECK(found == expected);
+    CHECK(ranges.ranges() == before);
+  }
+  DirtyRanges touching;
+  touching.add(0, 10);
+  CHECK(touching.overlapping(10, 20).empty()); // touching is not overlapping
+  auto inside = touching.overlapping(3, 5);
+  REQUIRE(inside.size() == 1);
+  CHECK(inside[0] == DirtyRanges::Range{3, 5});
+}

@@ -131,6 +131,8 @@ std::vector<DirtyRanges::Range> DirtyRanges::takeClean(uint64_t begin, uint64_t 
 
 std::vector<DirtyRanges::Range> DirtyRanges::overlapping(uint64_t begin, uint64_t end) const {
   std::vector<Range> found;
+  if (begin >= end)
+    return found;
   for (const Range &r : ranges_)
     if (r.begin < end && begin < r.end)
       found.push_back({std::max(r.begin, begin), std::min(r.end, end)});
