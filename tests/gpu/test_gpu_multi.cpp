@@ -12,12 +12,24 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using namespace tilus;
 using namespace gpu;
+
+// Printed always (doctest shows MESSAGE only with --success or on failure): the run's log says
+// how many devices took part and whether the multi-device part was skipped.
+#define NOTE(text)                                                                                 \
+  do {                                                                                             \
+    std::ostringstream note_;                                                                      \
+    note_ << text;                                                                                 \
+    std::printf("[multi-gpu] %s\n", note_.str().c_str());                                          \
+    std::fflush(stdout);                                                                           \
+  } while (0)
 
 namespace {
 
@@ -166,13 +178,13 @@ TEST_CASE("one runtime per GPU, one host thread each, all at once: every result 
   if (count >= 2) {
     for (int d = 0; d < count; ++d)
       runs.emplace_back().ordinal = d;
-    MESSAGE(count << " GPUs: one runtime and one host thread per device");
+    NOTE(count << " GPUs: one runtime and one host thread per device");
   } else {
     runs.emplace_back().ordinal = runtime().device().ordinal;
     runs.emplace_back().ordinal = runtime().device().ordinal;
-    MESSAGE("one GPU: two runtimes on device " << runtime().device().ordinal
-                                               << " from two threads at once; the multi-device "
-                                                  "part (one runtime per GPU) was skipped");
+    NOTE("one GPU: two runtimes on device " << runtime().device().ordinal
+                                            << " from two threads at once; the multi-device "
+                                               "part (one runtime per GPU) was skipped");
   }
   cuda::LoadedModule small = loadProgramText(kSmallPrograms);
   cuda::LoadedModule matmul = loadProgramFile("matmul_f16_pipelined.tasm");
@@ -205,19 +217,19 @@ TEST_CASE("one runtime per GPU, one host thread each, all at once: every result 
     REQUIRE(run.runtime);
     architectures.insert(run.runtime->device().computeCapability);
     cuda::CacheStats stats = run.runtime->cacheStats();
-    MESSAGE("device " << run.ordinal << " (" << run.runtime->device().name << "): compiled "
-                      << stats.compiles << ", from another runtime " << stats.sharedHits
-                      << ", from disk " << stats.diskHits << ", workspace "
-                      << run.runtime->workspaceBytes() << " bytes");
+    NOTE("device " << run.ordinal << " (" << run.runtime->device().name << "): compiled "
+                   << stats.compiles << ", from another runtime " << stats.sharedHits
+                   << ", from disk " << stats.diskHits << ", workspace "
+                   << run.runtime->workspaceBytes() << " bytes");
     CHECK(stats.diskHits == 0);
     CHECK(stats.compiles + stats.sharedHits == kDistinctKernels); // each kernel loaded once here
     obtained += stats.compiles + stats.sharedHits;
     CHECK(run.runtime->workspaceBytes() >= 256); // its own workspace, on its own device
   }
   uint64_t compiles = cuda::processCacheStats().compiles - compilesBefore;
-  MESSAGE("kernels compiled: " << compiles << " for " << kDistinctKernels << " distinct kernels on "
-                               << architectures.size() << " architecture(s) and " << runs.size()
-                               << " runtimes");
+  NOTE("kernels compiled: " << compiles << " for " << kDistinctKernels << " distinct kernels on "
+                            << architectures.size() << " architecture(s) and " << runs.size()
+                            << " runtimes");
   CHECK(compiles == kDistinctKernels * architectures.size());
   tilusvm_stats process; // the C API's view of the same counter
   process.struct_size = sizeof process;
