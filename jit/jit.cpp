@@ -26,6 +26,9 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <mutex>
 
 namespace tilus {
@@ -38,7 +41,7 @@ extern const size_t kDevlibBitcodeSize;
 namespace {
 
 /// Bumped whenever the generated code changes for the same input (part of cache keys).
-constexpr const char *kJitRevision = "5";
+constexpr const char *kJitRevision = "6";
 constexpr const char *kTriple = "nvptx64-nvidia-cuda";
 
 void initializeLlvm() {
@@ -53,6 +56,23 @@ void initializeLlvm() {
     const char *args[] = {"tilusvm", "-nvptx-short-ptr"};
     llvm::cl::ParseCommandLineOptions(2, args, "tilusvm JIT\n");
   });
+}
+
+/// CPU time of the calling thread in milliseconds (phase timings are then independent of
+/// what else runs on the machine).
+double threadMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
+/// TILUSVM_JIT_TIMING=1: one line per compilation on stderr with the time of each phase.
+bool timingEnabled() {
+  static const bool enabled = [] {
+    const char *v = std::getenv("TILUSVM_JIT_TIMING");
+    return v && *v && std::string(v) != "0";
+  }();
+  return enabled;
 }
 
 Status jitError(const std::string &message) { return Status::error(ErrorCode::Jit, message); }
@@ -162,6 +182,7 @@ void optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
 }
 
 struct Compiled {
+  double setupMs = 0, buildMs = 0, optimizeMs = 0;
   std::unique_ptr<llvm::LLVMContext> ctx;
   std::unique_ptr<llvm::Module> module;
   std::unique_ptr<llvm::TargetMachine> tm;
@@ -170,6 +191,7 @@ struct Compiled {
 
 Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
                                  const JitOptions &options) {
+  double t0 = threadMs();
   initializeLlvm();
   if (programIndex >= vm.module.programs.size() || programIndex >= vm.programs.size())
     return Status::error(ErrorCode::Usage,
@@ -192,6 +214,7 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   c.module->setModuleIdentifier(program.name);
   c.module->setTargetTriple(kTriple);
   c.module->setDataLayout((*tm)->createDataLayout());
+  double t1 = threadMs();
   jit::Codegen cg(*c.module, program, info, options);
   Status status = cg.run();
   if (!status.ok())
@@ -202,7 +225,12 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   llvm::raw_string_ostream verifyStream(verifyErrors);
   if (llvm::verifyModule(*c.module, &verifyStream))
     return jitError("generated IR for `" + program.name + "` is invalid: " + verifyErrors);
+  double t2 = threadMs();
   optimize(*c.module, **tm, options.optLevel);
+  double t3 = threadMs();
+  c.setupMs = t1 - t0;
+  c.buildMs = t2 - t1;
+  c.optimizeMs = t3 - t2;
   c.entryName = cg.kernel()->getName().str();
   c.tm = std::move(*tm);
   return c;
@@ -256,7 +284,14 @@ Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programInd
   llvm::legacy::PassManager pm;
   if (c->tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
     return jitError("the NVPTX backend cannot emit assembly");
+  double t0 = threadMs();
   pm.run(*c->module);
+  if (timingEnabled())
+    std::fprintf(stderr,
+                 "jit: %s sm_%d: setup %.1f ms, IR %.1f ms, optimisation %.1f ms, PTX %.1f ms, "
+                 "total %.1f ms (thread CPU time)\n",
+                 c->entryName.c_str(), options.smVersion, c->setupMs, c->buildMs, c->optimizeMs,
+                 threadMs() - t0, c->setupMs + c->buildMs + c->optimizeMs + threadMs() - t0);
   PtxKernel kernel;
   kernel.ptx = std::string(ptx.str());
   kernel.entryName = c->entryName;

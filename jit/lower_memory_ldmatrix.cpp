@@ -120,9 +120,11 @@ bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
         addr = sharedAddressSplit(*this, tile.root, firstCoords, d, t);
       }
     }
-    std::vector<llvm::Value *> coords = first == 0 ? firstCoords : laneCoords(first, count, n);
-    if (!addr)
+    std::vector<llvm::Value *> coords;
+    if (!addr) {
+      coords = first == 0 ? firstCoords : laneCoords(first, count, n);
       addr = sharedAddressSplit(*this, tile.root, coords, tile.origin, t);
+    }
     if (!addr) {
       for (size_t r = 0; r < coords.size(); ++r)
         coords[r] = b.CreateAdd(tile.origin[r], coords[r]);
