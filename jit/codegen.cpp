@@ -199,14 +199,14 @@ GlobalView Codegen::readGlobal(VarId v) {
   GlobalView view;
   view.dtype = info.vars[v].dtype;
   view.ptr = c[0];
-  view.base = c[1];
+  view.offset = c[1];
   view.valid = c[2];
   size_t rank = (s.types.size() - 3) / 4;
   for (size_t d = 0; d < rank; ++d) {
     view.shape.push_back(c[3 + d]);
     view.lo.push_back(c[3 + rank + d]);
     view.hi.push_back(c[3 + 2 * rank + d]);
-    view.stride.push_back(c[3 + 3 * rank + d]);
+    view.strides.push_back(c[3 + 3 * rank + d]);
   }
   return view;
 }
@@ -216,8 +216,8 @@ void Codegen::writeGlobal(VarId v, const GlobalView &view) {
   std::vector<llvm::Type *> types = {ptrGlobal(ctx), b.getInt64Ty(), b.getInt1Ty()};
   types.resize(3 + 4 * rank, b.getInt64Ty());
   storage(v, types);
-  std::vector<llvm::Value *> c = {view.ptr, view.base, view.valid};
-  for (auto *list : {&view.shape, &view.lo, &view.hi, &view.stride})
+  std::vector<llvm::Value *> c = {view.ptr, view.offset, view.valid};
+  for (auto *list : {&view.shape, &view.lo, &view.hi, &view.strides})
     c.insert(c.end(), list->begin(), list->end());
   writeComponents(v, c);
 }

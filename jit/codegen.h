@@ -34,14 +34,14 @@
 namespace tilus::jit {
 
 /// A global tensor at run time (see vm/cpu/memory.h GlobalView): element x lies at element
-/// offset `base + sum x_d * stride_d` from `ptr`; x is in bounds iff `valid` and lo_d <= x_d <
-/// hi_d for every d.
+/// offset `offset + sum x_d * strides_d` from `ptr`; x is in bounds iff `valid` and lo_d <= x_d
+/// < hi_d for every d. Sliced by the rules of isa/view_rules.h.
 struct GlobalView {
   DataType dtype;
-  llvm::Value *ptr = nullptr;                       // ptr addrspace(1)
-  llvm::Value *base = nullptr;                      // i64
-  llvm::Value *valid = nullptr;                     // i1
-  std::vector<llvm::Value *> shape, lo, hi, stride; // i64 per dimension
+  llvm::Value *ptr = nullptr;                        // ptr addrspace(1)
+  llvm::Value *offset = nullptr;                     // i64
+  llvm::Value *valid = nullptr;                      // i1
+  std::vector<llvm::Value *> shape, lo, hi, strides; // i64 per dimension
 };
 
 /// A shared tensor at run time: view element y is root element `origin + y_d` in root dimension
@@ -64,20 +64,22 @@ struct VarStorage {
 
 /// The tile that a load, store or copy touches: tile index k (one per slice entry of the
 /// offset) is memory dimension dim[k]; the element offset of tile index x is
-/// `base + sum x_k * stride[k]` (global) and x is in bounds iff `valid` and lo_k <= x_k < hi_k.
+/// `offset + sum x_k * strides[k]` (global) and x is in bounds iff `valid` and lo_k <= x_k <
+/// hi_k.
 struct GlobalTile {
   DataType dtype;
   llvm::Value *ptr = nullptr;
-  llvm::Value *base = nullptr;
+  llvm::Value *offset = nullptr;
   llvm::Value *valid = nullptr;
-  std::vector<llvm::Value *> lo, hi, stride;
+  std::vector<llvm::Value *> lo, hi, strides;
 };
 
-/// The tile of a shared access: tile index k adds to root dimension rootDim[k] of `origin`.
+/// The tile of a shared access: tile index k adds to root dimension dims[k] of `origin`.
+/// Shared views and tiles carry no bounds: the JIT does not test shared accesses.
 struct SharedTile {
   VarId root = kNoId;
   DataType dtype;
-  std::vector<int32_t> rootDim;
+  std::vector<int32_t> dims;
   std::vector<llvm::Value *> origin;
 };
 
@@ -172,6 +174,9 @@ public:
 
   // ---- instruction handlers, in the file of their family: lower_<family>.cpp -----------------
   // views (lower_views.cpp)
+  /// Entry d of an offset argument as applyOffset (isa/view_rules.h) reads it: its start (i64)
+  /// and whether it is a slice; an absent offset is all slices from 0.
+  std::pair<llvm::Value *, bool> offsetEntry(const Argument &offset, size_t d);
   Status visitBlockIndices(const Instruction &inst);
   Status visitAllocateRegister(const Instruction &inst);
   Status visitIota(const Instruction &inst);
@@ -198,6 +203,7 @@ public:
   /// starts at a multiple of `width` is contiguous and width-aligned in its layout (checked
   /// exhaustively over the root's shape, cached).
   bool contiguousRuns(VarId root, int dim, int width);
+  /// The tile of a load, store or copy at `offset` (isa/view_rules.h).
   GlobalTile globalTile(const GlobalView &view, const Argument &offset);
   SharedTile sharedTile(const SharedView &view, const Argument &offset);
   /// Element offset (i64) of root coordinates in a shared root's layout.
@@ -280,13 +286,35 @@ public:
   int64_t printBufferElements = 0;
 };
 
+/// x + y and x * y, folding additions of 0 and multiplications by 1.
+llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
+llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
+
+/// The index arithmetic of isa/view_rules.h as IR: i64 indices, i1 truth values; additions of 0
+/// and multiplications by 1 fold, so that constant strides and offsets stay visible.
+struct IrArithmetic {
+  using Index = llvm::Value *;
+  using Bool = llvm::Value *;
+  Codegen &cg;
+  llvm::Value *zero() { return cg.constI64(0); }
+  llvm::Value *add(llvm::Value *x, llvm::Value *y) { return addFolded(cg.b, x, y); }
+  llvm::Value *mul(llvm::Value *x, llvm::Value *y) { return mulFolded(cg.b, x, y); }
+  llvm::Value *sub(llvm::Value *x, llvm::Value *y) { return cg.b.CreateSub(x, y); }
+  llvm::Value *max(llvm::Value *x, llvm::Value *y) {
+    return cg.callIntrinsic(llvm::Intrinsic::smax, {cg.b.getInt64Ty()}, {x, y});
+  }
+  llvm::Value *min(llvm::Value *x, llvm::Value *y) {
+    return cg.callIntrinsic(llvm::Intrinsic::smin, {cg.b.getInt64Ty()}, {x, y});
+  }
+  llvm::Value *inside(llvm::Value *e, llvm::Value *lo, llvm::Value *hi) {
+    return cg.b.CreateAnd(cg.b.CreateICmpSGE(e, lo), cg.b.CreateICmpSLT(e, hi));
+  }
+  llvm::Value *both(llvm::Value *x, llvm::Value *y) { return cg.b.CreateAnd(x, y); }
+};
+
 /// Bytes of one element in the scratch area: its storage bytes, 1 for sub-byte types.
 inline int scratchElementBytes(DataType t) {
   return t.storageBits() % 8 == 0 ? t.storageBits() / 8 : 1;
 }
-
-/// x + y and x * y, folding additions of 0 and multiplications by 1.
-llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
-llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 
 } // namespace tilus::jit

@@ -322,11 +322,11 @@ void printGlobal(Codegen &cg, Printer &p, VarId var, const std::string &message)
       nClose = b.CreateAdd(nClose, b.CreateZExt(allLast, b.getInt64Ty()));
     }
     llvm::Value *inside = view.valid;
-    llvm::Value *elem = view.base;
+    llvm::Value *elem = view.offset;
     for (size_t d = 0; d < rank; ++d) {
       inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(idx[d], view.lo[d]),
                                                b.CreateICmpSLT(idx[d], view.hi[d])));
-      elem = b.CreateAdd(elem, b.CreateMul(idx[d], view.stride[d]));
+      elem = b.CreateAdd(elem, b.CreateMul(idx[d], view.strides[d]));
     }
     llvm::BasicBlock *loadBlock = llvm::BasicBlock::Create(cg.ctx, "print.load", fn);
     llvm::BasicBlock *loaded = llvm::BasicBlock::Create(cg.ctx, "print.loaded", fn);

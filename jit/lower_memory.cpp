@@ -22,6 +22,7 @@
 #include "jit/memory_util.h"
 
 #include "isa/convert.h"
+#include "isa/view_rules.h"
 
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/InlineAsm.h>
@@ -105,22 +106,11 @@ GlobalTile Codegen::globalTile(const GlobalView &view, const Argument &offset) {
   GlobalTile tile;
   tile.dtype = view.dtype;
   tile.ptr = view.ptr;
-  tile.base = view.base;
+  tile.offset = view.offset;
   tile.valid = view.valid;
-  for (size_t d = 0; d < view.shape.size(); ++d) {
-    bool slice = !offset.present || offset.offsets[d].slice;
-    llvm::Value *e = offset.present ? exprI64(offset.offsets[d].expr) : constI64(0);
-    tile.base = sum(b, tile.base, product(b, e, view.stride[d]));
-    if (!slice) {
-      llvm::Value *inside =
-          b.CreateAnd(b.CreateICmpSGE(e, view.lo[d]), b.CreateICmpSLT(e, view.hi[d]));
-      tile.valid = b.CreateAnd(tile.valid, inside);
-      continue;
-    }
-    tile.lo.push_back(b.CreateSub(view.lo[d], e));
-    tile.hi.push_back(b.CreateSub(view.hi[d], e));
-    tile.stride.push_back(view.stride[d]);
-  }
+  IrArithmetic a{*this};
+  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
+                               [&](size_t d) { return offsetEntry(offset, d); });
   return tile;
 }
 
@@ -129,14 +119,9 @@ SharedTile Codegen::sharedTile(const SharedView &view, const Argument &offset) {
   tile.root = view.root;
   tile.dtype = view.dtype;
   tile.origin = view.origin;
-  for (size_t d = 0; d < view.shape.size(); ++d) {
-    bool slice = !offset.present || offset.offsets[d].slice;
-    size_t r = size_t(view.dims[d]);
-    if (offset.present)
-      tile.origin[r] = sum(b, tile.origin[r], exprI64(offset.offsets[d].expr));
-    if (slice)
-      tile.rootDim.push_back(view.dims[d]);
-  }
+  IrArithmetic a{*this};
+  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
+                               [&](size_t d) { return offsetEntry(offset, d); });
   return tile;
 }
 
@@ -398,7 +383,7 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
       std::vector<llvm::Value *> coords = tile.origin;
       const int64_t *loc = map.localPart(i);
       for (int k = 0; k < rank; ++k) {
-        size_t r = size_t(tile.rootDim[size_t(k)]);
+        size_t r = size_t(tile.dims[size_t(k)]);
         llvm::Value *base = sum(b, coords[r], s[size_t(k)]);
         start[size_t(k)] = base;
         coords[r] = sum(b, base, b.getInt64(uint64_t(loc[k])));
@@ -413,7 +398,7 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
     for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, bits / 8)), all)) {
       bool ok = g.count > 1 && rootOffset % (int64_t(bits / 8) * g.count) == 0;
       if (ok) {
-        int r = tile.rootDim[size_t(g.dim)];
+        int r = tile.dims[size_t(g.dim)];
         unsigned tz = llvm::computeKnownBits(start[size_t(g.dim)], dl).countMinTrailingZeros();
         ok = (int64_t(1) << std::min(tz, 30u)) % g.count == 0 &&
              map.localPart(g.first)[g.dim] % g.count == 0 &&
@@ -433,7 +418,7 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
     base = sum(b, base, product(b, tile.origin[r], b.getInt64(uint64_t(strides[r]))));
   std::vector<int64_t> stride(static_cast<size_t>(rank));
   for (int k = 0; k < rank; ++k) {
-    stride[size_t(k)] = strides[size_t(tile.rootDim[size_t(k)])];
+    stride[size_t(k)] = strides[size_t(tile.dims[size_t(k)])];
     base = sum(b, base, product(b, s[size_t(k)], b.getInt64(uint64_t(stride[size_t(k)]))));
   }
   for (int64_t i = 0; i < map.locals(); ++i) {
@@ -477,7 +462,7 @@ Status Codegen::visitLoadShared(const Instruction &inst) {
   const LayoutMap &map = layoutOf(r);
   SharedView view = readShared(inst.arg(ArgName::s).var);
   SharedTile tile = sharedTile(view, inst.arg(ArgName::offset));
-  if (int(tile.rootDim.size()) != map.rank())
+  if (int(tile.dims.size()) != map.rank())
     return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   if (tryLdmatrix(tile, r))
     return Status::success();
@@ -509,7 +494,7 @@ Status Codegen::visitStoreShared(const Instruction &inst) {
   std::vector<llvm::Value *> slots = readRegister(src);
   SharedView view = readShared(inst.arg(ArgName::s).var);
   SharedTile tile = sharedTile(view, inst.arg(ArgName::offset));
-  if (int(tile.rootDim.size()) != map.rank())
+  if (int(tile.dims.size()) != map.rank())
     return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   DataType t = tile.dtype;
   for (llvm::Value *&v : slots)

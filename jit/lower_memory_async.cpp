@@ -181,16 +181,16 @@ private:
   llvm::Value *sharedElem(const std::vector<llvm::Value *> &x) {
     std::vector<llvm::Value *> coords = s_.origin;
     for (size_t k = 0; k < rank_; ++k) {
-      size_t r = size_t(s_.rootDim[k]);
+      size_t r = size_t(s_.dims[k]);
       coords[r] = addFolded(b_, coords[r], x[k]);
     }
     return cg_.sharedOffset(s_.root, coords);
   }
 
   llvm::Value *globalElem(const std::vector<llvm::Value *> &x) {
-    llvm::Value *e = g_.base;
+    llvm::Value *e = g_.offset;
     for (size_t k = 0; k < rank_; ++k)
-      e = addFolded(b_, e, mulFolded(b_, x[k], g_.stride[k]));
+      e = addFolded(b_, e, mulFolded(b_, x[k], g_.strides[k]));
     return e;
   }
 
@@ -234,12 +234,12 @@ private:
   /// the chunk contiguous and aligned (contiguousRuns) and the origin there a provable multiple.
   void choosePlan() {
     std::vector<int64_t> rootStrides = cg_.info.vars[s_.root].sharedLayout->linearStrides();
-    int rl = rank_ ? s_.rootDim[rank_ - 1] : -1;
+    int rl = rank_ ? s_.dims[rank_ - 1] : -1;
     bool linear = !rootStrides.empty();
     if (rank_ == 0 || t_.storageBits() % 8 != 0 || t_.isBool() ||
         (linear && rootStrides[size_t(rl)] != 1))
       return;
-    auto *stride = llvm::dyn_cast<llvm::ConstantInt>(g_.stride[rank_ - 1]);
+    auto *stride = llvm::dyn_cast<llvm::ConstantInt>(g_.strides[rank_ - 1]);
     if (!stride || !stride->isOne())
       return;
     llvm::Value *originOffset = cg_.constI64(0);
@@ -277,11 +277,11 @@ private:
   llvm::Value *globalChunksAligned() {
     int64_t chunk = plan_.chunkBytes;
     llvm::Value *addr0 =
-        b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(g_.base, cg_.constI64(bytes_)));
-    llvm::Value *aligned = alignedTest(b_, g_.ptr, addr0, g_.base, bytes_, int(chunk));
+        b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(g_.offset, cg_.constI64(bytes_)));
+    llvm::Value *aligned = alignedTest(b_, g_.ptr, addr0, g_.offset, bytes_, int(chunk));
     const llvm::DataLayout &dl = cg_.mod.getDataLayout();
     for (size_t k = 0; k + 1 < rank_; ++k) {
-      llvm::Value *strideBytes = b_.CreateMul(g_.stride[k], cg_.constI64(bytes_));
+      llvm::Value *strideBytes = b_.CreateMul(g_.strides[k], cg_.constI64(bytes_));
       if ((uint64_t(1) << std::min(63u, trailingZeros(strideBytes, dl))) >= uint64_t(chunk))
         continue;
       aligned =
@@ -329,7 +329,7 @@ private:
     auto rootCoords = [&](const std::vector<llvm::Value *> &x) {
       std::vector<llvm::Value *> c(s_.origin.size(), cg_.constI64(0));
       for (size_t k = 0; k < rank_; ++k)
-        c[size_t(s_.rootDim[k])] = addFolded(b_, c[size_t(s_.rootDim[k])], x[k]);
+        c[size_t(s_.dims[k])] = addFolded(b_, c[size_t(s_.dims[k])], x[k]);
       return c;
     };
     std::vector<llvm::Value *> c0 = rootCoords(x0);
@@ -346,9 +346,9 @@ private:
       llvm::Value *elem = nullptr, *dstAddr = nullptr;
       if (rows) {
         int64_t step = i * threads / inner; // rows of chunks in tile dimension 0
-        elem = addFolded(b_, g0, mulFolded(b_, cg_.constI64(step), g_.stride[0]));
+        elem = addFolded(b_, g0, mulFolded(b_, cg_.constI64(step), g_.strides[0]));
         std::vector<llvm::Value *> d = s_.origin;
-        size_t r0 = size_t(s_.rootDim[0]);
+        size_t r0 = size_t(s_.dims[0]);
         d[r0] = addFolded(b_, d[r0], cg_.constI64(step));
         dstAddr = sharedAddressSplit(cg_, s_.root, c0, d, s_.dtype);
         if (!dstAddr) {
@@ -468,7 +468,7 @@ Status Codegen::visitCopyAsync(const Instruction &inst) {
   s.root = sview.root;
   s.dtype = sview.dtype;
   s.origin = sview.origin;
-  s.rootDim = sview.dims;
+  s.dims = sview.dims;
   CopyLowering(*this, std::move(g), std::move(s), sview.shape).emit();
   return Status::success();
 }

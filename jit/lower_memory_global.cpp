@@ -97,11 +97,11 @@ GlobalAccess globalAccess(Codegen &cg, const GlobalTile &tile, const LayoutMap &
   llvm::IRBuilder<> &b = cg.b;
   const std::vector<llvm::Value *> &s = cg.threadPart(map);
   GlobalAccess a;
-  a.threadBase = tile.base;
+  a.threadBase = tile.offset;
   a.valid = tile.valid;
-  a.stride = tile.stride;
+  a.stride = tile.strides;
   for (int k = 0; k < map.rank(); ++k) {
-    a.threadBase = sum(b, a.threadBase, product(b, s[size_t(k)], tile.stride[size_t(k)]));
+    a.threadBase = sum(b, a.threadBase, product(b, s[size_t(k)], tile.strides[size_t(k)]));
     a.lo.push_back(b.CreateSub(tile.lo[size_t(k)], s[size_t(k)]));
     a.hi.push_back(b.CreateSub(tile.hi[size_t(k)], s[size_t(k)]));
   }

@@ -52,7 +52,7 @@ bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
   }
   if (!outer || outer->numThreads() * 32 != int64_t(info.threads))
     return false;
-  int lastRoot = tile.rootDim[1];
+  int lastRoot = tile.dims[1];
   if (!contiguousRuns(tile.root, lastRoot, 8) || info.vars[tile.root].sharedByteOffset % 16 != 0)
     return false;
   const llvm::DataLayout &dl = mod.getDataLayout();
@@ -74,7 +74,7 @@ bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
   llvm::Value *row = b.CreateZExt(b.CreateAnd(lane, constI32(7)), b.getInt64Ty());
   llvm::Value *matrix = b.CreateLShr(lane, constI32(3)); // 0..3
   std::vector<llvm::Value *> slots(size_t(layout.numLocals()));
-  size_t rowRoot = size_t(tile.rootDim[0]);
+  size_t rowRoot = size_t(tile.dims[0]);
   // The slot that lane j of a batch of `count` matrices starting at `first` addresses.
   auto slotOf = [&](int64_t first, int count, int j) { return first + std::min(j, count - 1); };
   // This lane's root coordinates of its matrix row in a batch, without the tile origin:

@@ -9,6 +9,7 @@
 #include "jit/codegen.h"
 
 #include "isa/convert.h"
+#include "isa/view_rules.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -75,7 +76,7 @@ Status Codegen::visitViewGlobal(const Instruction &inst) {
   const Argument &dtype = inst.arg(ArgName::dtype);
   view.dtype = dtype.present ? dtype.dtype : prog.var(ptrVar).dtype;
   view.ptr = readComponents(ptrVar)[0];
-  view.base = constI64(0);
+  view.offset = constI64(0);
   view.valid = b.getTrue();
   if (const Argument &shape = inst.arg(ArgName::shape); shape.present) {
     for (ExprId e : shape.exprs)
@@ -89,12 +90,12 @@ Status Codegen::visitViewGlobal(const Instruction &inst) {
     if (strides.exprs.size() != view.shape.size())
       return error(ErrorCode::ShapeMismatch, inst, "strides and shape differ in length");
     for (ExprId e : strides.exprs)
-      view.stride.push_back(exprI64(e));
+      view.strides.push_back(exprI64(e));
   } else {
-    view.stride.assign(view.shape.size(), nullptr);
+    view.strides.assign(view.shape.size(), nullptr);
     llvm::Value *s = constI64(1);
     for (size_t d = view.shape.size(); d-- > 0;) {
-      view.stride[d] = s;
+      view.strides[d] = s;
       s = mulFolded(b, s, view.shape[d]);
     }
   }
@@ -111,14 +112,14 @@ Status Codegen::visitAllocateGlobal(const Instruction &inst) {
   GlobalView view;
   view.dtype = inst.arg(ArgName::dtype).dtype;
   view.ptr = b.CreateGEP(b.getInt8Ty(), workspace_, workspaceRegions_[index]);
-  view.base = constI64(0);
+  view.offset = constI64(0);
   view.valid = b.getTrue();
   for (ExprId e : inst.arg(ArgName::shape).exprs)
     view.shape.push_back(exprI64(e));
-  view.stride.assign(view.shape.size(), nullptr);
+  view.strides.assign(view.shape.size(), nullptr);
   llvm::Value *s = constI64(1);
   for (size_t d = view.shape.size(); d-- > 0;) {
-    view.stride[d] = s;
+    view.strides[d] = s;
     s = mulFolded(b, s, view.shape[d]);
   }
   for (llvm::Value *n : view.shape) {
@@ -145,44 +146,49 @@ Status Codegen::visitAllocateShared(const Instruction &inst) {
   return writeShared(r, view);
 }
 
+namespace {
+
+/// The rank rule of isa/view_rules.h (an inconsistency the checker rules out).
+Status offsetRankStatus(Codegen &cg, const Instruction &inst, size_t viewRank, size_t sliceDims) {
+  const std::vector<OffsetEntry> &entries = inst.arg(ArgName::offset).offsets;
+  switch (offsetRank(entries.size(), sliceEntries(entries), viewRank, sliceDims)) {
+  case OffsetRank::Holds:
+    return Status::success();
+  case OffsetRank::EntryCount:
+    return cg.error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
+  case OffsetRank::SliceCount:
+    return cg.error(ErrorCode::OffsetRank, inst, "shape and slice entries differ in number");
+  }
+  return Status::success();
+}
+
+} // namespace
+
+/// Entry d of an offset argument as isa/view_rules.h's applyOffset reads it (an absent offset
+/// is all slices from 0).
+std::pair<llvm::Value *, bool> Codegen::offsetEntry(const Argument &offset, size_t d) {
+  if (!offset.present)
+    return {constI64(0), true};
+  return {exprI64(offset.offsets[d].expr), offset.offsets[d].slice};
+}
+
 Status Codegen::visitSliceGlobal(const Instruction &inst) {
   GlobalView parent = readGlobal(inst.arg(ArgName::g).var);
   const Argument &offset = inst.arg(ArgName::offset);
   const Argument &shapeArg = inst.arg(ArgName::shape);
-  if (offset.offsets.size() != parent.shape.size())
-    return error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
+  TILUSVM_TRY(offsetRankStatus(*this, inst, parent.shape.size(),
+                               shapeArg.present ? shapeArg.exprs.size() : kAnySliceCount));
   GlobalView out;
   out.dtype = parent.dtype;
   out.ptr = parent.ptr;
-  out.base = parent.base;
+  out.offset = parent.offset;
   out.valid = parent.valid;
-  size_t sliced = 0;
-  for (size_t d = 0; d < offset.offsets.size(); ++d) {
-    llvm::Value *e = exprI64(offset.offsets[d].expr);
-    out.base = addFolded(b, out.base, mulFolded(b, e, parent.stride[d]));
-    if (!offset.offsets[d].slice) {
-      llvm::Value *inside =
-          b.CreateAnd(b.CreateICmpSGE(e, parent.lo[d]), b.CreateICmpSLT(e, parent.hi[d]));
-      out.valid = b.CreateAnd(out.valid, inside);
-      continue;
-    }
-    llvm::Value *n;
-    if (shapeArg.present) {
-      if (sliced >= shapeArg.exprs.size())
-        return error(ErrorCode::OffsetRank, inst, "shape has fewer entries than slices");
-      n = exprI64(shapeArg.exprs[sliced]);
-    } else {
-      n = callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()},
-                        {b.CreateSub(parent.shape[d], e), constI64(0)});
-    }
-    ++sliced;
-    out.shape.push_back(n);
-    out.stride.push_back(parent.stride[d]);
-    out.lo.push_back(callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()},
-                                   {b.CreateSub(parent.lo[d], e), constI64(0)}));
-    out.hi.push_back(
-        callIntrinsic(llvm::Intrinsic::smin, {b.getInt64Ty()}, {b.CreateSub(parent.hi[d], e), n}));
-  }
+  IrArithmetic a{*this};
+  applyOffset<OffsetUse::Slice>(
+      a, parent, out, offset.offsets.size(), [&](size_t d) { return offsetEntry(offset, d); },
+      [&](size_t k) {
+        return shapeArg.present ? std::optional(exprI64(shapeArg.exprs[k])) : std::nullopt;
+      });
   writeGlobal(inst.results[0], out);
   return Status::success();
 }
@@ -190,22 +196,15 @@ Status Codegen::visitSliceGlobal(const Instruction &inst) {
 Status Codegen::visitSliceShared(const Instruction &inst) {
   SharedView parent = readShared(inst.arg(ArgName::s).var);
   const Argument &offset = inst.arg(ArgName::offset);
-  if (offset.offsets.size() != parent.shape.size())
-    return error(ErrorCode::OffsetRank, inst, "offset rank differs from the tensor's");
   SharedView out;
   out.root = parent.root;
   out.dtype = parent.dtype;
   out.origin = parent.origin;
   out.shape = info.vars[inst.results[0]].shape;
-  for (size_t d = 0; d < offset.offsets.size(); ++d) {
-    llvm::Value *e = exprI64(offset.offsets[d].expr);
-    size_t r = size_t(parent.dims[d]);
-    out.origin[r] = addFolded(b, out.origin[r], e);
-    if (offset.offsets[d].slice)
-      out.dims.push_back(parent.dims[d]);
-  }
-  if (out.dims.size() != out.shape.size())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the view's rank");
+  TILUSVM_TRY(offsetRankStatus(*this, inst, parent.shape.size(), out.shape.size()));
+  IrArithmetic a{*this};
+  applyOffset<OffsetUse::Slice>(a, parent, out, offset.offsets.size(),
+                                [&](size_t d) { return offsetEntry(offset, d); });
   return writeShared(inst.results[0], out);
 }
 

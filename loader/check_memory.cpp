@@ -14,6 +14,8 @@
 // constant stage 3 is provably out of bounds.
 #include "loader/checker_impl.h"
 
+#include "isa/view_rules.h"
+
 namespace tilus::detail {
 
 bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
@@ -29,8 +31,8 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
            ") of " + memoryName();
   };
   const Argument *offset = optionalArg(inst, ArgName::offset);
-  if (!offset) {
-    if (memory.rank != tileShape.size())
+  if (!offset) { // every dimension a slice from 0
+    if (offsetRank(memory.rank, memory.rank, memory.rank, tileShape.size()) != OffsetRank::Holds)
       return fail(ErrorCode::OffsetRank, op() + " without offset=: " + memoryName() + " has rank " +
                                              std::to_string(memory.rank) + " and " + tileName +
                                              " rank " + std::to_string(tileShape.size()));
@@ -42,17 +44,19 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
     return true;
   }
   const std::vector<OffsetEntry> &entries = offset->offsets;
-  if (entries.size() != memory.rank)
+  size_t slices = sliceEntries(entries);
+  switch (offsetRank(entries.size(), slices, memory.rank, tileShape.size())) {
+  case OffsetRank::Holds:
+    break;
+  case OffsetRank::EntryCount:
     return fail(ErrorCode::OffsetRank,
                 op() + " offset has " + counted(int64_t(entries.size()), "entry", "entries") +
                     " but " + memoryName() + " has rank " + std::to_string(memory.rank));
-  size_t slices = 0;
-  for (const OffsetEntry &e : entries)
-    slices += e.slice ? 1 : 0;
-  if (slices != tileShape.size())
+  case OffsetRank::SliceCount:
     return fail(ErrorCode::OffsetRank,
                 op() + " offset has " + counted(int64_t(slices), "slice entry", "slice entries") +
                     " but " + tileName + " has rank " + std::to_string(tileShape.size()));
+  }
   size_t j = 0;
   for (size_t d = 0; d < entries.size(); ++d) {
     const OffsetEntry &e = entries[d];

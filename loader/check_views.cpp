@@ -8,6 +8,8 @@
 // global tensors have run-time shapes, so only the structure of their slices is checked.
 #include "loader/checker_impl.h"
 
+#include "isa/view_rules.h"
+
 #include <limits>
 
 namespace tilus::detail {
@@ -172,20 +174,19 @@ bool ProgramChecker::visitSliceGlobal(const Instruction &inst, Results &r) {
   if (!g)
     return false;
   const std::vector<OffsetEntry> &entries = inst.arg(ArgName::offset).offsets;
-  if (entries.size() != g->rank)
+  size_t slices = sliceEntries(entries);
+  if (offsetRank(entries.size(), slices, g->rank, kAnySliceCount) == OffsetRank::EntryCount)
     return fail(ErrorCode::OffsetRank,
                 "SliceGlobal offset has " + counted(int64_t(entries.size()), "entry", "entries") +
                     " but the global tensor has rank " + std::to_string(g->rank));
-  size_t slices = 0;
   for (size_t d = 0; d < entries.size(); ++d) {
-    slices += entries[d].slice ? 1 : 0;
     if (!isIntegerExpr(entries[d].expr))
       return fail(ErrorCode::DtypeMismatch, "SliceGlobal offset entry " + std::to_string(d) +
                                                 " has type " + exprTypeName(entries[d].expr) +
                                                 "; expected an integer");
   }
   if (const Argument *shape = optionalArg(inst, ArgName::shape)) {
-    if (shape->exprs.size() != slices)
+    if (offsetRank(entries.size(), slices, g->rank, shape->exprs.size()) != OffsetRank::Holds)
       return fail(
           ErrorCode::OffsetRank,
           "SliceGlobal shape has " + counted(int64_t(shape->exprs.size()), "entry", "entries") +
@@ -245,18 +246,21 @@ bool ProgramChecker::visitSliceShared(const Instruction &inst, Results &r) {
     return false;
   const std::vector<OffsetEntry> &entries = inst.arg(ArgName::offset).offsets;
   const Argument *shapeArg = optionalArg(inst, ArgName::shape);
-  if (entries.size() != s->rank)
+  size_t slices = sliceEntries(entries);
+  switch (offsetRank(entries.size(), slices, s->rank,
+                     shapeArg ? shapeArg->ints.size() : kAnySliceCount)) {
+  case OffsetRank::Holds:
+    break;
+  case OffsetRank::EntryCount:
     return fail(ErrorCode::OffsetRank,
                 "SliceShared offset has " + counted(int64_t(entries.size()), "entry", "entries") +
                     " but the shared tensor has rank " + std::to_string(s->rank));
-  size_t slices = 0;
-  for (const OffsetEntry &e : entries)
-    slices += e.slice ? 1 : 0;
-  if (shapeArg && shapeArg->ints.size() != slices)
+  case OffsetRank::SliceCount:
     return fail(
         ErrorCode::OffsetRank,
         "SliceShared shape has " + counted(int64_t(shapeArg->ints.size()), "entry", "entries") +
             " but the offset has " + counted(int64_t(slices), "slice entry", "slice entries"));
+  }
   std::vector<int64_t> shape;
   for (size_t d = 0; d < entries.size(); ++d)
     if (!checkSharedSliceEntry(*s, d, entries[d], shapeArg, shape))

@@ -4,6 +4,8 @@
 // with the instructions (exec_memory.cpp); this file only does index arithmetic.
 #include "vm/cpu/memory.h"
 
+#include "isa/view_rules.h"
+
 #include <algorithm>
 
 namespace tilus::cpu {
@@ -16,7 +18,7 @@ int64_t TileAccess::elements() const {
 }
 
 bool TileAccess::allValid() const {
-  if (empty)
+  if (!valid)
     return false;
   for (size_t k = 0; k < shape.size(); ++k)
     if (shape[k] > 0 && (lo[k] > 0 || hi[k] < shape[k]))
@@ -25,9 +27,9 @@ bool TileAccess::allValid() const {
 }
 
 void TileAccess::offsetRange(int64_t &min, int64_t &max) const {
-  min = max = base;
+  min = max = offset;
   for (size_t k = 0; k < shape.size(); ++k) {
-    int64_t reach = stride[k] * std::max<int64_t>(shape[k] - 1, 0);
+    int64_t reach = strides[k] * std::max<int64_t>(shape[k] - 1, 0);
     (reach < 0 ? min : max) += reach;
   }
 }
@@ -35,9 +37,9 @@ void TileAccess::offsetRange(int64_t &min, int64_t &max) const {
 int64_t TileAccess::elementOffset(const int64_t *idx) const {
   size_t rank = shape.size();
   if (linear) {
-    int64_t off = base;
+    int64_t off = offset;
     for (size_t k = 0; k < rank; ++k)
-      off += idx[k] * stride[k];
+      off += idx[k] * strides[k];
     return off;
   }
   constexpr size_t kInline = 16;
@@ -50,7 +52,7 @@ int64_t TileAccess::elementOffset(const int64_t *idx) const {
   }
   std::copy(origin.begin(), origin.end(), coords);
   for (size_t k = 0; k < rank; ++k)
-    coords[rootDim[k]] += idx[k];
+    coords[dims[k]] += idx[k];
   return layout->offset(coords);
 }
 
@@ -61,127 +63,105 @@ Status countMismatch(const char *what, size_t got, size_t want) {
                                                   " entries, expected " + std::to_string(want));
 }
 
-size_t sliceCount(const std::vector<OffsetValue> &offsets) {
-  return size_t(
-      std::count_if(offsets.begin(), offsets.end(), [](const OffsetValue &o) { return o.slice; }));
+/// The rank rule of isa/view_rules.h as a status (an inconsistency the checker rules out);
+/// `sliceDims` is the tile's rank (use Tile) or the given shape's length (use Slice).
+Status offsetRankStatus(const std::vector<OffsetValue> &offsets, size_t viewRank, size_t sliceDims,
+                        OffsetUse use) {
+  size_t slices = sliceEntries(offsets);
+  switch (offsetRank(offsets.size(), slices, viewRank, sliceDims)) {
+  case OffsetRank::Holds:
+    return Status::success();
+  case OffsetRank::EntryCount:
+    return countMismatch("offset", offsets.size(), viewRank);
+  case OffsetRank::SliceCount:
+    if (use == OffsetUse::Tile)
+      return countMismatch("offset slices", slices, sliceDims);
+    return countMismatch("shape", sliceDims, slices);
+  }
+  return Status::success();
+}
+
+/// Entry d of evaluated offsets, as applyOffset reads it.
+auto entryOf(const std::vector<OffsetValue> &offsets) {
+  return
+      [&offsets](size_t d) { return std::pair<int64_t, bool>{offsets[d].start, offsets[d].slice}; };
+}
+
+/// The given length of slice entry k (none: the default).
+auto lengthOf(const std::vector<int64_t> &shape) {
+  return [&shape](size_t k) {
+    return shape.empty() ? std::nullopt : std::optional<int64_t>(shape[k]);
+  };
 }
 
 } // namespace
 
 Expected<TileAccess> globalTile(const GlobalView &view, const std::vector<OffsetValue> &offsets,
                                 const std::vector<int64_t> &tileShape) {
-  if (offsets.size() != view.shape.size())
-    return countMismatch("offset", offsets.size(), view.shape.size());
-  if (sliceCount(offsets) != tileShape.size())
-    return countMismatch("offset slices", sliceCount(offsets), tileShape.size());
+  TILUSVM_TRY(offsetRankStatus(offsets, view.shape.size(), tileShape.size(), OffsetUse::Tile));
   TileAccess tile;
   tile.shape = tileShape;
-  tile.empty = view.empty;
-  tile.base = view.offset;
-  size_t k = 0;
-  for (size_t d = 0; d < offsets.size(); ++d) {
-    int64_t e = offsets[d].start;
-    tile.base += e * view.strides[d];
-    if (!offsets[d].slice) {
-      tile.empty = tile.empty || e < view.lo[d] || e >= view.hi[d];
-      continue;
-    }
-    tile.stride.push_back(view.strides[d]);
-    tile.lo.push_back(view.lo[d] - e);
-    tile.hi.push_back(view.hi[d] - e);
-    ++k;
-  }
+  tile.valid = view.valid;
+  tile.offset = view.offset;
+  IntArithmetic a;
+  applyOffset<OffsetUse::Tile>(a, view, tile, offsets.size(), entryOf(offsets));
   return tile;
 }
 
 Expected<TileAccess> sharedTile(const SharedView &view, const std::vector<OffsetValue> &offsets,
                                 const std::vector<int64_t> &tileShape) {
-  if (offsets.size() != view.shape.size())
-    return countMismatch("offset", offsets.size(), view.shape.size());
-  if (sliceCount(offsets) != tileShape.size())
-    return countMismatch("offset slices", sliceCount(offsets), tileShape.size());
+  TILUSVM_TRY(offsetRankStatus(offsets, view.shape.size(), tileShape.size(), OffsetUse::Tile));
   TileAccess tile;
   tile.shape = tileShape;
-  tile.empty = view.empty;
+  tile.valid = view.valid;
   tile.layout = view.layout;
   tile.origin = view.origin;
-  for (size_t d = 0; d < offsets.size(); ++d) {
-    int64_t e = offsets[d].start;
-    tile.origin[size_t(view.dims[d])] += e;
-    if (!offsets[d].slice) {
-      tile.empty = tile.empty || e < view.lo[d] || e >= view.hi[d];
-      continue;
-    }
-    tile.rootDim.push_back(view.dims[d]);
-    tile.lo.push_back(view.lo[d] - e);
-    tile.hi.push_back(view.hi[d] - e);
-  }
+  IntArithmetic a;
+  applyOffset<OffsetUse::Tile>(a, view, tile, offsets.size(), entryOf(offsets));
   std::vector<int64_t> rootStrides = view.layout->linearStrides();
   tile.linear = !rootStrides.empty() || view.layout->rank() == 0;
-  tile.stride.assign(tileShape.size(), 0);
+  tile.strides.assign(tileShape.size(), 0);
   if (tile.linear) {
     for (size_t r = 0; r < rootStrides.size(); ++r)
-      tile.base += tile.origin[r] * rootStrides[r];
+      tile.offset += tile.origin[r] * rootStrides[r];
     for (size_t k = 0; k < tileShape.size(); ++k)
-      tile.stride[k] = rootStrides[size_t(tile.rootDim[k])];
+      tile.strides[k] = rootStrides[size_t(tile.dims[k])];
   }
   return tile;
 }
 
-Expected<GlobalView> sliceGlobal(const GlobalView &view, const std::vector<OffsetValue> &offsets,
-                                 const std::vector<int64_t> &shape) {
-  if (offsets.size() != view.shape.size())
-    return countMismatch("offset", offsets.size(), view.shape.size());
-  size_t slices = sliceCount(offsets);
-  if (!shape.empty() && shape.size() != slices)
-    return countMismatch("shape", shape.size(), slices);
-  GlobalView out = view;
+namespace {
+
+/// SliceGlobal and SliceShared alike: the parent's address and validity, the per-dimension
+/// lists rebuilt by applyOffset.
+template <class View>
+Expected<View> slice(const View &view, const std::vector<OffsetValue> &offsets,
+                     const std::vector<int64_t> &shape) {
+  size_t given = shape.empty() ? kAnySliceCount : shape.size();
+  TILUSVM_TRY(offsetRankStatus(offsets, view.shape.size(), given, OffsetUse::Slice));
+  View out = view;
   out.shape.clear();
-  out.strides.clear();
   out.lo.clear();
   out.hi.clear();
-  for (size_t d = 0; d < offsets.size(); ++d) {
-    int64_t e = offsets[d].start;
-    out.offset += e * view.strides[d];
-    if (!offsets[d].slice) {
-      out.empty = out.empty || e < view.lo[d] || e >= view.hi[d];
-      continue;
-    }
-    int64_t n = shape.empty() ? std::max<int64_t>(0, view.shape[d] - e) : shape[out.shape.size()];
-    out.shape.push_back(n);
-    out.strides.push_back(view.strides[d]);
-    out.lo.push_back(std::max<int64_t>(0, view.lo[d] - e));
-    out.hi.push_back(std::min<int64_t>(n, view.hi[d] - e));
-  }
+  if constexpr (requires { out.strides; })
+    out.strides.clear();
+  else
+    out.dims.clear();
+  IntArithmetic a;
+  applyOffset<OffsetUse::Slice>(a, view, out, offsets.size(), entryOf(offsets), lengthOf(shape));
   return out;
+}
+
+} // namespace
+
+Expected<GlobalView> sliceGlobal(const GlobalView &view, const std::vector<OffsetValue> &offsets,
+                                 const std::vector<int64_t> &shape) {
+  return slice(view, offsets, shape);
 }
 
 Expected<SharedView> sliceShared(const SharedView &view, const std::vector<OffsetValue> &offsets,
                                  const std::vector<int64_t> &shape) {
-  if (offsets.size() != view.shape.size())
-    return countMismatch("offset", offsets.size(), view.shape.size());
-  size_t slices = sliceCount(offsets);
-  if (!shape.empty() && shape.size() != slices)
-    return countMismatch("shape", shape.size(), slices);
-  SharedView out = view;
-  out.dims.clear();
-  out.shape.clear();
-  out.lo.clear();
-  out.hi.clear();
-  for (size_t d = 0; d < offsets.size(); ++d) {
-    int64_t e = offsets[d].start;
-    out.origin[size_t(view.dims[d])] += e;
-    if (!offsets[d].slice) {
-      out.empty = out.empty || e < view.lo[d] || e >= view.hi[d];
-      continue;
-    }
-    int64_t n = shape.empty() ? std::max<int64_t>(0, view.shape[d] - e) : shape[out.shape.size()];
-    out.dims.push_back(view.dims[d]);
-    out.shape.push_back(n);
-    out.lo.push_back(std::max<int64_t>(0, view.lo[d] - e));
-    out.hi.push_back(std::min<int64_t>(n, view.hi[d] - e));
-  }
-  return out;
+  return slice(view, offsets, shape);
 }
 
 } // namespace tilus::cpu

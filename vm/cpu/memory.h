@@ -2,10 +2,10 @@
 // composed offsets of its slices) and, per data-movement instruction, a TileAccess that maps
 // each element of the register (or shared) tile to an element of the memory tensor.
 //
-// A view keeps, per dimension, the range of indices that are inside every tensor of its slice
-// chain ([lo, hi)): a slice never reaches outside its parent, so an index inside the slice's
-// own shape but outside its parent's counts as out of bounds (global: read as 0, store dropped;
-// shared: a trap).
+// The rules that make slices and tiles are isa/view_rules.h's. A view keeps, per dimension, the
+// range of indices that are inside every tensor of its slice chain ([lo, hi)): a slice never
+// reaches outside its parent, so an index inside the slice's own shape but outside its parent's
+// counts as out of bounds (global: read as 0, store dropped; shared: a trap).
 #pragma once
 
 #include "isa/program.h"
@@ -25,7 +25,7 @@ struct GlobalView {
   DataType dtype;
   int64_t offset = 0;
   std::vector<int64_t> shape, strides, lo, hi;
-  bool empty = false; // a fixed slice index fell outside its parent
+  bool valid = true; // false once a fixed slice index fell outside its parent
 };
 
 /// A shared tensor: element y is the root's element at root coordinates `origin` plus y_d in
@@ -38,7 +38,7 @@ struct SharedView {
   std::vector<int64_t> origin; // per root dimension
   std::vector<int32_t> dims;   // per view dimension: its root dimension
   std::vector<int64_t> shape, lo, hi;
-  bool empty = false;
+  bool valid = true;
 };
 
 /// Offsets of a load, store or copy, evaluated: one entry per memory dimension.
@@ -51,16 +51,16 @@ struct OffsetValue {
 struct TileAccess {
   std::vector<int64_t> shape;  // tile shape
   std::vector<int64_t> lo, hi; // valid index range per tile dimension
-  bool empty = false;          // no element is valid
+  bool valid = true;           // false: no element is valid
   // Linear addressing (global views; shared layouts row_major/column_major/strided):
-  // element offset = base + sum idx_k * stride_k.
+  // element offset = offset + sum idx_k * strides_k.
   bool linear = true;
-  int64_t base = 0;
-  std::vector<int64_t> stride;
-  // Other shared layouts: root coordinates = origin + idx_k in root dimension rootDim[k].
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+  // Other shared layouts: root coordinates = origin + idx_k in root dimension dims[k].
   const SharedLayout *layout = nullptr;
   std::vector<int64_t> origin;
-  std::vector<int32_t> rootDim;
+  std::vector<int32_t> dims;
 
   int64_t elements() const;
   /// Whether every tile index is valid.
@@ -96,12 +96,12 @@ template <typename F> void forEachTileElement(const TileAccess &tile, F &&f) {
   int64_t inlineIdx[kInline] = {};
   std::vector<int64_t> heapIdx(rank > kInline ? rank : 0, 0);
   int64_t *idx = rank > kInline ? heapIdx.data() : inlineIdx;
-  int64_t offset = tile.base;
+  int64_t offset = tile.offset;
   bool allValid = tile.allValid();
   for (int64_t e = 0; e < count; ++e) {
     bool valid = allValid;
     if (!allValid) {
-      valid = !tile.empty;
+      valid = tile.valid;
       for (size_t k = 0; k < rank && valid; ++k)
         valid = idx[k] >= tile.lo[k] && idx[k] < tile.hi[k];
     }
@@ -109,10 +109,10 @@ template <typename F> void forEachTileElement(const TileAccess &tile, F &&f) {
     f(e, static_cast<const int64_t *>(idx), valid, at);
     for (size_t k = rank; k-- > 0;) {
       ++idx[k];
-      offset += tile.stride[k];
+      offset += tile.strides[k];
       if (idx[k] < tile.shape[k])
         break;
-      offset -= tile.stride[k] * idx[k];
+      offset -= tile.strides[k] * idx[k];
       idx[k] = 0;
     }
   }
