@@ -9,7 +9,8 @@
 #   bash scripts/gpu_run.sh --pack            # BUILD_DIR defaults to build-rt
 # There (the device tool's `run`, carrying .carry):
 #   BUILD_DIR=.carry bash scripts/gpu_run.sh
-# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm.so.0
+# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm_private.so.0
+# (the library the tools and tests link; see vm/meson.build)
 # (tools/tilus-tune too for its step).
 # Logs and JSON reports go to $OUT (the device tool's output folder) or /tmp/tilusvm-gpu.
 #
@@ -28,13 +29,13 @@ if [ "${1:-}" = "--pack" ]; then
     tests/jit/test_jit_gpu
   rm -rf .carry
   mkdir -p .carry/vm .carry/tools .carry/tests/gpu .carry/tests/jit
-  cp -L "$build/vm/libtilusvm.so.0" .carry/vm/
-  # libxxhash is not part of every CUDA image; it travels beside libtilusvm.
-  cp -L "$(ldd "$build/vm/libtilusvm.so.0" | awk '/libxxhash/ {print $3}')" .carry/vm/
+  cp -L "$build/vm/libtilusvm_private.so.0" .carry/vm/
+  # libxxhash is not part of every CUDA image; it travels beside libtilusvm_private.
+  cp -L "$(ldd "$build/vm/libtilusvm_private.so.0" | awk '/libxxhash/ {print $3}')" .carry/vm/
   cp "$build/tools/vm-run" "$build/tools/tilus-asm" "$build/tools/tilus-tune" .carry/tools/
   cp "$build/tests/gpu/test_gpu" .carry/tests/gpu/
   cp "$build/tests/jit/test_jit_gpu" .carry/tests/jit/
-  strip --strip-unneeded .carry/vm/libtilusvm.so.0 .carry/tools/* .carry/tests/gpu/test_gpu \
+  strip --strip-unneeded .carry/vm/libtilusvm_private.so.0 .carry/tools/* .carry/tests/gpu/test_gpu \
     .carry/tests/jit/test_jit_gpu
   du -sh .carry
   exit 0

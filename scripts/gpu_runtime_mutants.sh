@@ -17,7 +17,7 @@ status=0
 for lib in $(ls "$pack"/lib_*.so.0.xz | sort -V); do
   id="$(basename "$lib" .so.0.xz)"
   id="${id#lib_}"
-  xz -dc "$lib" > "$pack/vm/libtilusvm.so.0"
+  xz -dc "$lib" > "$pack/vm/libtilusvm_private.so.0"
   gpu=0
   runtime=0
   "$pack/tests/gpu/test_gpu" > "$out/runtime_mutant_gpu_$id.log" 2>&1 || gpu=1

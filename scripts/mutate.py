@@ -421,14 +421,14 @@ def gpu_pack(selected, work, log):
                 f.write(original_text)
     rc, out = run(["nice", "-n", "19", "ninja", "-C", "build", "tests/jit/mutant_kernels"], src,
                   env=env)
-    binaries = {"vm/libtilusvm.so.0": None, "tests/jit/test_jit_gpu": None,
+    binaries = {"vm/libtilusvm_private.so.0": None, "tests/jit/test_jit_gpu": None,
                 "tests/jit/mutant_kernels": None}
     for rel in binaries:
         dst = os.path.join(pack, rel)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy(os.path.join(src, "build", rel), dst)
         subprocess.check_call(["strip", "--strip-unneeded", dst])
-    ldd = subprocess.check_output(["ldd", os.path.join(src, "build", "vm/libtilusvm.so.0")], text=True)
+    ldd = subprocess.check_output(["ldd", os.path.join(src, "build", "vm/libtilusvm_private.so.0")], text=True)
     for line in ldd.splitlines():
         if "libxxhash" in line:
             shutil.copy(line.split("=>")[1].split()[0], os.path.join(pack, "vm"))
@@ -446,7 +446,7 @@ def runtime_pack(selected, work, log, per_pack=3):
     GPU and runtime test executables, `per_pack` mutants per folder (each about 12 MB, so a
     folder stays under the device tool's 64 MiB): .carry-runtime-mutants-1, -2, ..."""
     src, env = prepare_workdir(work, log)
-    lib = "vm/libtilusvm.so.0.1.0"
+    lib = "vm/libtilusvm_private.so.0.1.0"
     tests = ["tests/gpu/test_gpu", "tests/runtime/test_runtime", "tools/vm-run"]
     rc, out = run(["nice", "-n", "19", "ninja", "-C", "build", lib] + tests, src, env=env)
     if rc != 0:

@@ -55,6 +55,9 @@ TEST_CASE("status names") {
   CHECK(std::string(tilusvm_status_name(TILUSVM_ERROR_NO_DRIVER)) == "TILUSVM_ERROR_NO_DRIVER");
   CHECK(std::string(tilusvm_status_name(12345)) == "TILUSVM_UNKNOWN_STATUS");
   CHECK(std::string(tilusvm_version()) == TILUSVM_VERSION);
+  CHECK(std::to_string(TILUSVM_VERSION_MAJOR) + "." + std::to_string(TILUSVM_VERSION_MINOR) + "." +
+            std::to_string(TILUSVM_VERSION_PATCH) ==
+        TILUSVM_VERSION);
 }
 
 TEST_CASE("null arguments are invalid-argument errors") {

@@ -44,6 +44,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header; tilusvm_version() gives the library's as "MAJOR.MINOR.PATCH".
+ * The build refuses to configure when these differ from the project's version. */
+#define TILUSVM_VERSION_MAJOR 0
+#define TILUSVM_VERSION_MINOR 1
+#define TILUSVM_VERSION_PATCH 0
+
 #if defined(_WIN32)
 #define TILUSVM_API __declspec(dllexport)
 #else
