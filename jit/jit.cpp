@@ -9,6 +9,7 @@
 #include "jit/jit.h"
 
 #include "jit/codegen.h"
+#include "jit/source_hash.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -40,8 +41,6 @@ extern const size_t kDevlibBitcodeSize;
 
 namespace {
 
-/// Bumped whenever the generated code changes for the same input (part of cache keys).
-constexpr const char *kJitRevision = "6";
 constexpr const char *kTriple = "nvptx64-nvidia-cuda";
 
 void initializeLlvm() {
@@ -269,8 +268,8 @@ std::string Specialization::text() const {
 }
 
 const char *JitOptions::compilerVersion() {
-  static const std::string version = std::string("tilusvm-") + TILUSVM_VERSION + " jit-r" +
-                                     kJitRevision + " llvm-" + LLVM_VERSION_STRING;
+  static const std::string version = std::string("tilusvm-") + TILUSVM_VERSION +
+                                     " src-" TILUSVM_SOURCE_HASH " llvm-" + LLVM_VERSION_STRING;
   return version.c_str();
 }
 

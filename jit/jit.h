@@ -40,7 +40,8 @@ struct JitOptions {
   int smVersion = 90; // 80 -> sm_80, 90 -> sm_90a
   int optLevel = 3;
   Specialization specialization;
-  /// The compiler version that goes into cache keys.
+  /// The compiler version that goes into cache keys: the library version, a hash of the
+  /// sources that decide the generated code (jit/source_hash.py) and the LLVM version.
   static const char *compilerVersion();
 };
 

@@ -1,15 +1,19 @@
 // Kernel cache keys and the on-disk cache: the key's spelling, the entry format (checked
 // against bytes assembled by hand from the documented layout), corruption of every kind being
-// rejected and removed, atomic stores, and the cache directory's environment rules.
+// rejected and removed, atomic stores, the cache directory's environment rules, and the
+// lifecycle: the size cap and its least-recently-used eviction, stale temporary files, clear().
 #include "vm/cuda/kernel_cache.h"
 
 #include "test_helpers.h"
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <unistd.h>
 
@@ -239,4 +243,163 @@ TEST_CASE("the cache directory comes from the environment") {
   restore("XDG_CACHE_HOME", xdg);
   restore("HOME", home);
   restore("TILUSVM_DISK_CACHE", flag);
+}
+
+namespace {
+
+/// The key of entry `n`: sampleKey() for another program.
+KernelKey keyOf(int n) {
+  KernelKey key = sampleKey();
+  key.program = "p" + std::to_string(n);
+  return key;
+}
+
+/// Set a file's modification time to `secondsAgo` before now.
+void age(const std::string &path, int secondsAgo) {
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() -
+                                             std::chrono::seconds(secondsAgo));
+}
+
+std::vector<std::string> names(const std::filesystem::path &dir) {
+  std::vector<std::string> found;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    found.push_back(e.path().filename().string());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+} // namespace
+
+TEST_CASE("byte counts: digits with a power-of-1024 suffix") {
+  CHECK(parseCacheBytes("0").value() == 0);
+  CHECK(parseCacheBytes("12345").value() == 12345);
+  CHECK(parseCacheBytes("1K").value() == 1024);
+  CHECK(parseCacheBytes("3kib").value() == 3072);
+  CHECK(parseCacheBytes("500M").value() == 500ull * 1048576);
+  CHECK(parseCacheBytes("2GB").value() == 2147483648ull);
+  CHECK(parseCacheBytes("1T").value() == 1099511627776ull);
+  CHECK(parseCacheBytes("18446744073709551615").value() == UINT64_MAX);
+  CHECK_ERROR(parseCacheBytes("18446744073709551616"), ErrorCode::Usage);
+  CHECK_ERROR(parseCacheBytes("16777216T"), ErrorCode::Usage); // 2^64 bytes
+  CHECK_ERROR(parseCacheBytes(""), ErrorCode::Usage);
+  CHECK_ERROR(parseCacheBytes("-1"), ErrorCode::Usage);
+  CHECK_ERROR(parseCacheBytes("1.5G"), ErrorCode::Usage);
+  CHECK_ERROR(parseCacheBytes("10X"), ErrorCode::Usage);
+  CHECK(parseCacheBytes("10X").status().first().message.find("unknown suffix 'X'") !=
+        std::string::npos);
+}
+
+TEST_CASE("the size cap comes from TILUSVM_CACHE_MAX_BYTES") {
+  const char *old = std::getenv("TILUSVM_CACHE_MAX_BYTES");
+  std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  ::unsetenv("TILUSVM_CACHE_MAX_BYTES");
+  CHECK(cacheMaxBytesFromEnvironment().value() == (1ull << 30));
+  ::setenv("TILUSVM_CACHE_MAX_BYTES", "64M", 1);
+  CHECK(cacheMaxBytesFromEnvironment().value() == 64ull << 20);
+  ::setenv("TILUSVM_CACHE_MAX_BYTES", "0", 1);
+  CHECK(cacheMaxBytesFromEnvironment().value() == 0);
+  ::setenv("TILUSVM_CACHE_MAX_BYTES", "lots", 1);
+  auto bad = cacheMaxBytesFromEnvironment();
+  CHECK_ERROR(bad, ErrorCode::Usage);
+  CHECK(bad.status().first().message.rfind("TILUSVM_CACHE_MAX_BYTES: ", 0) == 0);
+  if (saved)
+    ::setenv("TILUSVM_CACHE_MAX_BYTES", saved->c_str(), 1);
+  else
+    ::unsetenv("TILUSVM_CACHE_MAX_BYTES");
+}
+
+TEST_CASE("a hit marks the entry as used now") {
+  TempDir dir;
+  DiskCache cache(dir.path.string(), 0);
+  REQUIRE_OK(cache.store(sampleKey(), sampleKernel()));
+  std::string path = cache.entryPath(sampleKey());
+  age(path, 3600);
+  auto before = std::filesystem::last_write_time(path);
+  REQUIRE(cache.load(sampleKey()).kernel.has_value());
+  auto after = std::filesystem::last_write_time(path);
+  CHECK(after - before > std::chrono::seconds(3500));
+  // A miss touches nothing.
+  CHECK_FALSE(cache.load(keyOf(7)).kernel.has_value());
+}
+
+TEST_CASE("stores evict the least recently used entries down to the cap") {
+  TempDir dir;
+  // Every entry of sampleKernel() with a 2-character program name has the same size.
+  uint64_t entryBytes = encodeCacheEntry(keyOf(1).text(), sampleKernel()).size();
+  DiskCache cache(dir.path.string(), 3 * entryBytes); // room for three
+  for (int n = 1; n <= 3; ++n)
+    REQUIRE_OK(cache.store(keyOf(n), sampleKernel()));
+  // Last use: p1 10 s ago, p2 30 s ago, p3 20 s ago; then p1 is hit (now).
+  age(cache.entryPath(keyOf(1)), 10);
+  age(cache.entryPath(keyOf(2)), 30);
+  age(cache.entryPath(keyOf(3)), 20);
+  REQUIRE(cache.load(keyOf(1)).kernel.has_value());
+  // A fourth entry pushes out the least recently used one, p2.
+  REQUIRE_OK(cache.store(keyOf(4), sampleKernel()));
+  CHECK(std::filesystem::exists(cache.entryPath(keyOf(1))));
+  CHECK_FALSE(std::filesystem::exists(cache.entryPath(keyOf(2))));
+  CHECK(std::filesystem::exists(cache.entryPath(keyOf(3))));
+  CHECK(std::filesystem::exists(cache.entryPath(keyOf(4))));
+  // files() lists least recently used first: p3 (20 s ago), then p1 and p4 (now).
+  auto listed = cache.files();
+  REQUIRE_OK(listed);
+  REQUIRE(listed->size() == 3);
+  CHECK((*listed)[0].path.filename() == keyOf(3).fileName());
+  CHECK((*listed)[0].bytes == entryBytes);
+
+  // A cap smaller than one entry keeps only the entry just stored.
+  DiskCache tiny(dir.path.string(), 1);
+  REQUIRE_OK(tiny.store(keyOf(5), sampleKernel()));
+  CHECK(names(dir.path) == std::vector<std::string>{keyOf(5).fileName()});
+  // No cap: nothing is evicted.
+  DiskCache unlimited(dir.path.string(), 0);
+  for (int n = 1; n <= 4; ++n)
+    REQUIRE_OK(unlimited.store(keyOf(n), sampleKernel()));
+  CHECK(names(dir.path).size() == 5);
+}
+
+TEST_CASE("prune removes stale temporary files, keeps fresh ones and foreign files") {
+  TempDir dir;
+  DiskCache cache(dir.path.string(), 0);
+  REQUIRE_OK(cache.store(sampleKey(), sampleKernel()));
+  std::string entry = sampleKey().fileName();
+  std::string stale = (dir.path / (entry + ".tmp.123.abcd1234.0")).string();
+  std::string fresh = (dir.path / (entry + ".tmp.456.abcd1234.1")).string();
+  std::string foreign = (dir.path / "notes.txt").string();
+  writeAll(stale, std::vector<uint8_t>(100, 1));
+  writeAll(fresh, std::vector<uint8_t>(50, 1));
+  writeAll(foreign, {1, 2, 3});
+  age(stale, 3600); // an hour: its process died between write and rename
+  auto removed = cache.prune(0);
+  REQUIRE_OK(removed);
+  CHECK(removed->entries == 0);
+  CHECK(removed->temporaries == 1);
+  CHECK(removed->bytes == 100);
+  std::vector<std::string> expected = {entry, entry + ".tmp.456.abcd1234.1", "notes.txt"};
+  std::sort(expected.begin(), expected.end());
+  CHECK(names(dir.path) == expected);
+
+  // clear() removes every entry and temporary file, never other files.
+  auto cleared = cache.clear();
+  REQUIRE_OK(cleared);
+  CHECK(cleared->entries == 1);
+  CHECK(cleared->temporaries == 1);
+  CHECK(names(dir.path) == std::vector<std::string>{"notes.txt"});
+  // A directory that does not exist is an empty cache.
+  DiskCache missing((dir.path / "absent").string());
+  REQUIRE_OK(missing.files());
+  CHECK(missing.files()->empty());
+  CHECK(missing.clear().value().entries == 0);
+}
+
+TEST_CASE("inspectCacheEntry reads any entry's key; decodeCacheEntry still compares it") {
+  std::string keyText = sampleKey().text();
+  std::vector<uint8_t> bytes = encodeCacheEntry(keyText, sampleKernel());
+  auto info = inspectCacheEntry(bytes);
+  REQUIRE_OK(info);
+  CHECK(info->keyText == keyText);
+  CHECK(info->kernel.sharedBytes == 49152);
+  CHECK_ERROR(decodeCacheEntry(bytes, keyOf(9).text()), ErrorCode::Io);
+  bytes[40] ^= 1;
+  CHECK_ERROR(inspectCacheEntry(bytes), ErrorCode::Io);
 }

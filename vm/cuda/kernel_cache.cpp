@@ -10,7 +10,9 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -105,6 +107,20 @@ std::string temporaryName(const std::string &finalName) {
          std::to_string(counter.fetch_add(1));
 }
 
+/// DIR/<16 hex digits>.tvmk
+bool isEntryName(const std::string &name) {
+  if (name.size() != 16 + 5 || name.compare(16, 5, ".tvmk") != 0)
+    return false;
+  return std::all_of(name.begin(), name.begin() + 16,
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+/// What temporaryName() makes of an entry name: <entry>.tmp.<anything>.
+bool isTemporaryName(const std::string &name) {
+  return name.size() > 21 + 5 && isEntryName(name.substr(0, 21)) &&
+         name.compare(21, 5, ".tmp.") == 0;
+}
+
 } // namespace
 
 std::string KernelKey::text() const {
@@ -139,8 +155,7 @@ std::vector<uint8_t> encodeCacheEntry(const std::string &keyText, const CachedKe
   return out;
 }
 
-Expected<CachedKernel> decodeCacheEntry(std::span<const uint8_t> bytes,
-                                        const std::string &keyText) {
+Expected<CacheEntryInfo> inspectCacheEntry(std::span<const uint8_t> bytes) {
   if (bytes.size() < kHeaderBytes)
     return corrupt("entry of " + std::to_string(bytes.size()) + " bytes is shorter than its " +
                    std::to_string(kHeaderBytes) + "-byte header");
@@ -162,20 +177,78 @@ Expected<CachedKernel> decodeCacheEntry(std::span<const uint8_t> bytes,
   if (XXH3_64bits(payload.data(), payload.size()) != expectedHash)
     return corrupt("entry payload hash mismatch");
   Reader reader(payload);
-  std::string storedKey;
-  CachedKernel kernel;
+  CacheEntryInfo info;
+  CachedKernel &kernel = info.kernel;
   uint64_t shared = 0;
-  if (!reader.string(storedKey) || !reader.string(kernel.entryName) ||
+  if (!reader.string(info.keyText) || !reader.string(kernel.entryName) ||
       !reader.u32(kernel.threads) || !reader.u64(shared) || !reader.string(kernel.ptx) ||
       !reader.string(kernel.cubin) || !reader.atEnd())
     return corrupt("entry fields do not fill the payload exactly");
-  if (storedKey != keyText)
-    return corrupt("entry holds another key (hash collision)");
   kernel.sharedBytes = int64_t(shared);
   if (kernel.entryName.empty() || kernel.ptx.empty() || kernel.threads == 0 ||
       kernel.sharedBytes < 0)
     return corrupt("entry has an empty entry name or PTX, or bad launch facts");
-  return kernel;
+  return info;
+}
+
+Expected<CachedKernel> decodeCacheEntry(std::span<const uint8_t> bytes,
+                                        const std::string &keyText) {
+  Expected<CacheEntryInfo> info = inspectCacheEntry(bytes);
+  if (!info.ok())
+    return info.takeStatus();
+  if (info->keyText != keyText)
+    return corrupt("entry holds another key (hash collision)");
+  return std::move(info->kernel);
+}
+
+Expected<uint64_t> parseCacheBytes(const std::string &text) {
+  auto bad = [&](const std::string &why) {
+    return Status::error(ErrorCode::Usage, "byte count '" + text + "': " + why +
+                                               " (expected digits with an optional K, M, G or "
+                                               "T suffix, e.g. 500M)");
+  };
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
+    ++digits;
+  if (digits == 0)
+    return bad("no digits");
+  std::string suffix = text.substr(digits);
+  for (char &c : suffix)
+    c = char(std::toupper(static_cast<unsigned char>(c)));
+  int shift = 0;
+  if (suffix.empty() || suffix == "B")
+    shift = 0;
+  else if (suffix == "K" || suffix == "KB" || suffix == "KIB")
+    shift = 10;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB")
+    shift = 30;
+  else if (suffix == "T" || suffix == "TB" || suffix == "TIB")
+    shift = 40;
+  else
+    return bad("unknown suffix '" + text.substr(digits) + "'");
+  uint64_t value = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    uint64_t digit = uint64_t(text[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10)
+      return bad("too large");
+    value = value * 10 + digit;
+  }
+  if (shift > 0 && value > (UINT64_MAX >> shift))
+    return bad("too large");
+  return value << shift;
+}
+
+Expected<uint64_t> cacheMaxBytesFromEnvironment() {
+  const char *text = std::getenv("TILUSVM_CACHE_MAX_BYTES");
+  if (!text || !*text)
+    return kDefaultCacheMaxBytes;
+  Expected<uint64_t> bytes = parseCacheBytes(text);
+  if (!bytes.ok())
+    return Status::error(ErrorCode::Usage,
+                         "TILUSVM_CACHE_MAX_BYTES: " + bytes.status().first().message);
+  return bytes;
 }
 
 std::optional<std::string> defaultCacheDirectory() {
@@ -219,6 +292,8 @@ DiskCache::Lookup DiskCache::load(const KernelKey &key) const {
           : decodeCacheEntry(bytes, key.text());
   if (decoded.ok()) {
     result.kernel = std::move(decoded.value());
+    // The time of last use, for least-recently-used eviction. A read-only cache keeps working.
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
     return result;
   }
   result.corrupt = true;
@@ -254,7 +329,98 @@ Status DiskCache::store(const KernelKey &key, const CachedKernel &kernel) const 
     return Status::error(ErrorCode::Io,
                          "cannot rename cache entry into " + finalPath + ": " + ec.message());
   }
+  Expected<Removed> pruned = prune(maxBytes_, key.fileName());
+  if (!pruned.ok())
+    return pruned.takeStatus();
   return Status::success();
+}
+
+Expected<std::vector<DiskCache::File>> DiskCache::files() const {
+  std::vector<File> found;
+  if (!enabled())
+    return found;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(directory_, ec))
+    return found;
+  fs::directory_iterator it(directory_, ec);
+  if (ec)
+    return Status::error(ErrorCode::Io,
+                         "cannot read cache directory " + directory_ + ": " + ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec)
+      return Status::error(ErrorCode::Io,
+                           "cannot read cache directory " + directory_ + ": " + ec.message());
+    std::string name = it->path().filename().string();
+    File file;
+    file.path = it->path();
+    file.temporary = isTemporaryName(name);
+    if (!file.temporary && !isEntryName(name))
+      continue;
+    std::error_code statError;
+    if (!it->is_regular_file(statError))
+      continue;
+    file.bytes = it->file_size(statError);
+    file.lastUsed = it->last_write_time(statError);
+    if (statError) // removed by another process since the listing
+      continue;
+    found.push_back(std::move(file));
+  }
+  std::sort(found.begin(), found.end(), [](const File &a, const File &b) {
+    return a.lastUsed != b.lastUsed ? a.lastUsed < b.lastUsed : a.path < b.path;
+  });
+  return found;
+}
+
+Expected<DiskCache::Removed> DiskCache::prune(uint64_t maxBytes, const std::string &keep,
+                                              std::chrono::seconds staleAfter) const {
+  Removed removed;
+  Expected<std::vector<File>> listed = files();
+  if (!listed.ok())
+    return listed.takeStatus();
+  auto now = std::filesystem::file_time_type::clock::now();
+  uint64_t total = 0;
+  for (const File &f : *listed)
+    if (!f.temporary)
+      total += f.bytes;
+  auto remove = [&](const File &f) {
+    std::error_code ec;
+    if (std::filesystem::remove(f.path, ec)) {
+      ++(f.temporary ? removed.temporaries : removed.entries);
+      removed.bytes += f.bytes;
+    }
+    return !ec;
+  };
+  for (const File &f : *listed) { // least recently used first
+    if (f.temporary) {
+      if (now - f.lastUsed > staleAfter && !remove(f))
+        return Status::error(ErrorCode::Io, "cannot remove " + f.path.string());
+      continue;
+    }
+    if (maxBytes == 0 || total <= maxBytes || f.path.filename() == keep)
+      continue;
+    if (!remove(f))
+      return Status::error(ErrorCode::Io, "cannot remove " + f.path.string());
+    total -= f.bytes;
+  }
+  return removed;
+}
+
+Expected<DiskCache::Removed> DiskCache::clear() const {
+  Removed removed;
+  Expected<std::vector<File>> listed = files();
+  if (!listed.ok())
+    return listed.takeStatus();
+  for (const File &f : *listed) {
+    std::error_code ec;
+    if (std::filesystem::remove(f.path, ec)) {
+      ++(f.temporary ? removed.temporaries : removed.entries);
+      removed.bytes += f.bytes;
+    } else if (ec) {
+      return Status::error(ErrorCode::Io, "cannot remove " + f.path.string() + ": " + ec.message());
+    }
+  }
+  return removed;
 }
 
 } // namespace tilus::cuda

@@ -399,6 +399,10 @@ CudaRuntime::CudaRuntime() : impl_(std::make_unique<Impl>()) {}
 CudaRuntime::~CudaRuntime() = default;
 
 Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::create(const RuntimeOptions &options) {
+  // A malformed cap is the caller's configuration error, reported before anything else.
+  Expected<uint64_t> cacheCap = cacheMaxBytesFromEnvironment();
+  if (!cacheCap.ok())
+    return cacheCap.takeStatus();
   auto driver = cudaDriver();
   if (!driver.ok())
     return driver.status();
@@ -432,7 +436,7 @@ Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::create(const RuntimeOptions 
   impl.logger = makeLogger(options);
   std::optional<std::string> dir =
       options.cacheDirectory ? options.cacheDirectory : defaultCacheDirectory();
-  impl.disk = DiskCache(dir.value_or(""));
+  impl.disk = DiskCache(dir.value_or(""), *cacheCap);
   impl.workspace = std::make_unique<WorkspacePool>(api);
   return runtime;
 }
