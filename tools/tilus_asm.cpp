@@ -4,8 +4,10 @@
 //   tilus-asm --check INPUT.tasm [-D NAME=VALUE]...             assemble and check only
 //   tilus-asm -d INPUT.tbc [-o OUT.tasm]                        disassemble
 //   tilus-asm layout 'EXPR' [--json]                            show a register layout
-//   tilus-asm INPUT.tasm --emit llvm|ptx [--sm 80|90] [--kernel NAME] [-o OUT]
+//   tilus-asm INPUT.tasm --emit llvm|ptx [--arch sm_80|sm_90a] [--kernel NAME] [-o OUT]
 //                                                               show what the JIT makes of it
+//                                                               (--sm 80|90 is --arch's old
+//                                                               spelling)
 //
 // Exit status: 0 success; 1 a program error (every diagnostic on stderr, one per line), a failed
 // check, unreadable input or an unwritable output; 2 a usage error. Inputs must be regular files.
@@ -91,6 +93,7 @@ struct Options {
   bool json = false;
   std::string emit;   // "", "llvm" or "ptx"
   int sm = 90;        // 80 or 90 (sm_90a)
+  std::string arch;   // --arch: "sm_80" or "sm_90a" (sets sm)
   std::string kernel; // with --emit: one program of the module (default: every program)
   std::string spec;   // with --emit: launch-time specialisation, one letter per parameter
 };
@@ -353,7 +356,9 @@ static int runMain(int argc, char **argv) {
   app.add_flag("-d,--disassemble", o.disassemble, "disassemble bytecode to .tasm");
   app.add_option("--emit", o.emit, "print the JIT's output instead of bytecode: llvm or ptx")
       ->check(CLI::IsMember({"llvm", "ptx"}));
-  app.add_option("--sm", o.sm, "target of --emit: 80 (sm_80) or 90 (sm_90a)")
+  app.add_option("--arch", o.arch, "target of --emit: sm_80 or sm_90a (default sm_90a)")
+      ->check(CLI::IsMember({"sm_80", "sm_90a"}));
+  app.add_option("--sm", o.sm, "target of --emit, as a number: 80 (sm_80) or 90 (sm_90a)")
       ->check(CLI::IsMember({80, 90}));
   app.add_option("--kernel", o.kernel, "with --emit: only this program");
   app.add_option("--spec", o.spec,
@@ -374,6 +379,12 @@ static int runMain(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     return usageError(e.what());
   }
+  if (!o.arch.empty()) {
+    int fromArch = o.arch == "sm_80" ? 80 : 90;
+    if (app.count("--sm") > 0 && o.sm != fromArch)
+      return usageError("--arch " + o.arch + " and --sm " + std::to_string(o.sm) + " disagree");
+    o.sm = fromArch;
+  }
   if (layout->parsed()) {
     if (!o.input.empty() || !o.output.empty() || !o.defines.empty() || o.debugInfo || o.checkOnly ||
         o.disassemble || !o.emit.empty())
@@ -391,8 +402,9 @@ static int runMain(int argc, char **argv) {
     return usageError("--check writes no output; -o is not allowed");
   if (o.checkOnly && !o.emit.empty())
     return usageError("--check cannot be combined with --emit");
-  if (o.emit.empty() && (!o.kernel.empty() || o.sm != 90 || !o.spec.empty()))
-    return usageError("--kernel, --sm and --spec go with --emit");
+  if (o.emit.empty() &&
+      (!o.kernel.empty() || app.count("--sm") > 0 || !o.arch.empty() || !o.spec.empty()))
+    return usageError("--kernel, --arch, --sm and --spec go with --emit");
   return assembleMode(o);
 }
 

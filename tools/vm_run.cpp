@@ -9,7 +9,9 @@
 // Exit status: 0 success; 1 a program error (load, check, run) or a failed --check; 2 a usage
 // error (bad options, unknown names, bad argument values, buffers too small).
 #include "isa/convert.h"
+#include "isa/file_io.h"
 #include "isa/host_memory.h"
+#include "jit/jit.h"
 #include "loader/checker.h"
 #include "loader/loader.h"
 #include "tools/buffer_compare.h"
@@ -24,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -48,6 +51,7 @@ struct Options {
   int iterations = 0; // 0: 100 on cuda, 3 on cpu
   std::string maxMemoryText;
   uint64_t maxMemory = 0; // host bytes for buffers and workspaces
+  std::string dumpDir;    // --dump-dir: where the kernel's LLVM IR and PTX are kept
 };
 
 int exitCodeOf(const Status &status) { return status.code() == ErrorCode::Usage ? 2 : 1; }
@@ -113,12 +117,17 @@ Expected<Results> runCpu(const Job &job, const Options &options, json *bench) {
               .count());
     }
     *bench = benchJson("cpu", "host", 0, ms);
+    (*bench)["interpreter"] = cpu.checked ? "checked" : "unchecked";
   }
   return data;
 }
 
+Expected<std::vector<std::string>> dumpKernel(const Job &job, const std::string &dir,
+                                              cuda::CudaRuntime *runtime,
+                                              const KernelArgs *deviceArgs);
+
 Expected<Results> runCuda(const Job &job, const Options &options, cuda::CudaRuntime &runtime,
-                          json *bench) {
+                          json *bench, std::vector<std::string> *dumped) {
   auto uploaded = run::uploadArguments(job, runtime);
   if (!uploaded.ok())
     return uploaded.takeStatus();
@@ -126,6 +135,12 @@ Expected<Results> runCuda(const Job &job, const Options &options, cuda::CudaRunt
   const std::vector<cuda::DeviceBuffer> &device = uploaded->buffers;
   TILUSVM_TRY(runtime.launch(job.module, job.index, args, nullptr));
   TILUSVM_TRY(runtime.synchronize(nullptr));
+  if (dumped) {
+    auto written = dumpKernel(job, options.dumpDir, &runtime, &args);
+    if (!written.ok())
+      return written.takeStatus();
+    *dumped = std::move(written.value());
+  }
   Results data;
   for (size_t i = 0; i < job.buffers.size(); ++i) {
     data.emplace_back(job.buffers[i].initial.size());
@@ -241,13 +256,74 @@ void printHuman(const json &out, const Options &options) {
   for (const json &s : out["saved"])
     std::cout << "saved " << s["name"].get<std::string>() << " to " << s["path"].get<std::string>()
               << "\n";
+  if (out.contains("dumped"))
+    for (const json &d : out["dumped"])
+      std::cout << "kept " << d.get<std::string>() << "\n";
   if (options.bench) {
     const json &bench = out["bench"];
+    bool cpu = bench["device"] == "cpu";
     std::cout << "bench: " << bench["device"].get<std::string>() << " median "
               << fmt(bench["median_ms"].get<double>()) << " ms, min "
-              << fmt(bench["min_ms"].get<double>()) << " ms over " << bench["iterations"]
-              << " launches (" << bench["timer"].get<std::string>() << ")\n";
+              << fmt(bench["min_ms"].get<double>()) << " ms, max "
+              << fmt(bench["max_ms"].get<double>()) << " ms over " << bench["iterations"]
+              << (cpu ? " runs of the " + bench["interpreter"].get<std::string>() +
+                            " CPU reference interpreter (host clock)"
+                      : " launches (" + bench["timer"].get<std::string>() + ")")
+              << "\n";
+    if (cpu)
+      std::cout << "bench: the interpreter is a reference, not a performance model of the GPU"
+                << (bench["interpreter"] == "checked"
+                        ? "; its race and bounds checks dominate (--unchecked times without them)"
+                        : "")
+                << "\n";
   }
+}
+
+// ---- --dump-dir ------------------------------------------------------------------------------
+
+/// Keep the LLVM IR and PTX of the run's kernel in `dir`: on a GPU run, the kernel the runtime
+/// compiled (or took from its caches) for this device and these arguments' specialisation; on a
+/// CPU-only run, which compiles nothing, the unspecialised kernel for sm_90a. Files are named
+/// PROGRAM.ARCH[.SPEC].ll and .ptx (SPEC: one letter per parameter, see jit/jit.h). Returns the
+/// paths written.
+Expected<std::vector<std::string>> dumpKernel(const Job &job, const std::string &dir,
+                                              cuda::CudaRuntime *runtime,
+                                              const KernelArgs *deviceArgs) {
+  JitOptions options;
+  std::string ptx;
+  if (runtime) {
+    options = runtime->jitOptions();
+    options.specialization = cuda::classifyArgs(job.program(), *deviceArgs);
+    auto kernel = runtime->kernel(job.module, job.index, options.specialization);
+    if (!kernel.ok())
+      return kernel.takeStatus();
+    ptx = (*kernel)->ptx;
+  } else {
+    auto compiled = compileToPtx(job.module.verified, job.index, options);
+    if (!compiled.ok())
+      return compiled.takeStatus();
+    ptx = compiled->ptx;
+  }
+  auto ir = compileToLlvmIr(job.module.verified, job.index, options);
+  if (!ir.ok())
+    return ir.takeStatus();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    return Status::error(ErrorCode::Io, "--dump-dir: cannot create directory " + dir +
+                                            (ec ? ": " + ec.message() : ""));
+  std::string spec = options.specialization.text();
+  std::string base = (std::filesystem::path(dir) /
+                      (job.program().name + (options.smVersion >= 90 ? ".sm_90a" : ".sm_80") +
+                       (spec.empty() ? "" : "." + spec)))
+                         .string();
+  std::vector<std::string> written;
+  for (const auto &[path, text] : {std::pair{base + ".ll", *ir}, std::pair{base + ".ptx", ptx}}) {
+    TILUSVM_TRY(writeOutputFile(
+        path, std::span(reinterpret_cast<const uint8_t *>(text.data()), text.size())));
+    written.push_back(path);
+  }
+  return written;
 }
 
 // ---- main flow -------------------------------------------------------------------------------
@@ -295,6 +371,7 @@ int runJob(Job &job, const Options &options) {
               {"args", argsJson(job)}};
   json bench;
   Results gpu, cpu;
+  std::vector<std::string> dumped;
   if (devices->cuda) {
     auto runtime = cuda::CudaRuntime::create();
     if (!runtime.ok())
@@ -303,10 +380,16 @@ int runJob(Job &job, const Options &options) {
     out["device"] = "cuda";
     out["device_name"] = info.name;
     out["compute_capability"] = info.computeCapability;
-    auto ran = runCuda(job, options, **runtime, options.bench ? &bench : nullptr);
+    auto ran = runCuda(job, options, **runtime, options.bench ? &bench : nullptr,
+                       options.dumpDir.empty() ? nullptr : &dumped);
     if (!ran.ok())
       return report(ran.status(), options);
     gpu = std::move(ran.value());
+  } else if (!options.dumpDir.empty()) {
+    auto written = dumpKernel(job, options.dumpDir, nullptr, nullptr);
+    if (!written.ok())
+      return report(written.status(), options);
+    dumped = std::move(written.value());
   }
   if (devices->cpu) {
     if (!devices->cuda)
@@ -323,6 +406,8 @@ int runJob(Job &job, const Options &options) {
   if (Status s = saveBuffers(job, devices->cuda ? gpu : cpu, saved); !s.ok())
     return report(s, options);
   out["saved"] = saved;
+  if (!options.dumpDir.empty())
+    out["dumped"] = dumped;
   if (options.bench)
     out["bench"] = bench;
   out["ok"] = ok;
@@ -352,6 +437,9 @@ static int runMain(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--iters", options.iterations, "--bench: timed launches (100 cuda, 3 cpu)")
       ->check(CLI::Range(1, 1000000000));
+  app.add_option("--dump-dir", options.dumpDir,
+                 "keep the kernel's LLVM IR and PTX in this directory (PROGRAM.ARCH[.SPEC].ll, "
+                 ".ptx)");
   app.add_option("--max-memory", options.maxMemoryText,
                  "host memory for buffers and workspaces, e.g. 8G (default: the available memory)");
   try {

@@ -181,6 +181,16 @@ with tempfile.TemporaryDirectory() as tmp:
           "with aligned pointers the alignment tests are gone")
     out, _ = expect([src, "--emit", "ptx", "--sm", "80"], 0, "--emit ptx --sm 80")
     check(".target sm_80" in out, "--sm 80 targets sm_80")
+    out, _ = expect([src, "--emit", "ptx", "--arch", "sm_80"], 0, "--emit ptx --arch sm_80")
+    check(".target sm_80" in out, "--arch sm_80 targets sm_80")
+    out, _ = expect([src, "--emit", "ptx", "--arch", "sm_90a", "--sm", "90"], 0,
+                    "--arch sm_90a with the agreeing --sm 90")
+    check(".target sm_90a" in out, "--arch sm_90a targets sm_90a")
+    _, err = expect([src, "--emit", "ptx", "--arch", "sm_80", "--sm", "90"], 2,
+                    "--arch and --sm that disagree")
+    check("--arch sm_80 and --sm 90 disagree" in err, f"--arch/--sm message:\n{err}")
+    expect([src, "--emit", "ptx", "--arch", "sm_75"], 2, "--arch of an unsupported target")
+    expect([src, "--arch", "sm_80"], 2, "--arch without --emit")
     out, _ = expect([src, "--emit", "llvm"], 0, "--emit llvm")
     check("define ptx_kernel void @vector_add" in out, "--emit llvm prints the kernel function")
     _, err = expect([src, "--emit", "ptx", "--spec", "aa"], 2, "--spec of the wrong length")

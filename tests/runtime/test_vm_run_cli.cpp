@@ -205,6 +205,57 @@ TEST_CASE("vm-run --json reports the run") {
   CHECK(report["args"][2]["source"] == "zeros");
 }
 
+TEST_CASE("vm-run --bench on the cpu says it times the interpreter and gives the maximum") {
+  Workspace ws;
+  std::string base = ws.path("m.tbc") + " --kernel vector_add --device cpu --arg n=300 --bench";
+  Result r = ws.run(base + " --iters 2");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("ms over 2 runs of the checked CPU reference interpreter (host clock)") !=
+        std::string::npos);
+  CHECK(r.out.find(" ms, max ") != std::string::npos);
+  CHECK(r.out.find("--unchecked times without them") != std::string::npos);
+  Result u = ws.run(base + " --iters 1 --unchecked");
+  REQUIRE(u.status == 0);
+  CHECK(u.out.find("over 1 runs of the unchecked CPU reference interpreter") != std::string::npos);
+  Result j = ws.run(base + " --iters 3 --json");
+  REQUIRE(j.status == 0);
+  nlohmann::json bench = nlohmann::json::parse(j.out)["bench"];
+  CHECK(bench["interpreter"] == "checked");
+  CHECK(bench["iterations"] == 3);
+  CHECK(bench["min_ms"].get<double>() <= bench["median_ms"].get<double>());
+  CHECK(bench["median_ms"].get<double>() <= bench["max_ms"].get<double>());
+}
+
+TEST_CASE("vm-run --dump-dir keeps the kernel's LLVM IR and PTX") {
+  Workspace ws;
+  std::string dir = ws.path("dump/nested");
+  // Without a driver (or with --device cpu) nothing is compiled for a device: the dump is the
+  // unspecialised kernel for sm_90a.
+  Result r = ws.run(ws.path("m.tbc") + " --kernel vector_add --device cpu --arg n=300" +
+                    " --dump-dir " + dir);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::string ll = Workspace::slurp(dir + "/vector_add.sm_90a.ll");
+  std::string ptx = Workspace::slurp(dir + "/vector_add.sm_90a.ptx");
+  CHECK(ll.find("define ptx_kernel void @vector_add(") != std::string::npos);
+  CHECK(ptx.find(".target sm_90a") != std::string::npos);
+  CHECK(ptx.find(".entry vector_add(") != std::string::npos);
+  CHECK(r.out.find("kept " + dir + "/vector_add.sm_90a.ll\n") != std::string::npos);
+  CHECK(r.out.find("kept " + dir + "/vector_add.sm_90a.ptx\n") != std::string::npos);
+  Result j = ws.run(ws.path("m.tbc") + " --kernel vector_add --device cpu --arg n=300 --json" +
+                    " --dump-dir " + dir);
+  REQUIRE(j.status == 0);
+  CHECK(nlohmann::json::parse(j.out)["dumped"] ==
+        nlohmann::json::array({dir + "/vector_add.sm_90a.ll", dir + "/vector_add.sm_90a.ptx"}));
+  // A directory that cannot be made is an io error (exit 1), after the run.
+  std::ofstream(ws.path("plain")) << "x";
+  Result bad = ws.run(ws.path("m.tbc") + " --kernel vector_add --device cpu --arg n=300" +
+                      " --dump-dir " + ws.path("plain/sub"));
+  CHECK(bad.status == 1);
+  CHECK(bad.err.find("--dump-dir: cannot create directory") != std::string::npos);
+}
+
 TEST_CASE("usage errors exit 2 with a message") {
   Workspace ws;
   std::string m = ws.path("m.tbc");
