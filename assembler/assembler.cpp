@@ -50,11 +50,16 @@ Expected<ConstValue> defineValue(const std::string &name, const std::string &tex
     return ast.takeStatus();
   ExprContext ctx;
   ctx.fileName = where;
-  std::string declared = " at line " + std::to_string(decl.line);
+  // Strings built piecewise: "..." + std::string&& trips a false -Wrestrict warning of GCC 12
+  // (GCC bug 105329).
+  std::string declared = " at line ";
+  declared += std::to_string(decl.line);
   if (declaredType) {
+    std::string quoted = "'";
+    quoted += trim(text);
     auto t = buildType(**ast, ctx, ErrorCode::Syntax,
-                       "'" + std::string(trim(text)) + "' is not a data type ('" + name +
-                           "' is declared as a data type" + declared + ")");
+                       quoted + "' is not a data type ('" + name + "' is declared as a data type" +
+                           declared + ")");
     if (!t)
       return t.takeStatus();
     return ConstValue{*t, 0, {}, true};

@@ -25,15 +25,22 @@ std::optional<ErrorCode> errorCodeFromName(const std::string &name) {
 std::string Location::toString() const {
   if (line != 0) {
     std::string s = (file.empty() ? std::string("<input>") : file) + ":" + std::to_string(line);
-    if (column != 0)
-      s += ":" + std::to_string(column);
+    // Appended piecewise: "..." + std::string&& trips a false -Wrestrict warning of GCC 12
+    // (GCC bug 105329).
+    if (column != 0) {
+      s += ':';
+      s += std::to_string(column);
+    }
     return s;
   }
   if (instruction >= 0 || !program.empty()) {
     std::string s = file.empty() ? std::string("<bytecode>") : file;
-    s += ":" + (program.empty() ? std::string("?") : program);
-    if (instruction >= 0)
-      s += ":" + std::to_string(instruction);
+    s += ':';
+    s += program.empty() ? std::string("?") : program;
+    if (instruction >= 0) {
+      s += ':';
+      s += std::to_string(instruction);
+    }
     if (instruction >= 0 && !opcode.empty())
       s += " (" + opcode + ")";
     return s;

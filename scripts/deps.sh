@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Tilus VM needs to build and test (DESIGN.md "Dependencies").
+# Installs the Debian packages Tilus VM needs to build and test (docs/design.md, "Dependencies").
 # Idempotent: skips apt-get when every package is already installed.
 set -euo pipefail
 

@@ -5,7 +5,7 @@
 //     which for a saturating format is exactly "round to nearest even, saturate to max";
 //   - the compiler's _Float16 and the hardware's float/double/integer conversions;
 //   - the classic integer rounding trick for bf16 and f8e5m2 (both are truncations of a wider
-//     format) and hand-computed values from ISA.md.
+//     format) and hand-computed values from docs/isa.md.
 #include "isa/convert.h"
 
 #include <doctest/doctest.h>
@@ -124,7 +124,7 @@ TEST_CASE("convert: decode every code of every float of at most 8 bits") {
   }
 }
 
-TEST_CASE("convert: ISA.md spot values of low-precision floats") {
+TEST_CASE("convert: docs/isa.md spot values of low-precision floats") {
   DataType e2m1 = DataType::f(2, 1);
   const double table[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
   for (uint64_t c = 0; c < 8; ++c) {
