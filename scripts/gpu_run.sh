@@ -9,9 +9,9 @@
 #   bash scripts/gpu_run.sh --pack            # BUILD_DIR defaults to build-rt
 # There (the device tool's `run`, carrying .carry):
 #   BUILD_DIR=.carry bash scripts/gpu_run.sh
-# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu and vm/libtilusvm_private.so.0
-# (the library the tools and tests link; see vm/meson.build)
-# (tools/tilus-tune too for its step).
+# BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu, vm/libtilusvm_private.so.0
+# (the library the tools and tests link; see vm/meson.build) and vm/libtilusvm.so.0 (the public
+# library, for the Python step) (tools/tilus-tune too for its step).
 # Logs and JSON reports go to $OUT (the device tool's output folder) or /tmp/tilusvm-gpu.
 #
 #   BUILD_DIR=.carry bash scripts/gpu_run.sh --sanitize
@@ -26,17 +26,18 @@ build="${BUILD_DIR:-build-rt}"
 if [ "${1:-}" = "--pack" ]; then
   set -e
   ninja -C "$build" -j1 tools/vm-run tools/tilus-asm tools/tilus-tune tests/gpu/test_gpu \
-    tests/jit/test_jit_gpu
+    tests/jit/test_jit_gpu vm/libtilusvm.so.0.1.0
   rm -rf .carry
   mkdir -p .carry/vm .carry/tools .carry/tests/gpu .carry/tests/jit
-  cp -L "$build/vm/libtilusvm_private.so.0" .carry/vm/
+  # The tools and tests link libtilusvm_private; the Python package loads libtilusvm.
+  cp -L "$build/vm/libtilusvm_private.so.0" "$build/vm/libtilusvm.so.0" .carry/vm/
   # libxxhash is not part of every CUDA image; it travels beside libtilusvm_private.
   cp -L "$(ldd "$build/vm/libtilusvm_private.so.0" | awk '/libxxhash/ {print $3}')" .carry/vm/
   cp "$build/tools/vm-run" "$build/tools/tilus-asm" "$build/tools/tilus-tune" .carry/tools/
   cp "$build/tests/gpu/test_gpu" .carry/tests/gpu/
   cp "$build/tests/jit/test_jit_gpu" .carry/tests/jit/
-  strip --strip-unneeded .carry/vm/libtilusvm_private.so.0 .carry/tools/* .carry/tests/gpu/test_gpu \
-    .carry/tests/jit/test_jit_gpu
+  strip --strip-unneeded .carry/vm/libtilusvm_private.so.0 .carry/vm/libtilusvm.so.0 \
+    .carry/tools/* .carry/tests/gpu/test_gpu .carry/tests/jit/test_jit_gpu
   du -sh .carry
   exit 0
 fi
