@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -129,6 +130,23 @@ TEST_CASE("runtime creation: fails plainly without a driver, gives a device with
   CHECK(tilusvm_runtime_destroy(rt) == TILUSVM_OK);
   tilusvm::Runtime runtime;
   CHECK(runtime.deviceName() == deviceName);
+}
+
+TEST_CASE("runtime creation: a malformed TILUSVM_CACHE_MAX_BYTES is an invalid argument") {
+  const char *old = std::getenv("TILUSVM_CACHE_MAX_BYTES");
+  std::string saved = old ? old : "";
+  ::setenv("TILUSVM_CACHE_MAX_BYTES", "10 gigs", 1);
+  tilusvm_runtime rt = nullptr;
+  // Checked before the driver is opened: the same answer on every machine.
+  CHECK(tilusvm_runtime_create(-1, &rt) == TILUSVM_ERROR_INVALID_ARGUMENT);
+  CHECK(rt == nullptr);
+  CHECK(std::string(tilusvm_last_error()) ==
+        "TILUSVM_CACHE_MAX_BYTES: byte count '10 gigs': unknown suffix ' gigs' (expected digits "
+        "with an optional K, M, G or T suffix, e.g. 500M)");
+  if (old)
+    ::setenv("TILUSVM_CACHE_MAX_BYTES", saved.c_str(), 1);
+  else
+    ::unsetenv("TILUSVM_CACHE_MAX_BYTES");
 }
 
 TEST_CASE("the last error is per thread") {
