@@ -391,6 +391,7 @@ llvm::Value *Codegen::intOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value *
   case ExprOp::Cast:
     return llvm::UndefValue::get(elemType(t)); // not arithmetic: applyOp handles these
   }
+  return nullptr; // not reached: every ExprOp returns above (GCC's -Wreturn-type cannot tell)
 }
 
 } // namespace tilus::jit
