@@ -2,7 +2,9 @@
 # The one script run on the GPU machine: GPU tests (C++, and tests/python with PyTorch),
 # `vm-run --check` of the paper's program at M=N=K=512, and benchmarks of the library's
 # programs against baselines measured in the same run (PyTorch/cuBLAS f16 matmul for the
-# matmuls, device-to-device copy bandwidth for vector_add). Prints a short table last.
+# matmuls, device-to-device copy bandwidth for vector_add), then the kernel cache on a GPU
+# (tilusvm-cache over the entries the run made, TILUSVM_CACHE_MAX_BYTES=1 keeping one entry) and
+# vm-run --dump-dir. Prints a short table last.
 #
 # Here (the development machine, no GPU): build and pack what travels, stripped, into .carry/
 # (git-ignored; about 55 MB, under the device tool's 64 MiB):
@@ -11,7 +13,7 @@
 #   BUILD_DIR=.carry bash scripts/gpu_run.sh
 # BUILD_DIR needs tools/tilus-asm, tools/vm-run, tests/gpu/test_gpu, vm/libtilusvm_private.so.0
 # (the library the tools and tests link; see vm/meson.build) and vm/libtilusvm.so.0 (the public
-# library, for the Python step) (tools/tilus-tune too for its step).
+# library, for the Python step) (tools/tilus-tune and tools/tilusvm-cache too for their steps).
 # Logs and JSON reports go to $OUT (the device tool's output folder) or /tmp/tilusvm-gpu.
 #
 #   BUILD_DIR=.carry bash scripts/gpu_run.sh --sanitize
@@ -25,8 +27,8 @@ cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build-rt}"
 if [ "${1:-}" = "--pack" ]; then
   set -e
-  ninja -C "$build" -j1 tools/vm-run tools/tilus-asm tools/tilus-tune tests/gpu/test_gpu \
-    tests/jit/test_jit_gpu vm/libtilusvm.so.0.1.0
+  ninja -C "$build" -j1 tools/vm-run tools/tilus-asm tools/tilus-tune tools/tilusvm-cache \
+    tests/gpu/test_gpu tests/jit/test_jit_gpu vm/libtilusvm.so.0.1.0
   rm -rf .carry
   mkdir -p .carry/vm .carry/tools .carry/tests/gpu .carry/tests/jit
   # The tools and tests link libtilusvm_private; the Python package loads libtilusvm, which
@@ -35,7 +37,8 @@ if [ "${1:-}" = "--pack" ]; then
   cp -L "$build/vm/libtilusvm_private.so.0" "$build/vm/libtilusvm.so.0" .carry/vm/
   # libxxhash is not part of every CUDA image; it travels beside libtilusvm_private.
   cp -L "$(ldd "$build/vm/libtilusvm_private.so.0" | awk '/libxxhash/ {print $3}')" .carry/vm/
-  cp "$build/tools/vm-run" "$build/tools/tilus-asm" "$build/tools/tilus-tune" .carry/tools/
+  cp "$build/tools/vm-run" "$build/tools/tilus-asm" "$build/tools/tilus-tune" \
+    "$build/tools/tilusvm-cache" .carry/tools/
   cp "$build/tests/gpu/test_gpu" .carry/tests/gpu/
   cp "$build/tests/jit/test_jit_gpu" .carry/tests/jit/
   strip --strip-unneeded .carry/vm/libtilusvm_private.so.0 .carry/vm/libtilusvm.so.0 \
@@ -166,6 +169,37 @@ n="$bench_size"
 vec_n=$((1 << 26))
 "$run" "$work/vector_add.tbc" --device cuda --arg x_ptr=rand:1 --arg y_ptr=rand:2 \
   --arg n="$vec_n" --bench --json > "$out/bench_vector_add.json" || fail "bench vector_add"
+
+step "kernel cache and introspection: tilusvm-cache, TILUSVM_CACHE_MAX_BYTES, vm-run --dump-dir"
+if [ -x "$build/tools/tilusvm-cache" ]; then
+  # The runs above filled the cache: every entry is of this build, none corrupt.
+  "$build/tools/tilusvm-cache" --dir "$TILUSVM_CACHE_DIR" stats || fail "tilusvm-cache stats"
+  "$build/tools/tilusvm-cache" --dir "$TILUSVM_CACHE_DIR" stats --json > "$out/cache_stats.json"
+  python3 - "$out/cache_stats.json" <<'EOF' || fail "cache entries"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["entries"] >= 4 and s["other_build_entries"] == 0 and s["corrupt_entries"] == 0, s
+print(f"cache: {s['entries']} entries of this build, {s['bytes']} bytes")
+EOF
+  # A cap of one byte keeps only the entry stored last.
+  capped="$work/capped"
+  TILUSVM_CACHE_DIR="$capped" TILUSVM_CACHE_MAX_BYTES=1 "$run" "$work/vector_add.tbc" \
+    --device cuda --arg x_ptr=rand:1 --arg y_ptr=rand:2 --arg n=1000 > /dev/null &&
+    TILUSVM_CACHE_DIR="$capped" TILUSVM_CACHE_MAX_BYTES=1 "$run" "$work/matmul.tbc" \
+      --device cuda --arg a_ptr=rand:1 --arg b_ptr=rand:2 --arg m=64 --arg n=64 --arg k=64 \
+      > /dev/null || fail "capped runs"
+  "$build/tools/tilusvm-cache" --dir "$capped" list
+  kept=$(find "$capped" -name '*.tvmk' | wc -l)
+  [ "$kept" = 1 ] || fail "TILUSVM_CACHE_MAX_BYTES=1 kept $kept entries, expected 1"
+else
+  echo "no $build/tools/tilusvm-cache; skipped"
+fi
+"$run" "$work/vector_add.tbc" --device cuda --arg x_ptr=rand:1 --arg y_ptr=rand:2 --arg n=1000 \
+  --dump-dir "$out/dump" || fail "vm-run --dump-dir"
+ls "$out/dump"
+grep -q "\.entry vector_add(" "$out"/dump/vector_add.sm_*.ptx &&
+  grep -q "define ptx_kernel void @vector_add(" "$out"/dump/vector_add.sm_*.ll ||
+  fail "--dump-dir: no vector_add kernel in the files kept"
 
 step "tilus-tune: matmul_f16_pipelined over STAGES and BK (BK=16 fails the checker)"
 if [ -x "$build/tools/tilus-tune" ]; then

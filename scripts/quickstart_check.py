@@ -49,11 +49,15 @@ def i6_values(path, count):
     _, _, data = read_npy(path)
     if len(data) * 8 < 6 * count:
         raise ValueError(f"{path}: {len(data) * 8 // 6} i6 elements, expected {count}")
-    bits = int.from_bytes(data, "little")
-    values = []
-    for k in range(count):
-        v = (bits >> (6 * k)) & 0x3F
-        values.append(v - 64 if v & 0x20 else v)
+    values, acc, held = [], 0, 0  # a little-endian bit stream, consumed 6 bits at a time
+    for byte in data:
+        acc |= byte << held
+        held += 8
+        while held >= 6 and len(values) < count:
+            v = acc & 0x3F
+            acc >>= 6
+            held -= 6
+            values.append(v - 64 if v & 0x20 else v)
     return values
 
 
