@@ -5,9 +5,10 @@
    says (PREFIX/LIBDIR, PREFIX/include/tilusvm, PREFIX/bin, PREFIX/LIBDIR/pkgconfig);
 2. `nm -D --defined-only` of the installed libtilusvm lists only tilusvm_* symbols, and every
    function that vm/include/tilusvm.h declares among them;
-3. consumer.c, compiled with the flags of `pkg-config --cflags --libs tilusvm` and nothing
-   else (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR pointing into the destdir), runs vector_add
-   on the CPU interpreter through the installed library and checks the result;
+3. consumer.c (C99) and consumer_cpp.cpp (C++17 over the header-only tilusvm.hpp), compiled
+   with the flags of `pkg-config --cflags --libs tilusvm` and nothing else (PKG_CONFIG_PATH and
+   PKG_CONFIG_SYSROOT_DIR pointing into the destdir), run vector_add on the CPU interpreter
+   through the installed library and check the result;
 4. the installed tools run from there (their libraries found through their own rpath, not the
    build tree): tilus-asm assembles the consumer's program, tilusvm-cache answers --help.
 
@@ -104,6 +105,16 @@ def main():
         print(out.strip())
         if "consumer: ok" not in out:
             raise SystemExit("FAILED: the consumer did not report ok")
+        # The same through tilusvm.hpp, from C++.
+        cxx = os.environ.get("CXX", "").split()[-1:] or [shutil.which("c++") or "g++"]
+        exe_cpp = os.path.join(tmp, "consumer_cpp")
+        run(cxx + ["-std=c++17", "-Wall", "-Werror",
+                   os.path.join(source, "tests", "install", "consumer_cpp.cpp"), "-o", exe_cpp]
+            + flags)
+        out = run([exe_cpp, tbc], env=dict(tools_env, LD_LIBRARY_PATH=at(libdir)))
+        print(out.strip())
+        if "consumer_cpp: ok" not in out:
+            raise SystemExit("FAILED: the C++ consumer did not report ok")
 
         # 4. The other installed tools start.
         for tool, args in (("tilusvm-cache", ["--help"]), ("vm-run", ["--help"]),
