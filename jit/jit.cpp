@@ -52,8 +52,10 @@ void initializeLlvm() {
     LLVMInitializeNVPTXAsmPrinter();
     // 32-bit pointers for shared (and local, const) memory: shared addresses then take one
     // register instead of two. This copy of LLVM is private to libtilusvm (linked statically).
-    const char *args[] = {"tilusvm", "-nvptx-short-ptr"};
-    llvm::cl::ParseCommandLineOptions(2, args, "tilusvm JIT\n");
+    // The O3 threshold for full unrolling in the O2 pipeline (optimize()): short constant-trip
+    // loops of the programs (pipeline prologues) are unrolled as before.
+    const char *args[] = {"tilusvm", "-nvptx-short-ptr", "-unroll-threshold-default=300"};
+    llvm::cl::ParseCommandLineOptions(3, args, "tilusvm JIT\n");
   });
 }
 
@@ -102,8 +104,10 @@ Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOption
   const char *features = options.smVersion == 90 ? (ptx84 ? "+ptx84" : "+ptx80") : "+ptx75";
   llvm::TargetOptions to;
   to.AllowFPOpFusion = llvm::FPOpFusion::Standard; // never contract separate fadd/fmul
+  // Default rather than Aggressive: NVPTX's IR passes then use EarlyCSE instead of GVN (the
+  // optimisation pipeline has done that work already) and the machine passes are the same.
   llvm::CodeGenOptLevel level =
-      options.optLevel <= 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
+      options.optLevel <= 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Default;
   std::unique_ptr<llvm::TargetMachine> tm(
       target->createTargetMachine(kTriple, cpu, features, to, std::nullopt, std::nullopt, level));
   if (!tm)
@@ -159,25 +163,47 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
 }
 
-void optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
+/// The optimisation pipeline: LLVM's per-module O2 pipeline without the vectorisers and
+/// function merging. Measured on every program of programs/ (scripts/jit_quality.py), it gives
+/// the same PTX loop bodies, registers and spills as O3 in less time (the O3 extras: non-trivial
+/// loop unswitching, argument promotion, aggressive InstCombine, change nothing here), and the
+/// loop and SLP vectorisers find nothing to do in the scalar per-thread code Codegen emits.
+/// Smaller pipelines (one or two InstCombine rounds around LICM) are twice as fast but lose the
+/// induction-variable reasoning that proves the bounds tests of unrolled tile loads true, and
+/// with it registers and loop instructions. TILUSVM_JIT_PASSES replaces the pipeline by a
+/// new-PM pipeline text (e.g. `default<O3>`) for such experiments.
+Status optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = false;
+  pto.SLPVectorization = false;
+  pto.LoopInterleaving = false;
+  pto.MergeFunctions = false;
+  pto.CallGraphProfile = false;
+  llvm::PassBuilder pb(&tm, pto);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = optLevel <= 0   ? llvm::OptimizationLevel::O0
-                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
-                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
-                                                  : llvm::OptimizationLevel::O3;
-  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
-                                    ? pb.buildO0DefaultPipeline(level)
-                                    : pb.buildPerModuleDefaultPipeline(level);
+  if (optLevel <= 0) {
+    pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(mod, mam);
+    return Status::success();
+  }
+  llvm::ModulePassManager mpm;
+  const char *text = std::getenv("TILUSVM_JIT_PASSES");
+  if (text && *text) {
+    if (llvm::Error error = pb.parsePassPipeline(mpm, text))
+      return jitError("TILUSVM_JIT_PASSES: " + llvm::toString(std::move(error)));
+  } else {
+    mpm = pb.buildPerModuleDefaultPipeline(optLevel == 1 ? llvm::OptimizationLevel::O1
+                                                         : llvm::OptimizationLevel::O2);
+  }
   mpm.run(mod, mam);
+  return Status::success();
 }
 
 struct Compiled {
@@ -225,7 +251,9 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   if (llvm::verifyModule(*c.module, &verifyStream))
     return jitError("generated IR for `" + program.name + "` is invalid: " + verifyErrors);
   double t2 = threadMs();
-  optimize(*c.module, **tm, options.optLevel);
+  Status optimized = optimize(*c.module, **tm, options.optLevel);
+  if (!optimized.ok())
+    return optimized;
   double t3 = threadMs();
   c.setupMs = t1 - t0;
   c.buildMs = t2 - t1;

@@ -1,9 +1,12 @@
 // Every program of programs/ (the paper program also at the test size -D M=64 -D N=64 -D K=64)
 // compiled to PTX for sm_80 and sm_90a, and every PTX assembled by ptxas for its target: the
 // generated code must be valid for the real assembler, not only for LLVM. Without ptxas the
-// assembling cases are skipped (the compilation is still checked by its own cases).
+// assembling cases are skipped (the compilation is still checked by its own cases). The JIT
+// time of every program is bounded (thread CPU time) so that a regression of it fails.
 #include "jit/jit_test_util.h"
 
+#include <algorithm>
+#include <ctime>
 #include <filesystem>
 
 using namespace tilus;
@@ -64,4 +67,50 @@ TEST_CASE("every program's PTX is accepted by ptxas (sm_80, sm_90a)" * needsPtxa
 TEST_CASE("the paper program at the test size compiles and assembles" * needsPtxas()) {
   compileAll(std::string(TILUSVM_SOURCE_DIR) + "/programs/paper_matmul_f16_i6.tasm",
              {{"M", "64"}, {"N", "64"}, {"K", "64"}}, true);
+}
+
+namespace {
+
+/// CPU time of the calling thread in milliseconds (the JIT compiles on the caller's thread).
+double threadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kSanitizerFactor = 4;
+#else
+constexpr double kSanitizerFactor = 1;
+#endif
+
+/// The bound on one compilation to PTX (median of three, thread CPU time): about 2.5 times the
+/// slowest program today (programs/gemm/mma_sync.tasm, about 250 ms on a busy 2-core machine;
+/// docs/jit.md has the table), so that a regression of the JIT time fails while a loaded
+/// machine does not. The goal is 50 ms for every program; lower the bound as it comes closer.
+constexpr double kJitTimeBoundMs = 600 * kSanitizerFactor;
+
+} // namespace
+
+TEST_CASE("every program compiles to PTX within the JIT time bound") {
+  std::vector<std::string> files = programFiles();
+  REQUIRE(files.size() >= 4);
+  for (const std::string &path : files) {
+    VerifiedModule module = buildFile(path);
+    for (size_t p = 0; p < module.module.programs.size(); ++p) {
+      std::vector<double> times;
+      for (int run = 0; run < 3; ++run) {
+        JitOptions options;
+        options.smVersion = 90;
+        double t0 = threadCpuMs();
+        Expected<PtxKernel> kernel = compileToPtx(module, p, options);
+        times.push_back(threadCpuMs() - t0);
+        REQUIRE_OK(kernel);
+      }
+      std::sort(times.begin(), times.end());
+      INFO(path << " program " << module.module.programs[p].name << ": " << times[1]
+                << " ms (bound " << kJitTimeBoundMs << " ms)");
+      CHECK(times[1] <= kJitTimeBoundMs);
+    }
+  }
 }

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""JIT time and generated-code quality of every program under programs/.
+
+For every kernel of every programs/**/*.tasm (sm_90a; without and with the launch-time
+specialisation that aligned pointers and 16-divisible integers give), this prints:
+  - the JIT's phase times (thread CPU time, median of --runs compilations),
+  - the loops of the PTX (a backward branch and the lines from its target label): the
+    instruction count and the counts by opcode of each loop body,
+  - `ptxas -arch=sm_90a -v` registers and spill bytes.
+With --save FILE the result is written as JSON; with --compare FILE it is compared with a
+saved result and every kernel whose registers, spills or loop instruction counts grew is
+listed (exit status 1 when any did).
+
+Usage: scripts/jit_quality.py [--build build] [--runs 5] [--save F] [--compare F] [--only SUBSTR]
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PTXAS = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
+TIMING = re.compile(r"jit: (\S+) sm_\d+: setup ([\d.]+) ms, IR ([\d.]+) ms, optimisation "
+                    r"([\d.]+) ms, PTX ([\d.]+) ms, total ([\d.]+) ms")
+DEF = re.compile(r"^\s*def\s+(\w+)\s*<[^>]*>\s*\(([^)]*)\)", re.M)
+
+
+def kernels(path):
+    """(name, spec) for each program of a file: spec makes pointers aligned, integers divisible."""
+    out = []
+    for m in DEF.finditer(open(path).read()):
+        spec = ""
+        for param in filter(None, (p.strip() for p in m.group(2).split(","))):
+            ty = param.split()[0]
+            spec += "a" if ty.endswith("*") else ("d" if re.match(r"[iu]\d+$", ty) else "-")
+        out.append((m.group(1), spec))
+    return out
+
+
+def emit(tool, path, kernel, spec, runs):
+    """PTX and the median phase times of `runs` compilations."""
+    cmd = [tool, path, "--emit", "ptx", "--sm", "90", "--kernel", kernel]
+    if spec:
+        cmd += ["--spec", spec]
+    times = []
+    ptx = ""
+    for _ in range(runs):
+        r = subprocess.run(cmd, capture_output=True, text=True,
+                           env=dict(os.environ, TILUSVM_JIT_TIMING="1"))
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {r.stderr}")
+        ptx = r.stdout
+        m = TIMING.search(r.stderr)
+        times.append([float(m.group(i)) for i in range(2, 7)])
+    med = [statistics.median(t[i] for t in times) for i in range(5)]
+    return ptx, dict(zip(["setup", "ir", "opt", "ptx", "total"], med))
+
+
+def loops(ptx):
+    """Each backward branch's loop: instruction count and counts by opcode."""
+    lines = [l.strip() for l in ptx.splitlines()]
+    labels = {}
+    for i, l in enumerate(lines):
+        if re.match(r"^\$?[\w$]+:$", l):
+            labels[l[:-1]] = i
+    result = []
+    for j, l in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+([\w$]+);", l)
+        if not m or m.group(1) not in labels or labels[m.group(1)] > j:
+            continue
+        ops = collections.Counter()
+        for body in lines[labels[m.group(1)]:j + 1]:
+            if not body or body.endswith(":") or body.startswith(("//", ".", "{", "}")):
+                continue
+            body = re.sub(r"^@!?%\w+\s+", "", body)
+            op = body.split()[0].rstrip(";")
+            ops[op] += 1
+        result.append({"label": m.group(1), "instructions": sum(ops.values()),
+                       "ops": dict(sorted(ops.items()))})
+    return result
+
+
+def ptxas(ptx):
+    if not os.path.exists(PTXAS):
+        return {}
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        open(src, "w").write(ptx)
+        r = subprocess.run([PTXAS, "-arch=sm_90a", "-v", src, "-o", os.path.join(d, "k.cubin")],
+                           capture_output=True, text=True)
+    regs = re.search(r"Used (\d+) registers", r.stderr)
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)
+    return {"registers": int(regs.group(1)) if regs else -1,
+            "spill_stores": int(spill.group(1)) if spill else -1,
+            "spill_loads": int(spill.group(2)) if spill else -1}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--save")
+    ap.add_argument("--compare")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--ops", action="store_true", help="print the opcode counts of each loop")
+    args = ap.parse_args()
+    tool = os.path.join(args.build, "tools", "tilus-asm")
+    files = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(ROOT, "programs"))
+                   for f in fs if f.endswith(".tasm"))
+    results = {}
+    for path in files:
+        rel = os.path.relpath(path, ROOT)
+        if args.only not in rel:
+            continue
+        for name, spec in kernels(path):
+            for s in ["", spec]:
+                key = f"{rel}:{name}" + (f" spec={s}" if s else "")
+                ptx, times = emit(tool, path, name, s, args.runs if not s else 1)
+                results[key] = {"times": times, "loops": loops(ptx), "ptxas": ptxas(ptx),
+                                "ptx_lines": ptx.count("\n")}
+    print(f"{'kernel':<62} {'IR':>5} {'opt':>5} {'PTX':>5} {'total':>6}  regs spill  loop sizes")
+    for key, r in results.items():
+        t = r["times"]
+        sizes = ",".join(str(l["instructions"]) for l in r["loops"])
+        p = r["ptxas"]
+        print(f"{key:<62} {t['ir']:5.1f} {t['opt']:5.1f} {t['ptx']:5.1f} {t['total']:6.1f}  "
+              f"{p.get('registers', -1):4d} {p.get('spill_stores', -1):5d}  [{sizes}]")
+        if args.ops:
+            for l in r["loops"]:
+                print("      ", l["label"], l["instructions"], l["ops"])
+    if args.save:
+        json.dump(results, open(args.save, "w"), indent=1)
+    if args.compare:
+        base = json.load(open(args.compare))
+        worse = 0
+        print("\ncompared with", args.compare)
+        for key, r in results.items():
+            if key not in base:
+                continue
+            b = r_b = base[key]
+            notes = []
+            for f in ["registers", "spill_stores", "spill_loads"]:
+                if r["ptxas"].get(f, 0) != b["ptxas"].get(f, 0):
+                    notes.append(f"{f} {b['ptxas'].get(f)} -> {r['ptxas'].get(f)}")
+            bl = [l["instructions"] for l in r_b["loops"]]
+            nl = [l["instructions"] for l in r["loops"]]
+            if bl != nl:
+                notes.append(f"loops {bl} -> {nl}")
+                if args.ops and len(bl) == len(nl):
+                    for lb, ln in zip(r_b["loops"], r["loops"]):
+                        ops = set(lb["ops"]) | set(ln["ops"])
+                        diff = {o: (lb["ops"].get(o, 0), ln["ops"].get(o, 0)) for o in sorted(ops)
+                                if lb["ops"].get(o, 0) != ln["ops"].get(o, 0)}
+                        if diff:
+                            notes.append(f"  {lb['label']}: {diff}")
+            grew = (r["ptxas"].get("registers", 0) > b["ptxas"].get("registers", 0)
+                    or r["ptxas"].get("spill_stores", 0) > b["ptxas"].get("spill_stores", 0)
+                    or sum(nl) > sum(bl) or len(nl) != len(bl))
+            worse += grew
+            t0, t1 = b["times"]["total"], r["times"]["total"]
+            print(f"{'WORSE ' if grew else ''}{key}: total {t0:.1f} -> {t1:.1f} ms"
+                  + ("; " + "; ".join(notes) if notes else "; same registers, spills, loops"))
+        return 1 if worse else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
