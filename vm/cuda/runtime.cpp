@@ -19,6 +19,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -338,9 +340,18 @@ Expected<ProcessKernelCache::Code> CudaRuntime::Impl::build(const LoadedModule &
     return ptx.takeStatus();
   count(Counter::Compiles);
   LinkState link(*api);
+  auto linkStart = std::chrono::steady_clock::now();
   auto cubin = link.compile(ptx->ptx, key.program);
   if (!cubin.ok())
     return cubin.takeStatus();
+  // TILUSVM_JIT_TIMING=1: the driver's PTX -> cubin time beside the JIT's line (jit/jit.cpp).
+  if (const char *timing = std::getenv("TILUSVM_JIT_TIMING");
+      timing && *timing && std::string(timing) != "0")
+    std::fprintf(
+        stderr, "jit: %s sm_%d: driver PTX -> cubin %.1f ms (wall)\n", ptx->entryName.c_str(),
+        key.ptxTarget,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - linkStart)
+            .count());
   TILUSVM_TRY(loadCubin(slot, *cubin));
   CachedKernel entry{ptx->entryName, ptx->threads, ptx->sharedBytes, std::move(ptx->ptx),
                      std::move(cubin.value())};
