@@ -182,6 +182,26 @@ std::optional<std::string> dotLayoutError(LayoutOracle &oracle, DataType operand
          ") nor an mma atom division (" + atomWhy + ")";
 }
 
+/// Whether the JIT reduces `dim` of `layout` with warp shuffles alone (docs/jit.md, Reduce):
+/// every thread mode of the dimension has a power-of-two size and thread stride and stays
+/// within 32 threads. Then the reduction needs no scratch area. (Each result slot combines the
+/// same local slots in every thread: the derived layout keeps the other dimensions' modes, so
+/// that part of the JIT's test always holds.) A thread mode's stride is the product of the
+/// sizes of the thread modes after it (isa/layout.h, unified form).
+bool reduceStaysInWarps(const RegisterLayout &layout, int dim) {
+  auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  const std::vector<LayoutMode> &modes = layout.modes();
+  const std::vector<int32_t> &spatial = layout.spatialModes();
+  int64_t div = 1;
+  for (size_t k = spatial.size(); k-- > 0;) {
+    const LayoutMode &mode = modes[size_t(spatial[k])];
+    if (mode.dim == dim && (!pow2(div) || !pow2(mode.size) || div * mode.size > 32))
+      return false;
+    div *= mode.size;
+  }
+  return true;
+}
+
 } // namespace
 
 /// Memoised per (operand dtype, layouts): programs repeat the same Dot many times.
@@ -223,7 +243,8 @@ bool ProgramChecker::visitReduce(const Instruction &inst, Results &r) {
                                                  " differs from the derived layout " +
                                                  derived->toString());
   }
-  noteScratch(shapeElements(a->shape) * 8);
+  if (!reduceStaysInWarps(*a->layout, int(dim)))
+    noteScratch(shapeElements(a->shape) * 8);
   r[0] = registerType(a->dtype, *derived);
   return true;
 }

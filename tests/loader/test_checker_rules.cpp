@@ -299,7 +299,17 @@ TEST_CASE("Reduce: dimension, dtype, derived layout") {
   CHECK(*varType(*m, "k", "a").layout == layoutOf("spatial(4).replicate(32)"));
   CHECK(varType(*m, "k", "a").shape == std::vector<int64_t>{4});
   CHECK(varType(*m, "k", "b").shape == std::vector<int64_t>{4, 1});
-  CHECK(m->programs[0].scratchBytes == 4 * 128 * 8);
+  // the reduced thread modes (32 lanes) stay within a warp: shuffles, no scratch area
+  CHECK(m->programs[0].scratchBytes == 0);
+  Expected<VerifiedModule> across =
+      checkSource(kernel(kParams,
+                         "    g = ViewGlobal(p, shape=[4, 128])\n"
+                         "    x = LoadGlobal(g, layout=spatial(4, 32).local(1, 4))\n"
+                         "    a = Reduce(x, dim=0, op=max)\n",
+                         128));
+  REQUIRE_OK(across);
+  // dimension 0's thread mode has stride 32: across warps, through the scratch area
+  CHECK(across->programs[0].scratchBytes == 4 * 128 * 8);
   expectError(kernel(kParams, std::string(kLoadX) + "    r = Reduce(x, dim=2, op=sum)\n"),
               ErrorCode::ReduceDim, 4);
   // Derived: spatial(32, 1) (the local mode of dimension 1 is dropped).
