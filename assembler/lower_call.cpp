@@ -158,7 +158,11 @@ Status ProgramLowering::results(const InstructionSpec &spec, const AstExpr &call
       *nestedResult = id;
     return Status::success();
   }
-  DataType dtype = DataType::i32(); // BlockIndices; unused for tensors
+  // The dtype of scalar results: LoadScalar's dtype=, i32 for BlockIndices; unused for tensors.
+  DataType dtype = DataType::i32();
+  if (spec.resultKind == VarKind::Scalar && inst.hasArg(ArgName::dtype) &&
+      inst.arg(ArgName::dtype).present)
+    dtype = inst.arg(ArgName::dtype).dtype;
   if (nestedResult) {
     if (spec.maxResults == 0)
       return error(ErrorCode::BadArgument, call.pos,

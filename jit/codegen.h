@@ -192,6 +192,7 @@ public:
   Status visitStoreGlobal(const Instruction &inst);
   Status visitLoadShared(const Instruction &inst);
   Status visitStoreShared(const Instruction &inst);
+  Status visitLoadScalar(const Instruction &inst);
   Status visitCopyAsync(const Instruction &inst);
   Status visitCopyAsyncCommitGroup(const Instruction &inst);
   Status visitCopyAsyncWaitGroup(const Instruction &inst);

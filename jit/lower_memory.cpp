@@ -1,6 +1,7 @@
 // Data movement: the tiles of loads, stores and copies, the element-level access primitives,
-// and LoadShared / StoreShared (LoadGlobal / StoreGlobal are in lower_memory_global.cpp, ldmatrix
-// in lower_memory_ldmatrix.cpp, the asynchronous copies in lower_memory_async.cpp).
+// LoadShared / StoreShared and LoadScalar (LoadGlobal / StoreGlobal are in
+// lower_memory_global.cpp, ldmatrix in lower_memory_ldmatrix.cpp, the asynchronous copies in
+// lower_memory_async.cpp).
 //
 // A load or store turns its `offset=[...]` into a tile (GlobalTile/SharedTile) of the view it
 // reads (lower_views.cpp) and then addresses register slot (t, i) at tile index
@@ -351,6 +352,35 @@ void Codegen::storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm
   // The high part is empty when the element does not cross into the next word.
   update(w.last, b.CreateSelect(w.same, constI64(0), b.CreateLShr(mask, 32)),
          b.CreateSelect(w.same, constI64(0), b.CreateLShr(bits, 32)));
+}
+
+// ---- LoadScalar ---------------------------------------------------------------------------------
+
+// One element read by every thread from the same address (a uniform load: the hardware
+// broadcasts it), guarded by the bounds test for global tensors (outside reads 0). The value is
+// a plain load: no range or alignment is assumed about it.
+Status Codegen::visitLoadScalar(const Instruction &inst) {
+  VarId x = inst.arg(ArgName::x).var;
+  VarId r = inst.results[0];
+  DataType want = prog.var(r).dtype;
+  const Argument &offset = inst.arg(ArgName::offset);
+  if (info.vars[x].kind == VarKind::Shared) {
+    SharedTile tile = sharedTile(readShared(x), offset);
+    if (!tile.rootDim.empty())
+      return error(ErrorCode::OffsetRank, inst, "LoadScalar offset has slice entries");
+    llvm::Value *elem = sharedOffset(tile.root, tile.origin);
+    llvm::Value *root = sharedElementAddress(tile.root, constI64(0), tile.dtype);
+    writeScalar(r, convert(loadElement(root, elem, tile.dtype), tile.dtype, want));
+    return Status::success();
+  }
+  GlobalTile tile = globalTile(readGlobal(x), offset);
+  if (!tile.lo.empty())
+    return error(ErrorCode::OffsetRank, inst, "LoadScalar offset has slice entries");
+  DataType t = tile.dtype;
+  llvm::Value *v = guarded(*this, tile.valid, zeroOf(t),
+                           [&]() -> llvm::Value * { return loadElement(tile.ptr, tile.base, t); });
+  writeScalar(r, convert(v, t, want));
+  return Status::success();
 }
 
 // ---- shared register <-> memory -----------------------------------------------------------------

@@ -140,6 +140,32 @@ bool ProgramChecker::visitCopyAsync(const Instruction &inst, Results &) {
   return checkAccess(inst, *g, inst.arg(ArgName::g).var, s->shape, "the shared tensor");
 }
 
+/// LoadScalar (docs/isa.md): one element of a global or shared tensor, every offset entry a
+/// fixed index, converted to a scalar type. The result depends on memory, so it is neither
+/// constant nor parameter-only (ExprFacts): it never takes part in a bounds proof or a grid.
+bool ProgramChecker::visitLoadScalar(const Instruction &inst, Results &r) {
+  const Argument &x = inst.arg(ArgName::x);
+  VarKind kind = x.var != kNoId ? info_.vars[x.var].kind : VarKind::Scalar;
+  if (kind != VarKind::Global && kind != VarKind::Shared)
+    return fail(ErrorCode::Scope, "LoadScalar of " +
+                                      (x.var != kNoId ? varName(x.var) : std::string("a scalar")) +
+                                      ": expected a global or shared tensor");
+  const VarType &memory = info_.vars[x.var];
+  for (const OffsetEntry &e : inst.arg(ArgName::offset).offsets)
+    if (e.slice)
+      return fail(ErrorCode::OffsetRank,
+                  "LoadScalar offset entries must be fixed indices `e`, not slices `e:`");
+  DataType dtype = inst.arg(ArgName::dtype).dtype;
+  if (!dtype.isArithmetic())
+    return fail(ErrorCode::DtypeMismatch, std::string("LoadScalar dtype=") + dtype.name() +
+                                              ": a scalar is bool, an 8- to 64-bit integer or "
+                                              "f16, bf16, f32, f64");
+  if (!checkAccess(inst, memory, x.var, {}, "the scalar"))
+    return false;
+  r[0] = VarType{VarKind::Scalar, dtype};
+  return true;
+}
+
 bool ProgramChecker::visitCopyAsyncWaitGroup(const Instruction &inst, Results &) {
   int64_t n = inst.arg(ArgName::n).intValue;
   if (n < 0)

@@ -152,6 +152,7 @@ public:
   bool visitCopyAsyncWaitGroup(const Instruction &inst, Results &results);
   bool visitCopyAsyncCommitGroup(const Instruction &, Results &) { return true; }
   bool visitCopyAsyncWaitAll(const Instruction &, Results &) { return true; }
+  bool visitLoadScalar(const Instruction &inst, Results &results);
   // check_elementwise.cpp: the elementwise family and Where
   bool visitElementwise(const Instruction &inst, Results &results);
   bool visitWhere(const Instruction &inst, Results &results);

@@ -657,6 +657,52 @@ def misc<2, 3, 4>(i32* o_ptr, f32* f_ptr) threads=64:
   runCase(c);
 }
 
+DIFF_CASE("LoadScalar: table walks, out-of-bounds indices, conversions, shared sources") {
+  // Random table entries: taken modulo 80 they index rows 0..79 of a 64-row view, so some
+  // pages are outside (and read 0); the lengths bound loops and choose branches.
+  Case c;
+  c.name = "load_scalar";
+  c.source = R"(
+def walk<8>(i32* table, i32* lens, f32* data, u4* q_ptr, f16* h_ptr, f32* out) threads=64:
+    b = BlockIndices()
+    gt = ViewGlobal(table, shape=[8, 16])
+    gd = ViewGlobal(data, shape=[64, 64])
+    go = ViewGlobal(out, shape=[8, 5, 64])
+    n = LoadScalar(ViewGlobal(lens, shape=[8]), offset=[b], dtype=i32)
+    n = (n % 17 + 17) % 17
+    acc = AllocateRegister(f32, layout=spatial(64), init=0.0)
+    for j in range(n):
+        raw = LoadScalar(gt, offset=[b, j], dtype=i64)
+        page = (raw % 80 + 80) % 80
+        x = LoadGlobal(gd, layout=spatial(64), offset=[page, 0:])
+        if raw % 3 == 0:
+            acc = Add(acc, x)
+        else:
+            acc = Sub(acc, Mul(x, 0.5))
+    StoreGlobal(acc, go, offset=[b, 0, 0:])
+    q = LoadScalar(ViewGlobal(q_ptr, shape=[37]), offset=[b * 5 % 37], dtype=f32)
+    h = LoadScalar(ViewGlobal(h_ptr, shape=[8]), offset=[b], dtype=f32)
+    hi = LoadScalar(ViewGlobal(h_ptr, shape=[8]), offset=[b], dtype=i16)
+    oob = LoadScalar(gd, offset=[64 + b, b], dtype=f32)
+    s = AllocateShared(f32, shape=[64])
+    StoreShared(acc, s)
+    Synchronize()
+    sv = LoadScalar(s, offset=[(b * 7 + n) % 64], dtype=f32)
+    i = Iota(layout=spatial(64), dim=0, dtype=f32)
+    StoreGlobal(Add(i, q), go, offset=[b, 1, 0:])
+    StoreGlobal(Add(i, h), go, offset=[b, 2, 0:])
+    StoreGlobal(Add(i, f32(hi) + oob), go, offset=[b, 3, 0:])
+    StoreGlobal(Add(i, sv), go, offset=[b, 4, 0:])
+)";
+  c.buffers = {{"table", DataType::i32(), 8 * 16, Fill::Random},
+               {"lens", DataType::i32(), 8, Fill::Random},
+               {"data", DataType::f32(), 64 * 64, Fill::Moderate},
+               {"q_ptr", DataType::u(4), 37, Fill::Random},
+               {"h_ptr", DataType::f16(), 8, Fill::Moderate},
+               {"out", DataType::f32(), 8 * 5 * 64, Fill::Zero}};
+  runCase(c);
+}
+
 DIFF_CASE("Print gives the interpreter's text") {
   Case c;
   c.name = "print";

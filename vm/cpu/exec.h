@@ -32,6 +32,7 @@ struct Exec {
   static Status visitLoadShared(BlockState &b, uint32_t index);
   static Status visitStoreGlobal(BlockState &b, uint32_t index);
   static Status visitStoreShared(BlockState &b, uint32_t index);
+  static Status visitLoadScalar(BlockState &b, uint32_t index);
   static Status visitCopyAsync(BlockState &b, uint32_t index);
   static Status visitCopyAsyncCommitGroup(BlockState &b, uint32_t index);
   static Status visitCopyAsyncWaitGroup(BlockState &b, uint32_t index);

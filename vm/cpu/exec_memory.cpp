@@ -1,5 +1,6 @@
 // Data movement between memory and registers: LoadGlobal, StoreGlobal, LoadShared,
-// StoreShared, and the asynchronous copies (CopyAsync, commit, wait).
+// StoreShared, LoadScalar (one element into a block-uniform scalar), and the asynchronous
+// copies (CopyAsync, commit, wait).
 //
 // Loads read each logical element of the tile once and hand it to every owner slot; stores
 // write each logical element once, from its first owner (replicated owners hold equal values).
@@ -221,6 +222,47 @@ Status Exec::visitStoreShared(BlockState &b, uint32_t index) {
         if (b.race)
           b.race->sharedWrite(view.root, off, ownerThread(table, e));
       });
+}
+
+Status Exec::visitLoadScalar(BlockState &b, uint32_t index) {
+  const Instruction &inst = b.program.instructions[index];
+  VarId x = inst.arg(ArgName::x).var;
+  VarId r = inst.results[0];
+  DataType resultType = b.program.var(r).dtype;
+  uint64_t value = 0; // a global element outside the tensor reads as 0
+  DataType dtype = resultType;
+  if (b.info.vars[x].kind == VarKind::Shared) {
+    TILUSVM_TRY(b.requireShared(index, x));
+    const SharedView &view = b.shareds[x];
+    dtype = view.dtype;
+    std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), view.shape.size());
+    Expected<TileAccess> tile = sharedTile(view, offsets, {});
+    if (!tile)
+      return b.fail(tile.status().code(), index, tile.status().first().message);
+    int sb = dtype.storageBits();
+    int64_t base = view.byteOffset * 8;
+    TILUSVM_TRY(
+        forEachSharedElement(b, index, view, offsets, *tile, "reads", [&](int64_t, int64_t off) {
+          value = canonicalFromMemory(readBits(b.shared.data(), base + off * sb, sb), dtype);
+          if (b.race)
+            b.race->sharedRead(view.root, off, -1);
+        }));
+  } else {
+    const GlobalView &view = b.globals[x];
+    dtype = view.dtype;
+    Expected<TileAccess> tile =
+        globalTile(view, b.offsets(inst.arg(ArgName::offset), view.shape.size()), {});
+    if (!tile)
+      return b.fail(tile.status().code(), index, tile.status().first().message);
+    int sb = dtype.storageBits();
+    TILUSVM_TRY(forEachGlobalElement(b, index, view, *tile, [&](int64_t, int64_t bit, int64_t off) {
+      value = canonicalFromMemory(readBits(view.base, bit, sb), dtype);
+      if (b.race)
+        b.race->globalRead(raceKey(view, bit), sb, view.root, off, -1);
+    }));
+  }
+  b.scalars[r] = dtype == resultType ? value : convertBits(value, dtype, resultType);
+  return Status::success();
 }
 
 Status Exec::visitCopyAsync(BlockState &b, uint32_t index) {
