@@ -146,6 +146,8 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     ss = SliceShared(sh, offset=[1, 0:], shape=[64])
     a = LoadGlobal(g, layout=spatial(64).local(1), offset=[by:, 0])
     b = LoadShared(sh, layout=spatial(64), offset=[0, 0:])
+    ls = LoadScalar(gs, offset=[n - 1], dtype=i64)
+    lt = LoadScalar(x=sh, offset=[1, 3], dtype=f32)
     StoreGlobal(a, g, offset=[bz * 2:, 3])
     StoreShared(b, sh)
     CopyAsync(sh, g, offset=[0:, 0:])
