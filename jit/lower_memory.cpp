@@ -366,7 +366,7 @@ Status Codegen::visitLoadScalar(const Instruction &inst) {
   const Argument &offset = inst.arg(ArgName::offset);
   if (info.vars[x].kind == VarKind::Shared) {
     SharedTile tile = sharedTile(readShared(x), offset);
-    if (!tile.rootDim.empty())
+    if (!tile.dims.empty())
       return error(ErrorCode::OffsetRank, inst, "LoadScalar offset has slice entries");
     llvm::Value *elem = sharedOffset(tile.root, tile.origin);
     llvm::Value *root = sharedElementAddress(tile.root, constI64(0), tile.dtype);
@@ -377,8 +377,9 @@ Status Codegen::visitLoadScalar(const Instruction &inst) {
   if (!tile.lo.empty())
     return error(ErrorCode::OffsetRank, inst, "LoadScalar offset has slice entries");
   DataType t = tile.dtype;
-  llvm::Value *v = guarded(*this, tile.valid, zeroOf(t),
-                           [&]() -> llvm::Value * { return loadElement(tile.ptr, tile.base, t); });
+  llvm::Value *v = guarded(*this, tile.valid, zeroOf(t), [&]() -> llvm::Value * {
+    return loadElement(tile.ptr, tile.offset, t);
+  });
   writeScalar(r, convert(v, t, want));
   return Status::success();
 }
