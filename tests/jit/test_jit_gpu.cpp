@@ -771,6 +771,72 @@ private:
 
 DIFF_CASE("the library's programs") { libraryPrograms(); }
 
+DIFF_CASE("the attention and layer programs (programs/attention, programs/layers)") {
+  const DataType f16 = DataType::f16(), i32 = DataType::i32(), f32 = DataType::f32();
+  for (const char *kt : {"f16", "f8e4m3", "u4"}) {
+    // block_table[b, j] = b * 3 + j (distinct pages), seq_lens in [1, 40], 3 pages of 16 each
+    Case c{std::string("decode_paged_") + kt, programText("attention/decode_paged.tasm")};
+    c.defines = {{"AT", "f16"}, {"KT", kt}, {"HD", "128"}, {"PAGE", "16"}};
+    DataType t = *DataType::parse(kt);
+    int64_t cache = 12 * 16 * 2 * 128;
+    c.scalars = {{"batch", 4},
+                 {"heads", 16},
+                 {"kv_heads", 2},
+                 {"num_pages", 12},
+                 {"max_pages", 3},
+                 {"scale", std::bit_cast<uint32_t>(0.088f)},
+                 {"k_scale", std::bit_cast<uint32_t>(0.5f)},
+                 {"v_scale", std::bit_cast<uint32_t>(0.25f)}};
+    c.buffers = {{"q_ptr", f16, 4 * 16 * 128, Fill::Moderate},
+                 {"k_cache", t, cache, Fill::Moderate},
+                 {"v_cache", t, cache, Fill::Moderate},
+                 {"block_table", i32, 12, Fill::Index},
+                 {"seq_lens", i32, 4, Fill::Positive},
+                 {"o_ptr", f16, 4 * 16 * 128, Fill::Zero, 0, 1e-2}};
+    runCase(c);
+  }
+  for (const char *causal : {"0", "1"}) {
+    Case c{std::string("prefill_causal") + causal, programText("attention/prefill.tasm")};
+    c.defines = {{"AT", "f16"}, {"HD", "64"}, {"CAUSAL", causal}};
+    c.scalars = {{"batch", 1}, {"seq_q", 70},   {"seq_k", 90},
+                 {"heads", 4}, {"kv_heads", 2}, {"scale", std::bit_cast<uint32_t>(0.125f)}};
+    c.buffers = {{"q_ptr", f16, 70 * 4 * 64, Fill::Moderate},
+                 {"k_ptr", f16, 90 * 2 * 64, Fill::Moderate},
+                 {"v_ptr", f16, 90 * 2 * 64, Fill::Moderate},
+                 {"o_ptr", f16, 70 * 4 * 64, Fill::Zero, 0, 2e-2}};
+    runCase(c);
+  }
+  {
+    Case c{"rmsnorm", programText("layers/rmsnorm.tasm")};
+    c.defines = {{"AT", "f16"}, {"N", "1000"}, {"T", "64"}};
+    c.scalars = {{"m", 5}, {"eps", std::bit_cast<uint32_t>(1e-5f)}};
+    c.buffers = {{"x_ptr", f16, 5000, Fill::Moderate},
+                 {"r_ptr", f16, 5000, Fill::Moderate},
+                 {"w_ptr", f16, 1000, Fill::Moderate},
+                 {"y_ptr", f16, 5000, Fill::Zero, 0, 5e-3}};
+    runCase(c);
+  }
+  for (const char *style : {"0", "1"}) {
+    Case c{std::string("rotary_style") + style, programText("layers/rotary.tasm")};
+    c.defines = {{"AT", "f16"}, {"HD", "128"}, {"STYLE", style}};
+    c.scalars = {{"tokens", 5}, {"heads", 12}, {"kv_heads", 4}, {"max_pos", 8}};
+    c.buffers = {{"pos_ptr", i32, 5, Fill::Index},
+                 {"q_ptr", f16, 5 * 12 * 128, Fill::Moderate, 0, 1e-3},
+                 {"k_ptr", f16, 5 * 4 * 128, Fill::Moderate, 0, 1e-3},
+                 {"cs_ptr", f32, 8 * 128, Fill::Moderate}};
+    runCase(c);
+  }
+  {
+    Case c{"swiglu_quant", programText("layers/swiglu_quant.tasm")};
+    c.defines = {{"AT", "f16"}, {"QT", "f8e4m3"}, {"N", "2048"}, {"T", "128"}};
+    c.scalars = {{"m", 3}};
+    c.buffers = {{"x_ptr", f16, 3 * 4096, Fill::Moderate},
+                 {"q_ptr", DataType::f8e4m3(), 3 * 2048, Fill::Zero, 0, 0.13},
+                 {"s_ptr", f32, 3, Fill::Zero, 0, 1e-5}};
+    runCase(c);
+  }
+}
+
 DIFF_CASE("the library's programs through unspecialised kernels (TILUSVM_SPECIALIZE=0)") {
   // the kernels that assume nothing about the arguments must compute the same results
   EnvScope off("TILUSVM_SPECIALIZE", "0");

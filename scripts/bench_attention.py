@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Benchmarks programs/attention/ and programs/layers/ on the GPU against baselines measured in
+the same run.
+
+- prefill.tasm (batch 4, heads 32, kv_heads 8, HD 128, seq 4096, causal and full, f16) against
+  PyTorch's scaled_dot_product_attention with the flash backend: TFLOP/s and the ratio.
+- decode_paged.tasm (batch 16 and 64, context 4096 and 32768, HD 128, GQA 8, page 16, f16,
+  f8e4m3 and u4 caches, a shuffled block table) against the device-to-device copy bandwidth:
+  the KV bytes read per second as a fraction of a copy moving as many bytes (reads + writes).
+- rmsnorm.tasm (with the residual add) and swiglu_quant.tasm (f8e4m3) against the same copy
+  bandwidth, for the bytes each reads plus writes.
+
+    python3 scripts/bench_attention.py [--build DIR] [--only prefill,decode,layers]
+                                       [--iters N] [--json FILE] [--dry-run]
+
+Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
+(--build, default $BUILD_DIR or build). Times are medians of CUDA-event timed launches (vm-run
+--bench for the programs, the same method here for PyTorch). --dry-run assembles every program
+and prints the vm-run commands without a GPU.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+L2_BYTES = 50 * 2**20
+
+
+def bits_of(t):
+    if t in ("f16", "bf16"):
+        return 16
+    if t[0] in "ui":
+        return int(t[1:])
+    return int(t[1:t.index("e")])
+
+
+def torch_bench(fn, warmup=10, iters=50):
+    import torch
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(iters)]
+    for s, e in events:
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events)
+
+
+class Runner:
+    def __init__(self, args, work):
+        self.args = args
+        self.work = work
+        self.asm = os.path.join(args.build, "tools", "tilus-asm")
+        self.run = os.path.join(args.build, "tools", "vm-run")
+
+    def assemble(self, program, name, defines):
+        tbc = os.path.join(self.work, name + ".tbc")
+        cmd = [self.asm, os.path.join(ROOT, "programs", program), "-o", tbc]
+        for k, v in defines.items():
+            cmd += ["-D", f"{k}={v}"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("tilus-asm: " + (r.stderr or r.stdout).strip()[-400:])
+        return tbc
+
+    def bench(self, tbc, kernel, argv):
+        cmd = [self.run, tbc, "--kernel", kernel, "--device", "cuda", "--bench", "--iters",
+               str(self.args.iters), "--json"]
+        for a in argv:
+            cmd += ["--arg", a]
+        if self.args.dry_run:
+            print(" ".join(cmd))
+            return None
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            rep = json.loads(p.stdout)
+            return rep["bench"]["median_ms"]
+        except Exception:
+            raise RuntimeError("vm-run: " + (p.stderr or p.stdout).strip()[-400:])
+
+
+def save_i32_npy(path, values, shape):
+    """Write int32 values (C order) as a version 1.0 .npy file (no NumPy needed)."""
+    import struct
+    header = "{'descr': '<i4', 'fortran_order': False, 'shape': (%s), }" % (
+        "".join(f"{d}, " for d in shape) if len(shape) == 1 else ", ".join(map(str, shape)))
+    pad = 64 - (10 + len(header) + 1) % 64
+    header = header + " " * pad + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        f.write(struct.pack(f"<{len(values)}i", *values))
+    return "@" + path
+
+
+def prefill_rows(r, args):
+    rows = []
+    B, H, KVH, HD, S = 4, 32, 8, 128, args.seq
+    for causal in (1, 0):
+        row = {"bench": "prefill", "case": f"B{B} H{H}/{KVH} HD{HD} S{S} " +
+               ("causal" if causal else "full") + " f16"}
+        flops = 4.0 * B * H * S * S * HD * (0.5 if causal else 1.0)
+        try:
+            tbc = r.assemble("attention/prefill.tasm", f"prefill_{causal}",
+                             {"AT": "f16", "HD": HD, "CAUSAL": causal})
+            n = B * S * H * HD
+            nk = B * S * KVH * HD
+            ms = r.bench(tbc, "attention", [
+                f"q_ptr=rand:f16[{n}]:1", f"k_ptr=rand:f16[{nk}]:2", f"v_ptr=rand:f16[{nk}]:3",
+                f"o_ptr=zeros:f16[{n}]", f"batch={B}", f"seq_q={S}", f"seq_k={S}",
+                f"heads={H}", f"kv_heads={KVH}", f"scale={HD ** -0.5}"])
+            if ms is not None:
+                row.update({"ms": ms, "rate": flops / (ms * 1e-3) / 1e12, "unit": "TFLOP/s"})
+        except RuntimeError as e:
+            row["error"] = str(e)
+        if not args.dry_run:
+            import torch
+            import torch.nn.functional as F
+            q = torch.randn(B, S, H, HD, device="cuda", dtype=torch.float16).transpose(1, 2)
+            k = torch.randn(B, S, KVH, HD, device="cuda", dtype=torch.float16).transpose(1, 2)
+            v = torch.randn(B, S, KVH, HD, device="cuda", dtype=torch.float16).transpose(1, 2)
+            try:
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                ctx = lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+            except ImportError:  # older PyTorch
+                ctx = lambda: torch.backends.cuda.sdp_kernel(enable_flash=True, enable_math=False,
+                                                             enable_mem_efficient=False)
+            try:
+                with ctx():
+                    F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal),
+                                                   enable_gqa=True)
+                fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal),
+                                                            enable_gqa=True)
+                name = "SDPA flash (GQA)"
+            except (TypeError, RuntimeError):
+                ke = k.repeat_interleave(H // KVH, dim=1)
+                ve = v.repeat_interleave(H // KVH, dim=1)
+                fn = lambda: F.scaled_dot_product_attention(q, ke, ve, is_causal=bool(causal))
+                name = "SDPA flash (K/V expanded)"
+            with ctx():
+                base = torch_bench(fn, iters=args.iters)
+            row.update({"baseline": name, "base_ms": base,
+                        "base_rate": flops / (base * 1e-3) / 1e12})
+            if "ms" in row:
+                row["ratio"] = base / row["ms"]
+            del q, k, v
+            torch.cuda.empty_cache()
+        rows.append(row)
+    return rows
+
+
+class CopyBaseline:
+    def __init__(self, args):
+        self.args = args
+        self.cache = {}
+
+    def ms(self, nbytes):
+        """A device-to-device copy that reads nbytes / 2 and writes as many."""
+        if self.args.dry_run:
+            return None
+        import torch
+        half = (nbytes // 2 + 15) // 16 * 16
+        if half not in self.cache:
+            src = torch.empty(half, device="cuda", dtype=torch.uint8)
+            dst = torch.empty_like(src)
+            self.cache[half] = torch_bench(lambda: dst.copy_(src), iters=self.args.iters)
+            del src, dst
+            torch.cuda.empty_cache()
+        return self.cache[half]
+
+
+def bandwidth_row(row, ms, nbytes, copy):
+    """Fill a row of a bandwidth-bound program: nbytes moved (the copy baseline moves as
+    many, reads plus writes)."""
+    if ms is None:
+        return row
+    row.update({"ms": ms, "rate": nbytes / (ms * 1e-3) / 1e9, "unit": "GB/s",
+                "l2": nbytes <= L2_BYTES})
+    base = copy.ms(nbytes)
+    if base is not None:
+        row.update({"baseline": "D2D copy", "base_ms": base,
+                    "base_rate": nbytes / (base * 1e-3) / 1e9, "ratio": base / ms})
+    return row
+
+
+def decode_rows(r, args, copy):
+    import random
+    rows = []
+    H, KVH, HD, PAGE = 32, 8, 128, 16
+    rng = random.Random(0)
+    for kt in args.kv_types.split(","):
+        try:
+            tbc = r.assemble("attention/decode_paged.tasm", f"decode_{kt}",
+                             {"AT": "f16", "KT": kt, "HD": HD, "PAGE": PAGE})
+        except RuntimeError as e:
+            rows.append({"bench": "decode", "case": f"KT={kt}", "error": str(e)})
+            continue
+        for batch in (16, 64):
+            for ctx in (4096, 32768):
+                row = {"bench": "decode", "case": f"B{batch} ctx{ctx} H{H}/{KVH} HD{HD} {kt}"}
+                max_pages = ctx // PAGE
+                num_pages = batch * max_pages
+                table = list(range(num_pages))  # a shuffled assignment of pages
+                rng.shuffle(table)
+                tpath = save_i32_npy(os.path.join(r.work, f"table_{batch}_{ctx}.npy"), table,
+                                     (batch, max_pages))
+                lpath = save_i32_npy(os.path.join(r.work, f"lens_{batch}_{ctx}.npy"),
+                                     [ctx] * batch, (batch,))
+                elems = num_pages * PAGE * KVH * HD
+                kv_bytes = 2 * elems * bits_of(kt) // 8
+                try:
+                    ms = r.bench(tbc, "decode", [
+                        f"q_ptr=rand:f16[{batch * H * HD}]:1",
+                        f"k_cache=zeros:{kt}[{elems}]", f"v_cache=zeros:{kt}[{elems}]",
+                        f"block_table={tpath}", f"seq_lens={lpath}",
+                        f"o_ptr=zeros:f16[{batch * H * HD}]", f"batch={batch}", f"heads={H}",
+                        f"kv_heads={KVH}", f"num_pages={num_pages}", f"max_pages={max_pages}",
+                        f"scale={HD ** -0.5}", "k_scale=1.0", "v_scale=1.0"])
+                    row["kv_bytes"] = kv_bytes
+                    bandwidth_row(row, ms, kv_bytes, copy)
+                except RuntimeError as e:
+                    row["error"] = str(e)
+                rows.append(row)
+    return rows
+
+
+def layer_rows(r, args, copy):
+    rows = []
+    m, n = args.tokens, 8192
+    row = {"bench": "rmsnorm", "case": f"M{m} N{n} f16 +residual"}
+    try:
+        tbc = r.assemble("layers/rmsnorm.tasm", "rmsnorm", {"AT": "f16", "N": n})
+        ms = r.bench(tbc, "rmsnorm", [f"x_ptr=rand:f16[{m * n}]:1", f"r_ptr=rand:f16[{m * n}]:2",
+                                      f"w_ptr=rand:f16[{n}]:3", f"y_ptr=zeros:f16[{m * n}]",
+                                      f"m={m}", "eps=1e-6"])
+        bandwidth_row(row, ms, 4 * m * n * 2, copy)  # x, r read; r, y written
+    except RuntimeError as e:
+        row["error"] = str(e)
+    rows.append(row)
+    n = 14336
+    for qt in ("f8e4m3", "i8"):
+        row = {"bench": "swiglu_quant", "case": f"M{m} N{n} f16 -> {qt}"}
+        try:
+            tbc = r.assemble("layers/swiglu_quant.tasm", f"swiglu_{qt}",
+                             {"AT": "f16", "QT": qt, "N": n})
+            ms = r.bench(tbc, "swiglu_quant", [f"x_ptr=rand:f16[{2 * m * n}]:1",
+                                               f"q_ptr=zeros:{qt}[{m * n}]",
+                                               f"s_ptr=zeros:f32[{m}]", f"m={m}"])
+            bandwidth_row(row, ms, 2 * m * n * 2 + m * n + 4 * m, copy)
+        except RuntimeError as e:
+            row["error"] = str(e)
+        rows.append(row)
+    return rows
+
+
+def print_table(rows, device):
+    print(f"device: {device}")
+    hdr = ["bench", "case", "ms", "rate", "baseline (same run)", "base rate", "ratio"]
+    table = [hdr]
+    for r in rows:
+        if "error" in r:
+            table.append([r["bench"], r["case"], "failed: " + r["error"].splitlines()[-1][:70],
+                          "", "", "", ""])
+            continue
+        unit = r.get("unit", "")
+        table.append([r["bench"], r["case"], f"{r['ms']:.4f}" if "ms" in r else "-",
+                      f"{r['rate']:.1f} {unit}" if "rate" in r else "-",
+                      r.get("baseline", "-"),
+                      f"{r['base_rate']:.1f} {unit}" if "base_rate" in r else "-",
+                      (f"{r['ratio'] * 100:.0f}%" + (" (L2)" if r.get("l2") else ""))
+                      if "ratio" in r else "-"])
+    widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.environ.get("BUILD_DIR", "build"))
+    ap.add_argument("--only", default="prefill,decode,layers")
+    ap.add_argument("--kv-types", default="f16,f8e4m3,u4")
+    ap.add_argument("--seq", type=int, default=4096, help="prefill sequence length")
+    ap.add_argument("--tokens", type=int, default=4096, help="rows of the layer benchmarks")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--json", default="")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="assemble and print the vm-run commands; no GPU needed")
+    args = ap.parse_args()
+
+    only = set(args.only.split(","))
+    unknown = only - {"prefill", "decode", "layers"}
+    if unknown:
+        ap.error("unknown --only entries: " + ",".join(sorted(unknown)))
+    device = "dry run"
+    if not args.dry_run:
+        import torch
+        if not torch.cuda.is_available():
+            print("bench_attention: no CUDA device (use --dry-run here)", file=sys.stderr)
+            return 2
+        device = torch.cuda.get_device_name()
+    work = tempfile.mkdtemp(prefix="bench_attention_")
+    r = Runner(args, work)
+    copy = CopyBaseline(args)
+    rows = []
+    if "prefill" in only:
+        rows += prefill_rows(r, args)
+    if "decode" in only:
+        rows += decode_rows(r, args, copy)
+    if "layers" in only:
+        rows += layer_rows(r, args, copy)
+    print_table(rows, device)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "rows": rows}, f, indent=1)
+    return 0 if all("error" not in row for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

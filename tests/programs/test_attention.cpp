@@ -1,0 +1,201 @@
+// programs/attention/ on the CPU interpreter against plain C++ references of their contracts:
+// decode_paged.tasm (paged KV cache in f16, bf16, f8e4m3 and 4- to 8-bit integer and float
+// types with per-tensor scales; sequence lengths of 1 and ragged ones; GQA ratios 1 and 8;
+// shuffled block tables). Cache codes are decoded
+// here by the textbook formulas of ISA section 2, independently of isa/convert.
+#include "vm_cpu/cpu_test_util.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+using namespace cputest;
+
+namespace {
+
+struct CacheType {
+  std::string name;
+  bool isFloat;
+  bool isSigned;
+  int e, m; // floats
+  int bits;
+};
+
+CacheType intType(const std::string &name, bool isSigned, int bits) {
+  return {name, false, isSigned, 0, 0, bits};
+}
+CacheType floatType(const std::string &name, int e, int m) {
+  return {name, true, true, e, m, 1 + e + m};
+}
+
+/// The value of a code, or NaN for a code that encodes NaN or infinity.
+double decodeCode(const CacheType &t, uint32_t code) {
+  if (t.name == "f16")
+    return halfToDouble(uint16_t(code));
+  if (t.name == "bf16")
+    return bf16ToDouble(uint16_t(code));
+  if (!t.isFloat) {
+    if (t.isSigned && (code >> (t.bits - 1)) & 1u)
+      return double(int64_t(code) - (int64_t(1) << t.bits));
+    return double(code);
+  }
+  int sign = (code >> (t.e + t.m)) & 1;
+  int exp = int((code >> t.m) & ((1u << t.e) - 1));
+  int man = int(code & ((1u << t.m) - 1));
+  int bias = (1 << (t.e - 1)) - 1;
+  if (t.name == "f8e4m3" && exp == 15 && man == 7)
+    return NAN;
+  if (t.name == "f8e5m2" && exp == 31)
+    return NAN;
+  double v =
+      exp == 0 ? std::ldexp(man, 1 - bias - t.m) : std::ldexp((1 << t.m) + man, exp - bias - t.m);
+  return sign ? -v : v;
+}
+
+/// A random finite code of `t` of moderate magnitude (|value| <= 4 for 16-bit floats).
+uint32_t randomCode(const CacheType &t, std::mt19937 &rng) {
+  if (t.name == "f16" || t.name == "bf16") {
+    std::uniform_real_distribution<double> d(-2, 2);
+    return t.name == "f16" ? doubleToHalf(d(rng)) : doubleToBf16(d(rng));
+  }
+  for (;;) {
+    uint32_t code = uint32_t(rng()) & ((1u << t.bits) - 1);
+    double v = decodeCode(t, code);
+    if (std::isfinite(v) && std::fabs(v) <= 64)
+      return code;
+  }
+}
+
+void putCode(std::vector<uint8_t> &bytes, int64_t k, int bits, uint32_t code) {
+  if (bits == 16) {
+    bytes[size_t(2 * k)] = uint8_t(code);
+    bytes[size_t(2 * k + 1)] = uint8_t(code >> 8);
+    return;
+  }
+  putPacked(bytes, k, bits, code);
+}
+
+struct DecodeShape {
+  int batch, heads, kvHeads, numPages, maxPages;
+  std::vector<int32_t> seqLens;
+};
+
+void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeShape &sh,
+                 uint32_t seed, const std::map<std::string, std::string> &tuning = {}) {
+  CAPTURE(kt.name);
+  CAPTURE(bf16);
+  CAPTURE(hd);
+  CAPTURE(page);
+  CAPTURE(sh.heads);
+  CAPTURE(sh.kvHeads);
+  std::map<std::string, std::string> defines = {{"AT", bf16 ? "bf16" : "f16"},
+                                                {"KT", kt.name},
+                                                {"HD", std::to_string(hd)},
+                                                {"PAGE", std::to_string(page)}};
+  defines.insert(tuning.begin(), tuning.end());
+  CAPTURE(tuning.size());
+  VerifiedModule mod =
+      build(readSource("programs/attention/decode_paged.tasm"), defines, "decode_paged.tasm");
+  std::mt19937 rng(seed);
+  const int B = sh.batch, H = sh.heads, KV = sh.kvHeads, G = H / KV;
+  // q in AT
+  std::vector<uint16_t> q(static_cast<size_t>(B * H * hd));
+  std::uniform_real_distribution<double> qd(-1, 1);
+  for (uint16_t &x : q)
+    x = bf16 ? doubleToBf16(qd(rng)) : doubleToHalf(qd(rng));
+  // caches: codes, bit-packed
+  int64_t elems = int64_t(sh.numPages) * page * KV * hd;
+  std::vector<uint8_t> kc(size_t((elems * kt.bits + 7) / 8)), vc(kc.size());
+  std::vector<double> kval(static_cast<size_t>(elems)), vval(static_cast<size_t>(elems));
+  for (int64_t e = 0; e < elems; ++e) {
+    uint32_t a = randomCode(kt, rng), b = randomCode(kt, rng);
+    putCode(kc, e, kt.bits, a);
+    putCode(vc, e, kt.bits, b);
+    kval[size_t(e)] = decodeCode(kt, a);
+    vval[size_t(e)] = decodeCode(kt, b);
+  }
+  // block table: a shuffled assignment of distinct pages; unused entries hold junk
+  std::vector<int32_t> perm(static_cast<size_t>(sh.numPages));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int32_t> table(size_t(B * sh.maxPages), 1 << 20);
+  size_t next = 0;
+  for (int b = 0; b < B; ++b) {
+    int pages = (sh.seqLens[size_t(b)] + page - 1) / page;
+    for (int j = 0; j < pages; ++j)
+      table[size_t(b * sh.maxPages + j)] = perm[next++ % perm.size()];
+  }
+  std::vector<int32_t> lens = sh.seqLens;
+  std::vector<uint16_t> o(size_t(B * H * hd), 0x7e00);
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+  const bool narrow = kt.bits <= 8;
+  const float kScale = narrow ? 0.0625f : 1.0f, vScale = narrow ? 0.125f : 1.0f;
+  REQUIRE_OK(
+      run(mod, {bufferArg(q), bufferArg(kc), bufferArg(vc), bufferArg(table), bufferArg(lens),
+                bufferArg(o), i32Arg(B), i32Arg(H), i32Arg(KV), i32Arg(sh.numPages),
+                i32Arg(sh.maxPages), f32Arg(scale), f32Arg(kScale), f32Arg(vScale)}));
+  auto at = [&](uint16_t x) { return bf16 ? bf16ToDouble(x) : halfToDouble(x); };
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h) {
+      int kvh = h / G, n = lens[size_t(b)];
+      std::vector<double> s(static_cast<size_t>(n));
+      double mx = -INFINITY;
+      for (int j = 0; j < n; ++j) {
+        int pg = table[size_t(b * sh.maxPages + j / page)];
+        int64_t base = ((int64_t(pg) * page + j % page) * KV + kvh) * hd;
+        double dot = 0;
+        for (int d = 0; d < hd; ++d)
+          dot += at(q[size_t((b * H + h) * hd + d)]) * kval[size_t(base + d)] * kScale;
+        s[size_t(j)] = dot * scale;
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      double l = 0;
+      std::vector<double> out(size_t(hd), 0.0);
+      for (int j = 0; j < n; ++j) {
+        double p = std::exp(s[size_t(j)] - mx);
+        l += p;
+        int pg = table[size_t(b * sh.maxPages + j / page)];
+        int64_t base = ((int64_t(pg) * page + j % page) * KV + kvh) * hd;
+        for (int d = 0; d < hd; ++d)
+          out[size_t(d)] += p * vval[size_t(base + d)] * vScale;
+      }
+      double vmax = 0;
+      for (int64_t e = 0; e < elems; ++e)
+        vmax = std::max(vmax, std::fabs(vval[size_t(e)] * vScale));
+      for (int d = 0; d < hd; ++d) {
+        double want = out[size_t(d)] / l, got = at(o[size_t((b * H + h) * hd + d)]);
+        CAPTURE(b);
+        CAPTURE(h);
+        CAPTURE(d);
+        CHECK(std::fabs(got - want) <= (bf16 ? 8e-3 : 1e-3) * (std::fabs(want) + 1e-2 * vmax));
+      }
+    }
+}
+
+} // namespace
+
+TEST_CASE("decode_paged.tasm: f16 cache, GQA 8 and 1, seq_lens of 1 and ragged, shuffled pages") {
+  CacheType f16{"f16", true, true, 5, 10, 16};
+  checkDecode(false, f16, 64, 16, {2, 8, 1, 12, 6, {1, 77}}, 1);     // ratio 8
+  checkDecode(false, f16, 64, 16, {3, 2, 2, 12, 5, {33, 1, 64}}, 2); // ratio 1
+  checkDecode(true, CacheType{"bf16", true, true, 8, 7, 16}, 128, 16, {2, 16, 2, 10, 5, {70, 5}},
+              3);
+}
+
+TEST_CASE("decode_paged.tasm: f8e4m3 and 4- to 8-bit integer and float caches with scales") {
+  const DecodeShape sh{2, 8, 1, 10, 5, {45, 1}};
+  checkDecode(false, floatType("f8e4m3", 4, 3), 64, 16, sh, 4);
+  checkDecode(false, intType("u4", false, 4), 64, 16, sh, 5);
+  checkDecode(false, intType("i8", true, 8), 64, 16, sh, 6);
+  checkDecode(false, floatType("f4e2m1", 2, 1), 64, 16, sh, 7);
+  checkDecode(false, floatType("f6e3m2", 3, 2), 128, 16, sh, 8);
+  checkDecode(true, intType("i5", true, 5), 64, 8, {2, 4, 4, 14, 7, {50, 3}}, 9);
+}
+
+TEST_CASE("decode_paged.tasm: tuning constants (fewer heads per block, two warps, pipeline)") {
+  // GQ = 4 of a group of 8: two blocks per kv head; 2 warps of 8 key groups, 2 keys each
+  checkDecode(false, intType("u8", false, 8), 64, 16, {2, 8, 1, 10, 5, {61, 16}}, 10,
+              {{"GQ", "4"}, {"W", "2"}, {"KL", "2"}, {"STAGES", "2"}});
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {1, 4, 2, 6, 6, {90}}, 11,
+              {{"DV", "16"}, {"STAGES", "4"}});
+}
