@@ -59,6 +59,10 @@ class Runner:
         self.work = work
         self.asm = os.path.join(args.build, "tools", "tilus-asm")
         self.run = os.path.join(args.build, "tools", "vm-run")
+        # vm-run links libtilusvm.so.0, which a packed build (.carry) keeps in vm/
+        lib = os.path.abspath(os.path.join(args.build, "vm"))
+        old = os.environ.get("LD_LIBRARY_PATH", "")
+        os.environ["LD_LIBRARY_PATH"] = lib + (":" + old if old else "")
 
     def assemble(self, program, name, defines):
         tbc = os.path.join(self.work, name + ".tbc")
