@@ -53,7 +53,7 @@ void initializeLlvm() {
     LLVMInitializeNVPTXAsmPrinter();
     // 32-bit pointers for shared (and local, const) memory: shared addresses then take one
     // register instead of two. This copy of LLVM is private to libtilusvm (linked statically).
-    // The O3 threshold for full unrolling in the O2 pipeline (optimize()): short constant-trip
+    // The O3 threshold for full unrolling in the O2-based pipeline (kPipeline): short constant-trip
     // loops of the programs (pipeline prologues) are unrolled as before.
     const char *args[] = {"tilusvm", "-nvptx-short-ptr", "-unroll-threshold-default=300"};
     llvm::cl::ParseCommandLineOptions(3, args, "tilusvm JIT\n");
@@ -190,27 +190,80 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
 }
 
-/// The optimisation pipeline: LLVM's per-module O2 pipeline without the vectorisers and
-/// function merging. Measured on every program of programs/ (scripts/jit_quality.py), it gives
-/// the same PTX loop bodies, registers and spills as O3 in less time (the O3 extras: non-trivial
-/// loop unswitching, argument promotion, aggressive InstCombine, change nothing here), and the
-/// loop and SLP vectorisers find nothing to do in the scalar per-thread code Codegen emits.
-/// Smaller pipelines (one or two InstCombine rounds around LICM) are twice as fast but lose the
-/// induction-variable reasoning that proves the bounds tests of unrolled tile loads true, and
-/// with it registers and loop instructions. TILUSVM_JIT_PASSES replaces the pipeline by a
-/// new-PM pipeline text (e.g. `default<O3>`) for such experiments.
+/// The optimisation pipeline: LLVM 19's per-module O2 pipeline (`opt -passes='default<O2>'
+/// -print-pipeline-passes`) without the passes that find nothing in the per-thread scalar code
+/// Codegen emits: the loop and SLP vectorisers with the InstCombine rounds after them, loop
+/// distribution and load elimination, OpenMP and coroutine passes. Measured on every program of
+/// programs/ (scripts/jit_quality.py), it gives the same PTX loop bodies, registers and spills
+/// as O3 in about 70 % of its time (the O3 extras: non-trivial loop unswitching, argument
+/// promotion, aggressive InstCombine, change nothing here). Smaller pipelines (one or two
+/// InstCombine rounds around LoopRotate and LICM) are twice as fast but lose the
+/// induction-variable reasoning that proves the bounds tests of unrolled tile loads true (IPSCCP
+/// after SROA, then InstCombine, then IndVarSimplify), and with it registers and loop
+/// instructions. TILUSVM_JIT_PASSES replaces the pipeline by a new-PM pipeline text (e.g.
+/// `default<O3>`) for such experiments.
+constexpr const char *kPipeline =
+    "annotation2metadata,forceattrs,function(nvvm-reflect,nvvm-intr-range),inferattrs,"
+    "function<eager-inv>(ee-instrument<>,lower-expect,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;no-switch-range-to-icmp;no-switch-"
+    "to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-"
+    "cond-branch;no-speculate-unpredictables>,"
+    "sroa<modify-cfg>,early-cse<>),ipsccp,called-value-propagation,globalopt,"
+    "function<eager-inv>(mem2reg,"
+    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-"
+    "branch;no-speculate-unpredictables>),"
+    "always-inline,require<globals-aa>,function(invalidate<aa>),require<profile-summary>,"
+    "cgscc(devirt<4>(inline,function-attrs<skip-non-recursive-function-attrs>,"
+    "function<eager-inv;no-rerun>(sroa<modify-cfg>,early-cse<memssa>,"
+    "speculative-execution<only-if-divergent-target>,jump-threading,correlated-propagation,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-"
+    "branch;no-speculate-unpredictables>,"
+    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,"
+    "aggressive-instcombine,libcalls-shrinkwrap,tailcallelim,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-"
+    "branch;no-speculate-unpredictables>,"
+    "reassociate,constraint-elimination,loop-mssa(loop-instsimplify,loop-simplifycfg,"
+    "licm<no-allowspeculation>,loop-rotate<header-duplication;no-prepare-for-lto>,"
+    "licm<allowspeculation>,simple-loop-unswitch<no-nontrivial;trivial>),"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-"
+    "branch;no-speculate-unpredictables>,"
+    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,loop(loop-idiom,"
+    "indvars,simple-loop-unswitch<no-nontrivial;trivial>,loop-deletion,loop-unroll-full),"
+    "sroa<modify-cfg>,vector-combine,mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce,"
+    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,jump-threading,"
+    "correlated-propagation,adce,memcpyopt,dse,move-auto-init,"
+    "loop-mssa(licm<allowspeculation>),"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;hoist-common-insts;sink-common-insts;speculate-blocks;simplify-cond-branch;"
+    "no-speculate-unpredictables>,"
+    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>),function-attrs,"
+    "function(require<should-not-run-function-passes>))),deadargelim,globalopt,globaldce,"
+    "elim-avail-extern,rpo-function-attrs,recompute-globalsaa,function<eager-inv>(float2int,"
+    "lower-constant-intrinsics,loop(loop-rotate<header-duplication;no-prepare-for-lto>,"
+    "loop-deletion),infer-alignment,"
+    "simplifycfg<bonus-inst-threshold=1;forward-switch-cond;switch-range-to-icmp;switch-to-lookup;"
+    "no-keep-loops;hoist-common-insts;sink-common-insts;speculate-blocks;simplify-cond-branch;no-"
+    "speculate-unpredictables>,"
+    "loop-unroll<O2>,transform-warning,sroa<preserve-cfg>,infer-alignment,"
+    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,"
+    "loop-mssa(licm<allowspeculation>),alignment-from-assumptions,loop-sink,instsimplify,"
+    "div-rem-pairs,tailcallelim,"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-"
+    "lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-"
+    "branch;speculate-unpredictables>),"
+    "globaldce,constmerge,rel-lookup-table-converter,function(annotation-remarks),verify";
+
 Status optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = false;
-  pto.SLPVectorization = false;
-  pto.LoopInterleaving = false;
-  pto.MergeFunctions = false;
-  pto.CallGraphProfile = false;
-  llvm::PassBuilder pb(&tm, pto);
+  llvm::PassBuilder pb(&tm);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -225,9 +278,8 @@ Status optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
   if (text && *text) {
     if (llvm::Error error = pb.parsePassPipeline(mpm, text))
       return jitError("TILUSVM_JIT_PASSES: " + llvm::toString(std::move(error)));
-  } else {
-    mpm = pb.buildPerModuleDefaultPipeline(optLevel == 1 ? llvm::OptimizationLevel::O1
-                                                         : llvm::OptimizationLevel::O2);
+  } else if (llvm::Error error = pb.parsePassPipeline(mpm, kPipeline)) {
+    return jitError("optimisation pipeline: " + llvm::toString(std::move(error)));
   }
   mpm.run(mod, mam);
   return Status::success();
