@@ -244,20 +244,24 @@ std::string joinInts(const std::vector<int64_t> &v) {
 }
 
 /// {"shape": [..], "threads": T, "locals": N, "canonical": "...", "owners": [[[t, i], ...], ...]}
-std::string layoutJson(const RegisterLayout &l) {
-  std::string s =
-      "{\"shape\": [" + joinInts(l.shape()) + "], \"threads\": " + std::to_string(l.numThreads()) +
-      ", \"locals\": " + std::to_string(l.numLocals()) +
-      ", \"canonical\": " + nlohmann::json(l.canonicalString()).dump() + ", \"owners\": [";
-  auto owners = l.owners();
-  for (size_t e = 0; e < owners.size(); ++e) {
-    s += e ? ", [" : "[";
-    for (size_t k = 0; k < owners[e].size(); ++k)
-      s += (k ? ", [" : "[") + std::to_string(owners[e][k].first) + ", " +
-           std::to_string(owners[e][k].second) + "]";
-    s += "]";
+/// (owners null when `withOwners` is false).
+nlohmann::ordered_json layoutJson(const RegisterLayout &l, bool withOwners) {
+  nlohmann::ordered_json j = {{"shape", l.shape()},
+                              {"threads", l.numThreads()},
+                              {"locals", l.numLocals()},
+                              {"canonical", l.canonicalString()},
+                              {"owners", nullptr}};
+  if (!withOwners)
+    return j;
+  nlohmann::ordered_json owners = nlohmann::ordered_json::array();
+  for (const auto &list : l.owners()) {
+    nlohmann::ordered_json element = nlohmann::ordered_json::array();
+    for (const auto &[thread, local] : list)
+      element.push_back({thread, local});
+    owners.push_back(std::move(element));
   }
-  return s + "]}";
+  j["owners"] = std::move(owners);
+  return j;
 }
 
 /// The layout as grids of `thread:local` cells (replicated elements list every owner, joined by
@@ -320,13 +324,7 @@ int layoutMode(const Options &o) {
     return report(l.status());
   const int64_t cells = l->numThreads() * l->numLocals(); // <= kMaxLayoutCells
   if (o.json) {
-    if (cells > kMaxShownCells)
-      std::cout << "{\"shape\": [" << joinInts(l->shape()) << "], \"threads\": " << l->numThreads()
-                << ", \"locals\": " << l->numLocals()
-                << ", \"canonical\": " << nlohmann::json(l->canonicalString()).dump()
-                << ", \"owners\": null}\n";
-    else
-      std::cout << layoutJson(*l) << "\n";
+    std::cout << layoutJson(*l, cells <= kMaxShownCells).dump() << "\n";
     return kExitOk;
   }
   std::cout << l->toString() << "\n"
