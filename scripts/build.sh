@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Configures (once) and builds Tilus VM into ${BUILD_DIR:-build}.
+# Configures (once, warnings as errors) and builds Tilus VM into ${BUILD_DIR:-build}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build}"
@@ -7,6 +7,6 @@ if command -v ccache >/dev/null && [ -z "${CXX:-}" ]; then
   export CXX="ccache g++"
 fi
 if [ ! -f "$build_dir/build.ninja" ]; then
-  meson setup "$build_dir" >/dev/null
+  meson setup -Dwerror=true "$build_dir" >/dev/null
 fi
 ninja -C "$build_dir" "$@"
