@@ -84,6 +84,8 @@ public:
 
 private:
   Status constDecl(const AstConst &decl);
+  Status moduleAssert(const AstStmt &s);
+  ExprContext constContext() const;
   Status program(const AstProgram &ast, Module &module);
   Status error(ErrorCode code, SrcPos at, std::string message) const {
     return Status::error(code, std::move(message), makeLocation(options_.fileName, at));
@@ -99,7 +101,9 @@ private:
 Status ModuleAssembler::run(const AstModule &ast, Module &module) {
   Status errors;
   for (const AstItem &item : ast.items)
-    errors.append(item.isConst ? constDecl(item.constDecl) : program(item.program, module));
+    errors.append(item.isConst    ? constDecl(item.constDecl)
+                  : item.isAssert ? moduleAssert(item.assertion)
+                                  : program(item.program, module));
   for (const auto &[name, value] : options_.defines) {
     if (usedDefines_.count(name))
       continue;
@@ -111,8 +115,8 @@ Status ModuleAssembler::run(const AstModule &ast, Module &module) {
   return errors;
 }
 
-// `const A, B = e1, e2`: every value is evaluated before any name is bound (as in Python).
-Status ModuleAssembler::constDecl(const AstConst &decl) {
+/// An expression context in which only the constants declared so far have a meaning.
+ExprContext ModuleAssembler::constContext() const {
   ExprContext ctx;
   ctx.fileName = options_.fileName;
   ctx.lookup = [this](const std::string &name) {
@@ -125,6 +129,28 @@ Status ModuleAssembler::constDecl(const AstConst &decl) {
     }
     return m;
   };
+  return ctx;
+}
+
+// A module-level `assert COND, "message"` over the constants declared before it (docs/isa.md,
+// "Preconditions"): checked here; it leaves nothing in the module.
+Status ModuleAssembler::moduleAssert(const AstStmt &s) {
+  auto e = buildScalar(*s.value, constContext());
+  if (!e)
+    return e.takeStatus();
+  if (!e->dtype.isBool())
+    return error(ErrorCode::DtypeMismatch, s.value->pos,
+                 "assert condition must be bool (a comparison, `and`, `or`, `not`), got " +
+                     e->dtype.name());
+  if (e->bits != 0) // folded: every name is a constant
+    return Status::success();
+  return error(ErrorCode::Assert, s.pos,
+               "assertion failed" + (s.message.empty() ? std::string() : ": " + s.message));
+}
+
+// `const A, B = e1, e2`: every value is evaluated before any name is bound (as in Python).
+Status ModuleAssembler::constDecl(const AstConst &decl) {
+  ExprContext ctx = constContext();
   Status errors;
   std::vector<std::optional<ConstValue>> values(decl.names.size());
   for (size_t k = 0; k < decl.names.size(); ++k) {

@@ -54,7 +54,18 @@ struct AstName {
   SrcPos pos;
 };
 
-enum class AstStmtKind : uint8_t { Assign, Call, For, If, While, Break, Continue, Return, Pass };
+enum class AstStmtKind : uint8_t {
+  Assign,
+  Call,
+  For,
+  If,
+  While,
+  Break,
+  Continue,
+  Return,
+  Pass,
+  Assert
+};
 
 struct AstStmt {
   AstStmtKind kind = AstStmtKind::Pass;
@@ -62,6 +73,8 @@ struct AstStmt {
   std::vector<AstName> targets;      // Assign
   AstName annotation;                // Assign `NAME: DTYPE = expr` (empty name when absent)
   AstExprPtr value;                  // Assign/Call: the right-hand side or the call; If/While: cond
+                                     // Assert: the condition
+  std::string message;               // Assert: the message (empty when omitted)
   AstName loopVar;                   // For
   std::vector<AstExprPtr> rangeArgs; // For: 1 to 3
   std::vector<AstStmt> body;
@@ -91,7 +104,9 @@ struct AstProgram {
 
 struct AstItem {
   bool isConst = false;
+  bool isAssert = false; // a module-level assert over constants
   AstConst constDecl;
+  AstStmt assertion;
   AstProgram program;
 };
 

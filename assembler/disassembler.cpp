@@ -100,6 +100,10 @@ void Printer::stmt(const Stmt &s, int indent, std::string &out) const {
   case StmtKind::Continue:
     out += pad + "continue\n";
     return;
+  case StmtKind::Assert:
+    out +=
+        pad + "assert " + expr(s.expr) + (s.text.empty() ? "" : ", " + quoteString(s.text)) + "\n";
+    return;
   }
 }
 

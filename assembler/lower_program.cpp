@@ -35,6 +35,7 @@ ExprContext ProgramLowering::exprContext(bool inGrid) const {
       m.var = id;
       m.varKind = v.kind;
       m.dtype = v.dtype;
+      m.isParam = v.isParam;
       return m;
     }
     if (const ConstValue *c = scopes_.findConstant(name)) {
@@ -173,6 +174,8 @@ Status ProgramLowering::statement(const AstStmt &s, std::vector<Stmt> &out) {
   }
   case AstStmtKind::Pass:
     return Status::success();
+  case AstStmtKind::Assert:
+    return assertion(s, out);
   }
   return error(ErrorCode::Syntax, s.pos, "malformed statement");
 }
@@ -218,6 +221,41 @@ Status ProgramLowering::assignment(const AstStmt &s, std::vector<Stmt> &out) {
   st.loc = loc(s.pos);
   st.var = *var;
   st.expr = emitExpr(program_, value);
+  out.push_back(std::move(st));
+  return Status::success();
+}
+
+// `assert COND, "message"` (docs/isa.md, "Preconditions"): a condition of constants only is
+// checked here and leaves nothing in the program; one over scalar parameters becomes an Assert
+// statement, which must come before every other statement of the body.
+Status ProgramLowering::assertion(const AstStmt &s, std::vector<Stmt> &out) {
+  ExprContext ctx = exprContext();
+  ctx.inAssert = true;
+  auto e = buildScalar(*s.value, ctx);
+  if (!e)
+    return e.takeStatus();
+  if (!e->dtype.isBool())
+    return error(ErrorCode::DtypeMismatch, s.value->pos,
+                 "assert condition must be bool (a comparison, `and`, `or`, `not`), got " +
+                     e->dtype.name());
+  std::string message = s.message.empty() ? "" : ": " + s.message;
+  if (e->isConst()) {
+    if (e->bits != 0)
+      return Status::success();
+    return error(ErrorCode::Assert, s.pos, "assertion failed" + message);
+  }
+  bool first = &out == &program_.body;
+  for (const Stmt &prev : out)
+    first = first && prev.kind == StmtKind::Assert;
+  if (!first)
+    return error(ErrorCode::AssertExpr, s.pos,
+                 "an assert over parameters must come before every other statement of the "
+                 "program body (it is checked before the launch)");
+  Stmt st;
+  st.kind = StmtKind::Assert;
+  st.loc = loc(s.pos);
+  st.expr = emitExpr(program_, *e);
+  st.text = s.message;
   out.push_back(std::move(st));
   return Status::success();
 }

@@ -25,6 +25,7 @@ private:
   Status assignment(const AstStmt &s, std::vector<Stmt> &out);
   Status forLoop(const AstStmt &s, std::vector<Stmt> &out);
   Status conditional(const AstStmt &s, std::vector<Stmt> &out);
+  Status assertion(const AstStmt &s, std::vector<Stmt> &out);
   Expected<ExprId> condition(const AstExpr &cond, const char *what);
   /// After an error, declare the targets that do not exist yet, so that later statements using
   /// them do not report a cascade of undefined names.

@@ -3,12 +3,13 @@
 // lowering's job (assembler/lower_*.cpp). That split keeps this file a direct transcription of
 // the grammar:
 //
-//   module     := (const_decl | program)*
+//   module     := (const_decl | 'assert' expr (',' STRING)? | program)*
 //   const_decl := 'const' NAME (',' NAME)* '=' expr (',' expr)*
 //   program    := 'def' NAME '<' grid_expr (',' grid_expr){0,2} '>' '(' params? ')'
 //                 ('threads' '=' expr)? ':' block
 //   statement  := NAME (',' NAME)* '=' expr | NAME ':' DTYPE '=' expr | call
 //               | for | if | while | 'break' | 'continue' | 'return' | 'pass'
+//               | 'assert' expr (',' STRING)?
 //
 // Nesting is bounded so that hostile input cannot exhaust the stack of this parser or of the
 // recursive passes after it: 200 levels of brackets, calls and unary operators, syntax trees
@@ -112,6 +113,7 @@ private:
   Status forStmt(AstStmt &out);
   Status ifStmt(AstStmt &out);
   Status whileStmt(AstStmt &out);
+  Status assertStmt(AstStmt &out);
 
   Expected<AstExprPtr> expr() { return ternary(); }
   Expected<AstExprPtr> ternary();
@@ -193,8 +195,12 @@ Expected<AstModule> Parser::module() {
       TILUSVM_TRY(constDecl(item.constDecl));
     } else if (isName("def")) {
       TILUSVM_TRY(program(item.program));
+    } else if (isName("assert")) {
+      item.isAssert = true;
+      item.assertion.pos = cur().pos;
+      TILUSVM_TRY(assertStmt(item.assertion));
     } else {
-      return error("expected 'const' or 'def' at module level, found " + describe(cur()));
+      return error("expected 'const', 'assert' or 'def' at module level, found " + describe(cur()));
     }
     m.items.push_back(std::move(item));
   }
@@ -342,6 +348,9 @@ Status Parser::statement(AstStmt &out) {
         return error("'return' takes no value");
       return expectNewline();
     }
+    if (w == "assert" && !(next().kind == TokenKind::Op &&
+                           (next().text == "=" || next().text == "," || next().text == ":")))
+      return assertStmt(out);
     if (w == "const")
       return error("'const' is only allowed at module level");
     if (w == "def")
@@ -443,6 +452,28 @@ Status Parser::ifStmt(AstStmt &out) {
     TILUSVM_TRY(block(out.orelse));
   }
   return Status::success();
+}
+
+// 'assert' expr [',' STRING]: a precondition (docs/isa.md). `assert` is not a reserved word: a
+// statement that starts with it and is not an assignment is an assert.
+Status Parser::assertStmt(AstStmt &out) {
+  out.kind = AstStmtKind::Assert;
+  advance(); // assert
+  auto c = expr();
+  if (!c)
+    return c.takeStatus();
+  out.value = std::move(*c);
+  if (isOp(",")) {
+    advance();
+    SrcPos at = cur().pos;
+    auto m = expr();
+    if (!m)
+      return m.takeStatus();
+    if ((*m)->kind != AstKind::String)
+      return errorAt(at, "the message of an assert must be a string literal");
+    out.message = (*m)->text;
+  }
+  return expectNewline();
 }
 
 Status Parser::whileStmt(AstStmt &out) {

@@ -220,6 +220,11 @@ Expected<TypedExpr> Builder::name(const AstExpr &ast) {
   case NameMeaning::Kind::Variable:
     break;
   }
+  if (ctx_.inAssert && !(m.varKind == VarKind::Scalar && m.isParam))
+    return error(ErrorCode::AssertExpr, ast.pos,
+                 "assert condition uses '" + ast.text +
+                     "' (only constants and scalar parameters are allowed: an assert is checked "
+                     "before the launch)");
   switch (m.varKind) {
   case VarKind::Scalar: {
     TypedExpr e;
@@ -306,6 +311,15 @@ Expected<TypedExpr> Builder::binary(const BinaryOpInfo &info, SrcPos at, TypedEx
   std::vector<TypedExpr> ops;
   ops.push_back(castTo(std::move(a), *common));
   ops.push_back(castTo(std::move(b), *common));
+  // Integer `/`, `%` and `cdiv` by zero give 0 at run time (ISA section 5); written with
+  // constants only it is a mistake, not a value (`<1 / 0>` would be a grid of no blocks).
+  bool integerDivision =
+      info.op == ExprOp::Div || info.op == ExprOp::Mod || info.op == ExprOp::CeilDiv;
+  if (integerDivision && common->isInt() && ops[0].isConst() && ops[1].isConst() &&
+      ops[1].bits == 0)
+    return error(ErrorCode::DivisionByZero, at,
+                 std::string("constant expression divides by zero ('") + info.text +
+                     "' with a divisor of 0)");
   return makeOp(info.op, result, std::move(ops));
 }
 

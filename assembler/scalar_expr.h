@@ -36,6 +36,7 @@ struct NameMeaning {
   uint64_t bits = 0; // Constant
   VarId var = kNoId; // Variable
   VarKind varKind = VarKind::Scalar;
+  bool isParam = false; // Variable: a program parameter
 };
 using NameLookup = std::function<NameMeaning(const std::string &)>;
 
@@ -44,6 +45,8 @@ struct ExprContext {
   NameLookup lookup;
   /// In a grid expression a pointer parameter is a `grid-expr` error rather than `scope`.
   bool inGrid = false;
+  /// In an assert's condition only constants and scalar parameters may appear (`assert-expr`).
+  bool inAssert = false;
 };
 
 /// Deepest typed expression tree the assembler produces (below the decoder's limit of 1024).

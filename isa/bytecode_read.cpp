@@ -67,6 +67,7 @@ private:
   std::string where_;
   std::vector<uint8_t> referenced_; // per instruction: referenced by a statement
   uint64_t stmts_ = 0;
+  bool inAssertPrefix_ = true; // no statement other than Assert read yet
 };
 
 void ProgramReader::read() {
@@ -341,11 +342,19 @@ void ProgramReader::readBlock(std::vector<Stmt> &block, uint32_t depth) {
 void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
   size_t at = r_.offset();
   uint8_t kind = r_.u8("statement kind");
-  if (r_.ok() && kind > uint8_t(StmtKind::Continue))
-    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..6");
+  if (r_.ok() && kind > uint8_t(StmtKind::Assert))
+    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..7");
   s.kind = StmtKind(kind);
   if (!r_.ok())
     return;
+  // Asserts are preconditions: only at the top level, before every other statement.
+  if (s.kind == StmtKind::Assert && !inAssertPrefix_)
+    return r_.failAt(at, depth > 1 ? "assert statement nested in another statement (asserts "
+                                     "are only allowed at the top of the program body)"
+                                   : "assert statement after a statement other than assert "
+                                     "(asserts come first in the program body)");
+  if (s.kind != StmtKind::Assert)
+    inAssertPrefix_ = false;
   switch (s.kind) {
   case StmtKind::Instruction:
     return readInstructionStmt(s);
@@ -369,6 +378,15 @@ void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
   case StmtKind::Break:
   case StmtKind::Continue:
     return;
+  case StmtKind::Assert: {
+    s.expr = exprId("assert condition");
+    size_t textAt = r_.offset();
+    s.text = r_.str("assert message", limits_.maxStringBytes);
+    charge(s.text.size());
+    if (r_.ok() && !isValidUtf8(s.text))
+      r_.failAt(textAt, "assert message is not valid UTF-8");
+    return;
+  }
   }
 }
 

@@ -112,6 +112,9 @@ void writeStmt(ByteWriter &w, const Stmt &s) {
   case StmtKind::Break:
   case StmtKind::Continue:
     return;
+  case StmtKind::Assert:
+    w.uleb(s.expr);
+    return w.str(s.text);
   }
 }
 

@@ -9,4 +9,14 @@ const Program *Module::findProgram(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<const Stmt *> Program::preconditions() const {
+  std::vector<const Stmt *> out;
+  for (const Stmt &s : body) {
+    if (s.kind != StmtKind::Assert)
+      break;
+    out.push_back(&s);
+  }
+  return out;
+}
+
 } // namespace tilus

@@ -42,6 +42,8 @@ enum class StmtKind : uint8_t {
   While = 4,       // while expr: body
   Break = 5,
   Continue = 6,
+  Assert = 7, // precondition: exprs[expr] (bool, of constants and scalar parameters) with
+              // the message `text`; only as a prefix of the program body (docs/isa.md)
 };
 
 struct Stmt {
@@ -52,6 +54,7 @@ struct Stmt {
   ExprId expr = kNoId;    // Assign value, If/While condition, For start
   ExprId stop = kNoId;    // For
   ExprId step = kNoId;    // For
+  std::string text;       // Assert: the message (may be empty)
   std::vector<Stmt> body;
   std::vector<Stmt> orelse; // If
 };
@@ -69,6 +72,8 @@ struct Program {
 
   const Variable &var(VarId id) const { return vars[id]; }
   const ExprNode &expr(ExprId id) const { return exprs[id]; }
+  /// The Assert statements of the body (its prefix), in order.
+  std::vector<const Stmt *> preconditions() const;
 };
 
 struct Module {

@@ -12,6 +12,7 @@
 #include "isa/scalar_eval.h"
 
 #include "isa/convert.h"
+#include "isa/precondition.h"
 
 #include <bit>
 #include <cassert>
@@ -407,6 +408,7 @@ Expected<std::array<int64_t, 3>> evaluateGrid(const Program &program, const VarV
   auto fail = [&](std::string message) {
     return Status::error(ErrorCode::Runtime, "program `" + program.name + "`: " + message, loc);
   };
+  TILUSVM_TRY(checkPreconditions(program, varValue));
   if (program.grid.empty() || program.grid.size() > 3)
     return fail("has " + std::to_string(program.grid.size()) + " grid dimensions, expected 1 to 3");
   std::array<int64_t, 3> grid = {1, 1, 1};

@@ -40,7 +40,9 @@ constexpr std::array<int64_t, 3> kMaxGridDims = {int64_t(2147483647), 65535, 655
 /// dimensions are 1). Every dimension must be in [1, kMaxGridDims[d]]: a grid of zero blocks is
 /// an error, not an empty run, and so is a negative dimension, one beyond the limit, one of a
 /// non-integer value and one computed with a division by zero (ErrorCode::Runtime, located at
-/// the program). Docs: docs/runtime.md, "Launch".
+/// the program). Before the grid, the program's preconditions are checked (checkPreconditions in
+/// isa/precondition.h; ErrorCode::Assert), so that every launch path checks them.
+/// Docs: docs/runtime.md, "Launch".
 Expected<std::array<int64_t, 3>> evaluateGrid(const Program &program, const VarValueFn &varValue);
 
 /// Apply one operator to operand bit patterns (used by the evaluator, the assembler's

@@ -42,6 +42,9 @@ namespace tilus {
   X(UpdateType, "update-type")                                                                     \
   X(GridExpr, "grid-expr")                                                                         \
   X(Threads, "threads")                                                                            \
+  X(Assert, "assert")                                                                              \
+  X(AssertExpr, "assert-expr")                                                                     \
+  X(DivisionByZero, "division-by-zero")                                                            \
   /* Codes outside ISA section 6: tools, bytecode, runtime. */                                     \
   X(Bytecode, "bytecode")                                                                          \
   X(Io, "io")                                                                                      \

@@ -119,6 +119,7 @@ void Codegen::countAssignments(const std::vector<Stmt> &body) {
     case StmtKind::While:
     case StmtKind::Break:
     case StmtKind::Continue:
+    case StmtKind::Assert:
       break;
     }
     countAssignments(s.body);
@@ -449,6 +450,8 @@ Status Codegen::lowerStmt(const Stmt &s) {
       return Status::error(ErrorCode::BreakOutsideLoop, "break or continue outside a loop");
     b.CreateBr(s.kind == StmtKind::Break ? loops_.back().breakTo : loops_.back().continueTo);
     startDeadBlock();
+    return Status::success();
+  case StmtKind::Assert: // a precondition, checked on the host before the launch
     return Status::success();
   }
   return Status::success();

@@ -151,6 +151,8 @@ void ProgramChecker::checkBlock(const std::vector<Stmt> &body) {
 void ProgramChecker::checkStmt(const Stmt &stmt) {
   curLoc_ = stmt.loc;
   curInstruction_ = -1;
+  if (stmt.kind != StmtKind::Assert)
+    assertsAllowed_ = false; // before any nested block is entered
   switch (stmt.kind) {
   case StmtKind::Instruction:
     checkInstructionStmt(stmt);
@@ -183,6 +185,9 @@ void ProgramChecker::checkStmt(const Stmt &stmt) {
     if (loopDepth_ == 0)
       fail(ErrorCode::BreakOutsideLoop,
            std::string(stmt.kind == StmtKind::Break ? "break" : "continue") + " outside a loop");
+    return;
+  case StmtKind::Assert:
+    checkAssert(stmt);
     return;
   }
   fail(ErrorCode::Bytecode, "unknown statement kind " + std::to_string(int(stmt.kind)));

@@ -183,6 +183,7 @@ private:
   void checkAssign(const Stmt &stmt);
   void checkFor(const Stmt &stmt);
   void checkCondition(const Stmt &stmt, const char *what);
+  void checkAssert(const Stmt &stmt);
   void checkInstructionStmt(const Stmt &stmt);
   bool checkStructure(const Instruction &inst);
   bool checkArgument(const Instruction &inst, size_t k);
@@ -258,6 +259,7 @@ private:
   // Rank-0 forms of rank-less layout arguments (layoutArg).
   std::unordered_map<const RegisterLayout *, std::unique_ptr<RegisterLayout>> rankedLayouts_;
   int loopDepth_ = 0;
+  bool assertsAllowed_ = true; // no statement other than an assert checked yet
 
   // The instruction being checked (for diagnostics).
   SourceLoc curLoc_;

@@ -234,6 +234,7 @@ void ProgramChecker::markRootUses(std::vector<uint8_t> &used) {
     case StmtKind::Assign:
     case StmtKind::If:
     case StmtKind::While:
+    case StmtKind::Assert:
       root(st.expr);
       return;
     case StmtKind::Instruction:
@@ -364,6 +365,31 @@ void ProgramChecker::checkCondition(const Stmt &stmt, const char *what) {
   if (!isCondType(t))
     fail(ErrorCode::DtypeMismatch,
          std::string(what) + " condition has type " + t.name() + "; expected bool or an integer");
+}
+
+// A precondition (docs/isa.md, "Preconditions"): at the top of the body, a bool expression of
+// constants and scalar parameters, so that it can be evaluated before the launch.
+void ProgramChecker::checkAssert(const Stmt &stmt) {
+  if (!assertsAllowed_) {
+    fail(ErrorCode::AssertExpr, "assert after another statement or inside a block; asserts are "
+                                "preconditions and come first in the program body");
+    return;
+  }
+  if (stmt.expr >= prog_.exprs.size()) {
+    fail(ErrorCode::Bytecode, "assert condition names no expression");
+    return;
+  }
+  if (!exprFacts_[stmt.expr].paramsOnly && exprFacts_[stmt.expr].errorCode != ErrorCode::Bytecode) {
+    fail(ErrorCode::AssertExpr,
+         "assert condition uses something other than constants and scalar parameters");
+    return;
+  }
+  bool poisoned = false;
+  if (!checkExprUse(stmt.expr, poisoned) || poisoned)
+    return;
+  DataType t = prog_.exprs[stmt.expr].dtype;
+  if (!t.isBool())
+    fail(ErrorCode::DtypeMismatch, "assert condition has type " + t.name() + "; expected bool");
 }
 
 void ProgramChecker::checkAssign(const Stmt &stmt) {

@@ -60,7 +60,7 @@ int codeOf(const Status &status) {
   if (d.code == ErrorCode::Usage)
     return tilus::cuda::needsPrepare(status) ? TILUSVM_ERROR_NOT_PREPARED
                                              : TILUSVM_ERROR_INVALID_ARGUMENT;
-  if (d.code == ErrorCode::Runtime || d.code == ErrorCode::Race)
+  if (d.code == ErrorCode::Runtime || d.code == ErrorCode::Race || d.code == ErrorCode::Assert)
     return TILUSVM_ERROR_RUNTIME;
   if (d.code == ErrorCode::Jit)
     return TILUSVM_ERROR_JIT;

@@ -48,10 +48,41 @@ TEST_CASE("vector_add matches the host sum, tail block included") {
 }
 
 TEST_CASE("a launch with an empty grid is an error, before anything is queued") {
+  // vector_add states `assert n > 0` (a precondition, checked first); the grid check is the
+  // next line of defence, reached here by a program without that precondition.
   cuda::LoadedModule module = loadProgramFile("vector_add.tasm");
   KernelArg none;
   CHECK_ERROR(runtime().launch(module, 0, {none, none, none, scalar(0)}, nullptr),
-              ErrorCode::Runtime);
+              ErrorCode::Assert);
+  cuda::LoadedModule bare = loadProgramText(R"(
+def k<cdiv(n, 32)>(i32 n) threads=32:
+    pass
+)");
+  CHECK_ERROR(runtime().launch(bare, 0, {scalar(0)}, nullptr), ErrorCode::Runtime);
+}
+
+TEST_CASE("preconditions are checked on the host before the launch") {
+  cuda::LoadedModule module = loadProgramText(R"(
+def fill<cdiv(n, 32)>(f32* out, i32 n, i32 g) threads=32:
+    assert n % g == 0 and g > 0, "n is a multiple of the group size g"
+    bi = BlockIndices()
+    o = ViewGlobal(out, shape=[n])
+    StoreGlobal(AllocateRegister(f32, layout=spatial(32), init=2.0), o, offset=[bi * 32:])
+)");
+  DeviceArray out = DeviceArray::from(std::vector<float>(96, -1.0f));
+  Status violated = runtime().launch(module, 0, {out.arg(), scalar(96), scalar(5)}, nullptr);
+  CHECK_ERROR(violated, ErrorCode::Assert);
+  CHECK(violated.first().message ==
+        "program `fill`: precondition failed: n is a multiple of the group size g: "
+        "`((n % g) == 0) and (g > 0)` with n = 96, g = 5");
+  REQUIRE_OK(runtime().synchronize(nullptr));
+  // Nothing ran: the buffer keeps its contents.
+  for (float v : out.to<float>())
+    CHECK(v == -1.0f);
+  REQUIRE_OK(runtime().launch(module, 0, {out.arg(), scalar(96), scalar(32)}, nullptr));
+  REQUIRE_OK(runtime().synchronize(nullptr));
+  for (float v : out.to<float>())
+    CHECK(v == 2.0f);
 }
 
 TEST_CASE("launch errors are statuses") {

@@ -1050,6 +1050,50 @@ TEST_CASE("bytecode: instructions against the table") {
   }
 }
 
+TEST_CASE("bytecode: assert statements (kind 7) form a prefix of the program body") {
+  // Variable n (Scalar parameter, i32); expression 0: Const i32 1 (the grid), expression 1:
+  // Const bool 1 (an assert condition); one Synchronize; `body` writes the statements.
+  auto programWith = [](const std::function<void(Bytes &)> &body) {
+    Bytes p;
+    p.str("p").uleb(32);
+    p.uleb(1).str("n").u8(1).u8(1).i32();
+    p.uleb(2).u8(0).i32().uleb(1);
+    p.u8(0).u8(0).u8(1).u8(0).u8(0).uleb(1);
+    p.uleb(1).uleb(0);
+    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+    body(p);
+    return makeFile(programsOf({p}));
+  };
+  auto first = programWith([](Bytes &p) {
+    p.uleb(3).u8(7).uleb(1).str("n is fine").u8(7).uleb(1).str("").u8(0).uleb(0);
+  });
+  Expected<Module> m = decodeModule(first);
+  REQUIRE_OK(m);
+  const Program &prog = m->programs[0];
+  REQUIRE(prog.body.size() == 3);
+  CHECK(prog.body[0].kind == StmtKind::Assert);
+  CHECK(prog.body[0].expr == 1);
+  CHECK(prog.body[0].text == "n is fine");
+  CHECK(prog.body[1].kind == StmtKind::Assert);
+  CHECK(prog.body[1].text.empty());
+  CHECK(prog.preconditions().size() == 2);
+  CHECK(encodeModule(*m) == first); // canonical: the same bytes again
+  CHECK(contains(
+      errorOf(programWith([](Bytes &p) { p.uleb(2).u8(0).uleb(0).u8(7).uleb(1).str("late"); })),
+      "assert statement after a statement other than assert"));
+  CHECK(contains(errorOf(programWith([](Bytes &p) {
+                   p.uleb(2).u8(3).uleb(1).uleb(1).u8(7).uleb(1).str("nested").uleb(0);
+                   p.u8(0).uleb(0);
+                 })),
+                 "assert statement nested in another statement"));
+  CHECK(contains(
+      errorOf(programWith([](Bytes &p) { p.uleb(2).u8(7).uleb(1).str("\xff").u8(0).uleb(0); })),
+      "assert message is not valid UTF-8"));
+  CHECK(contains(
+      errorOf(programWith([](Bytes &p) { p.uleb(2).u8(7).uleb(9).str("").u8(0).uleb(0); })),
+      "assert condition 9 is out of range (2 expressions)"));
+}
+
 TEST_CASE("bytecode: enum values out of range") {
   // Patch single bytes of hand-written files: every enum field rejects its first invalid value.
   auto programWith = [](uint8_t varKind, uint8_t exprOp, uint8_t stmtKind) {
@@ -1066,7 +1110,7 @@ TEST_CASE("bytecode: enum values out of range") {
   CHECK(contains(errorOf(programWith(0, 0, 5)), "variable kind 0 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(6, 0, 5)), "variable kind 6 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(1, 28, 5)), "expression op 28 is not one of 0..27"));
-  CHECK(contains(errorOf(programWith(1, 0, 7)), "statement kind 7 is not one of 0..6"));
+  CHECK(contains(errorOf(programWith(1, 0, 8)), "statement kind 8 is not one of 0..7"));
   // Opcode numOpcodes() and a reduce op of 6.
   Bytes p;
   p.str("p").uleb(32).uleb(0).uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0);

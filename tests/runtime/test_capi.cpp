@@ -348,3 +348,35 @@ TEST_CASE("kernel handles, statistics and the last CUresult: error paths without
   CHECK(stats.workspace_bytes == 0); // the process has no workspace of its own
   CHECK(tilusvm_runtime_get_stats(nullptr, &stats) == TILUSVM_ERROR_INVALID_ARGUMENT);
 }
+
+TEST_CASE("preconditions are checked through the C API before a CPU run") {
+  auto module = tilus::assemble(R"(
+def fill<cdiv(n, 32)>(f32* out, i32 n, i32 g) threads=32:
+    assert n % g == 0 and g > 0, "n is a multiple of the group size g"
+    bi = BlockIndices()
+    o = ViewGlobal(out, shape=[n])
+    StoreGlobal(AllocateRegister(f32, layout=spatial(32), init=2.0), o, offset=[bi * 32:])
+)");
+  REQUIRE_OK(module);
+  std::vector<uint8_t> bytes = tilus::encodeModule(*module);
+  tilusvm_module m = nullptr;
+  REQUIRE(tilusvm_module_load(bytes.data(), bytes.size(), &m) == TILUSVM_OK);
+  std::vector<float> out(96, -1.0f);
+  tilusvm_arg args[3] = {{0, out.data(), 96 * 4}, {96, nullptr, 0}, {5, nullptr, 0}};
+  CHECK(tilusvm_run_cpu(m, "fill", args, 3, 1) == TILUSVM_ERROR_RUNTIME);
+  std::string message = tilusvm_last_error();
+  CHECK(message.find("program `fill`: precondition failed: n is a multiple of the group size g: "
+                     "`((n % g) == 0) and (g > 0)` with n = 96, g = 5") != std::string::npos);
+  for (float v : out)
+    CHECK(v == -1.0f); // nothing ran
+  // g = 0: the condition divides by zero, which fails it (g > 0 is false too).
+  args[2].scalar_bits = 0;
+  CHECK(tilusvm_run_cpu(m, "fill", args, 3, 0) == TILUSVM_ERROR_RUNTIME);
+  CHECK(std::string(tilusvm_last_error()).find("with n = 96, g = 0 (a division by zero)") !=
+        std::string::npos);
+  args[2].scalar_bits = 32;
+  CHECK(tilusvm_run_cpu(m, "fill", args, 3, 1) == TILUSVM_OK);
+  for (float v : out)
+    CHECK(v == 2.0f);
+  tilusvm_module_destroy(m);
+}

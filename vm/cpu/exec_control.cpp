@@ -109,6 +109,8 @@ Status execStatement(BlockState &b, const Stmt &s, Flow &flow) {
   case StmtKind::Continue:
     flow = Flow::Continue;
     return Status::success();
+  case StmtKind::Assert: // a precondition, checked before the launch (evaluateGrid)
+    return Status::success();
   }
   return Status::success();
 }

@@ -71,7 +71,8 @@ typedef enum tilusvm_status {
   TILUSVM_ERROR_NO_DEVICE = 7,        /* the driver is there but no usable device */
   TILUSVM_ERROR_CUDA = 8,             /* a CUDA driver call failed */
   TILUSVM_ERROR_JIT = 9,              /* compiling the program to PTX failed */
-  TILUSVM_ERROR_RUNTIME = 10,         /* the program failed while running (CPU traps, races) */
+  TILUSVM_ERROR_RUNTIME = 10,         /* the program failed while running (CPU traps, races),
+                                         or a precondition (assert) of the launch is false */
   TILUSVM_ERROR_UNSUPPORTED = 11,     /* the program or device needs something not supported */
   TILUSVM_ERROR_INTERNAL = 12,        /* out of memory or a bug in Tilus VM */
   TILUSVM_ERROR_NOT_PREPARED = 13     /* a launch during CUDA graph capture (or with lazy
