@@ -126,7 +126,13 @@ TEST_CASE("constant folding matches C integer semantics and IEEE floats") {
   CHECK(typed("-7 / 2") == "i32:-3");
   CHECK(typed("-7 % 2") == "i32:-1");
   CHECK(typed("7 % -2") == "i32:1");
-  CHECK(typed("7 / 0") == "i32:0");
+  // An integer division of constants by zero is an error, not the run-time value 0; with a
+  // variable operand it stays the defined run-time operation.
+  CHECK(errorOf("7 / 0") == ErrorCode::DivisionByZero);
+  CHECK(errorOf("7 % (2 - 2)") == ErrorCode::DivisionByZero);
+  CHECK(errorOf("cdiv(i64(7), 0)") == ErrorCode::DivisionByZero);
+  CHECK(typed("m / 0") == "(/:i32 m i32:0)");
+  CHECK(typed("7.0 / 0.0") == f32bits(1.0f / 0.0f));
   CHECK(typed("cdiv(7, 2)") == "i32:4");
   CHECK(typed("cdiv(-7, 2)") == "i32:-3");
   CHECK(typed("cdiv(-7, -2)") == "i32:4");

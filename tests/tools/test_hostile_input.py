@@ -161,10 +161,14 @@ with tempfile.TemporaryDirectory() as tmp:
         "x_ptr=zeros:f32[4294967296,4294967296,4294967296]"], 2,
        "the shape has more than 2^40 elements", "a shape whose element count wraps")
     paper = os.path.join(tmp, "paper_huge.tbc")
+    # 2^63 - 1 is not a multiple of the tile: the program's precondition refuses it.
     asm([os.path.join(PROGRAMS, "paper_matmul_f16_i6.tasm"), "-D", "M=9223372036854775807",
-         "-o", paper], 0, None, "assemble the paper program with M = 2^63 - 1")
+         "-o", paper], 1, "error[assert]: assertion failed: M, N, K are multiples of the 16x8x16",
+        "assemble the paper program with M = 2^63 - 1")
+    asm([os.path.join(PROGRAMS, "paper_matmul_f16_i6.tasm"), "-D", "M=9223372036854775792",
+         "-o", paper], 0, None, "assemble the paper program with M = 2^63 - 16")
     vm([paper, "--kernel", "matmul", "--device", "cpu"], 2,
-       "a_ptr: the program can touch 2^63 or more elements", "vm-run with M = 2^63 - 1")
+       "a_ptr: the program can touch 2^63 or more elements", "vm-run with M = 2^63 - 16")
     alloc = os.path.join(tmp, "alloc.tasm")
     write(alloc, "def k<1>() threads=32:\n    g = AllocateGlobal(f32, shape=[4000000000])\n")
     asm([alloc, "-o", alloc + ".tbc"], 0, None, "assemble AllocateGlobal of 4e9")
@@ -205,9 +209,11 @@ with tempfile.TemporaryDirectory() as tmp:
         check(z[:300] == [a + b for a, b in zip(xs, ys)], "big-endian x read by value")
 
     # ---- grids: zero, negative, division by zero are errors, not empty runs ----
+    # programs/vector_add.tasm states n > 0 as a precondition, checked before the grid.
     for n in ("0", "-5"):
         vm([vadd, "--device", "cpu", "--arg", "n=" + n], 1,
-           "grid dimension 0 is 0: a launch of no blocks would run nothing", f"n = {n}")
+           "error[assert]: program `vector_add`: precondition failed: at least one element: "
+           "`n > 0` with n = " + n, f"n = {n}")
     cdiv = os.path.join(tmp, "cdiv.tasm")
     write(cdiv, "def k<cdiv(n, d)>(f32* x, i32 n, i32 d) threads=32:\n"
                 "    g = ViewGlobal(x, shape=[n])\n")
@@ -223,13 +229,43 @@ with tempfile.TemporaryDirectory() as tmp:
        "grid dimension 1 is 65536, outside [1, 65535]", "grid y beyond CUDA's limit")
     zero = os.path.join(tmp, "zero.tasm")
     write(zero, "def k<1 / 0>(f32* x) threads=32:\n    g = ViewGlobal(x, shape=[32])\n")
-    asm([zero, "-o", zero + ".tbc"], 0, None, "assemble <1 / 0>")
-    vm([zero + ".tbc", "--device", "cpu"], 1, "grid dimension 0 is 0", "grid <1 / 0>")
+    asm([zero, "-o", zero + ".tbc"], 1,
+        "zero.tasm:1:9: error[division-by-zero]: constant expression divides by zero",
+        "assemble <1 / 0>")
+    if os.path.exists(zero + ".tbc"):
+        failures.append("assemble <1 / 0>: wrote an output file")
     bm0 = os.path.join(tmp, "bm0.tbc")
     asm([os.path.join(PROGRAMS, "paper_matmul_f16_i6.tasm"), "-D", "BM=0", "-D", "M=64",
-         "-D", "N=64", "-D", "K=64", "-o", bm0], 0, None, "assemble the paper program, BM = 0")
-    vm([bm0, "--kernel", "matmul", "--device", "cpu"], 1, "grid dimension 0 is 0",
-       "the paper program with BM = 0")
+         "-D", "N=64", "-D", "K=64", "-o", bm0], 1, "error[division-by-zero]",
+        "assemble the paper program, BM = 0")
+    # Preconditions: over constants at assembly time, over parameters at launch.
+    asm([os.path.join(PROGRAMS, "softmax_rows.tasm"), "-D", "N=100", "-o",
+         os.path.join(tmp, "softmax100.tbc")], 1,
+        "softmax_rows.tasm:7:1: error[assert]: assertion failed: softmax_rows supports rows of "
+        "exactly N = 128 columns", "softmax_rows with N = 100")
+    asm([os.path.join(PROGRAMS, "paper_matmul_f16_i6.tasm"), "-D", "M=40", "--check"], 1,
+        "error[assert]: assertion failed: M, N, K are multiples of the 16x8x16 tile",
+        "the paper program with M = 40")
+    pre = os.path.join(tmp, "pre.tasm")
+    write(pre, "def k<cdiv(n, 32)>(f32* x, i32 n, i32 g) threads=32:\n"
+               "    assert n > 0 and n % g == 0, \"n is a multiple of the group size g\"\n"
+               "    bi = BlockIndices()\n"
+               "    gx = ViewGlobal(x, shape=[n])\n"
+               "    StoreGlobal(AllocateRegister(f32, layout=spatial(32), init=1.0), gx, "
+               "offset=[bi * 32:])\n")
+    for flags in ([], ["-g"]):
+        asm([pre, "-o", pre + ".tbc"] + flags, 0, None, "assemble a precondition " + str(flags))
+        line = " (assert at line 2)" if flags else ""
+        vm([pre + ".tbc", "--device", "cpu", "--arg", "n=100", "--arg", "g=16",
+            "--arg", "x=zeros:f32[100]"], 1,
+           "error[assert]: program `k`: precondition failed: n is a multiple of the group size g: "
+           "`(n > 0) and ((n % g) == 0)` with n = 100, g = 16" + line,
+           "a violated precondition " + str(flags))
+        vm([pre + ".tbc", "--device", "cpu", "--arg", "n=100", "--arg", "g=0",
+            "--arg", "x=zeros:f32[100]"], 1, "with n = 100, g = 0 (a division by zero)",
+           "a precondition that divides by zero " + str(flags))
+        vm([pre + ".tbc", "--device", "cpu", "--arg", "n=96", "--arg", "g=16",
+            "--arg", "x=zeros:f32[96]"], 0, None, "a precondition that holds " + str(flags))
 
 print(f"{len(failures)} failures")
 sys.exit(1 if failures else 0)
