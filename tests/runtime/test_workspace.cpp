@@ -86,6 +86,44 @@ def huge<1>(i64 n) threads=32:
               ErrorCode::Runtime);
 }
 
+TEST_CASE("workspace sizes are checked before they are multiplied or summed") {
+  // 2^32 x 2^32 x 2^32 bytes is 2^96: a 64-bit product would wrap to 0.
+  Program wraps = assembleOne(R"(
+def wraps<1>(i64 n) threads=32:
+    a = AllocateGlobal(u8, shape=[n, n, n])
+)");
+  CHECK_ERROR(planWorkspace(wraps, paramsByName(wraps, {{"n", uint64_t(1) << 32}})),
+              ErrorCode::Runtime);
+  // Exactly 2^48 bytes is the largest workspace; one more byte is refused.
+  Program exact = assembleOne(R"(
+def exact<1>(i64 n) threads=32:
+    a = AllocateGlobal(u1, shape=[n, 8])
+)");
+  auto plan = planWorkspace(exact, paramsByName(exact, {{"n", uint64_t(1) << 48}}));
+  REQUIRE_OK(plan);
+  CHECK(plan->totalBytes == uint64_t(1) << 48);
+  CHECK_ERROR(planWorkspace(exact, paramsByName(exact, {{"n", (uint64_t(1) << 48) + 1}})),
+              ErrorCode::Runtime);
+  // Two regions of 2^47 + 1 bytes each fit alone but not together (2^48 + 256 + 1 bytes).
+  Program sum = assembleOne(R"(
+def sum<1>(i64 n) threads=32:
+    a = AllocateGlobal(u8, shape=[n])
+    b = AllocateGlobal(u8, shape=[n])
+)");
+  CHECK_ERROR(planWorkspace(sum, paramsByName(sum, {{"n", (uint64_t(1) << 47) + 1}})),
+              ErrorCode::Runtime);
+  // A shape computed with a division by zero is refused, not taken as 0.
+  Program byZero = assembleOne(R"(
+def byzero<1>(i32 n, i32 d) threads=32:
+    a = AllocateGlobal(f32, shape=[n / d])
+)");
+  CHECK_ERROR(planWorkspace(byZero, paramsByName(byZero, {{"n", 64}, {"d", 0}})),
+              ErrorCode::Runtime);
+  auto fine = planWorkspace(byZero, paramsByName(byZero, {{"n", 64}, {"d", 2}}));
+  REQUIRE_OK(fine);
+  CHECK(fine->totalBytes == 128);
+}
+
 TEST_CASE("dirty ranges agree with a bitset under random operations") {
   constexpr int kBits = 64;
   std::mt19937 rng(1234);

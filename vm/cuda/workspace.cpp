@@ -51,7 +51,9 @@ Expected<WorkspacePlan> planWorkspace(const Program &program, const VarValueFn &
     const Argument &shape = inst.arg(ArgName::shape);
     const Argument &clean = inst.arg(ArgName::requires_clean);
     DataType dtype = inst.arg(ArgName::dtype).dtype;
-    // elements * storageBits, kept below 2^48 * 8 bits so nothing overflows.
+    // elements * storageBits, kept below 2^48 * 8 bits so nothing overflows: each factor is
+    // checked against the limit divided by the product so far before it is multiplied in, and
+    // offsets and sums stay below 2^49.
     uint64_t bits = uint64_t(dtype.storageBits());
     for (size_t d = 0; d < shape.exprs.size(); ++d) {
       ExprId e = shape.exprs[d];
@@ -59,7 +61,13 @@ Expected<WorkspacePlan> planWorkspace(const Program &program, const VarValueFn &
         return regionError(program, index,
                            "AllocateGlobal shape dimension " + std::to_string(d) +
                                " depends on values other than parameters and constants");
-      int64_t extent = toInt64(evaluateExpr(program, e, paramValue), program.expr(e).dtype);
+      bool divisionByZero = false;
+      int64_t extent =
+          toInt64(evaluateExpr(program, e, paramValue, &divisionByZero), program.expr(e).dtype);
+      if (divisionByZero)
+        return regionError(program, index,
+                           "AllocateGlobal shape dimension " + std::to_string(d) +
+                               " divides by zero");
       if (extent < 0)
         return regionError(program, index,
                            "AllocateGlobal shape dimension " + std::to_string(d) + " is " +
