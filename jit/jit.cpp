@@ -10,6 +10,7 @@
 #include "jit/jit.h"
 
 #include "jit/codegen.h"
+#include "jit/fatal_error.h"
 #include "jit/source_hash.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
@@ -381,27 +382,34 @@ const char *JitOptions::compilerVersion() {
   return version.c_str();
 }
 
+// Both entry points run the whole compilation under the fatal error trap (fatal_error.h): an
+// LLVM fatal error becomes error[jit], never the end of the host process.
 Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programIndex,
                                  const JitOptions &options) {
-  Expected<Compiled> c = compileModule(module, programIndex, options);
-  if (!c)
-    return c.takeStatus();
-  llvm::SmallString<0> ptx;
-  llvm::raw_svector_ostream os(ptx);
-  llvm::legacy::PassManager pm;
-  if (c->tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    return jitError("the NVPTX backend cannot emit assembly");
-  double t0 = threadMs();
-  pm.run(*c->module);
-  if (timingEnabled())
-    std::fprintf(stderr,
-                 "jit: %s sm_%d: setup %.1f ms, IR %.1f ms, optimisation %.1f ms, PTX %.1f ms, "
-                 "total %.1f ms (thread CPU time)\n",
-                 c->entryName.c_str(), options.smVersion, c->setupMs, c->buildMs, c->optimizeMs,
-                 threadMs() - t0, c->setupMs + c->buildMs + c->optimizeMs + threadMs() - t0);
   PtxKernel kernel;
-  kernel.ptx = std::string(ptx.str());
-  kernel.entryName = c->entryName;
+  Status status = jit::runTrappingLlvmFatalErrors([&]() -> Status {
+    Expected<Compiled> c = compileModule(module, programIndex, options);
+    if (!c)
+      return c.takeStatus();
+    llvm::SmallString<0> ptx;
+    llvm::raw_svector_ostream os(ptx);
+    llvm::legacy::PassManager pm;
+    if (c->tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      return jitError("the NVPTX backend cannot emit assembly");
+    double t0 = threadMs();
+    pm.run(*c->module);
+    if (timingEnabled())
+      std::fprintf(stderr,
+                   "jit: %s sm_%d: setup %.1f ms, IR %.1f ms, optimisation %.1f ms, PTX %.1f ms, "
+                   "total %.1f ms (thread CPU time)\n",
+                   c->entryName.c_str(), options.smVersion, c->setupMs, c->buildMs, c->optimizeMs,
+                   threadMs() - t0, c->setupMs + c->buildMs + c->optimizeMs + threadMs() - t0);
+    kernel.ptx = std::string(ptx.str());
+    kernel.entryName = c->entryName;
+    return Status::success();
+  });
+  if (!status.ok())
+    return status;
   kernel.threads = module.programs[programIndex].threads;
   kernel.sharedBytes = module.programs[programIndex].sharedBytes;
   return kernel;
@@ -409,12 +417,17 @@ Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programInd
 
 Expected<std::string> compileToLlvmIr(const VerifiedModule &module, size_t programIndex,
                                       const JitOptions &options) {
-  Expected<Compiled> c = compileModule(module, programIndex, options);
-  if (!c)
-    return c.takeStatus();
   std::string text;
-  llvm::raw_string_ostream os(text);
-  c->module->print(os, nullptr);
+  Status status = jit::runTrappingLlvmFatalErrors([&]() -> Status {
+    Expected<Compiled> c = compileModule(module, programIndex, options);
+    if (!c)
+      return c.takeStatus();
+    llvm::raw_string_ostream os(text);
+    c->module->print(os, nullptr);
+    return Status::success();
+  });
+  if (!status.ok())
+    return status;
   return text;
 }
 

@@ -1,13 +1,16 @@
 // Every program of programs/ (the paper program also at the test size -D M=64 -D N=64 -D K=64)
-// compiled to PTX for sm_80 and sm_90a, and every PTX assembled by ptxas for its target: the
-// generated code must be valid for the real assembler, not only for LLVM. Without ptxas the
-// assembling cases are skipped (the compilation is still checked by its own cases). The JIT
-// time of every program is bounded (thread CPU time) so that a regression of it fails.
+// and every passing conformance program (tests/conformance/ with `# expect: ok`; with programs/
+// they are the seeds of the assembler and JIT fuzz targets) compiled to PTX for sm_80 and
+// sm_90a, and every PTX assembled by ptxas for its target: the generated code must be valid for
+// the real assembler, not only for LLVM. Without ptxas the assembling cases are skipped (the
+// compilation is still checked by its own cases). The JIT time of every program is bounded
+// (thread CPU time) so that a regression of it fails.
 #include "jit/jit_test_util.h"
 
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 
 using namespace tilus;
 using namespace tilus::testing;
@@ -59,6 +62,24 @@ TEST_CASE("every program compiles to PTX (sm_80, sm_90a)") {
 TEST_CASE("every program's PTX is accepted by ptxas (sm_80, sm_90a)" * needsPtxas()) {
   std::vector<std::string> files = programFiles();
   REQUIRE(files.size() >= 4);
+  for (const std::string &path : files) {
+    SUBCASE(path.c_str()) { compileAll(path, {}, true); }
+  }
+}
+
+TEST_CASE("every passing conformance program's PTX is accepted by ptxas" * needsPtxas()) {
+  std::vector<std::string> files;
+  for (const auto &entry : std::filesystem::directory_iterator(std::string(TILUSVM_SOURCE_DIR) +
+                                                               "/tests/conformance")) {
+    if (entry.path().extension() != ".tasm")
+      continue;
+    std::ifstream in(entry.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("# expect: ok") != std::string::npos)
+      files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 8);
   for (const std::string &path : files) {
     SUBCASE(path.c_str()) { compileAll(path, {}, true); }
   }
