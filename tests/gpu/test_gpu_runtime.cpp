@@ -74,7 +74,7 @@ def fill<cdiv(n, 32)>(f32* out, i32 n, i32 g) threads=32:
   CHECK_ERROR(violated, ErrorCode::Assert);
   CHECK(violated.first().message ==
         "program `fill`: precondition failed: n is a multiple of the group size g: "
-        "`((n % g) == 0) and (g > 0)` with n = 96, g = 5");
+        "`((n % g) == 0) and (g > 0)` with n = 96, g = 5 (assert at line 3)");
   REQUIRE_OK(runtime().synchronize(nullptr));
   // Nothing ran: the buffer keeps its contents.
   for (float v : out.to<float>())
