@@ -81,6 +81,8 @@ public:
       : options_(options), reserved_(reserved) {}
 
   Status run(const AstModule &ast, Module &module);
+  /// Keep every program's first lowering (with its written layouts and holes) and do not infer.
+  void capture(std::vector<std::pair<Program, InferInput>> *out) { captured_ = out; }
 
 private:
   Status constDecl(const AstConst &decl);
@@ -96,6 +98,7 @@ private:
   ConstTable constants_;
   std::map<std::string, SrcPos> programs_;
   std::set<std::string> usedDefines_;
+  std::vector<std::pair<Program, InferInput>> *captured_ = nullptr;
 };
 
 Status ModuleAssembler::run(const AstModule &ast, Module &module) {
@@ -213,8 +216,36 @@ Status ModuleAssembler::program(const AstProgram &ast, Module &module) {
                      std::to_string(prev->second.line));
   programs_.emplace(ast.name.name, ast.name.pos);
   Program p;
-  Status st = ProgramLowering(options_.fileName, constants_, reserved_, p).lower(ast);
-  module.programs.push_back(std::move(p));
+  InferInput holes;
+  ProgramLowering first(options_.fileName, constants_, reserved_, p);
+  first.recordHoles(&holes);
+  Status st = first.lower(ast);
+  if (captured_) {
+    captured_->push_back({p, holes});
+    module.programs.push_back(std::move(p));
+    return st;
+  }
+  // Layout inference runs for a program that leaves a register layout out; a program that
+  // writes them all assembles exactly as written (an AllocateShared without layout= is then
+  // row_major, ISA section 3.2).
+  bool infer = false;
+  for (size_t i = 0; i < holes.holes.size(); ++i)
+    infer = infer || (holes.holes[i] && p.instructions[i].opcode != Opcode::AllocateShared);
+  if (!st.ok() || !infer) {
+    module.programs.push_back(std::move(p));
+    return st;
+  }
+  auto decisions =
+      inferLayouts(p, holes, options_.fileName, options_.layoutCandidate, options_.layoutReport);
+  if (!decisions) {
+    module.programs.push_back(std::move(p));
+    return decisions.takeStatus();
+  }
+  Program inferred;
+  ProgramLowering second(options_.fileName, constants_, reserved_, inferred);
+  second.applyDecisions(&*decisions);
+  st = second.lower(ast);
+  module.programs.push_back(std::move(inferred));
   return st;
 }
 
@@ -238,6 +269,30 @@ Expected<Module> assemble(std::string_view source, const AssembleOptions &option
     module.sourceText = std::string(source);
   }
   return module;
+}
+
+Expected<std::string> stripPerformanceLayouts(std::string_view source,
+                                              const AssembleOptions &options) {
+  auto tokens = tokenize(source, options.fileName);
+  if (!tokens)
+    return tokens.takeStatus();
+  auto ast = parseModule(*tokens, options.fileName);
+  if (!ast)
+    return ast.takeStatus();
+  std::set<std::string> reserved = reservedTemporaryNames(*tokens);
+  Module module;
+  std::vector<std::pair<Program, InferInput>> programs;
+  ModuleAssembler assembler(options, reserved);
+  assembler.capture(&programs);
+  Status st = assembler.run(*ast, module);
+  if (!st.ok())
+    return st;
+  std::vector<PerformanceLayout> layouts;
+  for (const auto &[program, input] : programs) {
+    std::vector<PerformanceLayout> some = performanceOnlyLayouts(program, input);
+    layouts.insert(layouts.end(), some.begin(), some.end());
+  }
+  return removeLayoutArguments(source, layouts);
 }
 
 Expected<RegisterLayout> parseRegisterLayout(std::string_view text) {

@@ -42,12 +42,24 @@ const char *kindText(VarKind k) {
   return "?";
 }
 
+/// Instructions whose register layout may be left out for the assembler to infer.
+bool layoutInferable(Opcode op) {
+  return op == Opcode::AllocateRegister || op == Opcode::Iota || op == Opcode::LoadGlobal ||
+         op == Opcode::LoadShared;
+}
+
+/// Instructions that take an assembler-only `shape=` (the tile's shape when the layout is left
+/// out; AllocateRegister has a shape argument of its own).
+bool takesTileShape(Opcode op) {
+  return op == Opcode::Iota || op == Opcode::LoadGlobal || op == Opcode::LoadShared;
+}
+
 } // namespace
 
 // Matches the written arguments to the table: positional first, then by keyword; `out=` aside.
 Status ProgramLowering::matchArguments(const InstructionSpec &spec, const AstExpr &call,
-                                       std::vector<const AstArg *> &slots,
-                                       const AstArg *&outArg) const {
+                                       std::vector<const AstArg *> &slots, const AstArg *&outArg,
+                                       const AstArg *&tileShape) const {
   std::string op = std::string("'") + spec.name + "'";
   slots.assign(spec.args.size(), nullptr);
   size_t positional = 0;
@@ -67,6 +79,12 @@ Status ProgramLowering::matchArguments(const InstructionSpec &spec, const AstExp
       continue;
     }
     int idx = spec.argIndex(a.keyword);
+    if (idx < 0 && a.keyword == "shape" && takesTileShape(spec.opcode)) {
+      if (tileShape)
+        return error(ErrorCode::BadArgument, a.pos, "shape= is given twice");
+      tileShape = &a;
+      continue;
+    }
     if (idx < 0)
       return error(ErrorCode::BadArgument, a.pos, op + " has no argument '" + a.keyword + "'");
     if (slots[size_t(idx)])
@@ -74,7 +92,8 @@ Status ProgramLowering::matchArguments(const InstructionSpec &spec, const AstExp
     slots[size_t(idx)] = &a;
   }
   for (size_t k = 0; k < spec.args.size(); ++k)
-    if (spec.args[k].required && !slots[k])
+    if (spec.args[k].required && !slots[k] &&
+        !(spec.args[k].kind == ArgKind::RegLayout && layoutInferable(spec.opcode)))
       return error(ErrorCode::BadArgument, call.pos,
                    op + " is missing required argument '" + spec.args[k].name + "'");
   if (outArg && !spec.allowsOut)
@@ -93,8 +112,8 @@ Status ProgramLowering::instruction(const AstExpr &call, const std::vector<AstNa
     return s;
   };
   std::vector<const AstArg *> slots;
-  const AstArg *outArg = nullptr;
-  Status matched = matchArguments(spec, call, slots, outArg);
+  const AstArg *outArg = nullptr, *tileShape = nullptr;
+  Status matched = matchArguments(spec, call, slots, outArg, tileShape);
   if (!matched.ok())
     return fail(matched);
   // Nested instruction calls, in source order.
@@ -106,6 +125,18 @@ Status ProgramLowering::instruction(const AstExpr &call, const std::vector<AstNa
       Status st = instruction(*a.value, {}, a.value->pos, out, &nested[k]);
       if (!st.ok())
         return fail(st);
+    }
+  }
+  // ConvertLayouts that layout inference put around operands.
+  if (decisions_) {
+    for (size_t k = 0; k < spec.args.size(); ++k) {
+      auto it = decisions_->conversions.find({&call, k});
+      if (it == decisions_->conversions.end() || !slots[k])
+        continue;
+      auto converted = conversion(*slots[k]->value, nested[k], it->second, out);
+      if (!converted)
+        return fail(converted.takeStatus());
+      nested[k] = *converted;
     }
   }
   // The call's own arguments, in table order.
@@ -122,16 +153,120 @@ Status ProgramLowering::instruction(const AstExpr &call, const std::vector<AstNa
     inst.args[k] = std::move(*arg);
     inst.args[k].present = true;
   }
+  std::vector<int64_t> holeShape;
+  bool hole = false;
+  Status layout = layoutHole(spec, call, slots, tileShape, inst, holeShape, hole);
+  if (!layout.ok())
+    return fail(layout);
   Status st = results(spec, call, outArg, targets, nestedResult, inst);
   if (!st.ok())
     return fail(st);
+  push(std::move(inst), call, stmtPos, out, std::move(holeShape), hole);
+  return Status::success();
+}
+
+void ProgramLowering::push(Instruction inst, const AstExpr &call, SrcPos stmtPos,
+                           std::vector<Stmt> &out, std::vector<int64_t> holeShape, bool hole) {
   program_.instructions.push_back(std::move(inst));
+  if (record_) {
+    record_->calls.push_back(&call);
+    record_->holeShapes.push_back(std::move(holeShape));
+    record_->holes.push_back(hole);
+  }
   Stmt s;
   s.kind = StmtKind::Instruction;
   s.loc = loc(stmtPos);
   s.index = uint32_t(program_.instructions.size() - 1);
   out.push_back(std::move(s));
+}
+
+// The layout argument when layout inference may decide it (docs/layout-inference.md): a written
+// layout stays; otherwise the decision of the second lowering, or (first lowering) a hole with
+// the tile's shape. A layout and a shape= together must agree.
+Status ProgramLowering::layoutHole(const InstructionSpec &spec, const AstExpr &call,
+                                   const std::vector<const AstArg *> &slots,
+                                   const AstArg *tileShape, Instruction &inst,
+                                   std::vector<int64_t> &holeShape, bool &hole) {
+  std::string op = std::string("'") + spec.name + "'";
+  if (tileShape) {
+    const AstExpr &v = *tileShape->value;
+    if (v.kind != AstKind::List)
+      return error(ErrorCode::BadArgument, v.pos, "shape= of " + op + " must be a list [...]");
+    for (const AstExprPtr &e : v.children) {
+      auto n = buildIntConstant(*e, exprContext(), ErrorCode::BadArgument,
+                                "an entry of shape= of " + op);
+      if (!n)
+        return n.takeStatus();
+      if (*n < 1)
+        return error(ErrorCode::BadArgument, e->pos,
+                     "shape= of " + op + " has a non-positive entry " + std::to_string(*n));
+      holeShape.push_back(*n);
+    }
+  }
+  int li = spec.argIndex("layout");
+  if (li < 0)
+    return Status::success();
+  Argument &arg = inst.args[size_t(li)];
+  if (slots[size_t(li)]) {
+    if (tileShape && arg.regLayout && arg.regLayout->shape() != holeShape)
+      return error(ErrorCode::LayoutShape, tileShape->pos,
+                   "shape= of " + op + " differs from the shape of its layout");
+    holeShape.clear();
+    return Status::success();
+  }
+  if (spec.args[size_t(li)].kind == ArgKind::SharedLayout) {
+    if (decisions_) {
+      auto it = decisions_->sharedLayouts.find(&call);
+      if (it != decisions_->sharedLayouts.end()) {
+        arg.sharedLayout = it->second;
+        arg.present = true;
+      }
+    }
+    hole = true;
+    return Status::success();
+  }
+  if (decisions_) {
+    auto it = decisions_->registerLayouts.find(&call);
+    if (it != decisions_->registerLayouts.end()) {
+      arg.regLayout = it->second;
+      arg.present = true;
+      return Status::success();
+    }
+  }
+  if (!layoutInferable(spec.opcode))
+    return Status::success();
+  bool allocateShape = spec.opcode == Opcode::AllocateRegister && inst.arg(ArgName::shape).present;
+  if (holeShape.empty() && !allocateShape && spec.opcode != Opcode::LoadShared)
+    return error(ErrorCode::BadArgument, call.pos,
+                 op + " is missing required argument 'layout' (or shape=, to let the assembler "
+                      "infer the layout)");
+  hole = true;
   return Status::success();
+}
+
+Expected<VarId> ProgramLowering::conversion(const AstExpr &operand, VarId nested,
+                                            const RegisterLayout &layout, std::vector<Stmt> &out) {
+  VarId source = nested;
+  if (source == kNoId && operand.kind == AstKind::Name)
+    source = scopes_.find(operand.text);
+  if (source == kNoId || program_.vars[source].kind != VarKind::Register)
+    return error(ErrorCode::LayoutInfer, operand.pos,
+                 "a ConvertLayout was planned for an operand that is not a register tensor");
+  const InstructionSpec &spec = instructionSpec(Opcode::ConvertLayout);
+  Instruction inst;
+  inst.opcode = Opcode::ConvertLayout;
+  inst.loc = loc(operand.pos);
+  inst.args.resize(spec.args.size());
+  Argument &a = inst.args[size_t(spec.argIndex("a"))];
+  a.var = source;
+  a.present = true;
+  Argument &l = inst.args[size_t(spec.argIndex("layout"))];
+  l.regLayout = layout;
+  l.present = true;
+  VarId temp = scopes_.declareTemporary(VarKind::Register, DataType::i32(), operand.pos);
+  inst.results = {temp};
+  push(std::move(inst), operand, operand.pos, out, {}, false);
+  return temp;
 }
 
 Status ProgramLowering::results(const InstructionSpec &spec, const AstExpr &call,

@@ -123,6 +123,8 @@ Status ProgramLowering::header(const AstProgram &ast) {
     } else {
       program_.threads = uint32_t(*t);
     }
+  } else if (decisions_ && decisions_->threads != 0) {
+    program_.threads = decisions_->threads; // chosen by layout inference
   }
   return errors;
 }

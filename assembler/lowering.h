@@ -3,6 +3,7 @@
 // arguments (by the instruction table) in lower_call.cpp.
 #pragma once
 
+#include "assembler/layout_infer.h"
 #include "assembler/scalar_expr.h"
 #include "assembler/scopes.h"
 
@@ -17,6 +18,11 @@ public:
   /// Lower the whole program; the Status holds every error found (statements with errors are
   /// skipped, their targets declared so that later uses do not cascade).
   Status lower(const AstProgram &ast);
+
+  /// Layout inference (layout_infer.h): the first lowering records its holes into `record`;
+  /// the second applies `decisions`.
+  void recordHoles(InferInput *record) { record_ = record; }
+  void applyDecisions(const LayoutDecisions *decisions) { decisions_ = decisions; }
 
 private:
   // lower_program.cpp
@@ -37,7 +43,17 @@ private:
   Status instruction(const AstExpr &call, const std::vector<AstName> &targets, SrcPos stmtPos,
                      std::vector<Stmt> &out, VarId *nestedResult);
   Status matchArguments(const InstructionSpec &spec, const AstExpr &call,
-                        std::vector<const AstArg *> &slots, const AstArg *&outArg) const;
+                        std::vector<const AstArg *> &slots, const AstArg *&outArg,
+                        const AstArg *&tileShape) const;
+  /// The layout argument of an inferable instruction: a decision, a hole, or an error.
+  Status layoutHole(const InstructionSpec &spec, const AstExpr &call,
+                    const std::vector<const AstArg *> &slots, const AstArg *tileShape,
+                    Instruction &inst, std::vector<int64_t> &holeShape, bool &hole);
+  /// ConvertLayout(operand, layout=L) into a temporary, for a conversion decision.
+  Expected<VarId> conversion(const AstExpr &operand, VarId nested, const RegisterLayout &layout,
+                             std::vector<Stmt> &out);
+  void push(Instruction inst, const AstExpr &call, SrcPos stmtPos, std::vector<Stmt> &out,
+            std::vector<int64_t> holeShape, bool hole);
   Expected<Argument> argument(const InstructionSpec &spec, size_t index, const AstExpr &value,
                               VarId nested);
   Expected<Argument> exprArgument(const std::string &what, const AstExpr &value);
@@ -63,6 +79,8 @@ private:
   Program &program_;
   Scopes scopes_;
   int loopDepth_ = 0;
+  InferInput *record_ = nullptr;
+  const LayoutDecisions *decisions_ = nullptr;
 };
 
 } // namespace tilus::tasm

@@ -53,7 +53,9 @@ namespace tilus {
   X(Race, "race")                                                                                  \
   X(Cuda, "cuda")                                                                                  \
   X(Jit, "jit")                                                                                    \
-  X(Unsupported, "unsupported")
+  X(Unsupported, "unsupported")                                                                    \
+  /* The assembler's layout inference (docs/layout-inference.md). */                               \
+  X(LayoutInfer, "layout-infer")
 
 enum class ErrorCode : uint8_t {
 #define TILUSVM_X(name, text) name,

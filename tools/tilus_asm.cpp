@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -41,6 +42,9 @@
 namespace {
 
 using namespace tilus;
+
+/// The number of layout variants of the last module assembled (LayoutReport::candidates).
+int64_t candidates_ = 1;
 
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
@@ -91,11 +95,14 @@ struct Options {
   bool disassemble = false;
   std::string layoutExpr;
   bool json = false;
-  std::string emit;   // "", "llvm" or "ptx"
-  int sm = 90;        // 80 or 90 (sm_90a)
-  std::string arch;   // --arch: "sm_80" or "sm_90a" (sets sm)
-  std::string kernel; // with --emit: one program of the module (default: every program)
-  std::string spec;   // with --emit: launch-time specialisation, one letter per parameter
+  std::string emit;             // "", "llvm" or "ptx"
+  int sm = 90;                  // 80 or 90 (sm_90a)
+  std::string arch;             // --arch: "sm_80" or "sm_90a" (sets sm)
+  std::string kernel;           // with --emit: one program of the module (default: every program)
+  std::string spec;             // with --emit: launch-time specialisation, one letter per parameter
+  bool explainLayouts = false;  // print what layout inference decided
+  int64_t layoutCandidates = 0; // write up to N variants of the inferred layouts
+  bool stripLayouts = false;    // print the source without its performance-only layouts
 };
 
 /// Parses --spec: one letter per parameter, '-' nothing, 'a' pointer aligned to 16 bytes, 'd'
@@ -164,31 +171,123 @@ int emitMode(const Options &o, const VerifiedModule &verified) {
   return writeOutput(o.output, text);
 }
 
+/// -D NAME=VALUE into the assembler's options; false (after a usage error) when malformed.
+bool parseDefines(const Options &o, AssembleOptions &ao) {
+  for (const std::string &d : o.defines) {
+    size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      usageError("-D expects NAME=VALUE, got '" + d + "'");
+      return false;
+    }
+    ao.defines[d.substr(0, eq)] = d.substr(eq + 1);
+  }
+  return true;
+}
+
+/// Assemble and check the input; the layout inference notes go to standard error and, with
+/// --explain-layouts, its report to standard output. nullopt after reporting an error (the exit
+/// status is in `exit`).
+std::optional<VerifiedModule> assembleChecked(const Options &o, AssembleOptions ao, int &exit) {
+  BytecodeLimits limits;
+  auto text = readInput(o.input, limits.maxSourceBytes);
+  if (!text) {
+    exit = report(text.status());
+    return std::nullopt;
+  }
+  std::string source(text->begin(), text->end());
+  LayoutReport layouts;
+  ao.layoutReport = &layouts;
+  Expected<Module> module = assemble(source, ao);
+  if (!module) {
+    exit = report(module.status());
+    return std::nullopt;
+  }
+  for (const std::string &note : layouts.notes)
+    std::cerr << note << "\n";
+  if (o.explainLayouts) {
+    for (const std::string &line : layouts.lines)
+      std::cout << line << "\n";
+    if (layouts.lines.empty())
+      std::cout << o.input << ": every layout is written; nothing inferred\n";
+  }
+  if (module->programs.empty()) {
+    exit = ioError(o.input, "no program is defined (an empty module is not assembled)");
+    return std::nullopt;
+  }
+  CheckOptions co;
+  co.fileName = o.input;
+  Expected<VerifiedModule> verified = checkModule(std::move(*module), co);
+  if (!verified) {
+    exit = report(verified.status());
+    return std::nullopt;
+  }
+  candidates_ = layouts.candidates;
+  return std::move(*verified);
+}
+
+/// --layout-candidates N: each variant of the inferred layouts (docs/layout-inference.md,
+/// "Candidates") disassembled, every layout written, to BASE.candK.tasm for K = 0, 1, ...: at
+/// most N files, fewer when the choices allow fewer distinct modules. Each is a .tasm that
+/// tilus-tune (or tilus-asm) takes as it is; standard output lists the files.
+int candidatesMode(const Options &o) {
+  AssembleOptions ao;
+  ao.fileName = o.input;
+  if (!parseDefines(o, ao))
+    return kExitUsage;
+  std::filesystem::path base(o.output.empty() ? o.input : o.output);
+  if (base.extension() == ".tasm" || base.extension() == ".tbc")
+    base.replace_extension();
+  std::vector<std::vector<uint8_t>> seen;
+  int64_t total = 1;
+  int written = 0;
+  for (int64_t k = 0; k < o.layoutCandidates && k < total; ++k) {
+    ao.layoutCandidate = k;
+    int exit = kExitOk;
+    std::optional<VerifiedModule> verified = assembleChecked(o, ao, exit);
+    if (!verified)
+      return exit;
+    total = candidates_;
+    std::vector<uint8_t> bytes = encodeModule(verified->module, EncodeOptions{});
+    if (std::find(seen.begin(), seen.end(), bytes) != seen.end())
+      continue;
+    seen.push_back(bytes);
+    std::string path = base.string() + ".cand" + std::to_string(written) + ".tasm";
+    if (int st = writeOutput(path, disassemble(verified->module)); st != kExitOk)
+      return st;
+    std::cout << path << "\n";
+    ++written;
+  }
+  return kExitOk;
+}
+
 int assembleMode(const Options &o) {
   AssembleOptions ao;
   ao.fileName = o.input;
   ao.keepSource = o.debugInfo;
-  for (const std::string &d : o.defines) {
-    size_t eq = d.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return usageError("-D expects NAME=VALUE, got '" + d + "'");
-    ao.defines[d.substr(0, eq)] = d.substr(eq + 1);
+  if (!parseDefines(o, ao))
+    return kExitUsage;
+  if (o.stripLayouts) {
+    BytecodeLimits limits;
+    auto text = readInput(o.input, limits.maxSourceBytes);
+    if (!text)
+      return report(text.status());
+    Expected<std::string> stripped =
+        stripPerformanceLayouts(std::string(text->begin(), text->end()), ao);
+    if (!stripped)
+      return report(stripped.status());
+    if (o.output.empty()) {
+      std::cout << *stripped;
+      return std::cout ? kExitOk : kExitError;
+    }
+    return writeOutput(o.output, *stripped);
   }
+  if (o.layoutCandidates > 0)
+    return candidatesMode(o);
   BytecodeLimits limits;
-  auto text = readInput(o.input, limits.maxSourceBytes);
-  if (!text)
-    return report(text.status());
-  std::string source(text->begin(), text->end());
-  Expected<Module> module = assemble(source, ao);
-  if (!module)
-    return report(module.status());
-  if (module->programs.empty())
-    return ioError(o.input, "no program is defined (an empty module is not assembled)");
-  CheckOptions co;
-  co.fileName = o.input;
-  Expected<VerifiedModule> verified = checkModule(std::move(*module), co);
+  int exit = kExitOk;
+  std::optional<VerifiedModule> verified = assembleChecked(o, ao, exit);
   if (!verified)
-    return report(verified.status());
+    return exit;
   if (!o.emit.empty())
     return emitMode(o, *verified);
   EncodeOptions eo;
@@ -215,6 +314,23 @@ int assembleMode(const Options &o) {
 
 int disassembleMode(const Options &o) {
   BytecodeLimits limits;
+  if (std::filesystem::path(o.input).extension() == ".tasm") {
+    // A source: assembled and checked first, so the text shows every layout written out.
+    AssembleOptions ao;
+    ao.fileName = o.input;
+    if (!parseDefines(o, ao))
+      return kExitUsage;
+    int exit = kExitOk;
+    std::optional<VerifiedModule> verified = assembleChecked(o, ao, exit);
+    if (!verified)
+      return exit;
+    std::string text = disassemble(verified->module);
+    if (o.output.empty()) {
+      std::cout << text;
+      return std::cout ? kExitOk : kExitError;
+    }
+    return writeOutput(o.output, text);
+  }
   auto bytes = readInput(o.input, limits.maxFileBytes);
   if (!bytes)
     return report(bytes.status());
@@ -362,6 +478,13 @@ static int runMain(int argc, char **argv) {
   app.add_option("--spec", o.spec,
                  "with --emit: what launches guarantee, one letter per parameter: - nothing, "
                  "a aligned to 16 bytes, d divisible by 16, 1 equal to 1");
+  app.add_flag("--explain-layouts", o.explainLayouts,
+               "print each inferred layout with the rule that decided it");
+  app.add_option("--layout-candidates", o.layoutCandidates,
+                 "write up to N variants of the inferred layouts as BASE.candK.tasm")
+      ->check(CLI::Range(int64_t(1), int64_t(1000)));
+  app.add_flag("--strip-layouts", o.stripLayouts,
+               "print the source without its performance-only layout annotations");
   CLI::App *layout = app.add_subcommand("layout", "show a register layout as a thread:local grid");
   layout->add_option("expr", o.layoutExpr, "layout expression, e.g. 'local(2, 1).spatial(8, 4)'")
       ->required();
@@ -385,17 +508,27 @@ static int runMain(int argc, char **argv) {
   }
   if (layout->parsed()) {
     if (!o.input.empty() || !o.output.empty() || !o.defines.empty() || o.debugInfo || o.checkOnly ||
-        o.disassemble || !o.emit.empty())
+        o.disassemble || !o.emit.empty() || o.explainLayouts || o.layoutCandidates > 0 ||
+        o.stripLayouts)
       return usageError("'layout' takes no other options");
     return layoutMode(o);
   }
   if (o.input.empty())
     return usageError("no input file");
+  bool source = std::filesystem::path(o.input).extension() == ".tasm";
   if (o.disassemble) {
-    if (o.checkOnly || o.debugInfo || !o.defines.empty() || !o.emit.empty())
-      return usageError("-d cannot be combined with --check, -g, -D or --emit");
+    if (o.checkOnly || o.debugInfo || (!o.defines.empty() && !source) || !o.emit.empty() ||
+        o.layoutCandidates > 0 || o.stripLayouts || (o.explainLayouts && !source))
+      return usageError("-d cannot be combined with --check, -g, --emit, --layout-candidates or "
+                        "--strip-layouts, nor (for bytecode) with -D or --explain-layouts");
     return disassembleMode(o);
   }
+  if ((o.stripLayouts || o.layoutCandidates > 0) &&
+      (o.checkOnly || o.debugInfo || !o.emit.empty() || o.explainLayouts))
+    return usageError("--strip-layouts and --layout-candidates cannot be combined with --check, "
+                      "-g, --emit or --explain-layouts");
+  if (o.stripLayouts && o.layoutCandidates > 0)
+    return usageError("--strip-layouts cannot be combined with --layout-candidates");
   if (o.checkOnly && !o.output.empty())
     return usageError("--check writes no output; -o is not allowed");
   if (o.checkOnly && !o.emit.empty())

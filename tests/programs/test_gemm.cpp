@@ -5,6 +5,7 @@
 // product and every partial sum up to the k used here is exact in f32: an f32 C must equal the
 // reference exactly and a 16-bit C must be its correctly rounded value (round to nearest even).
 #include "assembler/assembler.h"
+#include "layout_strip.h"
 #include "loader/checker.h"
 #include "test_helpers.h"
 #include "vm/cpu/interpreter.h"
@@ -84,7 +85,7 @@ void runGemm(const std::filesystem::path &file, const std::string &at, const std
   AssembleOptions options;
   options.fileName = "programs/gemm/" + file.filename().string();
   options.defines = {{"AT", at}, {"CT", ct}};
-  Expected<Module> module = assemble(readFile(file), options);
+  Expected<Module> module = assemble(testing::programUnderTest(readFile(file), options), options);
   REQUIRE_OK(module);
   Expected<VerifiedModule> verified = checkModule(std::move(module).value());
   REQUIRE_OK(verified);

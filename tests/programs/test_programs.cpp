@@ -2,6 +2,7 @@
 // run it, and compare with a plain C++ reference written here (packing, decoding and the
 // matrix product are re-implemented independently of the VM).
 #include "assembler/assembler.h"
+#include "layout_strip.h"
 #include "loader/checker.h"
 #include "test_helpers.h"
 #include "vm/cpu/interpreter.h"
@@ -37,7 +38,8 @@ VerifiedModule build(const std::string &relative, std::map<std::string, std::str
   AssembleOptions options;
   options.fileName = relative;
   options.defines = std::move(defines);
-  Expected<Module> module = assemble(readProgram(relative), options);
+  Expected<Module> module =
+      assemble(testing::programUnderTest(readProgram(relative), options), options);
   REQUIRE_OK(module);
   Expected<VerifiedModule> verified = checkModule(std::move(module).value());
   REQUIRE_OK(verified);
@@ -224,6 +226,12 @@ TEST_CASE("tilus-asm and vm-run: the paper matmul at M = N = K = 64 on the cpu")
   writeNpy(dir + "/a.npy", "<f2", a, size_t(size * size));
   writeNpy(dir + "/b.npy", "|u1", b, b.size()); // sub-byte inputs travel as packed bytes
   std::string source = std::string(TILUSVM_SOURCE_DIR) + "/programs/paper_matmul_f16_i6.tasm";
+#ifdef TILUSVM_STRIP_LAYOUTS
+  // tilus-asm --strip-layouts writes the program without its performance-only layouts
+  REQUIRE(runTool(std::string(TILUSVM_TILUS_ASM) + " --strip-layouts " + source +
+                  " -D M=64 -D N=64 -D K=64 -o " + dir + "/stripped.tasm") == 0);
+  source = dir + "/stripped.tasm";
+#endif
   std::string tbc = dir + "/paper.tbc";
   REQUIRE(runTool(std::string(TILUSVM_TILUS_ASM) + " " + source + " -D M=64 -D N=64 -D K=64 -o " +
                   tbc) == 0);

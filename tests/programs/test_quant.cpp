@@ -4,6 +4,7 @@
 // unpack(pack(W)) == W bit for bit. Weight codes are decoded here by the textbook formulas of
 // ISA section 2, independently of isa/convert.
 #include "assembler/assembler.h"
+#include "layout_strip.h"
 #include "loader/checker.h"
 #include "test_helpers.h"
 #include "vm/cpu/interpreter.h"
@@ -151,7 +152,7 @@ void runConfig(const Config &c) {
   AssembleOptions options;
   options.fileName = "programs/quant/a16wx.tasm";
   options.defines = defines;
-  Expected<Module> module = assemble(readProgram(), options);
+  Expected<Module> module = assemble(testing::programUnderTest(readProgram(), options), options);
   REQUIRE_OK(module);
   Expected<VerifiedModule> verified = checkModule(std::move(module).value());
   REQUIRE_OK(verified);

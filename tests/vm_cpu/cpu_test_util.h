@@ -5,6 +5,7 @@
 #pragma once
 
 #include "assembler/assembler.h"
+#include "layout_strip.h"
 #include "loader/checker.h"
 #include "test_helpers.h"
 #include "vm/cpu/interpreter.h"
@@ -47,7 +48,7 @@ inline VerifiedModule build(const std::string &source,
   options.fileName = fileName;
   options.defines = std::move(defines);
   options.keepSource = true; // diagnostics then name the file
-  Expected<Module> module = assemble(source, options);
+  Expected<Module> module = assemble(testing::programUnderTest(source, options), options);
   REQUIRE_OK(module);
   Expected<VerifiedModule> verified = checkModule(std::move(module).value());
   REQUIRE_OK(verified);
