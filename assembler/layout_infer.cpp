@@ -842,8 +842,8 @@ void Inference::checkDerivations() {
     if (!l || *l == *to.layout)
       continue;
     fail(d.inst, "the " + opName(d.inst) + " gives " + name(d.to) + " the layout " + l->toString() +
-                     " (derived from its operand, whose layout is " + from.rule + "), but " +
-                     name(d.to) + " has the layout " + to.layout->toString() + " (" + to.rule +
+                     " (from its operand's layout, " + from.rule + "), but " + name(d.to) +
+                     " has the layout " + to.layout->toString() + " (" + to.rule +
                      "); a variable's own layout cannot be converted");
   }
 }

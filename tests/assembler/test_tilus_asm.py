@@ -203,6 +203,63 @@ with tempfile.TemporaryDirectory() as tmp:
     expect([src, "--spec", "aaa-"], 2, "--spec without --emit")
     expect([src, "--check", "--emit", "ptx"], 2, "--check with --emit")
 
+    # Layout inference (docs/layout-inference.md).
+    gemv = os.path.join(ROOT, "programs", "examples", "gemv.tasm")
+    out, err = expect([gemv, "--check", "--explain-layouts"], 0, "--explain-layouts")
+    lines = out.splitlines()
+    check(len(lines) == 3 and all(gemv in l for l in lines), f"one line per inferred layout:\n{out}")
+    check("x = LoadGlobal: replicate(4).spatial(1, 32).local(1, 8)  [broadcast rule" in out,
+          f"the broadcast rule decides x:\n{out}")
+    check(err == "", f"no notes for gemv:\n{err}")
+    out, _ = expect([os.path.join(ROOT, "programs", "vector_add.tasm"), "--check",
+                     "--explain-layouts"], 0, "--explain-layouts of a program without holes")
+    check("nothing inferred" in out, f"nothing inferred:\n{out}")
+    out, _ = expect(["-d", gemv], 0, "-d of a .tasm source")
+    check("w = LoadGlobal(gw, layout=local(2, 1).spatial(4, 32).local(1, 8), offset=[bi * 8:, "
+          "kb * 256:])" in out, f"-d writes every layout out:\n{out}")
+    check("threads=128" in out, "-d shows the threads")
+    # -d of the source disassembles like -d of its bytecode
+    tbc = os.path.join(tmp, "gemv.tbc")
+    expect([gemv, "-o", tbc], 0, "assemble gemv")
+    out2, _ = expect(["-d", tbc], 0, "-d of gemv's bytecode")
+    check(out == out2, "-d of the source and of the bytecode agree")
+    expect(["-d", tbc, "-D", "KB=128"], 2, "-d of bytecode with -D")
+    out, _ = expect(["-d", gemv, "-D", "KB=128"], 0, "-d of a source with -D")
+    check("local(1, 8), offset=[bi * 8:, kb * 128:]" in out, f"-D applies to -d of a source:\n{out}")
+    # --strip-layouts
+    stripped = os.path.join(tmp, "softmax_stripped.tasm")
+    expect([os.path.join(ROOT, "programs", "softmax_rows.tasm"), "--strip-layouts", "-o",
+            stripped], 0, "--strip-layouts")
+    text = open(stripped).read()
+    check("LoadGlobal(gx, shape=[4, 128], offset=[bi * ROWS:, 0:])" in text and "layout=" not in text,
+          f"the stripped softmax:\n{text}")
+    expect([stripped, "--check"], 0, "the stripped softmax assembles and checks")
+    expect([stripped, "--strip-layouts", "--check"], 2, "--strip-layouts with --check")
+    # --layout-candidates
+    mm = os.path.join(tmp, "mm.tasm")
+    expect([os.path.join(ROOT, "programs", "matmul_f16_pipelined.tasm"), "--strip-layouts", "-o",
+            mm], 0, "strip the pipelined matmul")
+    out, _ = expect([mm, "--layout-candidates", "3", "-o", os.path.join(tmp, "mmv")], 0,
+                    "--layout-candidates 3")
+    files = out.split()
+    check(files == [os.path.join(tmp, f"mmv.cand{k}.tasm") for k in range(3)],
+          f"three candidate files:\n{out}")
+    texts = [open(f).read() for f in files if os.path.exists(f)]
+    check(len(set(texts)) == 3, "the candidates differ")
+    check(len(texts) > 1 and "spatial(2, 2).local(2, 4)" in texts[0], "candidate 0 is the default")
+    for f in files:
+        expect([f, "--check"], 0, f"candidate {f} assembles and checks")
+    expect([mm, "--layout-candidates", "0"], 2, "--layout-candidates 0")
+    # an unsolvable program: a located layout-infer error
+    bad = os.path.join(tmp, "view.tasm")
+    write(bad, "def k<1>(u8* p) threads=32:\n    g = ViewGlobal(p, shape=[96])\n"
+               "    b = LoadGlobal(g, shape=[96])\n"
+               "    w = View(b, dtype=i6, layout=local(2, 1).column_spatial(4, 8).local(2, 1))\n"
+               "    StoreGlobal(View(w, dtype=u8, layout=local(3).spatial(32)), g)\n")
+    _, err = expect([bad, "--check"], 1, "a View of an inferred layout")
+    check(err.startswith(f"{bad}:4:9: error[layout-infer]: the View reinterprets the bits of 'b'") and
+          "LoadGlobal at 3:9" in err, f"layout-infer names both constraints:\n{err}")
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)

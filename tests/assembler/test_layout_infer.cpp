@@ -1,0 +1,250 @@
+// Layout inference on whole programs (docs/layout-inference.md): what is inferred and why, the
+// candidates, the ConvertLayout inserted for a conflict, the tile shapes, determinism, and the
+// stripping of every program of programs/. Every inferred module must pass the checker.
+#include "asm_test_util.h"
+
+#include "isa/bytecode.h"
+#include "loader/checker.h"
+
+namespace {
+
+using namespace tilus;
+using namespace tilus::testing;
+
+RegisterLayout L(const std::string &text) {
+  Expected<RegisterLayout> l = parseRegisterLayout(text);
+  REQUIRE_OK(l);
+  return std::move(l).value();
+}
+
+struct Inferred {
+  Module module;
+  LayoutReport report;
+};
+
+Inferred infer(const std::string &text, int64_t candidate = 0,
+               std::map<std::string, std::string> defines = {}) {
+  Inferred out;
+  AssembleOptions o;
+  o.fileName = "t.tasm";
+  o.defines = std::move(defines);
+  o.layoutCandidate = candidate;
+  o.layoutReport = &out.report;
+  Expected<Module> m = assemble(text, o);
+  REQUIRE_OK(m);
+  Expected<VerifiedModule> checked = checkModule(*m);
+  REQUIRE_OK(checked);
+  out.module = std::move(m).value();
+  return out;
+}
+
+/// The layout argument of the instruction that declares `var`.
+RegisterLayout layoutOf(const Program &p, const std::string &var) {
+  VarId v = varNamed(p, var);
+  for (const Instruction &inst : p.instructions)
+    if (!inst.results.empty() && inst.results[0] == v)
+      for (const Argument &a : inst.args)
+        if (a.present && a.regLayout)
+          return *a.regLayout;
+  FAIL("no layout written for " << var);
+  return {};
+}
+
+const char *kMatmul = R"(
+def mm<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr) threads=128:
+    ga = ViewGlobal(a_ptr, shape=[64, 32])
+    gb = ViewGlobal(b_ptr, shape=[32, 64])
+    gc = ViewGlobal(c_ptr, shape=[64, 64])
+    sa = AllocateShared(f16, shape=[2, 64, 32])
+    CopyAsync(SliceShared(sa, offset=[0, 0:, 0:]), ga)
+    CopyAsyncWaitAll()
+    Synchronize()
+    a = LoadShared(sa, offset=[0, 0:, 0:])
+    b = LoadGlobal(gb, shape=[32, 64])
+    acc = AllocateRegister(f32, shape=[64, 64])
+    Dot(a, b, acc, out=acc)
+    StoreGlobal(acc, gc)
+)";
+
+} // namespace
+
+TEST_CASE("inference: the Dot decides its operands, LoadShared takes the sliced dimensions") {
+  Inferred r = infer(kMatmul);
+  const Program &p = r.module.programs[0];
+  CHECK(layoutOf(p, "acc") == L("spatial(2, 2).local(2, 4).local(2, 1).spatial(8, 4).local(1, 2)"));
+  CHECK(layoutOf(p, "a") ==
+        L("spatial(2, 1).replicate(2).local(2, 2).column_local(2, 2).spatial(8, 4).local(1, 2)"));
+  CHECK(layoutOf(p, "b") == L("replicate(2).spatial(1, 2).local(2, 4).local(2, 1)."
+                              "column_spatial(4, 8).local(2, 1)"));
+  // the shared tile is read in mma fragments: swizzled
+  const Instruction *alloc = nullptr;
+  for (const Instruction &inst : p.instructions)
+    if (inst.opcode == Opcode::AllocateShared)
+      alloc = &inst;
+  REQUIRE(alloc != nullptr);
+  const Argument &shared = alloc->arg(ArgName::layout);
+  REQUIRE(shared.present);
+  CHECK(shared.sharedLayout->toString() == "swizzle(row_major(2, 64, 32), 3, 3, 6)");
+  // one explanation line per inferred layout, each with its rule
+  REQUIRE(r.report.lines.size() == 4);
+  CHECK(r.report.lines[0].find("t.tasm:6:10: sa = AllocateShared") == 0);
+  CHECK(r.report.lines[1].find("a = LoadShared") != std::string::npos);
+  CHECK(r.report.lines[1].find("[Dot rule at 13:5: mma m16n8k16, 2 x 2 warps, 32 x 32 per warp, "
+                               "operand a]") != std::string::npos);
+  CHECK(r.report.notes.empty());
+}
+
+TEST_CASE("inference: candidates are the other warp arrangements, each a valid program") {
+  Inferred first = infer(kMatmul);
+  // 1 x 1, 1 x 2, 2 x 1, 1 x 4, 2 x 2, 4 x 1 warps fit; the first four in order enter
+  CHECK(first.report.candidates == 4);
+  std::vector<RegisterLayout> accs;
+  for (int64_t k = 0; k < 4; ++k)
+    accs.push_back(layoutOf(infer(kMatmul, k).module.programs[0], "acc"));
+  CHECK(accs[0] == L("spatial(2, 2).local(2, 4).local(2, 1).spatial(8, 4).local(1, 2)"));
+  CHECK(accs[1] == L("spatial(1, 4).local(4, 2).local(2, 1).spatial(8, 4).local(1, 2)"));
+  CHECK(accs[2] == L("spatial(4, 1).local(1, 8).local(2, 1).spatial(8, 4).local(1, 2)"));
+  CHECK(accs[3] ==
+        L("spatial(1, 2).replicate(2).local(4, 4).local(2, 1).spatial(8, 4).local(1, 2)"));
+  // the same candidate twice: the same bytes
+  CHECK(encodeModule(infer(kMatmul, 2).module) == encodeModule(infer(kMatmul, 2).module));
+}
+
+TEST_CASE("inference: an operand whose written layout does not fit gets a ConvertLayout") {
+  const char *text = R"(
+def k<1>(f32* p, f32* q):
+    g = ViewGlobal(p, shape=[32, 4])
+    gq = ViewGlobal(q, shape=[32, 4])
+    x = LoadGlobal(g, layout=spatial(32, 1).local(1, 4))
+    y = LoadGlobal(g, layout=local(4, 1).spatial(8, 4))
+    z = LoadGlobal(gq, shape=[32, 4])
+    StoreGlobal(Add(Add(x, y), z), gq)
+)";
+  Inferred r = infer(text);
+  const Program &p = r.module.programs[0];
+  CHECK(p.threads == 32); // from the first written layout
+  REQUIRE(r.report.notes.size() == 1);
+  CHECK(r.report.notes[0].find("t.tasm:8:") == 0);
+  CHECK(r.report.notes[0].find("note[layout-infer]: ConvertLayout of 'y' (512 bytes) to "
+                               "spatial(32, 1).local(1, 4) inserted before the Add") !=
+        std::string::npos);
+  int converts = 0;
+  for (const Instruction &inst : p.instructions)
+    if (inst.opcode == Opcode::ConvertLayout) {
+      ++converts;
+      CHECK(*inst.arg(ArgName::layout).regLayout == L("spatial(32, 1).local(1, 4)"));
+      CHECK(inst.arg(ArgName::a).var == varNamed(p, "y"));
+    }
+  CHECK(converts == 1);
+  // z joins the sum's layout: no conversion for it
+  CHECK(layoutOf(p, "z") == L("spatial(32, 1).local(1, 4)"));
+  // the disassembly shows the conversion and re-assembles to the same bytes
+  std::string printed = disassemble(r.module);
+  CHECK(printed.find("= ConvertLayout(y, layout=spatial(32, 1).local(1, 4))") != std::string::npos);
+  auto again = asmText(printed);
+  REQUIRE_OK(again);
+  CHECK(encodeModule(*again) == encodeModule(r.module));
+}
+
+TEST_CASE("inference: threads, shape= and the per-program switch") {
+  // no threads= and no written layout: four warps
+  Inferred r = infer(R"(
+def k<1>(f32* p):
+    g = ViewGlobal(p, shape=[512])
+    x = LoadGlobal(g, shape=[512])
+    StoreGlobal(Exp(x), g)
+)");
+  CHECK(r.module.programs[0].threads == 128);
+  CHECK(layoutOf(r.module.programs[0], "x") == L("spatial(128).local(4)"));
+  // shape= of an Iota, the elementwise-only rule
+  Inferred iota = infer(R"(
+def k<1>(i32* p) threads=32:
+    g = ViewGlobal(p, shape=[4, 8])
+    i = Iota(shape=[4, 8], dim=1)
+    StoreGlobal(Add(i, 1), g)
+)");
+  CHECK(layoutOf(iota.module.programs[0], "i") == L("spatial(4, 8)"));
+  // shape= and layout= that disagree
+  Expected<Module> bad = asmText(R"(
+def k<1>(f32* p) threads=32:
+    g = ViewGlobal(p, shape=[64])
+    x = LoadGlobal(g, shape=[32], layout=spatial(32).local(2))
+    StoreGlobal(x, g)
+)");
+  REQUIRE(!bad);
+  CHECK(bad.status().code() == ErrorCode::LayoutShape);
+  // a program that writes every register layout is not inferred: its AllocateShared without a
+  // layout stays row-major (no layout argument), exactly as before
+  Program written = asmProgram(R"(
+def k<1>(f16* p) threads=32:
+    g = ViewGlobal(p, shape=[16, 16])
+    s = AllocateShared(f16, shape=[16, 16])
+    CopyAsync(s, g)
+    CopyAsyncWaitAll()
+    Synchronize()
+    a = LoadShared(s, layout=column_local(2, 2).spatial(8, 4).local(1, 2))
+    StoreGlobal(a, g)
+)");
+  CHECK(!written.instructions[1].arg(ArgName::layout).present);
+}
+
+TEST_CASE("inference: deterministic, and the same as the layouts written by hand") {
+  std::string source = readSourceFile("programs/examples/gemv.tasm");
+  Inferred a = infer(source), b = infer(source);
+  CHECK(encodeModule(a.module) == encodeModule(b.module));
+  CHECK(a.report.lines == b.report.lines);
+  // gemv with the inferred layouts written by hand assembles to the same bytes
+  std::string hand = source;
+  auto replace = [&](const std::string &from, const std::string &to) {
+    size_t at = hand.find(from);
+    REQUIRE(at != std::string::npos);
+    hand.replace(at, from.size(), to);
+  };
+  replace("AllocateRegister(f32, shape=[ROWS, KB])",
+          "AllocateRegister(f32, layout=local(2, 1).spatial(4, 32).local(1, 8), shape=[ROWS, KB])");
+  replace("LoadGlobal(gw, shape=[ROWS, KB],",
+          "LoadGlobal(gw, layout=local(2, 1).spatial(4, 32).local(1, 8),");
+  replace("LoadGlobal(gx, shape=[1, KB],",
+          "LoadGlobal(gx, layout=replicate(4).spatial(1, 32).local(1, 8),");
+  auto handModule = asmText(hand);
+  REQUIRE_OK(handModule);
+  CHECK(encodeModule(*handModule) == encodeModule(a.module));
+}
+
+TEST_CASE("stripping: every program of programs/ loses its performance-only layouts") {
+  for (const std::string &path : examplePrograms()) {
+    CAPTURE(path);
+    std::string source = readSourceFile(path);
+    AssembleOptions o;
+    o.fileName = path;
+    if (path.find("paper_matmul") != std::string::npos ||
+        path.find("matmul_f16_i6_16x16") != std::string::npos)
+      o.defines = {{"M", "64"}, {"N", "64"}, {"K", "64"}};
+    Expected<std::string> stripped = stripPerformanceLayouts(source, o);
+    REQUIRE_OK(stripped);
+    auto count = [](const std::string &s, const std::string &what) {
+      size_t n = 0;
+      for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
+        ++n;
+      return n;
+    };
+    if (path.find("programs/examples/") == 0) {
+      CHECK(*stripped == source); // written without performance layouts
+      continue;
+    }
+    CHECK(count(*stripped, "layout=") < count(source, "layout="));
+    // View layouts and the layouts of the tensors feeding a View stay
+    CHECK(count(*stripped, "View(") == count(source, "View("));
+    Expected<Module> m = assemble(*stripped, o);
+    REQUIRE_OK(m);
+    REQUIRE_OK(checkModule(std::move(m).value()));
+  }
+  // the meaning-carrying layouts of the paper's matmul: the u8 load that a View reinterprets
+  std::string paper = *stripPerformanceLayouts(readSourceFile("programs/paper_matmul_f16_i6.tasm"),
+                                               AssembleOptions{});
+  CHECK(paper.find("b = LoadGlobal(gb, layout=local(3).spatial(32), offset=[bk, bj, 0:])") !=
+        std::string::npos);
+  CHECK(paper.find("a = LoadGlobal(ga, shape=[16, 16], offset=[bi * BM:, bk * BK:])") !=
+        std::string::npos);
+  CHECK(paper.find("acc = AllocateRegister(f32, shape=[16, 8], init=0.0)") != std::string::npos);
+}
