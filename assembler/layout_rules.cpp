@@ -401,18 +401,20 @@ SharedLayout sharedLayoutFor(const std::vector<int64_t> &shape, int elementBits,
   int base = log2Exact(16 / e), lr = log2Exact(r), line = log2Exact(128 / e);
   if (base < 0 || lr < 0 || line < 0 || r * e < 16)
     return plain;
-  int shift = std::max(lr, line);
+  // The XOR's source: the row index, or the line index when a line holds several rows. The
+  // swizzle moves offset bits [base + shift, base + shift + bits) onto [base, base + bits).
+  int source = std::max(lr, line);
   int64_t elements = 1;
   for (int64_t s : shape)
     elements *= s;
-  // The swizzle permutes offsets within blocks of 2^(shift + bits) elements; it keeps the size
-  // only when the tensor is whole blocks.
+  // It permutes offsets within blocks of 2^(source + bits) elements, so it keeps the size only
+  // when the tensor is whole blocks.
   int bits = 3;
-  while (bits > 0 && elements % (int64_t(1) << (shift + bits)) != 0)
+  while (bits > 0 && elements % (int64_t(1) << (source + bits)) != 0)
     --bits;
   if (bits == 0)
     return plain;
-  return SharedLayout::swizzle(plain, bits, base, shift).value();
+  return SharedLayout::swizzle(plain, bits, base, source - base).value();
 }
 
 } // namespace tilus::tasm

@@ -84,11 +84,13 @@ bool readsColumnChunks(const RegisterLayout &layout, int elementBits);
 /// The shared rule: the layout of a shared tensor of `shape` whose accesses are described by
 /// `columnChunks` (some register access reads column chunks, see above). When it is set and the
 /// geometry allows (rank >= 2, whole bytes, a power-of-two last dimension of at least 16 bytes),
-/// a swizzle of 16-byte chunks within 128-byte lines: `swizzle(row_major(shape), 3, log2(16 / e),
-/// max(log2(R), log2(128 / e)))` for elements of e bytes and a last dimension of R elements (XOR
-/// the chunk index with the row index, or with the line index when a line holds several rows),
-/// which keeps every 16-byte chunk contiguous (cp.async, vector and ldmatrix accesses) and puts
-/// the eight rows an ldmatrix reads in eight different bank groups. Otherwise row_major(shape).
+/// a swizzle of 16-byte chunks within 128-byte lines: for elements of e bytes and a last
+/// dimension of R elements, the chunk bits [b, b + 3) of the offset, b = log2(16 / e), are XORed
+/// with the bits from s = max(log2(R), log2(128 / e)) on (the row index, or the line index when
+/// a line holds several rows): `swizzle(row_major(shape), 3, b, s - b)` (fewer bits when the
+/// tensor is not whole blocks of 2^(s + 3) elements). This keeps every 16-byte chunk contiguous
+/// (cp.async, vector and ldmatrix accesses) and puts the eight rows an ldmatrix reads in eight
+/// different bank groups. Otherwise row_major(shape).
 SharedLayout sharedLayoutFor(const std::vector<int64_t> &shape, int elementBits, bool columnChunks);
 
 } // namespace tilus::tasm

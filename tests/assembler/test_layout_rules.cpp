@@ -194,18 +194,21 @@ TEST_CASE("shared rule: column-chunk readers and the swizzles they get") {
   auto swizzled = [](std::vector<int64_t> shape, int bits, int base, int shift) {
     return SharedLayout::swizzle(SharedLayout::rowMajor(shape).value(), bits, base, shift).value();
   };
-  // matmul_f16_large_tile's hand-written swizzles
-  CHECK(sharedLayoutFor({4, 128, 32}, 16, true) == swizzled({4, 128, 32}, 3, 3, 6));
-  CHECK(sharedLayoutFor({4, 32, 128}, 16, true) == swizzled({4, 32, 128}, 3, 3, 7));
-  // 32-byte rows: four rows per 128-byte line, XOR with the line index
-  CHECK(sharedLayoutFor({64, 16}, 16, true) == swizzled({64, 16}, 3, 3, 6));
-  // f32: 4-element chunks
-  CHECK(sharedLayoutFor({32, 32}, 32, true) == swizzled({32, 32}, 3, 2, 5));
+  // 64-byte rows (two per 128-byte line): the chunk bits 3-5 XORed with bits 6-8, the row pair
+  CHECK(sharedLayoutFor({4, 128, 32}, 16, true) == swizzled({4, 128, 32}, 3, 3, 3));
+  // 256-byte rows: bits 7-9, the row; programs/gemm/mma_sync.tasm's hand-written B swizzle
+  CHECK(sharedLayoutFor({4, 32, 128}, 16, true) == swizzled({4, 32, 128}, 3, 3, 4));
+  // ... and its epilogue tile
+  CHECK(sharedLayoutFor({256, 128}, 16, true) == swizzled({256, 128}, 3, 3, 4));
+  // 32-byte rows: four rows per 128-byte line, XOR with the line index (bits 6-8)
+  CHECK(sharedLayoutFor({64, 16}, 16, true) == swizzled({64, 16}, 3, 3, 3));
+  // f32: 4-element chunks (bits 2-4) XORed with the row (bits 5-7)
+  CHECK(sharedLayoutFor({32, 32}, 32, true) == swizzled({32, 32}, 3, 2, 3));
   // no column reads, or no room for a swizzle: row-major
   CHECK(sharedLayoutFor({64, 32}, 16, false) == SharedLayout::rowMajor({64, 32}).value());
   CHECK(sharedLayoutFor({2, 100}, 16, true) == SharedLayout::rowMajor({2, 100}).value());
   CHECK(sharedLayoutFor({8, 4}, 32, true) == SharedLayout::rowMajor({8, 4}).value());
   CHECK(sharedLayoutFor({64, 4}, 16, true) == SharedLayout::rowMajor({64, 4}).value());
   // a tensor of fewer rows than a whole swizzle block takes fewer bits
-  CHECK(sharedLayoutFor({4, 64}, 16, true) == swizzled({4, 64}, 2, 3, 6));
+  CHECK(sharedLayoutFor({4, 64}, 16, true) == swizzled({4, 64}, 2, 3, 3));
 }

@@ -45,6 +45,12 @@ TEST_CASE("examples/gemv: y = W x with inferred layouts, n not a multiple of the
     x[i] = doubleToHalf(xv[i]);
   }
   CHECK_OK(run(m, {bufferArg(w), bufferArg(x), bufferArg(y), i32Arg(n), i32Arg(k)}));
+  // the hand-annotated twin (other rows per warp) computes the same exact sums
+  VerifiedModule hand =
+      build(readSource("programs/examples/gemv_annotated.tasm"), {}, "gemv_annotated.tasm");
+  std::vector<uint16_t> yHand(y.size(), 0x7777);
+  CHECK_OK(run(hand, {bufferArg(w), bufferArg(x), bufferArg(yHand), i32Arg(n), i32Arg(k)}));
+  CHECK(yHand == y);
   for (int32_t r = 0; r < n; ++r) {
     double want = 0;
     for (int32_t c = 0; c < k; ++c)
