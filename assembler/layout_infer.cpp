@@ -649,6 +649,24 @@ void Inference::closure() {
                 : std::string(what) + " through the " + opName(d.inst) + " at " + where(d.inst);
         assign(d.to, *l, rule);
         changed = true;
+      } else if (!from.layout && to.layout && d.kind == DeriveKind::Reduce && d.keep) {
+        // Backwards through a keepdim Reduce: the result's layout with the reduced dimension
+        // held in local slots reduces to it (m = Reduce(AllocateRegister(...)) before a loop
+        // that updates m from another Reduce).
+        std::vector<int64_t> ones(t_[d.from].shape.size(), 1);
+        if (size_t(d.dim) >= ones.size())
+          continue;
+        ones[size_t(d.dim)] = t_[d.from].shape[size_t(d.dim)];
+        Expected<RegisterLayout> local = RegisterLayout::local(ones);
+        if (!local)
+          continue;
+        Expected<RegisterLayout> l = to.layout->product(*local);
+        if (!l || !(derive(d, *l) == std::optional<RegisterLayout>(*to.layout)))
+          continue;
+        assign(d.from, std::move(l).value(),
+               "reduce rule: the result's layout of the Reduce at " + where(d.inst) +
+                   " with the reduced dimension in local slots");
+        changed = true;
       } else if (!from.layout && to.layout && d.kind == DeriveKind::Permute) {
         std::vector<int64_t> inverse(d.dims.size());
         for (size_t k = 0; k < d.dims.size(); ++k)
