@@ -232,7 +232,8 @@ TEST_CASE("stripping: every program of programs/ loses its performance-only layo
       CHECK(*stripped == source); // written without performance layouts
       continue;
     }
-    CHECK(count(*stripped, "layout=") < count(source, "layout="));
+    // (programs whose layouts all feed Views keep them all: programs/layers/rmsnorm.tasm)
+    CHECK(count(*stripped, "layout=") <= count(source, "layout="));
     // View layouts and the layouts of the tensors feeding a View stay
     CHECK(count(*stripped, "View(") == count(source, "View("));
     Expected<Module> m = assemble(*stripped, o);
