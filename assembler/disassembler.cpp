@@ -196,6 +196,8 @@ std::string Printer::argument(const ArgSpec &spec, const Argument &arg) const {
     return join(items);
   case ArgKind::ReduceOp:
     return reduceOpName(ReduceOp(arg.intValue));
+  case ArgKind::MemoryScope:
+    return memoryScopeName(MemoryScope(arg.intValue));
   case ArgKind::String:
     return quoteString(arg.text);
   }

@@ -409,6 +409,14 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
     arg.intValue = int64_t(*op);
     return arg;
   }
+  case ArgKind::MemoryScope: {
+    std::optional<MemoryScope> scope =
+        value.kind == AstKind::Name ? parseMemoryScope(value.text) : std::nullopt;
+    if (!scope)
+      return error(ErrorCode::BadArgument, value.pos, what + " must be one of block, gpu");
+    arg.intValue = int64_t(*scope);
+    return arg;
+  }
   case ArgKind::String:
     if (value.kind != AstKind::String)
       return error(ErrorCode::BadArgument, value.pos, what + " must be a string literal");

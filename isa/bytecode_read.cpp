@@ -279,6 +279,12 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
       r_.failAt(at, "reduce op " + std::to_string(a.intValue) + " exceeds " +
                         std::to_string(int(ReduceOp::All)));
     return;
+  case ArgKind::MemoryScope:
+    a.intValue = r_.u8("memory scope");
+    if (r_.ok() && a.intValue > int64_t(MemoryScope::Gpu))
+      r_.failAt(at, "memory scope " + std::to_string(a.intValue) + " exceeds " +
+                        std::to_string(int(MemoryScope::Gpu)));
+    return;
   case ArgKind::DType:
     a.dtype = r_.dtype("dtype argument");
     return;

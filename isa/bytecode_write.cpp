@@ -40,6 +40,7 @@ void writeArgumentValue(ByteWriter &w, ArgKind kind, const Argument &a) {
   case ArgKind::Bool:
     return w.boolean(a.intValue != 0);
   case ArgKind::ReduceOp:
+  case ArgKind::MemoryScope:
     return w.u8(uint8_t(a.intValue));
   case ArgKind::DType:
     return w.dtype(a.dtype);

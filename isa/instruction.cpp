@@ -75,6 +75,23 @@ std::optional<ReduceOp> parseReduceOp(std::string_view text) {
   return std::nullopt;
 }
 
+const char *memoryScopeName(MemoryScope scope) {
+  switch (scope) {
+  case MemoryScope::Block:
+    return "block";
+  case MemoryScope::Gpu:
+    return "gpu";
+  }
+  return "?";
+}
+
+std::optional<MemoryScope> parseMemoryScope(std::string_view text) {
+  for (int i = 0; i <= int(MemoryScope::Gpu); ++i)
+    if (text == memoryScopeName(MemoryScope(i)))
+      return MemoryScope(i);
+  return std::nullopt;
+}
+
 const char *argNameText(ArgName name) {
   static constexpr const char *kNames[] = {
 #define TILUSVM_ARG_NAME(name) #name,

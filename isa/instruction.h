@@ -41,7 +41,8 @@ enum class Opcode : uint16_t {
   X(Select)                                                                                        \
   X(Conversion)                                                                                    \
   X(Contraction)                                                                                   \
-  X(Control)
+  X(Control)                                                                                       \
+  X(Atomic)
 
 // The family of each category: the categories of one family are handled alike by a stage
 // that gives a handler for the family.
@@ -57,6 +58,7 @@ enum class Opcode : uint16_t {
 #define TILUSVM_FAMILY_OF_Conversion Conversion
 #define TILUSVM_FAMILY_OF_Contraction Contraction
 #define TILUSVM_FAMILY_OF_Control Control
+#define TILUSVM_FAMILY_OF_Atomic Atomic
 
 enum class InstructionCategory : uint8_t {
 #define TILUSVM_X(Category) Category,
@@ -89,12 +91,18 @@ enum class ArgKind : uint8_t {
   ExprList,
   Offset,
   ReduceOp,
-  String
+  String,
+  MemoryScope
 };
 
 enum class ReduceOp : uint8_t { Sum = 0, Max = 1, Min = 2, Prod = 3, Any = 4, All = 5 };
 const char *reduceOpName(ReduceOp op);
 std::optional<ReduceOp> parseReduceOp(std::string_view text);
+
+/// The threads a Fence orders memory accesses for: the block's, or every thread of the launch.
+enum class MemoryScope : uint8_t { Block = 0, Gpu = 1 };
+const char *memoryScopeName(MemoryScope scope);
+std::optional<MemoryScope> parseMemoryScope(std::string_view text);
 
 /// The argument names of the table (TILUSVM_ARG_NAME in isa/instructions.def).
 enum class ArgName : uint8_t {
@@ -218,7 +226,7 @@ struct Argument {
   // Value: a tensor variable (var != kNoId) or a scalar expression (expr != kNoId).
   VarId var = kNoId;
   ExprId expr = kNoId;                      // Value (scalar) and Expr
-  int64_t intValue = 0;                     // Int, Bool (0/1), ReduceOp (enum value)
+  int64_t intValue = 0;                     // Int, Bool (0/1), ReduceOp, MemoryScope (enum)
   DataType dtype;                           // DType
   std::optional<RegisterLayout> regLayout;  // RegLayout
   std::optional<SharedLayout> sharedLayout; // SharedLayout

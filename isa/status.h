@@ -45,6 +45,7 @@ namespace tilus {
   X(Assert, "assert")                                                                              \
   X(AssertExpr, "assert-expr")                                                                     \
   X(DivisionByZero, "division-by-zero")                                                            \
+  X(AtomicDtype, "atomic-dtype")                                                                   \
   /* Codes outside ISA section 6: tools, bytecode, runtime. */                                     \
   X(Bytecode, "bytecode")                                                                          \
   X(Io, "io")                                                                                      \

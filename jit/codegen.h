@@ -248,6 +248,11 @@ public:
   Status visitExit(const Instruction &inst);
   Status visitPrint(const Instruction &inst);
 
+  // ---- atomics and fences (lower_atomic.cpp) ---------------------------------------------------
+  /// AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas.
+  Status visitAtomic(const Instruction &inst);
+  Status visitFence(const Instruction &inst);
+
 private:
   void countAssignments(const std::vector<Stmt> &body);
   VarStorage &storage(VarId v, const std::vector<llvm::Type *> &types);

@@ -80,20 +80,30 @@ bool timingEnabled() {
 
 Status jitError(const std::string &message) { return Status::error(ErrorCode::Jit, message); }
 
-/// Whether the program has a Dot of FP8 operands (mma.sync on e4m3/e5m2 needs PTX 8.4).
-bool usesFp8Mma(const Program &program, const ProgramInfo &info) {
+/// The PTX version (times ten) that sm_90 code of the program needs: 84 for a Dot of FP8
+/// operands (mma.sync on e4m3/e5m2), 81 for an AtomicAdd of f32, f16 or bf16 into global
+/// memory (the vector red.global.add.v4.f32 of lower_atomic.cpp), 80 otherwise.
+int ptxVersionSm90(const Program &program, const ProgramInfo &info) {
+  int version = 80;
   for (const Instruction &inst : program.instructions) {
-    if (inst.opcode != Opcode::Dot || !inst.arg(ArgName::a).isTensor())
-      continue;
-    DataType t = info.vars[inst.arg(ArgName::a).var].dtype;
-    if (t == DataType::f8e4m3() || t == DataType::f8e5m2())
-      return true;
+    if (inst.opcode == Opcode::Dot && inst.arg(ArgName::a).isTensor()) {
+      DataType t = info.vars[inst.arg(ArgName::a).var].dtype;
+      if (t == DataType::f8e4m3() || t == DataType::f8e5m2())
+        return 84;
+    }
+    if (inst.opcode == Opcode::AtomicAdd && inst.arg(ArgName::dst).isTensor()) {
+      const VarType &dst = info.vars[inst.arg(ArgName::dst).var];
+      if (dst.kind == VarKind::Global &&
+          (dst.dtype == DataType::f32() || dst.dtype == DataType::f16() ||
+           dst.dtype == DataType::bf16()))
+        version = 81;
+    }
   }
-  return false;
+  return version;
 }
 
 Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOptions &options,
-                                                                 bool ptx84) {
+                                                                 int ptxSm90) {
   std::string error;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(kTriple, error);
   if (!target)
@@ -103,7 +113,8 @@ Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOption
                          "target sm_" + std::to_string(options.smVersion) + " (supported: 80, 90)");
   const char *cpu = options.smVersion == 90 ? "sm_90a" : "sm_80";
   // The lowest PTX version that has every instruction used, so that older drivers load it.
-  const char *features = options.smVersion == 90 ? (ptx84 ? "+ptx84" : "+ptx80") : "+ptx75";
+  std::string features =
+      options.smVersion == 90 ? "+ptx" + std::to_string(ptxSm90) : std::string("+ptx75");
   llvm::TargetOptions to;
   to.AllowFPOpFusion = llvm::FPOpFusion::Standard; // never contract separate fadd/fmul
   // Default rather than Aggressive: NVPTX's IR passes then use EarlyCSE instead of GVN (the
@@ -307,7 +318,7 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   if (info.threads == 0)
     return jitError("program `" + program.name + "` has no thread count");
   Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      makeTargetMachine(options, usesFp8Mma(program, info));
+      makeTargetMachine(options, ptxVersionSm90(program, info));
   if (!tm)
     return tm.takeStatus();
   Compiled c;

@@ -362,6 +362,9 @@ bool ProgramChecker::checkArgument(const Instruction &inst, size_t k) {
   case ArgKind::ReduceOp:
     ok = a.intValue >= 0 && a.intValue <= int64_t(ReduceOp::All);
     break;
+  case ArgKind::MemoryScope:
+    ok = a.intValue >= 0 && a.intValue <= int64_t(MemoryScope::Gpu);
+    break;
   }
   if (!ok)
     return fail(ErrorCode::Bytecode,

@@ -166,6 +166,9 @@ public:
   bool visitReduce(const Instruction &inst, Results &results);
   // check_control.cpp
   bool visitPrint(const Instruction &inst, Results &results);
+  // check_atomic.cpp: AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas, Fence
+  bool visitAtomic(const Instruction &inst, Results &results);
+  bool visitFence(const Instruction &, Results &) { return true; }
   bool visitSynchronize(const Instruction &, Results &) { return true; }
   bool visitExit(const Instruction &, Results &) { return true; }
   // checker.cpp

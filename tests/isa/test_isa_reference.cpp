@@ -44,6 +44,8 @@ const char *kindName(ArgKind kind) {
     return "ReduceOp";
   case ArgKind::String:
     return "String";
+  case ArgKind::MemoryScope:
+    return "MemoryScope";
   }
   return "?";
 }

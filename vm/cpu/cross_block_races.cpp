@@ -44,14 +44,26 @@ void sortByStart(std::vector<AccessInterval> &v) {
 
 } // namespace
 
-void CrossBlockRaces::add(std::vector<AccessInterval> reads, std::vector<AccessInterval> writes) {
+void CrossBlockRaces::add(std::vector<AccessInterval> reads, std::vector<AccessInterval> writes,
+                          std::vector<AccessInterval> atomics) {
   std::lock_guard<std::mutex> lock(mutex_);
   reads_.insert(reads_.end(), reads.begin(), reads.end());
   writes_.insert(writes_.end(), writes.begin(), writes.end());
+  atomics_.insert(atomics_.end(), atomics.begin(), atomics.end());
 }
 
-void CrossBlockRaces::report(const AccessInterval &earlier, bool earlierWrites,
-                             const AccessInterval &later, bool laterWrites) {
+namespace {
+
+const char *verb(bool present, int kind) {
+  static const char *const kPresent[] = {" reads ", " writes ", " updates atomically "};
+  static const char *const kPast[] = {" reads", " writes", " updates atomically"};
+  return present ? kPresent[kind] : kPast[kind];
+}
+
+} // namespace
+
+void CrossBlockRaces::report(const AccessInterval &earlier, Kind earlierKind,
+                             const AccessInterval &later, Kind laterKind) {
   if (diagnostics_.size() >= kMaxReports ||
       !reported_.insert({earlier.instruction, later.instruction}).second)
     return;
@@ -62,9 +74,9 @@ void CrossBlockRaces::report(const AccessInterval &earlier, bool earlierWrites,
   diagnostics_.push_back(
       Diagnostic{ErrorCode::Race,
                  "data race between blocks: " + plan_.describe(later.instruction) + " in " +
-                     blockName(plan_, later.block) + (laterWrites ? " writes " : " reads ") + what +
+                     blockName(plan_, later.block) + verb(true, int(laterKind)) + what +
                      ", which " + plan_.describe(earlier.instruction) + " in " +
-                     blockName(plan_, earlier.block) + (earlierWrites ? " writes" : " reads") +
+                     blockName(plan_, earlier.block) + verb(false, int(earlierKind)) +
                      "; blocks run in no defined order and cannot wait for each other",
                  plan_.location(later.instruction)});
 }
@@ -73,24 +85,25 @@ void CrossBlockRaces::writesAgainstWrites() {
   Reach reach;
   for (const AccessInterval &w : writes_) {
     if (const AccessInterval *other = reach.otherCovering(w.block, w.lo))
-      report(*other, true, w, true);
+      report(*other, Kind::Write, w, Kind::Write);
     reach.add(w);
   }
 }
 
-void CrossBlockRaces::readsAgainstWrites() {
-  Reach reach; // over writes that start at or before the current read
+void CrossBlockRaces::probeAgainst(const std::vector<AccessInterval> &probes, Kind probeKind,
+                                   const std::vector<AccessInterval> &against, Kind againstKind) {
+  Reach reach; // over ranges of `against` that start at or before the current probe
   size_t next = 0;
-  for (const AccessInterval &r : reads_) {
-    while (next < writes_.size() && writes_[next].lo <= r.lo)
-      reach.add(writes_[next++]);
+  for (const AccessInterval &r : probes) {
+    while (next < against.size() && against[next].lo <= r.lo)
+      reach.add(against[next++]);
     if (const AccessInterval *other = reach.otherCovering(r.block, r.lo)) {
-      report(*other, true, r, false);
+      report(*other, againstKind, r, probeKind);
       continue;
     }
-    for (size_t k = next; k < writes_.size() && writes_[k].lo < r.hi; ++k) {
-      if (writes_[k].block != r.block) {
-        report(writes_[k], true, r, false);
+    for (size_t k = next; k < against.size() && against[k].lo < r.hi; ++k) {
+      if (against[k].block != r.block) {
+        report(against[k], againstKind, r, probeKind);
         break;
       }
     }
@@ -101,8 +114,11 @@ std::vector<Diagnostic> CrossBlockRaces::analyze() {
   std::lock_guard<std::mutex> lock(mutex_);
   sortByStart(reads_);
   sortByStart(writes_);
+  sortByStart(atomics_);
   writesAgainstWrites();
-  readsAgainstWrites();
+  probeAgainst(reads_, Kind::Read, writes_, Kind::Write);
+  probeAgainst(atomics_, Kind::Atomic, writes_, Kind::Write);
+  probeAgainst(atomics_, Kind::Atomic, reads_, Kind::Read);
   return std::move(diagnostics_);
 }
 

@@ -56,6 +56,11 @@ struct Exec {
   // exec_control.cpp (Synchronize and Exit, which change the block's flow: ControlExec) and
   // exec_control_print.cpp
   static Status visitPrint(BlockState &b, uint32_t index);
+
+  // exec_atomic.cpp: the atomic rows (AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas);
+  // Fence orders nothing in an interpreter that runs every instruction one at a time
+  static Status visitAtomic(BlockState &b, uint32_t index);
+  static Status visitFence(BlockState &, uint32_t) { return Status::success(); }
 };
 
 } // namespace tilus::cpu

@@ -208,6 +208,7 @@ DataType operandType(const BlockState &b, const Instruction &inst,
   case InstructionCategory::Movement:
   case InstructionCategory::Contraction:
   case InstructionCategory::Control:
+  case InstructionCategory::Atomic:
     break; // not staged by visitElementwise
   }
   assert(false && "not an elementwise category");
@@ -280,6 +281,7 @@ Status Exec::visitElementwise(BlockState &b, uint32_t index) {
   case InstructionCategory::Movement:
   case InstructionCategory::Contraction:
   case InstructionCategory::Control:
+  case InstructionCategory::Atomic:
     return b.fail(ErrorCode::Runtime, index, "not an elementwise instruction");
   }
   b.setRegister(r, std::move(out));

@@ -68,7 +68,8 @@ private:
       if (state.race) {
         for (Diagnostic &d : state.race->takeDiagnostics())
           local.push_back(BlockReport{block, false, std::move(d)});
-        plan_.crossBlockRaces->add(state.race->takeReads(), state.race->takeWrites());
+        plan_.crossBlockRaces->add(state.race->takeReads(), state.race->takeWrites(),
+                                   state.race->takeAtomics());
       }
     }
     std::lock_guard<std::mutex> lock(mutex_);

@@ -106,6 +106,7 @@ bool usesOperandMaps(const Instruction &inst) {
   case InstructionCategory::Movement:
   case InstructionCategory::Contraction:
   case InstructionCategory::Control:
+  case InstructionCategory::Atomic:
     return false;
   }
   return false;

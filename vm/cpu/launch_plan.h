@@ -65,6 +65,9 @@ struct LaunchPlan {
   uint64_t maxMemoryBytes = 0; // workspace limit; 0: the host's available memory
   std::ostream *printStream = nullptr;
   mutable std::mutex printMutex;
+  /// Held by a block for the whole of one atomic instruction on global memory, so that the
+  /// read-modify-writes of blocks running in parallel do not interleave.
+  mutable std::mutex atomicMutex;
   CrossBlockRaces *crossBlockRaces = nullptr;
 
   int64_t grid[3] = {1, 1, 1};

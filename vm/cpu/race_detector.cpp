@@ -39,6 +39,7 @@ void BlockRaceDetector::reset(int64_t blockLinear) {
   global_.clear();
   reads_.clear();
   writes_.clear();
+  atomics_.clear();
   reported_.clear();
   diagnostics_.clear();
 }
@@ -105,6 +106,10 @@ void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t threa
       report(site(current_, thread) + " reads " + name(target) + " written by " +
              site(s.write.instruction, s.write.thread) + " with no Synchronize() between them");
     }
+  } else if (concurrent(s.atomic)) {
+    if (shouldReport(Kind::ReadAfterAtomic, s.atomic.instruction, thread, s.atomic.thread))
+      report(site(current_, thread) + " reads " + name(target) + " updated atomically by " +
+             site(s.atomic.instruction, s.atomic.thread) + " with no Synchronize() between them");
   }
   s.read = Access{instance_, epoch_, current_, thread};
 }
@@ -122,9 +127,30 @@ void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thre
     if (shouldReport(Kind::WriteAfterRead, s.read.instruction, thread, s.read.thread))
       report(site(current_, thread) + " writes " + name(target) + " read by " +
              site(s.read.instruction, s.read.thread) + " with no Synchronize() between them");
+  } else if (concurrent(s.atomic)) {
+    if (shouldReport(Kind::WriteAfterAtomic, s.atomic.instruction, thread, s.atomic.thread))
+      report(site(current_, thread) + " writes " + name(target) + " updated atomically by " +
+             site(s.atomic.instruction, s.atomic.thread) + " with no Synchronize() between them");
   }
   s.write = Access{instance_, epoch_, current_, thread};
   s.landedAt = kNoId;
+}
+
+void BlockRaceDetector::checkAtomic(Shadow &s, const Target &target, int32_t thread) {
+  if (s.pendingCopy != kNoId) {
+    if (shouldReport(Kind::PendingAtomic, s.pendingCopy, thread, -1))
+      report(site(current_, thread) + " updates " + name(target) + " atomically while " +
+             plan_.describe(s.pendingCopy) + " may still be copying into it");
+  } else if (concurrent(s.write)) {
+    if (shouldReport(Kind::AtomicAfterWrite, s.write.instruction, thread, s.write.thread))
+      report(site(current_, thread) + " updates " + name(target) + " atomically, written by " +
+             site(s.write.instruction, s.write.thread) + " with no Synchronize() between them");
+  } else if (concurrent(s.read)) {
+    if (shouldReport(Kind::AtomicAfterRead, s.read.instruction, thread, s.read.thread))
+      report(site(current_, thread) + " updates " + name(target) + " atomically, read by " +
+             site(s.read.instruction, s.read.thread) + " with no Synchronize() between them");
+  }
+  s.atomic = Access{instance_, epoch_, current_, thread};
 }
 
 void BlockRaceDetector::sharedRead(VarId root, int64_t element, int32_t thread) {
@@ -133,6 +159,10 @@ void BlockRaceDetector::sharedRead(VarId root, int64_t element, int32_t thread) 
 
 void BlockRaceDetector::sharedWrite(VarId root, int64_t element, int32_t thread) {
   checkWrite(sharedShadow(root, element), Target{false, root, element}, thread);
+}
+
+void BlockRaceDetector::sharedAtomic(VarId root, int64_t element, int32_t thread) {
+  checkAtomic(sharedShadow(root, element), Target{false, root, element}, thread);
 }
 
 void BlockRaceDetector::sharedCopyIssue(VarId root, int64_t element) {
@@ -188,12 +218,22 @@ void BlockRaceDetector::globalWrite(uint64_t key, int bits, VarId root, int64_t 
   checkWrite(global_[key], Target{true, root, element}, thread);
 }
 
+void BlockRaceDetector::globalAtomic(uint64_t key, int bits, VarId root, int64_t element,
+                                     int32_t thread) {
+  note(atomics_, key, bits, root, element, current_, block_);
+  checkAtomic(global_[key], Target{true, root, element}, thread);
+}
+
 std::vector<AccessInterval> BlockRaceDetector::takeReads() {
   return coalesce(std::exchange(reads_, {}));
 }
 
 std::vector<AccessInterval> BlockRaceDetector::takeWrites() {
   return coalesce(std::exchange(writes_, {}));
+}
+
+std::vector<AccessInterval> BlockRaceDetector::takeAtomics() {
+  return coalesce(std::exchange(atomics_, {}));
 }
 
 } // namespace tilus::cpu

@@ -8,9 +8,15 @@
 // covers it: any access to it in between races with the copy; at the wait the data lands as a
 // write of the copy in the wait's epoch, so reading it before the next Synchronize() races too.
 //
+// Atomics (AtomicAdd ...) are accesses of their own kind: two atomic accesses never race, an
+// atomic and a plain read or write race under the same rule as a read and a write (same epoch,
+// different dynamic instructions), and a CopyAsync destination that is still pending races with
+// an atomic as with a write.
+//
 // Across blocks (which run in no defined order and cannot wait for each other), a global
-// element written by one block and read or written by another is a race. Each block also
-// records the global bit ranges it read and wrote (coalesced intervals), which
+// element written by one block and read or written by another is a race, and so is one that a
+// block updates atomically while another reads or writes it plainly. Each block also records the
+// global bit ranges it read, wrote and updated atomically (coalesced intervals), which
 // cross_block_races.h compares once every block has run.
 #pragma once
 
@@ -37,7 +43,7 @@ struct Access {
 };
 
 struct Shadow {
-  Access write, read;
+  Access write, read, atomic;
   uint32_t pendingCopy = kNoId; // CopyAsync whose data has not landed
   uint32_t landedAt = kNoId;    // the wait at which write.instruction (a CopyAsync) landed
 };
@@ -72,11 +78,15 @@ public:
   /// `key` is the element's bit address in host memory, `bits` its size; root/element name it.
   void globalRead(uint64_t key, int bits, VarId root, int64_t element, int32_t thread);
   void globalWrite(uint64_t key, int bits, VarId root, int64_t element, int32_t thread);
+  /// An atomic read-modify-write (races with plain accesses only).
+  void sharedAtomic(VarId root, int64_t element, int32_t thread);
+  void globalAtomic(uint64_t key, int bits, VarId root, int64_t element, int32_t thread);
 
   std::vector<Diagnostic> takeDiagnostics() { return std::move(diagnostics_); }
   /// The block's global reads and writes, sorted and coalesced (call once, at the block's end).
   std::vector<AccessInterval> takeReads();
   std::vector<AccessInterval> takeWrites();
+  std::vector<AccessInterval> takeAtomics();
 
 private:
   enum class Kind : uint8_t {
@@ -85,7 +95,12 @@ private:
     WriteAfterWrite,
     PendingRead,
     PendingWrite,
-    UnsyncedLanding
+    UnsyncedLanding,
+    ReadAfterAtomic,
+    WriteAfterAtomic,
+    AtomicAfterWrite,
+    AtomicAfterRead,
+    PendingAtomic
   };
   /// The element an access touches (names are only built when something is reported).
   struct Target {
@@ -96,6 +111,11 @@ private:
   Shadow &sharedShadow(VarId root, int64_t element);
   void checkRead(Shadow &s, const Target &target, int32_t thread);
   void checkWrite(Shadow &s, const Target &target, int32_t thread);
+  void checkAtomic(Shadow &s, const Target &target, int32_t thread);
+  /// Whether access `a` is in the current epoch and from another dynamic instruction.
+  bool concurrent(const Access &a) const {
+    return a.instance != 0 && a.epoch == epoch_ && a.instance != instance_;
+  }
   /// Whether to (re)write the report for this pair of instructions: the first conflict of a
   /// pair is reported, and replaced once by a conflict between two different threads (the
   /// more telling example) if the first was between accesses of one thread.
@@ -111,7 +131,7 @@ private:
   uint32_t current_ = kNoId;
   std::vector<std::vector<Shadow>> shared_; // per shared root VarId
   std::unordered_map<uint64_t, Shadow> global_;
-  std::vector<AccessInterval> reads_, writes_;
+  std::vector<AccessInterval> reads_, writes_, atomics_;
   struct Reported {
     size_t index;     // into diagnostics_
     bool crossThread; // its threads differ

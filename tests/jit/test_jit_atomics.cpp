@@ -1,0 +1,127 @@
+// The PTX of the atomics and of Fence (jit/lower_atomic.cpp, docs/jit.md): `red` without a
+// result, `atom` with one, relaxed at gpu scope in global memory, vectors of f32 / f16 adds on
+// sm_90 (PTX 8.1), the operation and type of every allowed row, and ptxas accepting all of it.
+#include "jit/jit_test_util.h"
+
+using namespace tilus;
+using namespace tilus::testing;
+
+namespace {
+
+PtxKernel ptxOf(const VerifiedModule &m, int sm) {
+  JitOptions options;
+  options.smVersion = sm;
+  Expected<PtxKernel> k = compileToPtx(m, 0, options);
+  REQUIRE_OK(k);
+  return *k;
+}
+
+bool contains(const std::string &text, const std::string &what) {
+  return text.find(what) != std::string::npos;
+}
+
+/// One program with every atomic row that type t allows (integers: all; floats: add and, for
+/// f32 and f64, exch) on global and shared memory.
+std::string everyAtomic(const std::string &t, bool integer, bool exch = true) {
+  std::string s = "def k<1>(" + t + "* p, " + t + "* q) threads=32:\n" +
+                  "    g = ViewGlobal(p, shape=[64])\n" + "    s = AllocateShared(" + t +
+                  ", shape=[64])\n" + "    x = LoadGlobal(ViewGlobal(q, shape=[64]), " +
+                  "layout=spatial(32).local(2))\n";
+  s += "    AtomicAdd(g, x)\n";
+  s += "    StoreGlobal(AtomicAdd(g, x), ViewGlobal(q, shape=[64]))\n";
+  s += "    AtomicAdd(s, x)\n";
+  if (integer) {
+    s += "    AtomicMax(g, x)\n";
+    s += "    AtomicMin(s, x)\n";
+    s += "    StoreGlobal(AtomicCas(g, x, x), ViewGlobal(q, shape=[64]))\n";
+    s += "    AtomicCas(s, x, x)\n";
+  }
+  if (exch) {
+    s += "    StoreGlobal(AtomicExch(s, x), ViewGlobal(q, shape=[64]))\n";
+    s += "    AtomicExch(g, x)\n";
+  }
+  s += "    Fence(scope=gpu)\n";
+  s += "    Fence(scope=block)\n";
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("atomics: red without a result, atom with one, relaxed at gpu scope") {
+  VerifiedModule m = buildSource(everyAtomic("i32", true));
+  for (int sm : {80, 90}) {
+    std::string ptx = ptxOf(m, sm).ptx;
+    CHECK(contains(ptx, "red.relaxed.gpu.global.add.u32"));
+    CHECK(contains(ptx, "atom.relaxed.gpu.global.add.u32"));
+    CHECK(contains(ptx, "atom.shared.add.u32") == false); // no result: red
+    CHECK(contains(ptx, "red.shared.add.u32"));
+    CHECK(contains(ptx, "red.relaxed.gpu.global.max.s32"));
+    CHECK(contains(ptx, "red.shared.min.s32"));
+    CHECK(contains(ptx, "atom.relaxed.gpu.global.cas.b32"));
+    CHECK(contains(ptx, "atom.shared.exch.b32"));
+    CHECK(contains(ptx, "fence.acq_rel.gpu"));
+    CHECK(contains(ptx, "fence.acq_rel.cta"));
+  }
+  VerifiedModule u = buildSource(everyAtomic("u64", true));
+  std::string ptx = ptxOf(u, 90).ptx;
+  CHECK(contains(ptx, "red.relaxed.gpu.global.max.u64"));
+  CHECK(contains(ptx, "atom.relaxed.gpu.global.cas.b64"));
+}
+
+TEST_CASE("atomics: f32 and f16 adds of consecutive slots are vectors on sm_90 (PTX 8.1)") {
+  VerifiedModule f = buildSource(everyAtomic("f32", false));
+  PtxKernel k90 = ptxOf(f, 90);
+  CHECK(contains(k90.ptx, ".version 8.1"));
+  CHECK(contains(k90.ptx, "red.relaxed.gpu.global.add.v2.f32"));
+  CHECK(contains(k90.ptx, "atom.relaxed.gpu.global.add.f32")); // with a result: per element
+  PtxKernel k80 = ptxOf(f, 80);
+  CHECK_FALSE(contains(k80.ptx, ".v2.f32"));
+  CHECK(contains(k80.ptx, "red.relaxed.gpu.global.add.f32"));
+  VerifiedModule h = buildSource(everyAtomic("f16", false, false));
+  CHECK(contains(ptxOf(h, 90).ptx, "red.relaxed.gpu.global.add.noftz.v2.f16"));
+  CHECK(contains(ptxOf(h, 80).ptx, "red.relaxed.gpu.global.add.noftz.f16"));
+  // 4 consecutive f32 per thread: one v4
+  VerifiedModule v4 =
+      buildSource("def k<1>(f32* p) threads=32:\n"
+                  "    x = AllocateRegister(f32, layout=spatial(32).local(4), init=1.0)\n"
+                  "    AtomicAdd(ViewGlobal(p, shape=[128]), x)\n");
+  CHECK(contains(ptxOf(v4, 90).ptx, "red.relaxed.gpu.global.add.v4.f32"));
+  // no global f32 add: the PTX version stays 8.0
+  VerifiedModule i = buildSource(everyAtomic("i32", true));
+  CHECK(contains(ptxOf(i, 90).ptx, ".version 8.0"));
+}
+
+TEST_CASE("atomics: ptxas accepts every row and type on sm_80 and sm_90a" * needsPtxas()) {
+  struct Row {
+    const char *type;
+    bool integer, exch;
+  };
+  const Row rows[] = {{"i32", true, true},   {"u32", true, true},   {"i64", true, true},
+                      {"u64", true, true},   {"f32", false, true},  {"f64", false, true},
+                      {"f16", false, false}, {"bf16", false, false}};
+  std::string log;
+  for (const Row &r : rows) {
+    VerifiedModule m = buildSource(everyAtomic(r.type, r.integer, r.exch));
+    for (int sm : {80, 90}) {
+      if (sm == 80 && std::string(r.type) == "bf16")
+        continue; // atomic-dtype on sm_80 (the checker's target is sm_90 here)
+      INFO(r.type << " sm_" << sm);
+      bool ok = runPtxas(ptxOf(m, sm).ptx, sm, log);
+      INFO(log);
+      CHECK(ok);
+    }
+  }
+  // a replicated operand with a result: the old values go through shared memory
+  VerifiedModule t = buildSource(
+      "def k<4>(i32* c, i32* o) threads=64:\n"
+      "    b = BlockIndices()\n"
+      "    one = AllocateRegister(i32, layout=replicate(64), init=1)\n"
+      "    t = AtomicAdd(ViewGlobal(c, shape=[4]), one, offset=[b])\n"
+      "    StoreGlobal(Add(Iota(layout=spatial(64), dim=0), t), ViewGlobal(o, shape=[256]), "
+      "offset=[b * 64:])\n");
+  for (int sm : {80, 90}) {
+    bool ok = runPtxas(ptxOf(t, sm).ptx, sm, log);
+    INFO(log);
+    CHECK(ok);
+  }
+}

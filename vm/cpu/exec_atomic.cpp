@@ -1,0 +1,108 @@
+// The atomics (AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas) and Fence
+// (docs/isa.md, "Atomics").
+//
+// An atomic instruction visits the elements of its tile in row-major order of the register
+// tensor r; for each element inside the memory tensor it reads the old value, combines it with
+// r's element (held by its first owner: replicas hold equal values) and writes the new value,
+// once per element however many threads own it. The optional result receives the old values
+// (0 for elements outside a global view), handed to every owner. On global memory the whole
+// instruction runs under the launch's atomic lock, so the read-modify-writes of blocks running
+// in parallel on host threads never interleave: every element's updates happen one at a time,
+// in the order in which the blocks' instructions take the lock. The interpreter runs every
+// instruction as if sequentially consistent, so Fence has nothing to do here.
+#include "vm/cpu/exec.h"
+
+#include "vm/cpu/elements.h"
+#include "vm/cpu/tile_elements.h"
+
+#include <cmath>
+#include <mutex>
+
+namespace tilus::cpu {
+
+namespace {
+
+/// f32 subnormals flushed to zero of the same sign (global f32 atomic adds, docs/isa.md).
+uint64_t flushSubnormal(uint64_t bits) {
+  return (bits & 0x7F800000u) == 0 ? bits & 0x80000000u : bits;
+}
+
+/// The new value of one element: `old` combined with the operand `v` (and `cmp` for Cas).
+uint64_t combine(Opcode op, DataType t, bool global, uint64_t old, uint64_t v, uint64_t cmp) {
+  if (op == Opcode::AtomicExch)
+    return v;
+  if (op == Opcode::AtomicCas)
+    return old == cmp ? v : old;
+  ExprOp scalar = op == Opcode::AtomicAdd   ? ExprOp::Add
+                  : op == Opcode::AtomicMax ? ExprOp::Max
+                                            : ExprOp::Min;
+  bool ftz = global && op == Opcode::AtomicAdd && t == DataType::f32();
+  uint64_t operands[2] = {ftz ? flushSubnormal(old) : old, ftz ? flushSubnormal(v) : v};
+  uint64_t sum = applyScalarOp(scalar, t, t, operands);
+  return ftz ? flushSubnormal(sum) : sum;
+}
+
+} // namespace
+
+Status Exec::visitAtomic(BlockState &b, uint32_t index) {
+  const Instruction &inst = b.program.instructions[index];
+  VarId r = inst.arg(ArgName::r).var;
+  TILUSVM_TRY(b.requireRegister(index, r));
+  const LayoutTable &table = *b.plan.varTables[r];
+  const std::vector<uint64_t> &values = b.regs[r];
+  const std::vector<uint64_t> *compares = nullptr;
+  if (inst.hasArg(ArgName::cmp)) {
+    VarId c = inst.arg(ArgName::cmp).var;
+    TILUSVM_TRY(b.requireRegister(index, c));
+    compares = &b.regs[c];
+  }
+  const bool wantOld = !inst.results.empty();
+  std::vector<uint64_t> &logical = b.scratch[0];
+  logical.assign(wantOld ? size_t(table.elements) : 0, 0);
+  const Opcode op = inst.opcode;
+  VarId dst = inst.arg(ArgName::dst).var;
+  auto apply = [&](uint8_t *mem, int64_t bit, int sb, DataType t, bool global, int64_t e) {
+    int32_t slot = table.firstOwner(e);
+    uint64_t old = canonicalFromMemory(readBits(mem, bit, sb), t);
+    uint64_t v = values[size_t(slot)];
+    uint64_t c = compares ? (*compares)[size_t(slot)] : 0;
+    writeBits(mem, bit, sb, combine(op, t, global, old, v, c));
+    if (wantOld)
+      logical[size_t(e)] = old;
+  };
+  if (b.info.vars[dst].kind == VarKind::Global) {
+    const GlobalView &view = b.globals[dst];
+    Expected<TileAccess> tile =
+        globalTile(view, b.offsets(inst.arg(ArgName::offset), view.shape.size()), table.shape);
+    if (!tile)
+      return b.fail(tile.status().code(), index, tile.status().first().message);
+    int sb = view.dtype.storageBits();
+    std::lock_guard<std::mutex> lock(b.plan.atomicMutex);
+    TILUSVM_TRY(
+        forEachGlobalElement(b, index, view, *tile, [&](int64_t e, int64_t bit, int64_t off) {
+          apply(view.base, bit, sb, view.dtype, true, e);
+          if (b.race)
+            b.race->globalAtomic(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
+        }));
+  } else {
+    TILUSVM_TRY(b.requireShared(index, dst));
+    const SharedView &view = b.shareds[dst];
+    std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), view.shape.size());
+    Expected<TileAccess> tile = sharedTile(view, offsets, table.shape);
+    if (!tile)
+      return b.fail(tile.status().code(), index, tile.status().first().message);
+    int sb = view.dtype.storageBits();
+    int64_t base = view.byteOffset * 8;
+    TILUSVM_TRY(forEachSharedElement(
+        b, index, view, offsets, *tile, "updates", [&](int64_t e, int64_t off) {
+          apply(b.shared.data(), base + off * sb, sb, view.dtype, false, e);
+          if (b.race)
+            b.race->sharedAtomic(view.root, off, ownerThread(table, e));
+        }));
+  }
+  if (wantOld)
+    scatterToOwners(b, inst.results[0], logical);
+  return Status::success();
+}
+
+} // namespace tilus::cpu
