@@ -56,7 +56,12 @@ namespace tilus {
   X(Jit, "jit")                                                                                    \
   X(Unsupported, "unsupported")                                                                    \
   /* The assembler's layout inference (docs/layout-inference.md). */                               \
-  X(LayoutInfer, "layout-infer")
+  X(LayoutInfer, "layout-infer")                                                                  \
+  /* Hopper instructions (docs/isa.md), appended so that existing codes keep their values. */      \
+  X(Mbarrier, "mbarrier")                                                                          \
+  X(WgmmaShape, "wgmma-shape")                                                                     \
+  X(WgmmaDtype, "wgmma-dtype")                                                                     \
+  X(WgmmaLayout, "wgmma-layout")
 
 enum class ErrorCode : uint8_t {
 #define TILUSVM_X(name, text) name,

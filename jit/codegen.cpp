@@ -70,7 +70,9 @@ llvm::Value *Codegen::sharedBase() {
     smem = new llvm::GlobalVariable(mod, llvm::ArrayType::get(b.getInt8Ty(), 0), false,
                                     llvm::GlobalValue::ExternalLinkage, nullptr, "tilus_smem",
                                     nullptr, llvm::GlobalValue::NotThreadLocal, 3);
-    smem->setAlignment(llvm::Align(16));
+    // wgmma descriptors and their swizzles address absolute shared bytes: the checker places
+    // swizzled allocations at multiples of 1024, so the base must be 1024-aligned too
+    smem->setAlignment(llvm::Align(info.wgmma.empty() ? 16 : 1024));
   }
   return smem;
 }

@@ -235,6 +235,11 @@ public:
   // ConvertLayout, Reduce and Dot exchange values through
   Status visitDot(const Instruction &inst);
   Status visitReduce(const Instruction &inst);
+  // wgmma, sm_90a (lower_contraction_wgmma.cpp)
+  Status visitWgmma(const Instruction &inst);
+  Status visitWgmmaFence(const Instruction &inst);
+  Status visitWgmmaCommitGroup(const Instruction &inst);
+  Status visitWgmmaWaitGroup(const Instruction &inst);
   llvm::Value *scratchBase(); // ptr addrspace(3)
   /// Stage a register tensor's elements in the scratch area at `byteOffset`, row-major, one
   /// `storageBytes` slot per element (written by primary owners).
@@ -247,6 +252,13 @@ public:
   Status visitSynchronize(const Instruction &inst);
   Status visitExit(const Instruction &inst);
   Status visitPrint(const Instruction &inst);
+  // mbarriers and the async-proxy fence, sm_90a (lower_control_mbarrier.cpp)
+  Status visitMbarrierInit(const Instruction &inst);
+  Status visitMbarrierArrive(const Instruction &inst);
+  Status visitMbarrierWait(const Instruction &inst);
+  Status visitFenceProxyAsync(const Instruction &inst);
+  /// An `unsupported` error unless the target is sm_90a (the Hopper instructions).
+  Status requireHopper(const Instruction &inst);
 
   // ---- atomics and fences (lower_atomic.cpp) ---------------------------------------------------
   /// AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas.
@@ -283,6 +295,7 @@ private:
   std::vector<LoopTargets> loops_;
   llvm::GlobalVariable *printBuffer_ = nullptr;
   std::map<std::tuple<VarId, int, int>, bool> runsCache_;
+  std::vector<VarId> wgmmaAccumulators_; // every Wgmma accumulator lowered so far
 
   friend class PrintLowering;
 

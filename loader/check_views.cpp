@@ -16,6 +16,15 @@ namespace tilus::detail {
 
 namespace {
 
+bool containsSwizzle(const SharedLayout &layout) {
+  if (layout.kind() == SharedLayout::Kind::Swizzle)
+    return true;
+  for (const auto &child : layout.children())
+    if (containsSwizzle(*child))
+      return true;
+  return false;
+}
+
 int64_t alignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
@@ -119,7 +128,9 @@ bool ProgramChecker::visitAllocateShared(const Instruction &inst, Results &r) {
   t.shape = shape;
   t.rank = shape.size();
   t.root = inst.results[0];
-  t.sharedByteOffset = alignUp(sharedEnd_, 128);
+  // Swizzled layouts start on a 1024-byte boundary, so that the swizzle of element offsets is
+  // also the hardware's swizzle of addresses (wgmma descriptors, docs/isa.md "wgmma").
+  t.sharedByteOffset = alignUp(sharedEnd_, containsSwizzle(layout) ? 1024 : 128);
   sharedEnd_ = t.sharedByteOffset + storageBytes(layout.size(), dtype);
   t.sharedLayout = std::move(layout);
   r[0] = std::move(t);

@@ -25,6 +25,9 @@ namespace tilus::detail {
 inline constexpr const char *kArithmeticTypes =
     "bool, 8- to 64-bit integers and f16, bf16, f32, f64 (Cast sub-byte and FP8 tensors first)";
 
+/// The largest pending arrival count and transaction byte count of an mbarrier (20 bits).
+inline constexpr int64_t kMbarrierMaxPending = (int64_t(1) << 20) - 1;
+
 /// "1 entry", "3 entries".
 std::string counted(int64_t n, const char *singular, const char *plural);
 /// "[16, 8]".
@@ -164,6 +167,11 @@ public:
   // check_contraction.cpp
   bool visitDot(const Instruction &inst, Results &results);
   bool visitReduce(const Instruction &inst, Results &results);
+  // check_contraction_wgmma.cpp (sm_90a)
+  bool visitWgmma(const Instruction &inst, Results &results);
+  bool visitWgmmaFence(const Instruction &, Results &) { return true; }
+  bool visitWgmmaCommitGroup(const Instruction &, Results &) { return true; }
+  bool visitWgmmaWaitGroup(const Instruction &inst, Results &results);
   // check_control.cpp
   bool visitPrint(const Instruction &inst, Results &results);
   // check_atomic.cpp: AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas, Fence
@@ -171,6 +179,11 @@ public:
   bool visitFence(const Instruction &, Results &) { return true; }
   bool visitSynchronize(const Instruction &, Results &) { return true; }
   bool visitExit(const Instruction &, Results &) { return true; }
+  // check_control_mbarrier.cpp: mbarriers and the async-proxy fence (sm_90a)
+  bool visitMbarrierInit(const Instruction &inst, Results &results);
+  bool visitMbarrierArrive(const Instruction &inst, Results &results);
+  bool visitMbarrierWait(const Instruction &inst, Results &results);
+  bool visitFenceProxyAsync(const Instruction &, Results &) { return true; }
   // checker.cpp
   bool visitInvalid(const Instruction &inst, Results &results);
 
@@ -238,6 +251,9 @@ private:
   // --- check_memory.cpp ---
   bool checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
                    const std::vector<int64_t> &tileShape, const char *tileName);
+
+  // --- check_control_mbarrier.cpp ---
+  bool checkMbarrierOperand(const Instruction &inst);
 
   // --- check_contraction.cpp ---
   bool checkDotLayouts(DataType operandType, const RegisterLayout &a, const RegisterLayout &b,

@@ -6,6 +6,7 @@
 #include "isa/program.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -53,11 +54,32 @@ struct PointerExtent {
   bool computable = true;
 };
 
+/// A wgmma matrix descriptor (PTX "matrix descriptor") of one instruction atom, relative to the
+/// shared operand view: start = the byte address of the view's origin element + startDelta.
+struct WgmmaDescriptor {
+  int64_t startDelta = 0;
+  int64_t lbo = 0, sbo = 0; // leading / stride dimension byte offsets
+  int mode = 0;             // PTX encoding: 0 no swizzle, 1 128-byte, 2 64-byte, 3 32-byte swizzle
+};
+
+/// How one Wgmma instruction is issued (docs/isa.md, "wgmma"): the block's W = threads / 128
+/// warpgroups form a wgM x wgN grid over the [M, N] accumulator; warpgroup (i, j) computes rows
+/// [i * 64 * tilesM, (i + 1) * 64 * tilesM) and columns [j * n, (j + 1) * n) as tilesM atoms
+/// m64 n k(atomK) per k step. Descriptors: a[(i * tilesM + r) * ksteps + s],
+/// b[j * ksteps + s].
+struct WgmmaPlan {
+  int wgM = 1, wgN = 1;
+  int64_t tilesM = 1, n = 8, atomK = 16, ksteps = 1;
+  bool transB = false; // B is N-major (its N index contiguous): imm-trans-b = 1
+  std::vector<WgmmaDescriptor> a, b;
+};
+
 struct ProgramInfo {
   uint32_t threads = 0;      // threads per block
   std::vector<VarType> vars; // indexed by VarId
   /// The block's shared-memory footprint in bytes: every AllocateShared root (each at its
-  /// VarType::sharedByteOffset, aligned to 128 bytes, allocated in program order without reuse)
+  /// VarType::sharedByteOffset, aligned to 128 bytes, 1024 for layouts with a swizzle, allocated
+  /// in program order without reuse)
   /// followed by the scratch area.
   int64_t sharedBytes = 0;
   /// Scratch area that the JIT may use for cross-thread exchanges (generic Dot, ConvertLayout,
@@ -71,6 +93,8 @@ struct ProgramInfo {
   int64_t scratchBytes = 0;
   std::vector<PointerExtent> extents; // one per pointer parameter, in parameter order
   bool usesWorkspace = false;         // has AllocateGlobal
+  /// Per Wgmma instruction (index into Program::instructions): its issue plan.
+  std::map<uint32_t, WgmmaPlan> wgmma;
 };
 
 struct VerifiedModule {

@@ -935,3 +935,47 @@ void libraryPrograms() {
 }
 
 } // namespace
+
+// Hopper instructions (sm_90a; on the H100 the runtime compiles for sm_90a): mbarrier phases
+// around a data exchange through shared memory, and the wgmma GEMM at a ragged shape.
+DIFF_CASE("mbarriers: arrivals and waits of both parities order a shared exchange") {
+  Case c;
+  c.name = "mbarrier";
+  c.source = R"(
+def k<1>(f32* x_ptr, f32* y_ptr) threads=128:
+    bars = AllocateShared(u64, shape=[2])
+    s = AllocateShared(f32, shape=[128])
+    for i in range(2):
+        MbarrierInit(SliceShared(bars, offset=[i]), count=1)
+    Synchronize()
+    acc = AllocateRegister(f32, layout=replicate(128).local(128), init=0.0)
+    for it in range(6):
+        x = LoadGlobal(ViewGlobal(x_ptr, shape=[6, 128]), layout=spatial(128), offset=[it, 0:])
+        StoreShared(x, s)
+        bar = SliceShared(bars, offset=[it % 2])
+        MbarrierArrive(bar)
+        MbarrierWait(bar, parity=it / 2 % 2)
+        # every thread reads what every warp stored before its arrival
+        acc = Add(acc, LoadShared(s, layout=replicate(128).local(128)))
+        Synchronize()
+    StoreGlobal(acc, ViewGlobal(y_ptr, shape=[128]))
+)";
+  c.buffers = {{"x_ptr", DataType::f32(), 6 * 128, Fill::Moderate},
+               {"y_ptr", DataType::f32(), 128, Fill::Zero, 0, 1e-6}};
+  runCase(c);
+}
+
+DIFF_CASE("wgmma GEMM (programs/gemm/wgmma.tasm) at a ragged shape, f16 and bf16") {
+  for (const char *at : {"f16", "bf16"}) {
+    Case c;
+    c.name = std::string("wgmma_gemm_") + at;
+    c.source = programText("gemm/wgmma.tasm");
+    c.defines = {{"AT", at}, {"CT", "f32"}};
+    c.scalars = {{"m", 200}, {"n", 136}, {"k", 200}};
+    DataType t = *DataType::parse(at);
+    c.buffers = {{"a_ptr", t, 200 * 200, Fill::Moderate},
+                 {"b_ptr", t, 200 * 136, Fill::Moderate},
+                 {"c_ptr", DataType::f32(), 200 * 136, Fill::Zero, 0, 1e-4}};
+    runCase(c);
+  }
+}

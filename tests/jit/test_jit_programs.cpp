@@ -1,8 +1,9 @@
 // Every program of programs/ (the paper program also at the test size -D M=64 -D N=64 -D K=64)
 // and every passing conformance program (tests/conformance/ with `# expect: ok`; with programs/
 // they are the seeds of the assembler and JIT fuzz targets) compiled to PTX for sm_80 and
-// sm_90a, and every PTX assembled by ptxas for its target: the generated code must be valid for
-// the real assembler, not only for LLVM. Without ptxas the assembling cases are skipped (the
+// sm_90a (programs with Hopper instructions: refused for sm_80), and every PTX assembled by
+// ptxas for its target: the generated code must be valid for the real assembler, not only for
+// LLVM. Without ptxas the assembling cases are skipped (the
 // compilation is still checked by its own cases). The JIT time of every program is bounded
 // (thread CPU time) so that a regression of it fails.
 #include "jit/jit_test_util.h"
@@ -27,6 +28,16 @@ std::vector<std::string> programFiles() {
   return files;
 }
 
+/// Whether a program uses a Hopper instruction (docs/isa.md section 10), refused for sm_80.
+bool usesHopper(const Program &program) {
+  for (const Instruction &inst : program.instructions) {
+    std::string name = inst.spec().name;
+    if (name.rfind("Mbarrier", 0) == 0 || name.rfind("Wgmma", 0) == 0 || name == "FenceProxyAsync")
+      return true;
+  }
+  return false;
+}
+
 void compileAll(const std::string &path, const std::map<std::string, std::string> &defines,
                 bool assemble) {
   VerifiedModule module = buildFile(path, defines);
@@ -36,6 +47,13 @@ void compileAll(const std::string &path, const std::map<std::string, std::string
       JitOptions options;
       options.smVersion = sm;
       Expected<PtxKernel> kernel = compileToPtx(module, p, options);
+      if (sm == 80 && usesHopper(module.module.programs[p])) {
+        // Hopper programs are refused for sm_80, with a clear error
+        REQUIRE_FALSE(kernel.ok());
+        CHECK(kernel.status().first().code == ErrorCode::Unsupported);
+        CHECK(kernel.status().first().message.find("needs sm_90a") != std::string::npos);
+        continue;
+      }
       REQUIRE_OK(kernel);
       CHECK(kernel->entryName == module.module.programs[p].name);
       CHECK(kernel->ptx.find(".entry " + kernel->entryName) != std::string::npos);

@@ -27,6 +27,11 @@ void BlockState::reset(int64_t block) {
   shared.assign(size_t(info.sharedBytes), 0);
   uncommitted.clear();
   committed.clear();
+  mbarriers.clear();
+  wgmmaPending.assign(program.vars.size(), 0);
+  wgmmaLast.assign(program.vars.size(), kNoId);
+  wgmmaUncommitted.clear();
+  wgmmaCommitted.clear();
   if (race)
     race->reset(block);
 }
@@ -63,6 +68,11 @@ void BlockState::setRegister(VarId v, std::vector<uint64_t> &&slots) {
 
 Status BlockState::requireRegister(uint32_t instruction, VarId v) const {
   const LayoutTable *table = plan.varTables[v];
+  if (v < wgmmaPending.size() && wgmmaPending[v] != 0)
+    return fail(ErrorCode::Race, instruction,
+                "register tensor `" + program.var(v).name + "` is read while " +
+                    plan.describe(wgmmaLast[v]) +
+                    " is still accumulating into it (no covering WgmmaWaitGroup before the read)");
   if (table && regs[v].size() == size_t(table->numSlots()))
     return Status::success();
   return fail(ErrorCode::Runtime, instruction,

@@ -14,6 +14,7 @@
 #include "vm/cpu/race_detector.h"
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,24 @@ struct AsyncCopy {
   std::vector<int64_t> bitAddrs; // in the block's shared memory
   std::vector<int64_t> elements; // element offsets within the root (race detection)
   std::vector<uint64_t> values;
+};
+
+/// An mbarrier's state (docs/isa.md, "Mbarriers"), kept beside the shared memory it lives in.
+/// `count` is in block arrivals (MbarrierArrive executions); `phase` counts completed phases,
+/// so the phase in progress has parity phase % 2.
+struct MbarrierState {
+  int64_t count = 0;
+  int64_t pending = 0; // arrivals still missing in the phase in progress
+  int64_t tx = 0;      // transaction bytes still expected (negative: arrived before expected)
+  uint64_t phase = 0;
+  uint32_t initInstruction = kNoId;
+};
+
+/// One issued Wgmma: its accumulator and the shared elements it reads until its wait.
+struct PendingWgmma {
+  VarId accumulator = kNoId;
+  uint32_t instruction = kNoId;
+  std::vector<std::pair<VarId, int64_t>> operands; // (shared root, element)
 };
 
 enum class Flow : uint8_t { Normal, Break, Continue, Exit };
@@ -54,8 +73,13 @@ public:
   std::vector<uint8_t> shared;                  // the block's shared memory
   std::vector<AsyncCopy> uncommitted;           // issued since the last commit
   std::deque<std::vector<AsyncCopy>> committed; // oldest first
-  std::unique_ptr<BlockRaceDetector> race;      // checked mode only
-  std::vector<uint64_t> scratch[3];             // operand staging for elementwise instructions
+  std::map<int64_t, MbarrierState> mbarriers;   // by byte address in shared memory
+  /// Per VarId: Wgmma still accumulating into it (reads of it are errors) and the last one.
+  std::vector<uint32_t> wgmmaPending, wgmmaLast;
+  std::vector<PendingWgmma> wgmmaUncommitted;           // issued since the last commit
+  std::deque<std::vector<PendingWgmma>> wgmmaCommitted; // oldest first
+  std::unique_ptr<BlockRaceDetector> race;              // checked mode only
+  std::vector<uint64_t> scratch[3]; // operand staging for elementwise instructions
 
   /// Evaluate a scalar expression in this block.
   uint64_t eval(ExprId id) const { return evaluateExpr(program, id, varValue_); }

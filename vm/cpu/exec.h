@@ -52,6 +52,11 @@ struct Exec {
   // exec_contraction.cpp
   static Status visitDot(BlockState &b, uint32_t index);
   static Status visitReduce(BlockState &b, uint32_t index);
+  // exec_contraction_wgmma.cpp
+  static Status visitWgmma(BlockState &b, uint32_t index);
+  static Status visitWgmmaFence(BlockState &b, uint32_t index);
+  static Status visitWgmmaCommitGroup(BlockState &b, uint32_t index);
+  static Status visitWgmmaWaitGroup(BlockState &b, uint32_t index);
 
   // exec_control.cpp (Synchronize and Exit, which change the block's flow: ControlExec) and
   // exec_control_print.cpp
@@ -61,6 +66,14 @@ struct Exec {
   // Fence orders nothing in an interpreter that runs every instruction one at a time
   static Status visitAtomic(BlockState &b, uint32_t index);
   static Status visitFence(BlockState &, uint32_t) { return Status::success(); }
+  // exec_control_mbarrier.cpp: mbarriers and the async-proxy fence
+  static Status visitMbarrierInit(BlockState &b, uint32_t index);
+  static Status visitMbarrierArrive(BlockState &b, uint32_t index);
+  static Status visitMbarrierWait(BlockState &b, uint32_t index);
+  static Status visitFenceProxyAsync(BlockState &b, uint32_t index);
+  /// Complete `bytes` transaction bytes on the mbarrier at shared byte address `address` (the
+  /// end of an asynchronous copy); completes the phase when nothing else is pending.
+  static Status completeTransaction(BlockState &b, uint32_t index, int64_t address, int64_t bytes);
 };
 
 } // namespace tilus::cpu

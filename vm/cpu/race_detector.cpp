@@ -115,7 +115,12 @@ void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t threa
 }
 
 void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thread) {
-  if (s.pendingCopy != kNoId) {
+  if (s.asyncReader != kNoId) {
+    if (shouldReport(Kind::PendingAsyncRead, s.asyncReader, thread, -1))
+      report(site(current_, thread) + " writes " + name(target) + " while " +
+             plan_.describe(s.asyncReader) +
+             " may still be reading it (no covering WgmmaWaitGroup before the write)");
+  } else if (s.pendingCopy != kNoId) {
     if (shouldReport(Kind::PendingWrite, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " writes " + name(target) + " while " +
              plan_.describe(s.pendingCopy) + " may still be copying into it");
@@ -176,6 +181,18 @@ void BlockRaceDetector::sharedCopyLand(VarId root, int64_t element, uint32_t cop
   s.pendingCopy = kNoId;
   s.write = Access{instance_, epoch_, copyInstruction, -1};
   s.landedAt = current_;
+}
+
+void BlockRaceDetector::sharedAsyncRead(VarId root, int64_t element) {
+  Shadow &s = sharedShadow(root, element);
+  checkRead(s, Target{false, root, element}, -1);
+  s.asyncReader = current_;
+}
+
+void BlockRaceDetector::sharedAsyncReadEnd(VarId root, int64_t element, uint32_t reader) {
+  Shadow &s = sharedShadow(root, element);
+  if (s.asyncReader == reader)
+    s.asyncReader = kNoId;
 }
 
 namespace {

@@ -7,6 +7,8 @@
 // least one writes. A CopyAsync destination is "pending" from the copy until the wait that
 // covers it: any access to it in between races with the copy; at the wait the data lands as a
 // write of the copy in the wait's epoch, so reading it before the next Synchronize() races too.
+// A Wgmma reads its shared operands until the WgmmaWaitGroup that covers it: a write to them in
+// between races with the Wgmma, whatever the epochs.
 //
 // Atomics (AtomicAdd ...) are accesses of their own kind: two atomic accesses never race, an
 // atomic and a plain read or write race under the same rule as a read and a write (same epoch,
@@ -46,6 +48,7 @@ struct Shadow {
   Access write, read, atomic;
   uint32_t pendingCopy = kNoId; // CopyAsync whose data has not landed
   uint32_t landedAt = kNoId;    // the wait at which write.instruction (a CopyAsync) landed
+  uint32_t asyncReader = kNoId; // Wgmma still reading the element (until its WgmmaWaitGroup)
 };
 
 /// A range of global memory that one block read or wrote: bits [lo, hi) of host memory,
@@ -75,6 +78,10 @@ public:
   void sharedWrite(VarId root, int64_t element, int32_t thread);
   void sharedCopyIssue(VarId root, int64_t element);
   void sharedCopyLand(VarId root, int64_t element, uint32_t copyInstruction);
+  /// A Wgmma operand read by the whole block that lasts until its WgmmaWaitGroup: a write to the
+  /// element before sharedAsyncReadEnd races with it.
+  void sharedAsyncRead(VarId root, int64_t element);
+  void sharedAsyncReadEnd(VarId root, int64_t element, uint32_t reader);
   /// `key` is the element's bit address in host memory, `bits` its size; root/element name it.
   void globalRead(uint64_t key, int bits, VarId root, int64_t element, int32_t thread);
   void globalWrite(uint64_t key, int bits, VarId root, int64_t element, int32_t thread);
@@ -95,6 +102,7 @@ private:
     WriteAfterWrite,
     PendingRead,
     PendingWrite,
+    PendingAsyncRead,
     UnsyncedLanding,
     ReadAfterAtomic,
     WriteAfterAtomic,

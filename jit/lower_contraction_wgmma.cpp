@@ -1,0 +1,150 @@
+// wgmma (docs/isa.md, "wgmma"), sm_90a only: Wgmma issues, per k step and per m64 atom of the
+// calling thread's warpgroup, one wgmma.mma_async with both operands in shared memory through
+// matrix descriptors (the checker's WgmmaPlan: mode, LBO, SBO and the start relative to the
+// operand view's origin), accumulating in place into the thread's slots of c (the fragment
+// layout puts atom r's registers at slots [r n / 2, (r + 1) n / 2) in PTX order).
+//
+// The accumulators are written by the tensor cores until wgmma.wait_group: the asm statements
+// tie them as outputs to inputs, and every WgmmaWaitGroup passes every accumulator issued so far
+// through an empty asm after the wait, so that no read of them is scheduled before the wait.
+#include "jit/codegen.h"
+
+#include <llvm/IR/InlineAsm.h>
+
+#include <algorithm>
+
+namespace tilus::jit {
+
+namespace {
+
+llvm::Value *emitVolatileAsm(Codegen &cg, llvm::Type *ret, const std::string &text,
+                             const std::string &constraints, llvm::ArrayRef<llvm::Value *> args) {
+  std::vector<llvm::Type *> types;
+  for (llvm::Value *a : args)
+    types.push_back(a->getType());
+  auto *type = llvm::FunctionType::get(ret, types, false);
+  return cg.b.CreateCall(llvm::InlineAsm::get(type, text, constraints, true), args);
+}
+
+/// The descriptor for warpgroup coordinate `coord` (one of `count`) among `descs[coord * stride +
+/// offset]`: a select chain on the run-time coordinate, the start added to `origin` (i32).
+llvm::Value *descriptor(Codegen &cg, const std::vector<WgmmaDescriptor> &descs, int count,
+                        int64_t stride, int64_t offset, llvm::Value *coord, llvm::Value *origin) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Value *result = nullptr;
+  for (int i = count; i-- > 0;) {
+    const WgmmaDescriptor &d = descs[size_t(i * stride + offset)];
+    uint64_t fixed = (uint64_t((d.lbo >> 4) & 0x3fff) << 16) |
+                     (uint64_t((d.sbo >> 4) & 0x3fff) << 32) | (uint64_t(d.mode) << 62);
+    llvm::Value *start = b.CreateAdd(origin, cg.constI32(d.startDelta));
+    llvm::Value *field = b.CreateAnd(b.CreateLShr(start, cg.constI32(4)), cg.constI32(0x3fff));
+    llvm::Value *desc = b.CreateOr(b.CreateZExt(field, b.getInt64Ty()), b.getInt64(fixed));
+    result = result ? b.CreateSelect(b.CreateICmpEQ(coord, cg.constI32(i)), desc, result) : desc;
+  }
+  return result;
+}
+
+/// The 32-bit shared address of a shared view's origin element.
+llvm::Value *originAddress(Codegen &cg, VarId v) {
+  SharedView view = cg.readShared(v);
+  llvm::Value *elem = cg.sharedOffset(view.root, view.origin);
+  return cg.b.CreatePtrToInt(cg.sharedElementAddress(view.root, elem, view.dtype),
+                             cg.b.getInt32Ty());
+}
+
+const char *ptxType(DataType t) {
+  if (t == DataType::f16())
+    return "f16";
+  if (t == DataType::bf16())
+    return "bf16";
+  if (t == DataType::f8e4m3())
+    return "e4m3";
+  return "e5m2";
+}
+
+} // namespace
+
+Status Codegen::visitWgmma(const Instruction &inst) {
+  TILUSVM_TRY(requireHopper(inst));
+  auto it = info.wgmma.find(uint32_t(&inst - prog.instructions.data()));
+  if (it == info.wgmma.end())
+    return error(ErrorCode::Jit, inst, "Wgmma without a checker plan");
+  const WgmmaPlan &plan = it->second;
+  VarId va = inst.arg(ArgName::a).var, vb = inst.arg(ArgName::b).var, vc = inst.arg(ArgName::c).var;
+  DataType ta = info.vars[va].dtype, tb = info.vars[vb].dtype;
+  bool fp8 = ta.storageBits() == 8;
+  std::vector<llvm::Value *> slots = readRegister(vc);
+  llvm::Value *wg = b.CreateLShr(tid(), constI32(7));
+  llvm::Value *wgI = b.CreateUDiv(wg, constI32(plan.wgN));
+  llvm::Value *wgJ = b.CreateURem(wg, constI32(plan.wgN));
+  llvm::Value *originA = originAddress(*this, va);
+  llvm::Value *originB = originAddress(*this, vb);
+  int64_t q = plan.n / 2; // accumulator registers per atom
+  std::string regs;
+  for (int64_t r = 0; r < q; ++r) {
+    regs += r ? ", $" : "$";
+    regs += std::to_string(r);
+  }
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(q + 2) +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(plan.n) + "k" +
+                     std::to_string(plan.atomK) + ".f32." + ptxType(ta) + "." + ptxType(tb) + " {" +
+                     regs + "}, $" + std::to_string(q) + ", $" + std::to_string(q + 1) +
+                     ", p, 1, 1" + (fp8 ? "" : std::string(", 0, ") + (plan.transB ? "1" : "0")) +
+                     ";\n}";
+  std::string constraints;
+  for (int64_t r = 0; r < q; ++r)
+    constraints += "=f,";
+  constraints += "l,l,r";
+  for (int64_t r = 0; r < q; ++r) {
+    constraints += ',';
+    constraints += std::to_string(r);
+  }
+  std::vector<llvm::Type *> outTypes(size_t(q), b.getFloatTy());
+  llvm::Type *ret = llvm::StructType::get(ctx, outTypes);
+  for (int64_t s = 0; s < plan.ksteps; ++s) {
+    llvm::Value *descB = descriptor(*this, plan.b, plan.wgN, plan.ksteps, s, wgJ, originB);
+    for (int64_t r = 0; r < plan.tilesM; ++r) {
+      llvm::Value *descA = descriptor(*this, plan.a, plan.wgM, plan.tilesM * plan.ksteps,
+                                      r * plan.ksteps + s, wgI, originA);
+      std::vector<llvm::Value *> args = {descA, descB, constI32(1)};
+      for (int64_t j = 0; j < q; ++j)
+        args.push_back(slots[size_t(r * q + j)]);
+      llvm::Value *out = emitVolatileAsm(*this, ret, text, constraints, args);
+      for (int64_t j = 0; j < q; ++j)
+        slots[size_t(r * q + j)] = b.CreateExtractValue(out, {unsigned(j)});
+    }
+  }
+  writeRegister(inst.results[0], slots);
+  if (std::find(wgmmaAccumulators_.begin(), wgmmaAccumulators_.end(), vc) ==
+      wgmmaAccumulators_.end())
+    wgmmaAccumulators_.push_back(vc);
+  return Status::success();
+}
+
+Status Codegen::visitWgmmaFence(const Instruction &inst) {
+  TILUSVM_TRY(requireHopper(inst));
+  emitVolatileAsm(*this, b.getVoidTy(), "wgmma.fence.sync.aligned;", "~{memory}", {});
+  return Status::success();
+}
+
+Status Codegen::visitWgmmaCommitGroup(const Instruction &inst) {
+  TILUSVM_TRY(requireHopper(inst));
+  emitVolatileAsm(*this, b.getVoidTy(), "wgmma.commit_group.sync.aligned;", "~{memory}", {});
+  return Status::success();
+}
+
+Status Codegen::visitWgmmaWaitGroup(const Instruction &inst) {
+  TILUSVM_TRY(requireHopper(inst));
+  int64_t n = inst.arg(ArgName::n).intValue;
+  emitVolatileAsm(*this, b.getVoidTy(), "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";",
+                  "~{memory}", {});
+  for (VarId v : wgmmaAccumulators_) {
+    std::vector<llvm::Value *> slots = readRegister(v);
+    for (llvm::Value *&s : slots)
+      s = emitVolatileAsm(*this, s->getType(), "", "=f,0", {s});
+    writeRegister(v, slots);
+  }
+  return Status::success();
+}
+
+} // namespace tilus::jit

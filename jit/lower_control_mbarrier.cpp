@@ -1,0 +1,111 @@
+// Mbarriers and the async-proxy fence (docs/isa.md, "Hopper instructions"), sm_90a only.
+//
+// An mbarrier operand is one u64 element of shared memory; its 32-bit shared address goes to
+// inline PTX. The ISA counts block arrivals (one per MbarrierArrive execution); the hardware
+// counts one arrival per warp: lane 0 arrives after bar.warp.sync (which orders the warp's
+// earlier accesses before the arrival), so MbarrierInit(count=C) initialises the barrier with
+// C * warps. With tx=, thread 0's arrival also expects the transaction bytes
+// (mbarrier.arrive.expect_tx). MbarrierWait polls mbarrier.try_wait.parity in every thread
+// (the labels of the loop are local to the asm's braces, so the asm may appear many times).
+#include "jit/codegen.h"
+
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tilus::jit {
+
+namespace {
+
+/// The 32-bit shared address of the mbarrier operand `s` of `inst`.
+llvm::Value *barrierAddress(Codegen &cg, const Instruction &inst) {
+  SharedView view = cg.readShared(inst.arg(ArgName::s).var);
+  llvm::Value *elem = cg.sharedOffset(view.root, view.origin);
+  llvm::Value *ptr = cg.sharedElementAddress(view.root, elem, view.dtype);
+  return cg.b.CreatePtrToInt(ptr, cg.b.getInt32Ty());
+}
+
+void emitAsm(Codegen &cg, const std::string &text, const std::string &constraints,
+             llvm::ArrayRef<llvm::Value *> args) {
+  std::vector<llvm::Type *> types;
+  for (llvm::Value *a : args)
+    types.push_back(a->getType());
+  auto *type = llvm::FunctionType::get(cg.b.getVoidTy(), types, false);
+  cg.b.CreateCall(llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true), args);
+}
+
+/// Emit `body` under `condition` (a block-local branch).
+template <typename F> void emitIf(Codegen &cg, llvm::Value *condition, const char *name, F &&body) {
+  llvm::Function *fn = cg.b.GetInsertBlock()->getParent();
+  llvm::BasicBlock *then = llvm::BasicBlock::Create(cg.ctx, name, fn);
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(cg.ctx, std::string(name) + ".end", fn);
+  cg.b.CreateCondBr(condition, then, join);
+  cg.b.SetInsertPoint(then);
+  body();
+  cg.b.CreateBr(join);
+  cg.b.SetInsertPoint(join);
+}
+
+} // namespace
+
+Status Codegen::requireHopper(const Instruction &inst) {
+  if (opts.smVersion >= 90)
+    return Status::success();
+  return error(ErrorCode::Unsupported, inst,
+               std::string(inst.spec().name) + " needs sm_90a (Hopper); the target is sm_" +
+                   std::to_string(opts.smVersion));
+}
+
+Status Codegen::visitMbarrierInit(const Instruction &inst) {
+  TILUSVM_TRY(requireHopper(inst));
+  llvm::Value *addr = barrierAddress(*this, inst);
+  int64_t count = inst.arg(ArgName::count).intValue * int64_t(info.threads / 32);
+  emitIf(*this, b.CreateICmpEQ(tid(), constI32(0)), "mbarrier.init", [&] {
+    emitAsm(*this, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
+            {addr, constI32(count)});
+  });
+  return Status::success();
+}
+
+Status Codegen::visitMbarrierArrive(const Instruction &inst) {
+  TILUSVM_TRY(requireHopper(inst));
+  llvm::Value *addr = barrierAddress(*this, inst);
+  const Argument &tx = inst.arg(ArgName::tx);
+  llvm::Value *bytes = tx.present ? b.CreateTrunc(exprI64(tx.expr), b.getInt32Ty()) : nullptr;
+  callIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {constI32(-1)});
+  const std::string plain = "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}";
+  llvm::Value *lane0 = b.CreateICmpEQ(b.CreateAnd(tid(), constI32(31)), constI32(0));
+  emitIf(*this, lane0, "mbarrier.arrive", [&] {
+    if (!bytes) {
+      emitAsm(*this, plain, "r,~{memory}", {addr});
+      return;
+    }
+    // thread 0 expects the bytes with its arrival; lane 0 of every other warp just arrives
+    emitAsm(*this,
+            "{\n.reg .pred p;\n.reg .b64 st;\nsetp.eq.u32 p, $1, 0;\n"
+            "@p mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $2;\n"
+            "@!p mbarrier.arrive.shared::cta.b64 st, [$0];\n}",
+            "r,r,r,~{memory}", {addr, tid(), bytes});
+  });
+  return Status::success();
+}
+
+Status Codegen::visitMbarrierWait(const Instruction &inst) {
+  TILUSVM_TRY(requireHopper(inst));
+  llvm::Value *addr = barrierAddress(*this, inst);
+  llvm::Value *parity = b.CreateAnd(
+      b.CreateTrunc(exprI64(inst.arg(ArgName::parity).expr), b.getInt32Ty()), constI32(1));
+  emitAsm(*this,
+          "{\n.reg .pred done;\nTILUS_MBARRIER_WAIT:\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+          "@!done bra TILUS_MBARRIER_WAIT;\n}",
+          "r,r,~{memory}", {addr, parity});
+  return Status::success();
+}
+
+Status Codegen::visitFenceProxyAsync(const Instruction &inst) {
+  TILUSVM_TRY(requireHopper(inst));
+  emitAsm(*this, "fence.proxy.async.shared::cta;", "~{memory}", {});
+  return Status::success();
+}
+
+} // namespace tilus::jit
