@@ -5,8 +5,9 @@
 // layout puts atom r's registers at slots [r n / 2, (r + 1) n / 2) in PTX order).
 //
 // The accumulators are written by the tensor cores until wgmma.wait_group: the asm statements
-// tie them as outputs to inputs, and every WgmmaWaitGroup passes every accumulator issued so far
-// through an empty asm after the wait, so that no read of them is scheduled before the wait.
+// tie them as outputs to inputs, and WgmmaWaitGroup(0) passes every accumulator issued so far
+// through an empty asm after the wait, so that no read of them is scheduled before the wait
+// (ptxas also orders any read of an accumulator after the wgmma writing it, by serialising).
 #include "jit/codegen.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -138,6 +139,11 @@ Status Codegen::visitWgmmaWaitGroup(const Instruction &inst) {
   int64_t n = inst.arg(ArgName::n).intValue;
   emitVolatileAsm(*this, b.getVoidTy(), "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";",
                   "~{memory}", {});
+  // Only a wait for every group completes every accumulator; after a wait with groups still
+  // in flight, touching their registers (even through an empty asm, which may become a copy)
+  // would make ptxas serialise the wgmma pipeline (C7514).
+  if (n != 0)
+    return Status::success();
   for (VarId v : wgmmaAccumulators_) {
     std::vector<llvm::Value *> slots = readRegister(v);
     for (llvm::Value *&s : slots)
