@@ -21,8 +21,10 @@
 
 #include "assembler/layout_rules.h"
 #include "assembler/lexer.h"
+#include "isa/wgmma_fragment.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tilus::tasm {
 
@@ -143,6 +145,7 @@ private:
   void visitMemoryLoad(uint32_t i, const Instruction &inst, bool global);
   void visitElementwise(uint32_t i, const Instruction &inst);
   void visitDot(uint32_t i, const Instruction &inst);
+  void visitWgmma(uint32_t i, const Instruction &inst);
   void declareRegister(VarId v, DataType dtype, std::vector<int64_t> shape, uint32_t i);
   void fix(VarId v, const RegisterLayout &l, uint32_t i);
   void markMemory(VarId v, int bits, int vectorDim);
@@ -160,6 +163,7 @@ private:
   void closure();
   std::optional<RegisterLayout> derive(const Derivation &d, const RegisterLayout &from) const;
   void solveDot(const DotUse &u);
+  void solveWgmma(const std::pair<uint32_t, VarId> &u);
   bool pendingDerivation(VarId root);
   void solveFree();
   void resolveElementwise();
@@ -205,6 +209,8 @@ private:
   std::vector<Derivation> derivations_;
   std::vector<ElementwiseUse> elementwise_;
   std::vector<DotUse> dots_;
+  std::vector<std::pair<uint32_t, VarId>> wgmmas_; // (instruction, accumulator)
+  std::set<VarId> descriptorRoots_; // shared tensors read by Wgmma: their layouts carry meaning
   std::vector<std::pair<uint32_t, VarId>> views_; // (View, operand)
   std::vector<SharedAccess> sharedAccesses_;
   std::vector<uint32_t> registerHoles_, sharedHoles_;
@@ -407,6 +413,21 @@ void Inference::visitDot(uint32_t i, const Instruction &inst) {
   dots_.push_back({i, a, b, c, d, size_t(spec.argIndex("a")), size_t(spec.argIndex("b"))});
 }
 
+void Inference::visitWgmma(uint32_t i, const Instruction &inst) {
+  for (ArgName operand : {ArgName::a, ArgName::b}) {
+    VarId v = inst.arg(operand).var;
+    if (v != kNoId && t_[v].sharedRoot != kNoId)
+      descriptorRoots_.insert(t_[v].sharedRoot);
+  }
+  VarId c = inst.arg(ArgName::c).var;
+  if (c == kNoId || inst.results.empty() || !t_[c].known || t_[c].kind != VarKind::Register)
+    return;
+  VarId d = inst.results[0];
+  declareRegister(d, t_[c].dtype, t_[c].shape, i);
+  unite(d, c); // out= names the accumulator (the checker's rule otherwise)
+  wgmmas_.push_back({i, c});
+}
+
 void Inference::visit(uint32_t i) {
   const Instruction &inst = p_.instructions[i];
   const InstructionSpec &spec = inst.spec();
@@ -597,6 +618,10 @@ void Inference::visit(uint32_t i) {
     visitDot(i, inst);
     return;
   }
+  if (op == Opcode::Wgmma) {
+    visitWgmma(i, inst);
+    return;
+  }
   if (isElementwise(spec.category))
     visitElementwise(i, inst);
 }
@@ -762,6 +787,20 @@ void Inference::solveDot(const DotUse &u) {
     assign(u.b, best->b, how + ", operand b");
   if (!lc)
     assign(u.c, best->c, how + ", accumulator");
+}
+
+/// An accumulator of a Wgmma without a layout takes the wgmma fragment layout with the most
+/// warpgroups along M (each warpgroup then reads its own rows of A and all of B's tile).
+void Inference::solveWgmma(const std::pair<uint32_t, VarId> &u) {
+  const Tensor &tc = t_[u.second];
+  if (cls_[find(u.second)].layout || tc.shape.size() != 2 || threads_ % 128 != 0)
+    return;
+  std::vector<WgmmaFragment> f = wgmmaFragments(tc.shape[0], tc.shape[1], int(threads_ / 128));
+  if (f.empty())
+    return; // wgmma-shape: the checker's
+  assign(u.second, f.back().layout,
+         "Wgmma rule at " + where(u.first) + ": " + std::to_string(f.back().wgM) + " x " +
+             std::to_string(f.back().wgN) + " warpgroups, accumulator");
 }
 
 bool Inference::pendingDerivation(VarId root) {
@@ -968,6 +1007,10 @@ Expected<LayoutDecisions> Inference::run(LayoutReport *report) {
     }
   }
   closure();
+  for (const auto &u : wgmmas_) {
+    solveWgmma(u);
+    closure();
+  }
   for (const DotUse &u : dots_) {
     solveDot(u);
     closure();
@@ -1005,6 +1048,8 @@ std::vector<PerformanceLayout> Inference::performanceOnly() {
     VarId r = inst.results[0];
     if (op != Opcode::AllocateShared && (t_[r].kind != VarKind::Register || meaningful[find(r)]))
       continue;
+    if (op == Opcode::AllocateShared && descriptorRoots_.count(r))
+      continue; // a Wgmma operand: its layout must fit a matrix descriptor
     out.push_back({in_.calls[i], op, l.regLayout ? l.regLayout->shape() : std::vector<int64_t>{}});
   }
   return out;

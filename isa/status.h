@@ -56,7 +56,7 @@ namespace tilus {
   X(Jit, "jit")                                                                                    \
   X(Unsupported, "unsupported")                                                                    \
   /* The assembler's layout inference (docs/layout-inference.md). */                               \
-  X(LayoutInfer, "layout-infer")                                                                  \
+  X(LayoutInfer, "layout-infer")                                                                   \
   /* Hopper instructions (docs/isa.md), appended so that existing codes keep their values. */      \
   X(Mbarrier, "mbarrier")                                                                          \
   X(WgmmaShape, "wgmma-shape")                                                                     \

@@ -20,6 +20,7 @@
 // element units of a 16-bit type the 128-byte swizzle is swizzle(.., 3, 3, 3) on rows of 64
 // elements, which is what a K-major tile swizzle(row_major(BM, 64), 3, 3, 3) and an N-major tile
 // of 64-column panels row_major(1, BN / 64).swizzle(row_major(BK, 64), 3, 3, 3) give.
+#include "isa/wgmma_fragment.h"
 #include "loader/checker_impl.h"
 
 #include <functional>
@@ -27,8 +28,6 @@
 namespace tilus::detail {
 
 namespace {
-
-constexpr int kMaxAtomN = 256;
 
 /// The byte address that a descriptor gives element (mn, k) of an atom (mn along M or N, k
 /// along K); kMajor: K contiguous within a row of `rowBytes` (= 16 << swizzleBits, 16 for no
@@ -97,36 +96,20 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
   const RegisterLayout &cl = *c->layout;
   bool found = false;
   std::string tried;
-  for (int wgM = 1; wgM <= warpgroups && !found; ++wgM) {
-    if (warpgroups % wgM != 0)
-      continue;
-    int wgN = warpgroups / wgM;
-    if (m % (64 * wgM) != 0 || n % wgN != 0)
-      continue;
-    int64_t tilesM = m / (64 * wgM), nt = n / wgN;
-    if (nt % 8 != 0 || nt > kMaxAtomN)
-      continue;
-    using L = RegisterLayout;
-    std::optional<RegisterLayout> want;
-    for (const Expected<RegisterLayout> &part :
-         {L::spatial({wgM, wgN}), L::local({tilesM, 1}), L::spatial({4, 1}), L::local({1, nt / 8}),
-          L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})}) {
-      if (!part.ok())
-        break;
-      want = want ? want->product(*part).value() : *part;
-    }
-    if (want && *want == cl) {
-      plan.wgM = wgM;
-      plan.wgN = wgN;
-      plan.tilesM = tilesM;
-      plan.n = nt;
+  std::vector<WgmmaFragment> fragments = wgmmaFragments(m, n, warpgroups);
+  for (const WgmmaFragment &f : fragments) {
+    if (f.layout == cl) {
+      plan.wgM = f.wgM;
+      plan.wgN = f.wgN;
+      plan.tilesM = f.tilesM;
+      plan.n = f.n;
       found = true;
-    } else if (want) {
-      tried += (tried.empty() ? "" : "; ") + std::string("spatial(") + std::to_string(wgM) + ", " +
-               std::to_string(wgN) + ").local(" + std::to_string(tilesM) +
-               ", 1).spatial(4, 1).local(1, " + std::to_string(nt / 8) +
-               ").local(2, 1).spatial(8, 4).local(1, 2)";
+      break;
     }
+    tried += (tried.empty() ? "" : "; ") + std::string("spatial(") + std::to_string(f.wgM) + ", " +
+             std::to_string(f.wgN) + ").local(" + std::to_string(f.tilesM) +
+             ", 1).spatial(4, 1).local(1, " + std::to_string(f.n / 8) +
+             ").local(2, 1).spatial(8, 4).local(1, 2)";
   }
   if (!found) {
     if (tried.empty())

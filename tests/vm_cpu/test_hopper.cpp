@@ -90,38 +90,39 @@ def k<1>() threads=32:
 
 namespace {
 
+std::string defines(std::string s, int n, int threads) {
+  s = replaceAll(s, "64 * T / 128", std::to_string(64 * threads / 128));
+  s = replaceAll(s, "T / 8", std::to_string(threads / 8));
+  return replaceAll(s, "N]", std::to_string(n) + "]");
+}
+
 // A 64 x 64 K-major A tile (128-byte swizzle) times B given by `bLayout`, into an f32
 // accumulator that starts at 1.
 std::string wgmmaSource(const std::string &bShape, const std::string &bLayout,
                         const std::string &bLoad, const std::string &acc, int n, int threads) {
-  return R"(
+  std::string src = R"(
 def k<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr) threads=)" +
-         std::to_string(threads) + R"(:
+                    std::to_string(threads) + R"(:
     ga = ViewGlobal(a_ptr, shape=[64 * T / 128, 64])
     gb = ViewGlobal(b_ptr, shape=[64, N])
     gc = ViewGlobal(c_ptr, shape=[64 * T / 128, N])
     sa = AllocateShared(f16, shape=[64 * T / 128, 64], layout=swizzle(row_major(64 * T / 128, 64), 3, 3, 3))
     sb = AllocateShared(f16, shape=)" +
-         bShape + ", layout=" + bLayout + R"()
+                    bShape + ", layout=" + bLayout + R"()
     StoreShared(LoadGlobal(ga, layout=spatial(T / 8, 8).local(4, 8)), sa)
     StoreShared(LoadGlobal(gb, layout=)" +
-         bLoad + R"(), sb)
+                    bLoad + R"(), sb)
     FenceProxyAsync()
     Synchronize()
     acc = AllocateRegister(f32, layout=)" +
-         acc + R"(, init=1.0)
+                    acc + R"(, init=1.0)
     WgmmaFence()
     Wgmma(sa, sb, acc, out=acc)
     WgmmaCommitGroup()
     WgmmaWaitGroup(0)
     StoreGlobal(acc, gc)
 )";
-}
-
-std::string defines(std::string s, int n, int threads) {
-  s = replaceAll(s, "64 * T / 128", std::to_string(64 * threads / 128));
-  s = replaceAll(s, "T / 8", std::to_string(threads / 8));
-  return replaceAll(s, "N]", std::to_string(n) + "]");
+  return defines(src, n, threads);
 }
 
 /// c = 1 + a @ b with small integers (exact in f16 and f32).
@@ -149,28 +150,24 @@ void checkWgmma(const std::string &src, int m, int n) {
 } // namespace
 
 TEST_CASE("Wgmma: K-major B (column-major, 128-byte swizzle), one warpgroup, n = 8") {
-  std::string src = defines(
+  std::string src =
       wgmmaSource("[64, 8]", "swizzle(column_major(64, 8), 3, 3, 3)", "spatial(16, 8).local(4, 1)",
-                  "spatial(4, 1).local(1, 1).local(2, 1).spatial(8, 4).local(1, 2)", 8, 128),
-      8, 128);
+                  "spatial(4, 1).local(1, 1).local(2, 1).spatial(8, 4).local(1, 2)", 8, 128);
   checkWgmma(src, 64, 8);
 }
 
 TEST_CASE("Wgmma: N-major B in 64-column panels, two warpgroups along M, n = 128") {
-  std::string src = defines(
-      wgmmaSource("[64, 128]", "row_major(1, 2).swizzle(row_major(64, 64), 3, 3, 3)",
-                  "spatial(32, 8).local(2, 16)",
-                  "spatial(2, 1).spatial(4, 1).local(1, 16).local(2, 1).spatial(8, 4).local(1, 2)",
-                  128, 256),
-      128, 256);
+  std::string src = wgmmaSource(
+      "[64, 128]", "row_major(1, 2).swizzle(row_major(64, 64), 3, 3, 3)",
+      "spatial(32, 8).local(2, 16)",
+      "spatial(2, 1).spatial(4, 1).local(1, 16).local(2, 1).spatial(8, 4).local(1, 2)", 128, 256);
   checkWgmma(src, 128, 128);
 }
 
 TEST_CASE("Wgmma: reading the accumulator before its wait is an error") {
-  std::string src = defines(
+  std::string src =
       wgmmaSource("[64, 8]", "swizzle(column_major(64, 8), 3, 3, 3)", "spatial(16, 8).local(4, 1)",
-                  "spatial(4, 1).local(1, 1).local(2, 1).spatial(8, 4).local(1, 2)", 8, 128),
-      8, 128);
+                  "spatial(4, 1).local(1, 1).local(2, 1).spatial(8, 4).local(1, 2)", 8, 128);
   src = replaceAll(src, "    WgmmaWaitGroup(0)\n    StoreGlobal(acc, gc)\n",
                    "    StoreGlobal(acc, gc)\n    WgmmaWaitGroup(0)\n");
   std::vector<uint16_t> a(64 * 64), b(64 * 8);
@@ -181,10 +178,9 @@ TEST_CASE("Wgmma: reading the accumulator before its wait is an error") {
 }
 
 TEST_CASE("Wgmma: writing an operand before the wait races with the Wgmma") {
-  std::string src = defines(
+  std::string src =
       wgmmaSource("[64, 8]", "swizzle(column_major(64, 8), 3, 3, 3)", "spatial(16, 8).local(4, 1)",
-                  "spatial(4, 1).local(1, 1).local(2, 1).spatial(8, 4).local(1, 2)", 8, 128),
-      8, 128);
+                  "spatial(4, 1).local(1, 1).local(2, 1).spatial(8, 4).local(1, 2)", 8, 128);
   src =
       replaceAll(src, "    WgmmaWaitGroup(0)\n",
                  "    Synchronize()\n    StoreShared(LoadGlobal(gb, layout=spatial(16, 8).local(4, "
