@@ -42,6 +42,7 @@ struct Tensor {
   int rank = 0;               // global tensors
   int unitDim = -1;           // global tensors: the dimension with a constant unit stride
   VarId sharedRoot = kNoId;   // shared tensors: the AllocateShared result it views
+  bool fromInt = false;       // register tensors: a Cast of an integer tensor to a float type
 };
 
 /// A set of register tensors with one layout.
@@ -553,7 +554,9 @@ void Inference::visit(uint32_t i) {
     VarId a = inst.arg(ArgName::a).var;
     if (r == kNoId || a == kNoId || !t_[a].known || t_[a].kind != VarKind::Register)
       return;
-    declareRegister(r, inst.arg(ArgName::dtype).dtype, t_[a].shape, i);
+    DataType to = inst.arg(ArgName::dtype).dtype;
+    declareRegister(r, to, t_[a].shape, i);
+    t_[r].fromInt = t_[a].dtype.isInt() && to.isFloat();
     unite(r, a);
     return;
   }
@@ -725,7 +728,8 @@ void Inference::solveDot(const DotUse &u) {
   for (const std::optional<RegisterLayout> *l : {&la, &lb, &lc})
     if (*l && (*l)->numThreads() != threads_)
       return; // layout-threads: the checker's
-  std::vector<DotPlan> plans = dotPlans(m, n, k, ta.dtype, tc.dtype, threads_);
+  std::vector<DotPlan> plans = dotPlans(m, n, k, ta.dtype, tc.dtype, threads_,
+                                        operandCost(ta.fromInt), operandCost(tb.fromInt));
   // Last, the per-thread plan made from an accumulator whose layout is already decided.
   if (lc)
     if (std::optional<DotPlan> own = perThreadPlanFor(*lc, k))

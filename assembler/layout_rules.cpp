@@ -119,7 +119,7 @@ bool perThreadDot(const RegisterLayout &a, const RegisterLayout &b, const Regist
 }
 
 std::vector<DotPlan> gridPlans(int64_t m, int64_t n, int64_t k, const std::optional<Atom> &atom,
-                               int64_t threads);
+                               int64_t threads, int64_t costA, int64_t costB);
 
 int log2Exact(int64_t v) {
   if (v <= 0 || (v & (v - 1)) != 0)
@@ -146,8 +146,10 @@ std::string DotPlan::describe(int64_t m, int64_t n) const {
   return s;
 }
 
+int64_t operandCost(bool convertedFromInt) { return convertedFromInt ? 5 : 1; }
+
 std::vector<DotPlan> dotPlans(int64_t m, int64_t n, int64_t k, DataType ab, DataType cd,
-                              int64_t threads) {
+                              int64_t threads, int64_t costA, int64_t costB) {
   std::vector<DotPlan> plans;
   if (m < 1 || n < 1 || k < 1 || threads < 1)
     return plans;
@@ -156,18 +158,18 @@ std::vector<DotPlan> dotPlans(int64_t m, int64_t n, int64_t k, DataType ab, Data
   if (mma) {
     // The mma arrangements first; the per-thread ones remain as fallbacks (for operands whose
     // written layouts no mma arrangement fits).
-    plans = gridPlans(m, n, k, std::nullopt, threads);
-    std::vector<DotPlan> atoms = gridPlans(m, n, k, *atom, threads);
+    plans = gridPlans(m, n, k, std::nullopt, threads, costA, costB);
+    std::vector<DotPlan> atoms = gridPlans(m, n, k, *atom, threads, costA, costB);
     plans.insert(plans.begin(), atoms.begin(), atoms.end());
     return plans;
   }
-  return gridPlans(m, n, k, std::nullopt, threads);
+  return gridPlans(m, n, k, std::nullopt, threads, costA, costB);
 }
 
 namespace {
 
 std::vector<DotPlan> gridPlans(int64_t m, int64_t n, int64_t k, const std::optional<Atom> &atom,
-                               int64_t threads) {
+                               int64_t threads, int64_t costA, int64_t costB) {
   std::vector<DotPlan> plans;
   bool mma = atom.has_value();
   int64_t units = mma ? threads / 32 : threads;
@@ -201,8 +203,8 @@ std::vector<DotPlan> gridPlans(int64_t m, int64_t n, int64_t k, const std::optio
     }
   }
   std::stable_sort(plans.begin(), plans.end(), [&](const DotPlan &x, const DotPlan &y) {
-    return std::make_tuple(x.replicas, m / x.rows + n / x.cols, x.rows) <
-           std::make_tuple(y.replicas, m / y.rows + n / y.cols, y.rows);
+    return std::make_tuple(x.replicas, costA * m / x.rows + costB * n / x.cols, x.rows) <
+           std::make_tuple(y.replicas, costA * m / y.rows + costB * n / y.cols, y.rows);
   });
   return plans;
 }

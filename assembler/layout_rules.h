@@ -32,11 +32,19 @@ struct DotPlan {
 /// for (ab, cd) and M, N, K multiples of the atom: warps split M and N (divisors of the atom
 /// counts; replicas only when there are more warps than atoms), each warp's atoms in row-major
 /// order; the A fragment is replicated over the warps of a warp row, B over those of a column.
-/// Order: fewest replicas, then the least operand traffic per warp (M / rows + N / cols), then
-/// fewer warp rows. Then (and without an atom, only) the per-thread arrangements (threads instead
-/// of warps, every thread holding whole rows of A and columns of B), in the same order.
+/// Order: fewest replicas, then the least operand work per warp (costA M / rows + costB N / cols:
+/// the elements of a and b each warp or thread holds, weighted by what producing one costs, see
+/// operandCost), then fewer warp rows. Then (and without an atom, only) the per-thread arrangements
+/// (threads instead of warps, every thread holding whole rows of A and columns of B), in the same
+/// order.
 std::vector<DotPlan> dotPlans(int64_t m, int64_t n, int64_t k, DataType ab, DataType cd,
-                              int64_t threads);
+                              int64_t threads, int64_t costA = 1, int64_t costB = 1);
+
+/// The relative work of producing one element of a Dot operand in registers: 1 for a load or
+/// anything else, 5 for an operand converted from an integer type (the integer-to-float
+/// conversion runs at a quarter of the FMA rate on the GPU, and each thread converts every
+/// element it holds, replicas included).
+int64_t operandCost(bool convertedFromInt);
 
 /// The per-thread plan for a written accumulator layout `c` of [M, N] and inner size `k`: each
 /// thread holds the whole rows of a and columns of b that its elements of c need, a = (c reduced

@@ -95,6 +95,24 @@ TEST_CASE("Dot rule: f32 has no atom; per-thread arrangements over threads") {
   CHECK(!f16.back().mma);
 }
 
+TEST_CASE("Dot rule: an operand converted from an integer type weighs 5 per element") {
+  CHECK(operandCost(false) == 1);
+  CHECK(operandCost(true) == 5);
+  // matmul_f32_u2: b = Cast(u2 load, f32). 8 x 4 threads: 1 * 16 / 8 + 5 * 8 / 4 = 12;
+  // 4 x 8 threads: 1 * 16 / 4 + 5 * 8 / 8 = 9, the least: each thread converts one column of b
+  // (16 conversions per k tile instead of 32), the hand-written arrangement.
+  std::vector<DotPlan> plans =
+      dotPlans(16, 8, 16, DataType::f32(), DataType::f32(), 32, 1, operandCost(true));
+  CHECK(plans[0].c == L("spatial(4, 8).local(4, 1)"));
+  CHECK(plans[0].a == L("spatial(4, 1).replicate(8).local(4, 16)"));
+  CHECK(plans[0].b == L("replicate(4).spatial(1, 8).local(16, 1)"));
+  // converting a instead favours fewer rows of a per thread: 16 x 2 threads cost
+  // 5 * 16 / 16 + 8 / 2 = 9, against 12 for 8 x 4 and 21 for 4 x 8
+  std::vector<DotPlan> convA =
+      dotPlans(16, 8, 16, DataType::f32(), DataType::f32(), 32, operandCost(true), 1);
+  CHECK(convA[0].c == L("spatial(16, 2).local(1, 4)"));
+}
+
 TEST_CASE("Dot rule: a written operand that the 2 x 1 plan fits (a16wx's activations)") {
   // WARPS = 2, KS = 8, BM = 16: b [128, 16] replicated over the warps, atoms column-major
   RegisterLayout b =
