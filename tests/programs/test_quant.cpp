@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -276,4 +277,74 @@ TEST_CASE("a16wx: m = 1, m past one row tile, other tile constants, several warp
   // several warps per block sharing the activations (replicated layouts through View)
   runConfig(Config{u4, false, 64, 256, 128, 5, true, {{"WARPS", "4"}}});
   runConfig(Config{i6, true, 64, 256, 256, 17, false, {{"WARPS", "2"}, {"AN", "2"}}});
+}
+
+TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for every family") {
+  // KS = 2: steps of 32 values of k, so K = 256 has 8 steps to split. Every run also checks,
+  // in checked mode, that the workspace is zero again afterwards (requires_clean) and that
+  // the atomics and the ticket race with nothing.
+  const std::map<std::string, std::string> split2 = {{"KS", "2"}, {"SPLITK", "2"}};
+  const std::map<std::string, std::string> split4 = {{"KS", "2"}, {"SPLITK", "4"}};
+  const std::map<std::string, std::string> split8 = {{"KS", "2"}, {"SPLITK", "8"}};
+  WeightType u4 = intType("u4", false, 4), i6 = intType("i6", true, 6);
+  for (const WeightType &t :
+       {u4, intType("i4", true, 4), intType("u1", false, 1), intType("u3", false, 3), i6,
+        intType("u8", false, 8), floatType("f4e2m1", 2, 1), floatType("f6e3m2", 3, 2),
+        floatType("f8e4m3", 4, 3), floatType("f8e5m2", 5, 2)})
+    runConfig(Config{t, false, 32, 256, 128, 1, false, split4});
+  // ragged m (one tile of 16 rows, 5 or 16 of them used), bf16, zero points, G = K and groups
+  // that a split cuts in the middle (G = 128, K / SPLITK = 64; G = 32 with SPLITK = 2)
+  runConfig(Config{u4, false, 32, 256, 128, 5, false, split2});
+  runConfig(Config{u4, true, 32, 256, 256, 16, true, split8});
+  runConfig(Config{i6, false, 48, 256, 32, 3, true, split2});
+  runConfig(Config{i6, true, 32, 256, 64, 7, false, split4});
+  // m past SPLITM: no split (one block per tile), the same program
+  runConfig(Config{u4, false, 32, 256, 128, 17, false, split4});
+  // BM = 8 (two row tiles under SPLITM), several warps, two atoms per warp
+  runConfig(Config{u4,
+                   false,
+                   64,
+                   256,
+                   128,
+                   13,
+                   false,
+                   {{"KS", "2"}, {"SPLITK", "4"}, {"BM", "8"}, {"WARPS", "2"}}});
+  runConfig(Config{intType("i8", true, 8),
+                   false,
+                   64,
+                   512,
+                   128,
+                   2,
+                   true,
+                   {{"KS", "4"}, {"SPLITK", "2"}, {"AN", "2"}}});
+}
+
+TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") {
+  auto constant = [](const std::map<std::string, std::string> &defines, const char *name) {
+    AssembleOptions options;
+    options.defines = defines;
+    std::string text = readProgram() +
+                       "\ndef probe<1>(i32* out) threads=32:\n"
+                       "    StoreGlobal(AllocateRegister(i32, layout=replicate(32), "
+                       "init=" +
+                       std::string(name) + "), ViewGlobal(out, shape=[1]), offset=[0])\n";
+    Expected<Module> module = assemble(text, options);
+    REQUIRE_OK(module);
+    Expected<VerifiedModule> verified = checkModule(std::move(module).value());
+    REQUIRE_OK(verified);
+    std::vector<uint8_t> out(4, 0);
+    REQUIRE_OK(runOnCpu(*verified, programIndex(*verified, "probe"), {hostArg(out)}));
+    int32_t v;
+    std::memcpy(&v, out.data(), 4);
+    return v;
+  };
+  // Llama-70B shapes: N = 57344 has 3584 column tiles (no split); N = 8192 and 10240 split
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "8192"}, {"K", "28672"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
+  // a split that does not divide the steps of K falls back to 1
+  CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 1);
 }
