@@ -311,7 +311,8 @@ void runCase(const Case &c) {
     }
   Status launched;
   std::string gpuPrint = captureStdout([&] {
-    launched = rt->launch(loaded, p.program, gpuArgs, nullptr);
+    for (int i = 0; i < c.launches && launched.ok(); ++i)
+      launched = rt->launch(loaded, p.program, gpuArgs, nullptr);
     if (launched.ok())
       launched = rt->synchronize(nullptr);
   });

@@ -50,6 +50,9 @@ struct Case {
   std::map<std::string, uint64_t> scalars; // scalar parameters by name (bit patterns)
   std::vector<BufferSpec> buffers;
   bool comparePrint = false;
+  /// GPU launches with the same inputs before the comparison (more than 1: the program must
+  /// leave its requires_clean workspace clean, and give the same results again).
+  int launches = 1;
 };
 
 /// Which sides runCase runs: the CPU only, or both (then a GPU is required).

@@ -925,6 +925,35 @@ void libraryPrograms() {
                  {"c_ptr", a, m * 64, Fill::Zero, 0, 1e-2}};
     runCase(c);
   }
+  for (auto [wt, bits, at, m, splitk] :
+       {std::tuple{"u4", 4, "f16", 1, "4"}, std::tuple{"i6", 6, "bf16", 13, "2"},
+        std::tuple{"f8e4m3", 8, "f16", 16, "8"}, std::tuple{"u4", 4, "f16", 40, "4"}}) {
+    // split-K: SPLITK blocks per tile of C combine f32 partial sums with AtomicAdd in a
+    // requires_clean workspace, the last block (by ticket) rounds and stores; m = 40 is past
+    // SPLITM (one block per tile, same kernel). KS = 2: 8 steps of K to split. Three launches:
+    // each must leave the workspace zeroed for the next (a dirty one adds stale sums).
+    std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},        {"N", "64"},
+                                            {"K", "256"}, {"G", "64"},       {"ZERO", "1"},
+                                            {"KS", "2"},  {"SPLITK", splitk}};
+    if (m == 13)
+      d["BM"] = "8"; // two row tiles under SPLITM
+    DataType w = *DataType::parse(wt), a = *DataType::parse(at);
+    int64_t wbytes = 64 * 256 * bits / 8;
+    std::string name = std::string("a16wx_splitk") + splitk + "_" + wt + "_m" + std::to_string(m);
+    Case p{name + "_pack", programText("quant/a16wx.tasm"), "pack", d};
+    p.buffers = {{"w_ptr", w, 64 * 256, Fill::Random},
+                 {"wq_ptr", DataType::u(8), wbytes, Fill::Zero}};
+    runCase(p);
+    Case c{name, programText("quant/a16wx.tasm"), "matmul", d};
+    c.scalars = {{"m", uint64_t(m)}};
+    c.launches = 3;
+    c.buffers = {{"a_ptr", a, m * 256, Fill::Moderate},
+                 {"wq_ptr", DataType::u(8), wbytes, Fill::Moderate},
+                 {"s_ptr", a, 4 * 64, Fill::Positive},
+                 {"z_ptr", a, 4 * 64, Fill::Moderate},
+                 {"c_ptr", a, m * 64, Fill::Zero, 0, 1e-2}};
+    runCase(c);
+  }
   {
     Case c{"f32_u2", programText("variants/matmul_f32_u2.tasm")};
     c.buffers = {{"a_ptr", DataType::f32(), 128 * 128, Fill::Moderate},

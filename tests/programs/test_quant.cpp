@@ -347,4 +347,14 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
   // a split that does not divide the steps of K falls back to 1
   CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 1);
+  // an explicit SPLITK must divide the steps of K (8 steps of 32 here)
+  for (std::string bad : {"3", "16", "-2"}) {
+    INFO("SPLITK=" << bad);
+    AssembleOptions options;
+    options.defines = {{"N", "64"}, {"K", "256"}, {"KS", "2"}, {"SPLITK", bad}};
+    Expected<Module> module = assemble(readProgram(), options);
+    REQUIRE_FALSE(module.ok());
+    CHECK(module.status().first().code == ErrorCode::Assert);
+    CHECK(module.status().first().message.find("SPLITK divides") != std::string::npos);
+  }
 }
