@@ -8,7 +8,8 @@ batch 1 and 16, eager and as a CUDA graph, against the f16 original. Prints one 
   (what the kernels must compute: max |y - ref| / max |ref|), which must stay below 1e-2;
 - error against the f16 original (the quantisation's own error, relative l2);
 - the time of one decode step (CUDA events around 100 steps) and the speed-up over f16;
-- every CUDA-graph replay equal to the eager result.
+- every CUDA-graph replay equal to the eager result, up to the order in which split-K adds its
+  f32 partial sums (max |replay - eager| / max |eager| below 2e-3; docs/quant.md).
 
 Exits 1 if a check fails. Needs a CUDA GPU and PyTorch. From a build tree:
 
@@ -195,7 +196,10 @@ def main():
                     fresh = torch.randn_like(x)
                     gx.copy_(fresh)
                     graph.replay()
-                    replays_equal &= bool(torch.equal(gy, q(fresh)))
+                    eager = q(fresh).float()
+                    # split-K adds f32 partial sums in no fixed order (docs/quant.md)
+                    replays_equal &= ((gy.float() - eager).abs().max() /
+                                      eager.abs().max()).item() < 2e-3
                 if not replays_equal:
                     failures.append(f"{wt} batch {b}: a CUDA-graph replay differs from eager")
                 for mode in ("eager", "graph"):

@@ -75,6 +75,12 @@ _PROTOTYPES = {
 _OPTIONAL = {
     "tilusvm_module_assemble": (_STR, _SIZE, _STR, ctypes.POINTER(Define), _SIZE,
                                 ctypes.POINTER(_P)),
+    # kernel handles: launches with a caller's workspace
+    "tilusvm_kernel_get": (_P, _P, _STR, ctypes.POINTER(_P)),
+    "tilusvm_kernel_destroy": (_P,),
+    "tilusvm_kernel_workspace_size": (_P, ctypes.POINTER(Arg), _SIZE,
+                                      ctypes.POINTER(ctypes.c_uint64)),
+    "tilusvm_kernel_launch": (_P, ctypes.POINTER(Arg), _SIZE, _P, _P, ctypes.c_uint64),
 }
 
 _lock = threading.Lock()

@@ -118,6 +118,7 @@ class Kernel:
         self._cname = name.encode()
         self.params = tuple(params)
         self._arg_array = Arg * len(self.params)
+        self._handles = {}  # device ordinal -> tilusvm_kernel (launches with a workspace)
 
     def __repr__(self):
         return f"{self.name}({', '.join(repr(p) for p in self.params)})"
@@ -195,21 +196,94 @@ class Kernel:
             raise ArgumentError(f"{what}: the address {buffer.address:#x} is not aligned to "
                                 f"{align} bytes ({t.name} elements)")
 
-    def __call__(self, *args, device=None, stream=None, checked=False):
+    def __call__(self, *args, device=None, stream=None, checked=False, workspace=None):
         """Run the kernel. `device` ('cpu', 'cuda', 'cuda:N') is where it must run (by default:
         where its arrays are); `stream` overrides the CUDA stream; `checked` turns on the CPU
-        interpreter's race, bounds and workspace checks."""
+        interpreter's race, bounds and workspace checks. `workspace` (CUDA launches only): a
+        contiguous device array or tensor of at least :meth:`workspace_size` bytes, 256-byte
+        aligned, used instead of the runtime's workspace for the stream (for example during
+        CUDA graph capture, where the runtime's cannot grow); the regions the program needs
+        zeroed are zeroed on the stream before the kernel."""
         c_args, where, buffers = self._convert(args, _parse_device(device))
         lib = library()
         if where[0] == "cpu":
+            if workspace is not None:
+                raise ArgumentError(f"{self.name}: workspace= is for CUDA launches; the CPU "
+                                    f"interpreter plans its own workspace")
             check(lib.tilusvm_run_cpu(self.module._handle, self._cname, c_args, len(c_args),
                                       1 if checked else 0), self.name)
+        elif workspace is not None:
+            ws = self._workspace_buffer(workspace, where)
+            cu_stream = _stream_of(where, stream, buffers)
+            check(self._launch_fn()(self._handle(where[1]), c_args, len(c_args),
+                                    cu_stream or None, ws.address or None, ws.nbytes),
+                  self.name)
+            del ws
         else:
             handle = runtime(where[1])
             cu_stream = _stream_of(where, stream, buffers)
             check(lib.tilusvm_launch(handle, self.module._handle, self._cname, c_args,
                                      len(c_args), cu_stream or None), self.name)
         del buffers  # the arrays (and DLPack exports) were kept alive until here
+
+    def workspace_size(self, *args, device=None):
+        """Bytes of workspace a CUDA launch with these arguments needs (0 when the program
+        allocates none; only the scalar arguments matter)."""
+        c_args, where, buffers = self._convert(args, _parse_device(device))
+        if where[0] == "cpu":
+            raise ArgumentError(f"{self.name}: workspace_size is for CUDA launches; the CPU "
+                                f"interpreter plans its own workspace (pass device='cuda' "
+                                f"or CUDA arrays)")
+        fn = optional_function("tilusvm_kernel_workspace_size")
+        if fn is None:
+            raise Error("this libtilusvm has no tilusvm_kernel_workspace_size")
+        out = ctypes.c_uint64()
+        check(fn(self._handle(where[1]), c_args, len(c_args), ctypes.byref(out)), self.name)
+        del buffers
+        return out.value
+
+    def _launch_fn(self):
+        fn = optional_function("tilusvm_kernel_launch")
+        if fn is None:
+            raise Error("this libtilusvm cannot launch with a caller's workspace (no "
+                        "tilusvm_kernel_launch)")
+        return fn
+
+    def _handle(self, ordinal):
+        """The C kernel handle of this program on CUDA device `ordinal` (made once)."""
+        handle = self._handles.get(ordinal)
+        if handle is None:
+            get = optional_function("tilusvm_kernel_get")
+            if get is None:
+                raise Error("this libtilusvm has no kernel handles (no tilusvm_kernel_get)")
+            out = ctypes.c_void_p()
+            check(get(runtime(ordinal), self.module._handle, self._cname, ctypes.byref(out)),
+                  self.name)
+            handle = self._handles.setdefault(ordinal, out.value)
+            if handle != out.value:  # another thread made one first
+                optional_function("tilusvm_kernel_destroy")(out.value)
+        return handle
+
+    def _workspace_buffer(self, workspace, where):
+        buffer = _buffers.resolve(workspace)
+        if buffer is None:
+            raise ArgumentError(f"{self.name}: workspace must be an array or a tensor, got "
+                                f"{type(workspace).__name__}")
+        if buffer.device != where:
+            raise ArgumentError(f"{self.name}: the workspace is on "
+                                f"{_device_text(buffer.device)} but the kernel runs on "
+                                f"{_device_text(where)}")
+        if not buffer.contiguous or not buffer.writeable:
+            raise ArgumentError(f"{self.name}: the workspace must be contiguous and writeable")
+        return buffer
+
+    def _release(self):
+        """Destroy the kernel handles (before the module)."""
+        handles, self._handles = self._handles, {}
+        if handles:
+            destroy = optional_function("tilusvm_kernel_destroy")
+            for handle in handles.values():
+                destroy(handle)
 
     def prepare(self, device="cuda"):
         """Compile the kernel for a CUDA device now (or take it from the caches), so that the
@@ -278,6 +352,8 @@ class Module:
         """Free the module now (kernels compiled from it stay in the runtime's caches)."""
         handle, self._handle = self._handle, None
         if handle:
+            for kernel in getattr(self, "kernels", {}).values():  # handles before the module
+                kernel._release()
             library().tilusvm_module_destroy(handle)
 
     def __del__(self):

@@ -55,7 +55,17 @@ def _matmul_impl(x: torch.Tensor, wq: torch.Tensor, scales: torch.Tensor, zeros:
     if m > 0:
         module = _module_for(activation, weight_type, n, k, group_size, zeros.numel() > 0,
                              8 if m <= 8 else 16)
-        module["matmul"](a, wq, scales, zeros, out, m)
+        kernel = module["matmul"]
+        if out.is_cuda and torch.cuda.is_current_stream_capturing():
+            # Split-K shapes need a workspace (docs/quant.md). A captured launch cannot grow the
+            # runtime's workspace of the capturing stream, which an eager warm-up on another
+            # stream does not prepare: take it from PyTorch's allocator instead (the graph's
+            # memory pool), its zeroed regions cleared by memset nodes of the graph.
+            size = kernel.workspace_size(a, wq, scales, zeros, out, m)
+            workspace = torch.empty(size, dtype=torch.uint8, device=out.device) if size else None
+            kernel(a, wq, scales, zeros, out, m, workspace=workspace)
+        else:
+            kernel(a, wq, scales, zeros, out, m)
     return out
 
 

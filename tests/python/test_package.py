@@ -412,6 +412,31 @@ class TestA16wx(unittest.TestCase):
     def test_f4e2m1(self):
         self.run_type("f4e2m1")
 
+    def test_split_k(self):
+        # K = 1024, N = 64: four column tiles, eight steps of K, so the default SPLITK is 8
+        # (docs/quant.md): eight blocks per tile combine f32 partial sums with atomics, in
+        # checked mode (races, and the workspace left zeroed)
+        k, n = 1024, 64
+        rng = np.random.default_rng(5)
+        codes, scales, zeros = quant.quantize(rng.standard_normal((k, n)), "u4", 128)
+        deq = quant.dequantize(codes, scales, zeros, "u4", 128)
+        m = tilusvm.load(quant.a16wx_path(), defines=quant.a16wx_defines("u4", n, k, 128))
+        wq = np.zeros(k * n // 2, np.uint8)
+        m["pack"](tilusvm.pack_bits(codes, "u4"), wq)
+        for rows in (1, 5, 16):
+            a = rng.standard_normal((rows, k)).astype(np.float16)
+            c = np.zeros((rows, n), np.float16)
+            m["matmul"](a, wq, scales, zeros, c, rows, checked=True)
+            ref = a.astype(np.float64) @ deq
+            err = np.abs(c.astype(np.float64) - ref).max() / np.abs(ref).max()
+            self.assertLess(err, 2e-3, rows)
+        # the workspace is the runtime's (or the caller's on a GPU); the CPU plans its own
+        with self.assertRaisesRegex(tilusvm.ArgumentError,
+                                    "workspace= is for CUDA launches; the CPU interpreter"):
+            m["matmul"](a, wq, scales, zeros, c, rows, workspace=np.zeros(1 << 20, np.uint8))
+        with self.assertRaisesRegex(tilusvm.ArgumentError, "workspace_size is for CUDA"):
+            m["matmul"].workspace_size(a, wq, scales, zeros, c, rows)
+
     def test_hand_computed_i4_group(self):
         # One column, one group of 128: max |w| = 7 gives s = 1, so codes are round(w)
         w = np.zeros((128, 1))

@@ -225,6 +225,29 @@ class TestTorchCuda(unittest.TestCase):
             out = compiled(x).clone()
             self.assertLess(relative_error(out, model(x)), 2e-3, f"call {i}")
 
+    def test_workspace_of_split_k_shapes(self):
+        # the first layer (K = 1024, N = 512: SPLITK = 8) needs a workspace, the second
+        # (K = 512: four steps of K, no split) none; a launch with the caller's workspace gives
+        # the runtime-workspace launch's result (up to the order of the f32 partial sums)
+        from tilusvm.torch import _module_for
+        model = self.model()
+        x = torch.randn(16, 1024, device="cuda", dtype=torch.float16)
+        for layer, split in ((model[0], True), (model[2], False)):
+            module = _module_for("f16", layer.weight_type, layer.out_features,
+                                 layer.in_features, 128, layer.zero_point)
+            inp = x if split else torch.randn(16, 512, device="cuda", dtype=torch.float16)
+            y = torch.zeros(16, layer.out_features, device="cuda", dtype=torch.float16)
+            args = (inp, layer.wq, layer.scales, layer.zeros, y, 16)
+            size = module["matmul"].workspace_size(*args)
+            self.assertEqual(size > 0, split)
+            if split:
+                workspace = torch.full((size,), 0xAB, dtype=torch.uint8, device="cuda")
+                for _ in range(3):  # zeroed clean regions before each launch
+                    module["matmul"](*args, workspace=workspace)
+                    self.assertLess(relative_error(y, layer(inp)), 1e-3)
+                with self.assertRaisesRegex(tilusvm.Error, "workspace"):
+                    module["matmul"](*args, workspace=workspace[:size - 256])
+
     def test_cuda_graph_replays_with_new_inputs(self):
         model = self.model()
         static_x = torch.randn(16, 1024, device="cuda", dtype=torch.float16)
@@ -234,6 +257,8 @@ class TestTorchCuda(unittest.TestCase):
             for _ in range(2):
                 model(static_x)  # compiles the kernels outside the capture
         torch.cuda.current_stream().wait_stream(side)
+        # captured on torch.cuda.graph's own stream, whose runtime workspace the warm-up did not
+        # grow: the split-K layer takes its workspace from the graph's memory pool
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             static_y = model(static_x)
@@ -243,7 +268,8 @@ class TestTorchCuda(unittest.TestCase):
             graph.replay()
             expected = model(x)
             torch.cuda.synchronize()
-            self.assertTrue(torch.equal(static_y, expected), f"replay {i}")
+            # equal up to the order in which split-K adds its f32 partial sums (docs/quant.md)
+            self.assertLess(relative_error(static_y, expected), 2e-3, f"replay {i}")
 
 
 if __name__ == "__main__":
