@@ -5,7 +5,9 @@ For every weight type WT, group size G, row count M and weight shape (K, N): the
 time (vm-run --bench, CUDA events), the weight bytes it streams per second, the fraction of the
 device-to-device copy bandwidth it reaches (a copy that moves as many bytes, reads plus writes,
 as the kernel reads: weights, scales, zero points, activations; timed with PyTorch here), and
-its speed-up over cuBLAS f16 (torch.matmul of A[M, K] by an f16 W[K, N]) at the same M.
+its speed-up over cuBLAS f16 (torch.matmul of A[M, K] by an f16 W[K, N]) at the same M. The
+"split" column is the number of split-K blocks per tile of C that the launch used (the grid's
+third dimension: the default SPLITK for M <= SPLITM, docs/quant.md); -D SPLITK=1 turns it off.
 
     python3 scripts/bench_quant.py [--build DIR] [--wt u4,i4] [--m 1,16] [--shapes 8192x57344]
                                    [--json FILE] [-D NAME=VALUE]...
@@ -137,23 +139,25 @@ def main():
                         continue
                     cp = copy_ms(read)
                     cb = cublas[(m, k, n)]
+                    grid = rep.get("grid") or [1, 1, 1]
                     row.update({"us": t * 1e3, "weight_tbps": wbytes / (t * 1e-3) / 1e12,
+                                "splitk": grid[2] if len(grid) > 2 else 1,
                                 "copy_us": cp * 1e3, "copy_fraction": cp / t,
                                 "cublas_us": cb * 1e3, "speedup_vs_cublas": cb / t,
                                 "l2": 2 * read <= L2_BYTES})
                     rows.append(row)
 
     print(f"device: {dev}; AT={args.at}; tuning: {' '.join(args.D) or 'defaults'}")
-    hdr = ["WT", "G", "M", "K", "N", "us", "TB/s (W)", "copy us", "of copy", "cuBLAS us",
-           "vs cuBLAS"]
+    hdr = ["WT", "G", "M", "K", "N", "split", "us", "TB/s (W)", "copy us", "of copy",
+           "cuBLAS us", "vs cuBLAS"]
     table = [hdr]
     for r in rows:
         if "error" in r:
-            table.append([r["wt"], str(r["g"]), str(r["m"]), str(r["k"]), str(r["n"]),
+            table.append([r["wt"], str(r["g"]), str(r["m"]), str(r["k"]), str(r["n"]), "",
                           "failed: " + r["error"].splitlines()[-1][:60], "", "", "", "", ""])
             continue
         table.append([r["wt"], str(r["g"]), str(r["m"]), str(r["k"]), str(r["n"]),
-                      f"{r['us']:.1f}", f"{r['weight_tbps']:.2f}", f"{r['copy_us']:.1f}",
+                      str(r["splitk"]), f"{r['us']:.1f}", f"{r['weight_tbps']:.2f}", f"{r['copy_us']:.1f}",
                       f"{r['copy_fraction'] * 100:.0f}%" + (" (L2)" if r["l2"] else ""),
                       f"{r['cublas_us']:.1f}", f"{r['speedup_vs_cublas']:.2f}x"])
     widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]

@@ -344,7 +344,10 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 4);
   CHECK(constant({{"N", "8192"}, {"K", "28672"}}, "SPLITK") == 4);
   CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "28672"}, {"K", "8192"}}, "SPLITK") == 2);
   CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
+  // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 128 tiles)
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
   // a split that does not divide the steps of K falls back to 1
   CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 1);
   // an explicit SPLITK must divide the steps of K (8 steps of 32 here)
