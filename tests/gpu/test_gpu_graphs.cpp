@@ -4,13 +4,17 @@
 // buffers between replays, every result checked against sums computed here; eager launches
 // after replays still see clean workspaces; and the errors: a launch that would compile or
 // allocate during capture fails with a message that says to prepare, and the capture can still
-// be ended. Also the other parts of the versioned C API that need a device: lazy compilation
-// off, caller workspaces, the CUresult of a failed driver call, streams of another context.
+// be ended. A library program with a workspace (a16wx with split-K) captured the same ways and
+// replayed against the interpreter. Also the other parts of the versioned C API that need a device:
+// lazy compilation off, caller workspaces, the CUresult of a failed driver call, streams of another
+// context.
 #include "gpu_support.h"
 
 #include "isa/bytecode.h"
+#include "vm/cpu/interpreter.h"
 #include "vm/include/tilusvm.h"
 
+#include <cmath>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -243,6 +247,95 @@ TEST_CASE("a captured graph of several launches replays 100 times with changing 
   CHECK(badReplays == 0);
   CHECK_OK(TILUSVM_CU_CALL(api, cuGraphExecDestroy, exec));
   CHECK_OK(TILUSVM_CU_CALL(api, cuGraphDestroy, graph));
+}
+
+TEST_CASE("a16wx with split-K through the C API: prepared, captured with the runtime's and a "
+          "caller's workspace, replayed against the interpreter") {
+  // programs/quant/a16wx.tasm at K = 1024, N = 512: 32 column tiles, so each tile of C is split
+  // over SPLITK = 8 blocks (docs/quant.md) that meet in requires_clean workspaces.
+  const cuda::DriverApi &api = runtime().api();
+  cuda::ContextGuard guard(api, runtime().context());
+  REQUIRE_OK(guard.status());
+  CRuntime c;
+  Stream stream;
+  const int k = 1024, n = 512, m = 16, groups = k / 128;
+  cuda::LoadedModule loaded = loadProgramFile(
+      "quant/a16wx.tasm", {{"WT", "u4"}, {"N", "512"}, {"K", "1024"}, {"G", "128"}, {"ZERO", "1"}});
+  std::vector<uint8_t> bytes = encodeModule(loaded.verified.module);
+  tilusvm_module module = nullptr;
+  REQUIRE(tilusvm_module_load(bytes.data(), bytes.size(), &module) == TILUSVM_OK);
+  tilusvm_kernel matmul = nullptr;
+  REQUIRE(tilusvm_kernel_get(c.rt, module, "matmul", &matmul) == TILUSVM_OK);
+
+  std::vector<uint16_t> a = randomHalves(size_t(m * k), 1), s = randomHalves(size_t(groups * n), 2),
+                        z = randomHalves(size_t(groups * n), 3);
+  std::vector<uint8_t> wq(size_t(k * n / 2));
+  for (size_t i = 0; i < wq.size(); ++i)
+    wq[i] = uint8_t((i * 2654435761u) >> 13); // any byte is two u4 codes
+  DeviceArray da = DeviceArray::from(a), dwq = DeviceArray::from(wq), ds = DeviceArray::from(s),
+              dz = DeviceArray::from(z),
+              dc = DeviceArray::from(std::vector<uint16_t>(size_t(m * n), 0xFFFF)),
+              dc2 = DeviceArray::from(std::vector<uint16_t>(size_t(m * n), 0xFFFF));
+  std::vector<tilusvm_arg> args = {ptrArg(da), ptrArg(dwq), ptrArg(ds),
+                                   ptrArg(dz), ptrArg(dc),  i32Arg(m)};
+  std::vector<tilusvm_arg> args2 = {ptrArg(da), ptrArg(dwq), ptrArg(ds),
+                                    ptrArg(dz), ptrArg(dc2), i32Arg(m)};
+  // f32 sums [N / 16, 1, 16, 16] (32768 bytes), then at the next multiple of 256 one i32 ticket
+  // per tile (32 x 4 bytes)
+  uint64_t need = 0;
+  REQUIRE(tilusvm_kernel_workspace_size(matmul, args.data(), args.size(), &need) == TILUSVM_OK);
+  CHECK(need == 32768 + 128);
+  DeviceArray callerWorkspace = DeviceArray::from(std::vector<uint8_t>(size_t(need), 0xab));
+  settleUploads();
+
+  prepare(matmul, args, stream); // the kernel, and this stream's workspace
+  REQUIRE_OK(TILUSVM_CU_CALL(api, cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  launch(matmul, args, stream);
+  launch(matmul, args2, stream, &callerWorkspace);
+  CUgraph graph = nullptr;
+  REQUIRE_OK(TILUSVM_CU_CALL(api, cuStreamEndCapture, stream, &graph));
+  CUgraphExec exec = nullptr;
+  REQUIRE_OK(TILUSVM_CU_CALL(api, cuGraphInstantiateWithFlags, &exec, graph, 0));
+
+  size_t program = programIndex(loaded, "matmul");
+  auto host = [](std::vector<uint16_t> &v) {
+    return KernelArg{0, v.data(), v.size() * sizeof(uint16_t)};
+  };
+  // C on the GPU against the interpreter: |x - e| <= 1e-2 (|e| + mean |e|), as vm-run --check
+  auto wrongOf = [&](const std::vector<uint16_t> &gpu, const std::vector<uint16_t> &cpu) {
+    double mean = 0;
+    for (uint16_t e : cpu)
+      mean += std::fabs(halfToDouble(e)) / double(cpu.size());
+    int wrong = 0;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      double x = halfToDouble(gpu[i]), e = halfToDouble(cpu[i]);
+      wrong += !(std::fabs(x - e) <= 1e-2 * (std::fabs(e) + mean));
+    }
+    return wrong;
+  };
+  int badReplays = 0;
+  for (int replay = 0; replay < 6; ++replay) {
+    a = randomHalves(size_t(m * k), uint32_t(100 + replay));
+    uploadAsync(da, a, stream);
+    if (replay < 5)
+      REQUIRE_OK(TILUSVM_CU_CALL(api, cuGraphLaunch, exec, stream));
+    else // after the replays, an eager launch on the runtime's workspace of the stream
+      launch(matmul, args, stream);
+    REQUIRE_OK(TILUSVM_CU_CALL(api, cuStreamSynchronize, stream));
+    std::vector<uint16_t> ref(size_t(m * n), 0);
+    REQUIRE_OK(runOnCpu(loaded.verified, program,
+                        {host(a), KernelArg{0, wq.data(), wq.size()}, host(s), host(z), host(ref),
+                         KernelArg{uint64_t(m), nullptr, 0}}));
+    int wrong =
+        wrongOf(dc.to<uint16_t>(), ref) + (replay < 5 ? wrongOf(dc2.to<uint16_t>(), ref) : 0);
+    if (wrong != 0 && badReplays++ < 3)
+      MESSAGE("replay " << replay << ": " << wrong << " elements of C differ from the interpreter");
+  }
+  CHECK(badReplays == 0);
+  CHECK_OK(TILUSVM_CU_CALL(api, cuGraphExecDestroy, exec));
+  CHECK_OK(TILUSVM_CU_CALL(api, cuGraphDestroy, graph));
+  tilusvm_kernel_destroy(matmul);
+  tilusvm_module_destroy(module);
 }
 
 TEST_CASE("eager launches after replays of a captured dirtying program still read clean "
