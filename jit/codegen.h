@@ -224,6 +224,8 @@ public:
   Expected<std::vector<llvm::Value *>> operandSlots(const Instruction &inst, const Argument &arg,
                                                     const LayoutMap &result, DataType t);
   llvm::Value *mathOp(MathFn fn, llvm::Value *x, DataType t);
+  /// Exp2 of f32/f16/bf16 and Exp of f16/bf16 by `ex2.approx` (bounds in lower_elementwise.cpp).
+  llvm::Value *fastExp2(MathFn fn, llvm::Value *x, DataType t);
 
   // conversion (lower_conversion.cpp)
   Status visitCast(const Instruction &inst);

@@ -191,7 +191,7 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
     f.setLinkage(llvm::GlobalValue::InternalLinkage);
     llvm::StringRef name = f.getName();
     if (name.contains("_to_float") || name.contains("to_f32") || name.contains("encode_finite") ||
-        name == "tl_expf" || name == "tl_exp2f") {
+        name == "tl_expf") {
       f.removeFnAttr(llvm::Attribute::NoInline);
       f.removeFnAttr(llvm::Attribute::OptimizeNone);
       f.addFnAttr(llvm::Attribute::AlwaysInline);

@@ -7,11 +7,12 @@
 // every thread the register is used directly; otherwise (rare: e.g. a replicated operand with
 // more locals than the result) the slot index is computed from the thread index and a short
 // select chain picks the register.
-// Operators follow applyOp (emit_scalar.cpp), math functions are computed by the device
-// library: Exp and Exp2 of f32/f16/bf16 in f32 (within 0.77 ulp of f32), everything else in f64
-// (within 1.1 ulp of f64), then rounded into the type, so at most 1 ulp from the correctly
-// rounded result; Sqrt is the IEEE square root (.rn); Rsqrt is 1 / sqrt(x) in f64, as the
-// interpreter computes it.
+// Operators follow applyOp (emit_scalar.cpp). Math functions (ISA: within 2 ulp of the correctly
+// rounded result): Exp2 of f32/f16/bf16 and Exp of f16/bf16 by the hardware exponential
+// (`ex2.approx`, see fastExp2 for the error bounds); Exp of f32 by the device library in f32
+// (within 0.77 ulp of f32); everything else by the device library in f64 (within 1.1 ulp of
+// f64), then rounded into the type, so at most 1 ulp from the correctly rounded result; Sqrt is
+// the IEEE square root (.rn); Rsqrt is 1 / sqrt(x) in f64, as the interpreter computes it.
 #include "jit/codegen.h"
 
 #include "isa/convert.h"
@@ -91,6 +92,51 @@ Expected<std::vector<llvm::Value *>> Codegen::operandSlots(const Instruction &in
   return out;
 }
 
+llvm::Value *Codegen::fastExp2(MathFn fn, llvm::Value *x, DataType t) {
+  // 2^x (Exp2) or e^x = 2^(x log2(e)) (Exp) in f32 by the hardware exponential (MUFU.EX2), then
+  // rounded once into t. The PTX ISA (section "Floating Point Instructions: ex2") documents
+  // `ex2.approx.f32` as within 2 ulp of the correctly rounded result across the full range of
+  // inputs, subnormal inputs and results supported without `.ftz`, and 2^-inf = +0,
+  // 2^+inf = +inf, 2^NaN = NaN, 2^+-0 = 1. It is also CUDA's exp2f (libdevice's __nv_exp2f
+  // without __CUDA_FTZ is this one instruction).
+  //
+  // f32, Exp2 only: exactly the ISA's bound of 2 ulp. No f32 input lies near the overflow
+  // threshold (the largest below 128 gives 2^128 (1 - 2^-17.5)). The GPU test "math functions
+  // within 2 ulp" sweeps this against a correctly rounded reference, every input with a
+  // subnormal result included. Exp of f32 stays on the device library: rounding x log2(e) to
+  // f32 alone costs up to |x log2(e)| 2^-24 ln(2) relative, about 100 ulp at x = 88.
+  //
+  // f16 and bf16, Exp2 and Exp: the f32 result v is within 2.5 ulp of f32 of 2^s' (2 ulp of the
+  // correctly rounded f32 plus its half ulp), 2^-21.7 relative (2.5 2^-149 absolute below
+  // 2^-126). For Exp the exponent s = x log2(e) is x (exact in f32) times the f32 log2(e)
+  // (relative error 2^-26.2), rounded (2^-24): |s' - s| <= |s| 2^-23.7, so 2^s' is off by at
+  // most |s| 2^-24.2 relative; for Exp2, s' = s = x. Only |s| <= 25 (f16) or 134 (bf16)
+  // matters: beyond, the exact y and v both lie below half the smallest subnormal of t (the
+  // result r and the correctly rounded c are 0 or that subnormal: neighbours) or both
+  // overflow t. So |v - y| <= 2^-19.2 |y| (f16) or 2^-17 |y| (bf16); as the ulp u of t at y
+  // is >= 2^-11 |y| (f16) or 2^-8 |y| (bf16), larger on subnormal results, |v - y| <= 2^-8 u,
+  // and rounding v into t gives |r - y| < u / 2 + 2^-8 u while |c - y| <= u / 2: r is c or a
+  // neighbour of c, within 1 ulp. Overflow agrees unless y lies within that error of t's
+  // overflow threshold, which no f16 or bf16 input's does (every code is checked in
+  // tests/jit/test_jit_codegen.cpp). f16 uses `.ftz`: a result below 2^-126 flushed to +0
+  // rounds to +0 in f16 anyway (anything below 2^-25 does) and no f16 input is an f32
+  // subnormal; bf16 shares f32's exponent range and keeps subnormal results.
+  //
+  // The half-precision instructions are not used. `ex2.approx.ftz.bf16` / `.bf16x2` flush
+  // subnormal results (2^x for x in (-134, -126) becomes 0, many ulp from the correctly rounded
+  // result). `ex2.approx.f16` / `.f16x2` have a maximum relative error of 2^-9.9, up to 2.14 ulp
+  // of f16 from y: within 2 ulp of c only because r - c is a whole number of ulp, with no
+  // margin, and the PTX ISA says nothing of subnormal results; the f32 route is within 1 ulp
+  // for two conversions more and needs no pairing of slots.
+  llvm::Value *f = convert(x, t, DataType::f32());
+  if (fn == MathFn::Exp)
+    f = b.CreateFMul(f, llvm::ConstantFP::get(b.getFloatTy(), 0x1.715476p+0));
+  llvm::Value *r = callIntrinsic(t == DataType::f16() ? llvm::Intrinsic::nvvm_ex2_approx_ftz_f
+                                                      : llvm::Intrinsic::nvvm_ex2_approx_f,
+                                 {}, {f});
+  return canonicalizeNaN(convert(r, DataType::f32(), t), t);
+}
+
 llvm::Value *Codegen::mathOp(MathFn fn, llvm::Value *x, DataType t) {
   DataType f64 = DataType::f64();
   if (fn == MathFn::Sqrt) {
@@ -101,12 +147,13 @@ llvm::Value *Codegen::mathOp(MathFn fn, llvm::Value *x, DataType t) {
       r = b.CreateFPTrunc(r, elemType(t));
     return canonicalizeNaN(r, t);
   }
-  bool narrow = t == DataType::f16() || t == DataType::bf16() || t == DataType::f32();
-  if (narrow && (fn == MathFn::Exp || fn == MathFn::Exp2)) {
-    // f32 exponentials within 0.77 ulp of f32 (exhaustively checked on the host)
-    llvm::Value *f = convert(x, t, DataType::f32());
-    llvm::Value *r = callDevlib(fn == MathFn::Exp ? "tl_expf" : "tl_exp2f", {f});
-    return canonicalizeNaN(convert(r, DataType::f32(), t), t);
+  bool half = t == DataType::f16() || t == DataType::bf16();
+  if ((fn == MathFn::Exp2 && (half || t == DataType::f32())) || (fn == MathFn::Exp && half))
+    return fastExp2(fn, x, t);
+  if (fn == MathFn::Exp && t == DataType::f32()) {
+    // within 0.77 ulp of f32 (exhaustively checked on the host)
+    llvm::Value *r = callDevlib("tl_expf", {x});
+    return canonicalizeNaN(r, t);
   }
   llvm::Value *d = convert(x, t, f64);
   llvm::Value *r = nullptr;

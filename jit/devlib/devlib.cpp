@@ -384,20 +384,6 @@ float tl_expf(float x) {
   return scale2f(expTailf(g, gl), int(j));
 }
 
-float tl_exp2f(float x) {
-  if (x != x)
-    return bitCast<float>(uint32_t(0x7FC00000));
-  if (x >= 128.0f)
-    return __builtin_inff();
-  if (x < -151.0f)
-    return 0.0f;
-  float j = rintf(x);
-  float r = x - j; // exact
-  float gh = r * 0x1.62e430p-1f;
-  float gl = fmaf(r, 0x1.62e430p-1f, -gh) + r * -0x1.05c610p-29f;
-  return scale2f(expTailf(gh, gl), int(j));
-}
-
 // ---- logarithms ---------------------------------------------------------------------------------
 
 } // extern "C"

@@ -47,9 +47,8 @@ double tl_tanh(double x);
 /// fmod, exactly (the result is always representable); NaN for y == 0, x infinite or NaN.
 double tl_fmod(double x, double y);
 
-// ---- fast math on f32 (for f32, f16 and bf16 tensors; within 1 ulp of f32) --------------------
+// ---- fast math on f32 (Exp of f32 tensors; within 1 ulp of f32) ---------------------------------
 float tl_expf(float x);
-float tl_exp2f(float x);
 
 #ifdef __cplusplus
 }

@@ -83,6 +83,7 @@ std::vector<uint8_t> makeBuffer(const BufferSpec &spec, uint64_t seed) {
     return bytes;
   }
   DataType t = spec.dtype;
+  REQUIRE((spec.fill != Fill::Given || spec.given.size() == size_t(spec.elements)));
   std::vector<uint64_t> specials = specialValues(t);
   for (int64_t k = 0; k < spec.elements; ++k) {
     uint64_t v = 0;
@@ -104,6 +105,9 @@ std::vector<uint8_t> makeBuffer(const BufferSpec &spec, uint64_t seed) {
       break;
     case Fill::Codes:
       v = uint64_t(k) & bitMask(t.bits);
+      break;
+    case Fill::Given:
+      v = spec.given[size_t(k)];
       break;
     case Fill::Random:
     case Fill::Zero:
@@ -288,6 +292,8 @@ void runCase(const Case &c) {
   options.printStream = &cpuPrint;
   options.numWorkers = 1;
   REQUIRE_OK(runOnCpu(p.module, p.program, cpuArgs, options));
+  if (c.check)
+    c.check("interpreter", cpu);
   if (currentSides == Sides::Interpreter)
     return;
   std::string why;
@@ -317,11 +323,15 @@ void runCase(const Case &c) {
       launched = rt->synchronize(nullptr);
   });
   REQUIRE_OK(launched);
+  std::vector<std::vector<uint8_t>> gpu;
   for (size_t k = 0; k < c.buffers.size(); ++k) {
-    std::vector<uint8_t> gpu(p.inputs[k].size());
-    REQUIRE_OK(rt->copyToHost(gpu.data(), device[k], gpu.size()));
-    compareBuffer(c.name, c.buffers[k], cpu[k], gpu);
+    gpu.emplace_back(p.inputs[k].size());
+    REQUIRE_OK(rt->copyToHost(gpu[k].data(), device[k], gpu[k].size()));
   }
+  if (c.check)
+    c.check("gpu", gpu);
+  for (size_t k = 0; k < c.buffers.size(); ++k)
+    compareBuffer(c.name, c.buffers[k], cpu[k], gpu[k]);
   if (c.comparePrint)
     CHECK_MESSAGE(gpuPrint == cpuPrint.str(), c.name << ": Print text differs\ncpu:\n"
                                                      << cpuPrint.str() << "gpu:\n"

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ enum class Fill : uint8_t {
   Zero,
   Index, // element k holds k (converted to the dtype)
   Codes, // element k holds the bit pattern k mod 2^bits: every code of a narrow type in turn
+  Given, // element k holds BufferSpec::given[k]
 };
 
 struct BufferSpec {
@@ -40,7 +42,12 @@ struct BufferSpec {
   double ulps = 0;
   /// Relative tolerance (|x - y| <= rel * (|y| + 1)) instead of ulps, for reductions and Dot.
   double rel = 0;
+  /// Fill::Given: the bit patterns of the elements, one per element.
+  std::vector<uint64_t> given;
 };
+
+/// The buffers of one side after its run, in BufferSpec order, and the side's name.
+using CaseCheck = std::function<void(const char *side, const std::vector<std::vector<uint8_t>> &)>;
 
 struct Case {
   std::string name;
@@ -53,6 +60,9 @@ struct Case {
   /// GPU launches with the same inputs before the comparison (more than 1: the program must
   /// leave its requires_clean workspace clean, and give the same results again).
   int launches = 1;
+  /// An independent reference: called with the interpreter's buffers ("interpreter") and, when
+  /// the GPU runs, with the GPU's ("gpu"), after which the two are still compared.
+  CaseCheck check;
 };
 
 /// Which sides runCase runs: the CPU only, or both (then a GPU is required).

@@ -1,9 +1,12 @@
 // Properties of the generated code that the JIT promises (docs/jit.md): the kernel ABI
 // (entry name, parameters, .reqntid, dynamic shared memory), the fast paths (mma.sync for the
-// paper matmul, cp.async for the pipelined one, vector loads, warp shuffles), cache-key
-// versions, errors, and thread safety of concurrent compilations.
+// paper matmul, cp.async for the pipelined one, vector loads, warp shuffles, ex2.approx for
+// the exponentials where it meets the ISA's 2 ulp), cache-key versions, errors, and thread
+// safety of concurrent compilations.
 #include "jit/jit_test_util.h"
+#include "tests/jit/exact_rounding.h"
 
+#include <cmath>
 #include <thread>
 
 using namespace tilus;
@@ -31,6 +34,23 @@ PtxKernel ptxOf(const VerifiedModule &m, const std::string &program, int sm = 90
 
 bool contains(const std::string &text, const std::string &what) {
   return text.find(what) != std::string::npos;
+}
+
+size_t occurrences(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+/// Exp2(x) and Exp(x) of a tensor of type T.
+VerifiedModule exponentials(const std::string &T) {
+  return buildSource(
+      "def m<1>(" + T + "* x_ptr, " + T + "* y_ptr) threads=32:\n" +
+      "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64]), layout=spatial(32).local(2))\n" +
+      "    g = ViewGlobal(y_ptr, shape=[2, 64])\n" +
+      "    StoreGlobal(Exp2(x), g, offset=[0, 0:])\n" +
+      "    StoreGlobal(Exp(x), g, offset=[1, 0:])\n");
 }
 
 } // namespace
@@ -192,4 +212,100 @@ TEST_CASE("16-byte per-thread chunks become ld.global.v4 / st.global.v4") {
                   "    StoreGlobal(x, ViewGlobal(y_ptr, shape=[n]), offset=[bi * 1024:])\n");
   PtxKernel ks = ptxOf(s, "copy");
   CHECK_FALSE(contains(ks.ptx, "ld.global.v"));
+}
+
+TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, bf16") {
+  // jit/lower_elementwise.cpp fastExp2: the non-ftz f32 instruction where subnormal results
+  // matter (f32, bf16), the ftz one for f16; Exp of f32 and everything of f64 stay exact
+  for (int sm : {80, 90}) {
+    CAPTURE(sm);
+    std::string f16 = ptxOf(exponentials("f16"), "m", sm).ptx;
+    CHECK(occurrences(f16, "ex2.approx.ftz.f32") == 4); // 2 slots x (Exp2, Exp)
+    CHECK_FALSE(contains(f16, "ex2.approx.f32"));
+    CHECK(contains(f16, "cvt.rn.f16.f32"));
+    std::string bf16 = ptxOf(exponentials("bf16"), "m", sm).ptx;
+    CHECK(occurrences(bf16, "ex2.approx.f32") == 4);
+    CHECK_FALSE(contains(bf16, "ex2.approx.ftz"));
+    std::string f32 = ptxOf(exponentials("f32"), "m", sm).ptx;
+    CHECK(occurrences(f32, "ex2.approx.f32") == 2); // Exp2 only
+    CHECK_FALSE(contains(f32, "ex2.approx.ftz"));
+    std::string f64 = ptxOf(exponentials("f64"), "m", sm).ptx;
+    CHECK_FALSE(contains(f64, "ex2.approx"));
+  }
+}
+
+TEST_CASE("exponentials: ptxas accepts the ex2.approx kernels" * needsPtxas()) {
+  std::string log;
+  for (const char *t : {"f16", "bf16", "f32"})
+    for (int sm : {80, 90}) {
+      CAPTURE(t);
+      bool ok = runPtxas(ptxOf(exponentials(t), "m", sm).ptx, sm, log);
+      INFO(log);
+      CHECK(ok);
+    }
+}
+
+TEST_CASE("exponentials: correct rounding into f16, bf16 and f32 (the test reference)") {
+  DataType f16 = DataType::f16(), bf16 = DataType::bf16(), f32 = DataType::f32();
+  CHECK(roundInto(65519.99L, f16) == 65504.0L);
+  CHECK(std::isinf(roundInto(65520.0L, f16)));          // the overflow midpoint, even
+  CHECK(roundInto(std::ldexp(1.0L, -25), f16) == 0.0L); // half the smallest subnormal
+  CHECK(roundInto(std::ldexp(1.0L, -25) * 1.001L, f16) == std::ldexp(1.0L, -24));
+  CHECK(roundInto(1.0L + std::ldexp(1.0L, -11), f16) == 1.0L); // a tie to even
+  CHECK(roundInto(1.0L + 3 * std::ldexp(1.0L, -11), f16) == 1.0L + std::ldexp(1.0L, -9));
+  CHECK(roundInto(std::ldexp(1.5L, -134), bf16) == std::ldexp(1.0L, -133));
+  CHECK(roundInto(std::ldexp(3.0L, -150), f32) == std::ldexp(1.0L, -148));
+  CHECK(std::isinf(roundInto(std::ldexp(1.0L, 128) * (1 - std::ldexp(1.0L, -25)), f32)));
+  CHECK(roundInto(std::ldexp(1.0L, 128) * (1 - std::ldexp(1.0L, -24)), f32) ==
+        (long double)0x1.fffffep127f);
+  CHECK(codesApart(1.0L, 1.0L + std::ldexp(1.0L, -10), f16) == 1);
+  CHECK(codesApart(1.0L, 1.0L - std::ldexp(1.0L, -11), f16) == 1); // across the binade
+  CHECK(codesApart(std::ldexp(1.0L, -24), 0.0L, f16) == 1);
+  CHECK(codesApart(65504.0L, INFINITY, f16) == INFINITY);
+  CHECK(codesApart(NAN, NAN, f16) == 0);
+}
+
+TEST_CASE("exponentials: ex2.approx.f32's 2 ulp gives f16 and bf16 Exp2 and Exp within 1 ulp, "
+          "every input") {
+  // The bound of jit/lower_elementwise.cpp fastExp2, over every f16 and bf16 code: the exponent
+  // s is computed as the kernel does (x, or the f32 product x * f32(log2 e)); ex2.approx.f32 may
+  // return any f32 within 2 ulp of the correctly rounded 2^s (PTX ISA), flushed below 2^-126
+  // for f16 (.ftz); each of those, rounded into the type, must be within 1 ulp of the correctly
+  // rounded exact result, overflow included.
+  const float log2e = 0x1.715476p+0f;
+  const long double minNormal32 = std::ldexp(1.0L, -126);
+  for (DataType t : {DataType::f16(), DataType::bf16()})
+    for (bool exp : {false, true}) {
+      CAPTURE(t.name());
+      CAPTURE(exp);
+      double worst = 0;
+      int bad = 0;
+      for (uint64_t code = 0; code < 65536; ++code) {
+        double x = toDouble(code, t);
+        if (std::isnan(x))
+          continue;
+        float s = exp ? float(x) * log2e : float(x);
+        float c32 = float(roundInto(exp2l((long double)s), DataType::f32()));
+        long double want = roundInto(exp ? expl((long double)x) : exp2l((long double)x), t);
+        std::vector<float> candidates = {c32};
+        float up = c32, down = c32;
+        for (int k = 0; k < 2; ++k) {
+          up = std::isinf(up) ? up : std::nextafter(up, INFINITY);
+          down = down == 0.0f ? down : std::nextafter(down, 0.0f);
+          candidates.push_back(up);
+          candidates.push_back(down);
+        }
+        for (float v : candidates) {
+          if (t == DataType::f16() && v < minNormal32)
+            v = 0.0f; // .ftz
+          double apart = codesApart(roundInto(v, t), want, t);
+          worst = std::max(worst, apart);
+          if (apart > 1 && bad++ < 5)
+            FAIL_CHECK("x = " << x << ", f32 result " << v << ": " << apart << " ulp");
+        }
+      }
+      std::string what = std::string(t.name()) + (exp ? " Exp" : " Exp2");
+      MESSAGE(what << ": at most " << worst << " ulp");
+      CHECK(bad == 0);
+    }
 }

@@ -4,12 +4,16 @@
 // control flow, bounds of global views and slices, packed sub-byte stores from many threads,
 // shared layouts, CopyAsync, ConvertLayout, Reduce, Dot, Print, the workspace, and the
 // library's programs. Results must be bit-identical unless the ISA leaves the rounding open.
+#include "exact_rounding.h"
 #include "jit_diff.h"
 
 #include "test_helpers.h"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -17,6 +21,8 @@
 
 using namespace tilus;
 using namespace tilus::jitdiff;
+using tilus::testing::codesApart;
+using tilus::testing::roundInto;
 
 namespace {
 
@@ -111,6 +117,89 @@ Case mathCase(DataType t, Fill fill) {
   return c;
 }
 
+std::string hex(long double v) {
+  std::ostringstream s;
+  s << std::hexfloat << double(v);
+  return s.str();
+}
+
+/// The f32 inputs of the Exp2 sweep: every input with a subnormal result (x in [-150, -126)) and
+/// those around it, every input in [127, 128] and just above, every f32 in [1, 1 + 2^-7), every
+/// 4099th bit pattern (all signs, magnitudes, infinities and NaNs), and the special values.
+std::vector<uint64_t> exp2SweepF32() {
+  std::vector<uint64_t> codes;
+  auto range = [&](float from, float to) { // every f32 of one sign between from and to
+    uint32_t a = std::bit_cast<uint32_t>(from), b = std::bit_cast<uint32_t>(to);
+    for (uint32_t u = std::min(a, b); u <= std::max(a, b); ++u)
+      codes.push_back(u);
+  };
+  range(-125.5f, -150.5f);
+  range(127.0f, 128.001f);
+  range(1.0f, 1.0078125f);
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 4099)
+    codes.push_back(u);
+  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 128.0f, -149.0f, -150.0f, -126.0f,
+                  0x1p-149f, -0x1p-149f, 0x1p-126f, 0x1.fffffep127f, -0x1.fffffep127f})
+    codes.push_back(std::bit_cast<uint32_t>(x));
+  return codes;
+}
+
+/// Exp2 (and for f16 and bf16 Exp) of every given input, checked against the correctly
+/// rounded result of long double libm on each side: within `gpuUlps` on the GPU (the ISA's 2
+/// ulp; 1 where jit/lower_elementwise.cpp proves it), within 1 in the interpreter (f64 math
+/// rounded once).
+Case expSweepCase(DataType t, std::vector<uint64_t> codes, bool withExp, double gpuUlps) {
+  std::string T = name(t);
+  int64_t n = int64_t(codes.size());
+  std::stringstream s;
+  s << "def sweep<cdiv(n, 1024)>(" << T << "* x_ptr, " << T << "* y_ptr, " << T
+    << "* z_ptr, i32 n) threads=256:\n"
+    << "    bi = BlockIndices()\n"
+    << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(256).local(4), "
+       "offset=[bi * 1024:])\n"
+    << "    StoreGlobal(Exp2(x), ViewGlobal(y_ptr, shape=[n]), offset=[bi * 1024:])\n";
+  if (withExp)
+    s << "    StoreGlobal(Exp(x), ViewGlobal(z_ptr, shape=[n]), offset=[bi * 1024:])\n";
+  Case c;
+  c.name = "exp_sweep_" + T;
+  c.source = s.str();
+  c.scalars = {{"n", uint64_t(n)}};
+  c.buffers = {{"x_ptr", t, n, Fill::Given, 0, 0, codes},
+               {"y_ptr", t, n, Fill::Zero, 2.0},
+               {"z_ptr", t, withExp ? n : 1, Fill::Zero, 2.0}};
+  c.check = [t, codes, withExp, gpuUlps](const char *side,
+                                         const std::vector<std::vector<uint8_t>> &buffers) {
+    double bound = std::string(side) == "gpu" ? gpuUlps : 1.0;
+    size_t bytes = size_t(t.bits / 8);
+    for (int which = 0; which < (withExp ? 2 : 1); ++which) {
+      std::string what = std::string(side) + " " + (which ? "Exp" : "Exp2") + " " + t.name();
+      const std::vector<uint8_t> &out = buffers[size_t(1 + which)];
+      double worst = 0;
+      long double worstInput = 0;
+      int64_t bad = 0;
+      for (size_t k = 0; k < codes.size(); ++k) {
+        long double x = toDouble(codes[k], t);
+        long double want = roundInto(which ? expl(x) : exp2l(x), t);
+        uint64_t bits = 0;
+        std::memcpy(&bits, out.data() + k * bytes, bytes);
+        double got = toDouble(bits, t);
+        double apart = codesApart(got, want, t);
+        if (apart > worst) {
+          worst = apart;
+          worstInput = x;
+        }
+        if (apart > bound && bad++ < 5)
+          FAIL_CHECK(what << " of " << hex(x) << " is " << hex(got) << ", correctly rounded "
+                          << hex(want) << ": " << apart << " ulp apart");
+      }
+      MESSAGE(what << " over " << codes.size() << " inputs: at most " << worst
+                   << " ulp from the correctly rounded result (input " << hex(worstInput) << ")");
+      CHECK_MESSAGE(bad == 0, what << ": " << bad << " results beyond " << bound << " ulp");
+    }
+  };
+  return c;
+}
+
 } // namespace
 
 DIFF_CASE("elementwise arithmetic and comparisons of every arithmetic dtype") {
@@ -164,6 +253,14 @@ DIFF_CASE("math functions within 2 ulp, special values") {
     runCase(mathCase(t, Fill::Moderate));
     runCase(mathCase(t, Fill::Special));
   }
+  // the ex2.approx lowering (jit/lower_elementwise.cpp fastExp2): every f16 and bf16 input,
+  // a dense f32 sweep
+  std::vector<uint64_t> every16(65536);
+  for (uint64_t u = 0; u < every16.size(); ++u)
+    every16[u] = u;
+  runCase(expSweepCase(DataType::f16(), every16, true, 1.0));
+  runCase(expSweepCase(DataType::bf16(), every16, true, 1.0));
+  runCase(expSweepCase(DataType::f32(), exp2SweepF32(), false, 2.0));
 }
 
 DIFF_CASE("View between packed types") {
