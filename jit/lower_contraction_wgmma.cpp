@@ -137,13 +137,21 @@ Status Codegen::visitWgmmaCommitGroup(const Instruction &inst) {
 Status Codegen::visitWgmmaWaitGroup(const Instruction &inst) {
   TILUSVM_TRY(requireHopper(inst));
   int64_t n = inst.arg(ArgName::n).intValue;
-  emitVolatileAsm(*this, b.getVoidTy(), "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";",
-                  "~{memory}", {});
   // Only a wait for every group completes every accumulator; after a wait with groups still
   // in flight, touching their registers (even through an empty asm, which may become a copy)
   // would make ptxas serialise the wgmma pipeline (C7514).
-  if (n != 0)
+  if (n != 0) {
+    emitVolatileAsm(*this, b.getVoidTy(),
+                    "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";", "~{memory}", {});
     return Status::success();
+  }
+  // After the last wait, a memory fence: without it ptxas 13 still reports C7514 and serialises
+  // every wgmma of a loop that keeps a group in flight across its back edge (WgmmaWaitGroup(1)
+  // in the loop, WgmmaWaitGroup(0) after it), although no accumulator is read before this wait;
+  // with it the pipeline stays asynchronous. The fence orders only this thread's memory
+  // accesses, once per WgmmaWaitGroup(0).
+  emitVolatileAsm(*this, b.getVoidTy(), "wgmma.wait_group.sync.aligned 0;\n\tfence.acq_rel.cta;",
+                  "~{memory}", {});
   for (VarId v : wgmmaAccumulators_) {
     std::vector<llvm::Value *> slots = readRegister(v);
     for (llvm::Value *&s : slots)
