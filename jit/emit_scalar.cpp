@@ -18,7 +18,10 @@
 #include "isa/convert.h"
 #include "isa/scalar_eval.h"
 
+#include <llvm/IR/InlineAsm.h>
+
 #include <cassert>
+#include <string>
 
 namespace tilus::jit {
 
@@ -247,6 +250,25 @@ llvm::Value *Codegen::floatOp(ExprOp op, DataType t, llvm::Value *x, llvm::Value
   case ExprOp::Min:
   case ExprOp::Max: {
     bool isMax = op == ExprOp::Max;
+    if (t == DataType::f32() || t == DataType::f64()) {
+      // PTX `max`/`min` (without .NaN) are exactly this: the non-NaN operand when one is NaN,
+      // NaN when both are, and +0 > -0 (PTX ISA, "Floating Point Instructions: max"). Inline
+      // assembly, not llvm.maxnum (whose order of zeros LLVM leaves open and may fold either
+      // way); without side effects, so it is still hoisted and merged like arithmetic.
+      bool f32 = t == DataType::f32();
+      std::string text =
+          std::string(isMax ? "max" : "min") + (f32 ? ".f32" : ".f64") + " $0, $1, $2;";
+      auto *type = llvm::FunctionType::get(x->getType(), {x->getType(), y->getType()}, false);
+      llvm::CallInst *r =
+          b.CreateCall(llvm::InlineAsm::get(type, text, f32 ? "=f,f,f" : "=d,d,d", false), {x, y});
+      r->setDoesNotAccessMemory();
+      r->setDoesNotThrow();
+      auto number = [](llvm::Value *v) {
+        auto *c = llvm::dyn_cast<llvm::ConstantFP>(v);
+        return c && !c->isNaN();
+      };
+      return number(x) || number(y) ? r : canonicalizeNaN(r, t); // a number: never NaN
+    }
     llvm::Value *xNaN = b.CreateFCmpUNO(x, x), *yNaN = b.CreateFCmpUNO(y, y);
     llvm::Value *eq = b.CreateFCmpOEQ(x, y);
     llvm::Value *xNeg =

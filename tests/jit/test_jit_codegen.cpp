@@ -309,3 +309,40 @@ TEST_CASE("exponentials: ex2.approx.f32's 2 ulp gives f16 and bf16 Exp2 and Exp 
       CHECK(bad == 0);
     }
 }
+
+TEST_CASE("float Max and Min of f32 and f64 are PTX max/min") {
+  // jit/emit_scalar.cpp: one max/min (+0 > -0, the number when one operand is NaN) and the
+  // canonical NaN select, which a non-NaN constant operand makes unnecessary
+  VerifiedModule m = buildSource(
+      "def m<1>(f32* x_ptr, f32* y_ptr, f64* d_ptr) threads=32:\n"
+      "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64]), layout=spatial(32).local(2))\n"
+      "    g = ViewGlobal(y_ptr, shape=[3, 64])\n"
+      "    StoreGlobal(Max(x, 1.0), g, offset=[0, 0:])\n"
+      "    StoreGlobal(Min(x, -0.0), g, offset=[1, 0:])\n"
+      "    StoreGlobal(Reduce(x, dim=0, op=max, keepdim=True), ViewGlobal(y_ptr, shape=[1]))\n"
+      "    d = Cast(x, f64)\n"
+      "    StoreGlobal(Max(d, Min(d, 2.0)), ViewGlobal(d_ptr, shape=[64]))\n");
+  for (int sm : {80, 90}) {
+    std::string ptx = ptxOf(m, "m", sm).ptx;
+    CHECK(occurrences(ptx, "max.f32") >= 2 + 5 + 1); // 2 slots, the shuffle tree, the pair
+    CHECK(occurrences(ptx, "min.f32") == 2);
+    CHECK(occurrences(ptx, "max.f64") == 2);
+    CHECK(occurrences(ptx, "min.f64") == 2);
+    CHECK(occurrences(ptx, "setp.nan.f32") >= 5); // the Reduce's, none for the constants
+  }
+}
+
+TEST_CASE("float Max and Min: ptxas accepts PTX max/min" * needsPtxas()) {
+  VerifiedModule m =
+      buildSource("def m<1>(f32* x_ptr, f64* d_ptr) threads=32:\n"
+                  "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64]), layout=spatial(32).local(2))\n"
+                  "    StoreGlobal(Max(x, Min(x, 3.0)), ViewGlobal(x_ptr, shape=[64]))\n"
+                  "    d = LoadGlobal(ViewGlobal(d_ptr, shape=[64]), layout=spatial(32).local(2))\n"
+                  "    StoreGlobal(Min(d, Max(d, 3.0)), ViewGlobal(d_ptr, shape=[64]))\n");
+  std::string log;
+  for (int sm : {80, 90}) {
+    bool ok = runPtxas(ptxOf(m, "m", sm).ptx, sm, log);
+    INFO(log);
+    CHECK(ok);
+  }
+}

@@ -200,6 +200,76 @@ Case expSweepCase(DataType t, std::vector<uint64_t> codes, bool withExp, double 
   return c;
 }
 
+/// Max and Min of every pair of a list of special values of t (zeros of both signs, NaNs with
+/// several payloads, infinities, subnormals), against IEEE maxNum/minNum with -0 < +0 and the
+/// canonical NaN (ISA section 5) computed here.
+Case maxMinCase(DataType t) {
+  uint64_t sign = uint64_t(1) << (t.bits - 1);
+  uint64_t quiet = uint64_t(1) << (t.mantissa - 1);
+  uint64_t inf = fromDouble(INFINITY, t);
+  std::vector<uint64_t> specials = {0,
+                                    sign,
+                                    1,
+                                    1 | sign,
+                                    inf,
+                                    inf | sign,
+                                    inf | quiet,
+                                    inf | quiet | 1,
+                                    inf | 1,
+                                    sign | inf | quiet | 3,
+                                    fromDouble(1.0, t),
+                                    fromDouble(-1.0, t),
+                                    maxFinite(t),
+                                    maxFinite(t) | sign,
+                                    fromDouble(0.5, t)};
+  std::vector<uint64_t> a, b;
+  for (uint64_t x : specials)
+    for (uint64_t y : specials) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  int64_t n = int64_t(a.size());
+  std::string T = name(t);
+  Case c;
+  c.name = "maxmin_" + T;
+  c.source = "def maxmin<1>(" + T + "* a_ptr, " + T + "* b_ptr, " + T + "* c_ptr) threads=32:\n" +
+             "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[" + std::to_string(n) +
+             "]), layout=local(" + std::to_string((n + 31) / 32) + ").spatial(32))\n" +
+             "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[" + std::to_string(n) +
+             "]), layout=local(" + std::to_string((n + 31) / 32) + ").spatial(32))\n" +
+             "    gc = ViewGlobal(c_ptr, shape=[2, " + std::to_string(n) + "])\n" +
+             "    StoreGlobal(Max(a, b), gc, offset=[0, 0:])\n" +
+             "    StoreGlobal(Min(a, b), gc, offset=[1, 0:])\n";
+  c.buffers = {{"a_ptr", t, n, Fill::Given, 0, 0, a},
+               {"b_ptr", t, n, Fill::Given, 0, 0, b},
+               {"c_ptr", t, 2 * n, Fill::Zero}};
+  c.check = [t, a, b](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+    size_t bytes = size_t(t.storageBits() / 8);
+    for (int isMin = 0; isMin < 2; ++isMin)
+      for (size_t k = 0; k < a.size(); ++k) {
+        double x = toDouble(a[k], t), y = toDouble(b[k], t);
+        uint64_t want = 0;
+        if (std::isnan(x) && std::isnan(y))
+          want = canonicalNaN(t);
+        else if (std::isnan(x) || std::isnan(y))
+          want = std::isnan(x) ? b[k] : a[k];
+        else if (x == y) // equal: differ at most in the sign of zero; -0 < +0
+          want = (std::signbit(x) == (isMin == 1)) ? a[k] : b[k];
+        else
+          want = ((x < y) == (isMin == 1)) ? a[k] : b[k];
+        uint64_t got = 0;
+        std::memcpy(&got, buffers[2].data() + (size_t(isMin) * a.size() + k) * bytes, bytes);
+        if (got != want) {
+          std::ostringstream s;
+          s << side << (isMin ? " Min(0x" : " Max(0x") << std::hex << a[k] << ", 0x" << b[k]
+            << ") = 0x" << got << ", want 0x" << want;
+          FAIL_CHECK(s.str());
+        }
+      }
+  };
+  return c;
+}
+
 } // namespace
 
 DIFF_CASE("elementwise arithmetic and comparisons of every arithmetic dtype") {
@@ -246,6 +316,12 @@ DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit 
                  {"o_ptr", DataType::f16(), 96, Fill::Zero}};
     runCase(c);
   }
+}
+
+DIFF_CASE("float Max and Min of every pair of special values (-0 < +0, NaN payloads)") {
+  // f32 and f64 lower to PTX max/min (jit/emit_scalar.cpp), f16 and bf16 to compares and selects
+  for (DataType t : {DataType::f16(), DataType::bf16(), DataType::f32(), DataType::f64()})
+    runCase(maxMinCase(t));
 }
 
 DIFF_CASE("math functions within 2 ulp, special values") {
