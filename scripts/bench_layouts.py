@@ -64,6 +64,33 @@ CASES = [
      ["AT=f16", "WT=u4", "N=8192", "K=8192", "G=128"],
      ["a_ptr=rand:1", "wq_ptr=rand:2", "s_ptr=rand:3", "z_ptr=zeros:f16[1]", "c_ptr=zeros", "m=16"],
      "c_ptr"),
+    ("gemm/wgmma", P("gemm", "wgmma.tasm"), None, "matmul", ["AT=f16", "CT=f16"], mm_args(),
+     "c_ptr"),
+    ("layers/rmsnorm", P("layers", "rmsnorm.tasm"), None, "rmsnorm", ["AT=f16", "N=8192"],
+     [f"x_ptr=rand:f16[{4096 * 8192}]:1", f"r_ptr=rand:f16[{4096 * 8192}]:2",
+      "w_ptr=rand:f16[8192]:3", f"y_ptr=zeros:f16[{4096 * 8192}]", "m=4096", "eps=1e-5"],
+     "y_ptr"),
+    ("layers/swiglu_quant", P("layers", "swiglu_quant.tasm"), None, "swiglu_quant",
+     ["AT=f16", "QT=f8e4m3", "N=14336"],
+     [f"x_ptr=rand:f16[{4096 * 2 * 14336}]:1", f"q_ptr=zeros:f8e4m3[{4096 * 14336}]",
+      "s_ptr=zeros:f32[4096]", "m=4096"], "q_ptr"),
+    ("layers/rotary", P("layers", "rotary.tasm"), None, "rope", ["AT=f16", "HD=128"],
+     ["pos_ptr=@{WORK}/positions.npy", f"q_ptr=rand:f16[{4096 * 32 * 128}]:1",
+      f"k_ptr=rand:f16[{4096 * 8 * 128}]:2", f"cs_ptr=rand:f32[{4096 * 128}]:3", "tokens=4096",
+      "heads=32", "kv_heads=8", "max_pos=4096"], "q_ptr"),
+    ("attention/prefill", P("attention", "prefill.tasm"), None, "attention",
+     ["AT=f16", "HD=128", "CAUSAL=1"],
+     [f"q_ptr=rand:f16[{4096 * 32 * 128}]:1", f"k_ptr=rand:f16[{4096 * 8 * 128}]:2",
+      f"v_ptr=rand:f16[{4096 * 8 * 128}]:3", f"o_ptr=zeros:f16[{4096 * 32 * 128}]", "batch=1",
+      "seq_q=4096", "seq_k=4096", "heads=32", "kv_heads=8", "scale=0.08838834764831845"],
+     "o_ptr"),
+    ("attention/decode_paged", P("attention", "decode_paged.tasm"), None, "decode",
+     ["AT=f16", "KT=f16", "HD=128", "PAGE=16"],
+     [f"q_ptr=rand:f16[{16 * 32 * 128}]:1", f"k_cache=rand:f16[{4096 * 16 * 8 * 128}]:2",
+      f"v_cache=rand:f16[{4096 * 16 * 8 * 128}]:3", "block_table=@{WORK}/block_table.npy",
+      "seq_lens=@{WORK}/seq_lens.npy", f"o_ptr=zeros:f16[{16 * 32 * 128}]", "batch=16",
+      "heads=32", "kv_heads=8", "num_pages=4096", "max_pages=256",
+      "scale=0.08838834764831845", "k_scale=1.0", "v_scale=1.0"], "o_ptr"),
     # examples: the hand-annotated program of the same computation, then the example
     ("examples/gemv", P("examples", "gemv_annotated.tasm"), P("examples", "gemv.tasm"), "gemv",
      [], ["w_ptr=rand:1", "x_ptr=rand:2", "y_ptr=zeros", "n=16384", "k=8192"], "y_ptr"),
@@ -73,6 +100,22 @@ CASES = [
      P("examples", "quant_matmul.tasm"), "matmul", [f"M={S}", f"N={S}", f"K={S}"],
      ["a_ptr=rand:1", "b_ptr=rand:2", "c_ptr=zeros"], "c_ptr"),
 ]
+
+
+def write_inputs(work):
+    """The integer tables the rows read as @{WORK}/NAME.npy: rotary positions (a permutation of
+    0..4095), the decode rows' shuffled page table (16 sequences x 256 pages of 4096) and their
+    lengths (4096 keys each)."""
+    import random
+    from bench_attention import save_i32_npy
+    rng = random.Random(7)
+    positions = list(range(4096))
+    rng.shuffle(positions)
+    save_i32_npy(os.path.join(work, "positions.npy"), positions, [4096])
+    pages = list(range(4096))
+    rng.shuffle(pages)
+    save_i32_npy(os.path.join(work, "block_table.npy"), pages, [16, 256])
+    save_i32_npy(os.path.join(work, "seq_lens.npy"), [4096] * 16, [16])
 
 
 def sh(cmd):
@@ -140,9 +183,11 @@ def main():
     work = tempfile.mkdtemp(prefix="bench_layouts_")
     only = set(filter(None, args.only.split(",")))
     rows = []
+    write_inputs(work)
     for name, hand, inferred, kernel, defines, vargs, buf in CASES:
         if only and name not in only:
             continue
+        vargs = [a.replace("{WORK}", work) for a in vargs]
         print(f"{name} ...", file=sys.stderr, flush=True)
         tag = name.replace("/", "_").replace(" ", "_").replace("(", "").replace(")", "")
         row = {"name": name, "example": inferred is not None}
