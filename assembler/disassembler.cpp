@@ -43,8 +43,56 @@ private:
     return id < p_.exprs.size() && p_.exprs[id].op == ExprOp::Const && p_.exprs[id].bits == bits;
   }
 
+  /// Whether statement `s` at the top of the body updates a variable defined before it. The
+  /// assembler reads `x = ...` at the top of a body as a new variable that shadows `x`, and
+  /// inside an `if` or a loop as an update of `x`; a constant `if` folded away by the assembler
+  /// leaves such an update at the top, which is therefore printed inside `if True:`.
+  bool topLevelUpdate(const Stmt &s) const;
+  /// Records the variables that `s` defines (for topLevelUpdate).
+  void define(const Stmt &s) const;
+
   const Program &p_;
+  mutable std::vector<bool> defined_;
 };
+
+bool Printer::topLevelUpdate(const Stmt &s) const {
+  auto seen = [&](VarId v) { return v < defined_.size() && defined_[v]; };
+  if (s.kind == StmtKind::Assign)
+    return seen(s.var);
+  if (s.kind != StmtKind::Instruction || s.index >= p_.instructions.size())
+    return false;
+  const Instruction &inst = p_.instructions[s.index];
+  if (inst.out)
+    return false;
+  for (VarId r : inst.results)
+    if (seen(r))
+      return true;
+  return false;
+}
+
+void Printer::define(const Stmt &s) const {
+  auto mark = [&](VarId v) {
+    if (v < defined_.size())
+      defined_[v] = true;
+  };
+  switch (s.kind) {
+  case StmtKind::Instruction:
+    if (s.index < p_.instructions.size())
+      for (VarId r : p_.instructions[s.index].results)
+        mark(r);
+    return;
+  case StmtKind::Assign:
+  case StmtKind::For:
+    mark(s.var);
+    return;
+  case StmtKind::If:
+  case StmtKind::While:
+  case StmtKind::Break:
+  case StmtKind::Continue:
+  case StmtKind::Assert:
+    return;
+  }
+}
 
 void Printer::program(std::string &out) const {
   out += "def " + p_.name + "<";
@@ -59,7 +107,21 @@ void Printer::program(std::string &out) const {
   if (p_.threads != 0)
     out += " threads=" + std::to_string(p_.threads);
   out += ":\n";
-  body(p_.body, 1, out);
+  defined_.assign(p_.vars.size(), false);
+  for (VarId v : p_.params)
+    if (v < defined_.size())
+      defined_[v] = true;
+  for (const Stmt &s : p_.body) {
+    if (topLevelUpdate(s)) {
+      out += "    if True:\n";
+      stmt(s, 2, out);
+    } else {
+      stmt(s, 1, out);
+    }
+    define(s);
+  }
+  if (p_.body.empty())
+    out += "    pass\n";
 }
 
 void Printer::body(const std::vector<Stmt> &stmts, int indent, std::string &out) const {

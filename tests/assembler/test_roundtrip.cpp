@@ -133,6 +133,31 @@ def k<cdiv(n, B), 2>(f32* x_ptr, i32 n, i64 big, f16 h) threads=64:
 )");
 }
 
+TEST_CASE("updates left at the top of a body by a folded constant if round-trip") {
+  // `if FLAG == 1:` is folded away, leaving updates of `a` and `m` (not new variables) at the
+  // top of the body: printed inside `if True:`, they re-assemble as the same updates
+  const char *src = R"(
+const FLAG = 1
+def k<1>(f32* x_ptr, i32 n) threads=32:
+    m = n * 2
+    a = AllocateRegister(f32, layout=spatial(32), init=1.0)
+    if FLAG == 1:
+        a = Add(a, a)
+        m = m + 1
+    a = Add(a, a)
+    g = ViewGlobal(x_ptr, shape=[m])
+    StoreGlobal(a, g)
+)";
+  checkRoundTrip(src);
+  auto m = asmText(src);
+  REQUIRE_OK(m);
+  std::string printed = disassemble(*m);
+  // the update of a and m inside if True:, the later `a = Add(a, a)` a new variable
+  CHECK(printed.find("    if True:\n        a = Add(a, a)\n") != std::string::npos);
+  CHECK(printed.find("    if True:\n        m = m + 1\n") != std::string::npos);
+  CHECK(printed.find("\n    a = Add(a, a)\n    g = ViewGlobal") != std::string::npos);
+}
+
 TEST_CASE("every instruction of the table round-trips with every argument it takes") {
   const char *text = R"(
 def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
