@@ -738,6 +738,33 @@ void Inference::solveDot(const DotUse &u) {
   for (const DotPlan &p : plans)
     if (dotLayoutsFit(la ? *la : p.a, lb ? *lb : p.b, lc ? *lc : p.c, ta.dtype, tc.dtype, p.mma))
       fit.push_back(&p);
+  // A result that a later Dot takes as an operand (P = softmax(Q K^T) into P V): plans whose
+  // accumulator that Dot can take as it stands come first, so no ConvertLayout moves it.
+  if (!lc) {
+    auto consumable = [&](const DotPlan &p) {
+      for (const DotUse &v : dots_) {
+        if (v.inst <= u.inst)
+          continue;
+        bool asA = find(v.a) == find(u.d), asB = find(v.b) == find(u.d);
+        if (!asA && !asB)
+          continue;
+        const Tensor &va = t_[v.a], &vb = t_[v.b], &vc = t_[v.c];
+        if (va.shape.size() != 2 || vb.shape.size() != 2 || vc.shape.size() != 2)
+          continue;
+        bool any = false;
+        for (const DotPlan &q :
+             dotPlans(vc.shape[0], vc.shape[1], va.shape[1], va.dtype, vc.dtype, threads_))
+          if (dotLayoutsFit(asA ? p.c : q.a, asB ? p.c : q.b, q.c, va.dtype, vc.dtype, q.mma)) {
+            any = true;
+            break;
+          }
+        if (!any)
+          return false;
+      }
+      return true;
+    };
+    std::stable_partition(fit.begin(), fit.end(), [&](const DotPlan *p) { return consumable(*p); });
+  }
   std::string dot = "Dot rule at " + where(u.inst) + ": ";
   if (!fit.empty()) {
     // Variants only among the mma arrangements when one fits.

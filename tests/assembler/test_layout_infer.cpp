@@ -146,6 +146,34 @@ def k<1>(f32* p, f32* q):
   CHECK(encodeModule(*again) == encodeModule(r.module));
 }
 
+TEST_CASE("inference: a Dot whose result feeds another Dot takes an arrangement both share") {
+  // S = A B [64, 32], P = Cast(S, f16), O = P V [64, 64] over 4 warps. Alone, the first Dot
+  // would split its 4 x 4 atoms 2 x 2 (traffic 2 + 2) and the second 2 x 2 as well, but a C
+  // tile split along N cannot be the A operand of the second Dot (A is never split along K):
+  // both take 4 x 1 warps, and P needs no ConvertLayout.
+  const char *text = R"(
+def k<1>(f16* a_ptr, f16* b_ptr, f16* v_ptr, f32* o_ptr) threads=128:
+    ga = ViewGlobal(a_ptr, shape=[64, 16])
+    gb = ViewGlobal(b_ptr, shape=[16, 32])
+    gv = ViewGlobal(v_ptr, shape=[32, 64])
+    go = ViewGlobal(o_ptr, shape=[64, 64])
+    s = AllocateRegister(f32, shape=[64, 32])
+    Dot(LoadGlobal(ga, shape=[64, 16]), LoadGlobal(gb, shape=[16, 32]), s, out=s)
+    p = Cast(s, f16)
+    o = AllocateRegister(f32, shape=[64, 64])
+    Dot(p, LoadGlobal(gv, shape=[32, 64]), o, out=o)
+    StoreGlobal(o, go)
+)";
+  Inferred r = infer(text);
+  const Program &p = r.module.programs[0];
+  CHECK(r.report.notes.empty());
+  for (const Instruction &inst : p.instructions)
+    CHECK(inst.opcode != Opcode::ConvertLayout);
+  // m16n8k16 C atoms, four warps along M: 16 x 32 and 16 x 64 per warp
+  CHECK(layoutOf(p, "s") == L("spatial(4, 1).local(1, 4).local(2, 1).spatial(8, 4).local(1, 2)"));
+  CHECK(layoutOf(p, "o") == L("spatial(4, 1).local(1, 8).local(2, 1).spatial(8, 4).local(1, 2)"));
+}
+
 TEST_CASE("inference: threads, shape= and the per-program switch") {
   // no threads= and no written layout: four warps
   Inferred r = infer(R"(
