@@ -11,6 +11,7 @@
 
 #include "jit/codegen.h"
 #include "jit/fatal_error.h"
+#include "jit/nan_canonical.h"
 #include "jit/source_hash.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
@@ -336,6 +337,7 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   if (!status.ok())
     return status;
   TILUSVM_TRY(materializeUsed(*c.module));
+  jit::dropUnseenNaNCanonicalizations(*cg.kernel());
   annotateKernel(*c.module, cg.kernel(), info.threads);
   internalizeLibrary(*c.module, cg.kernel());
   std::string verifyErrors;

@@ -318,6 +318,42 @@ DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit 
   }
 }
 
+DIFF_CASE("chains of float operations on NaNs of any payload give canonical NaNs") {
+  // jit/nan_canonical.h drops the canonical NaN selects whose NaN only reaches other float
+  // operations; every result that is stored, viewed as bits, reduced across lanes or fed to
+  // an mma must still be bit for bit the interpreter's
+  for (DataType t : {DataType::f16(), DataType::bf16(), DataType::f32(), DataType::f64()}) {
+    std::string T = name(t), U = "u" + std::to_string(t.bits);
+    Case c;
+    c.name = "nan_chains_" + T;
+    c.source = "def chains<1>(" + T + "* a_ptr, " + T + "* b_ptr, " + T + "* c_ptr, " + U +
+               "* u_ptr) threads=32:\n"
+               "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[256]), layout=local(8).spatial(32))\n"
+               "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[256]), layout=local(8).spatial(32))\n"
+               "    gc = ViewGlobal(c_ptr, shape=[6, 256])\n"
+               "    StoreGlobal(Max(Add(a, b), Mul(a, 2.0)), gc, offset=[0, 0:])\n"
+               "    StoreGlobal(Div(Sub(Mul(a, b), a), Add(b, 1.0)), gc, offset=[1, 0:])\n"
+               "    w = Where(Gt(a, b), Add(a, 1.0), Neg(b))\n"
+               "    StoreGlobal(Mul(w, b), gc, offset=[2, 0:])\n"
+               "    StoreGlobal(Reduce(Mul(a, b), dim=0, op=sum, keepdim=True), gc, "
+               "offset=[3, 0:])\n"
+               "    StoreGlobal(Min(Sqrt(Add(a, b)), Sub(a, b)), gc, offset=[4, 0:])\n"
+               "    StoreGlobal(Cast(Cast(Mul(a, b), f32), " +
+               T +
+               "), gc, offset=[5, 0:])\n"
+               "    StoreGlobal(View(Mul(Add(a, b), b), dtype=" +
+               U + "), ViewGlobal(u_ptr, shape=[256]))\n";
+    for (Fill fill : {Fill::Special, Fill::Random}) {
+      c.buffers = {{"a_ptr", t, 256, fill},
+                   {"b_ptr", t, 256, fill},
+                   {"c_ptr", t, 6 * 256, Fill::Zero},
+                   {"u_ptr", DataType::u(t.bits), 256, Fill::Zero}};
+      c.name = "nan_chains_" + T + (fill == Fill::Special ? "_special" : "_random");
+      runCase(c);
+    }
+  }
+}
+
 DIFF_CASE("float Max and Min of every pair of special values (-0 < +0, NaN payloads)") {
   // f32 and f64 lower to PTX max/min (jit/emit_scalar.cpp), f16 and bf16 to compares and selects
   for (DataType t : {DataType::f16(), DataType::bf16(), DataType::f32(), DataType::f64()})

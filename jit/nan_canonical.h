@@ -1,0 +1,28 @@
+// Canonical NaNs only where a NaN's bits can be seen. The ISA makes every float NaN result the
+// canonical NaN of its type (isa/convert.h), and Codegen::canonicalizeNaN follows each float
+// operation with `select(isnan(v), NaN, v)`: two instructions (setp.nan, selp) per element and
+// operation. Most of those selects feed another float operation, whose own result is
+// canonicalized again, and there the payload of the NaN going in cannot matter.
+#pragma once
+
+#include <cstddef>
+
+namespace llvm {
+class Function;
+} // namespace llvm
+
+namespace tilus::jit {
+
+/// Replace by v every canonicalization `select(fcmp uno v, v), <canonical NaN>, v)` of `f`
+/// whose value reaches only comparisons and other canonicalizations, through operations that
+/// leave a NaN for a NaN operand and never a different non-NaN result because of its payload
+/// (float arithmetic and conversions, ex2.approx, sqrt, the PTX max/min of emit_scalar.cpp,
+/// f16/bf16/f32 mma) and moves that carry its bits whole (select as the value passed, phis,
+/// same-width bit casts, vector and aggregate element moves, shfl.sync). Every non-NaN value of
+/// the program keeps its bits and every NaN stays a NaN; a NaN's payload reaches memory, an
+/// integer operation or any other use only through a canonicalization that is kept. Promotes
+/// f's allocas to SSA values first (mem2reg, as the pipeline would); decided on that IR, then
+/// applied; returns the number removed.
+size_t dropUnseenNaNCanonicalizations(llvm::Function &f);
+
+} // namespace tilus::jit
