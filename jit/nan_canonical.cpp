@@ -67,8 +67,11 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   if (!call)
     return false;
   if (const auto *asmCallee = llvm::dyn_cast<llvm::InlineAsm>(call->getCalledOperand())) {
-    const std::string &text = asmCallee->getAsmString();
-    return text.rfind("max.f", 0) == 0 || text.rfind("min.f", 0) == 0;
+    const std::string &text = asmCallee->getAsmString(); // exactly emit_scalar.cpp's
+    for (const char *op : {"max.f32 ", "max.f64 ", "min.f32 ", "min.f64 "})
+      if (text.rfind(op, 0) == 0)
+        return true;
+    return false;
   }
   switch (call->getIntrinsicID()) {
   case llvm::Intrinsic::sqrt:
