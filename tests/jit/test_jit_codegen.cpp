@@ -356,7 +356,7 @@ TEST_CASE("canonical NaNs only where a NaN's bits can be seen") {
   // before a store, a View (bits) and an integer use
   auto nanSelects = [](const std::string &body) {
     VerifiedModule m =
-        buildSource("def m<1>(f32* x_ptr, f32* y_ptr, u32* u_ptr) threads=32:\n"
+        buildSource("def m<1>(f32* x_ptr, f32* y_ptr, u32* u_ptr, i32 n) threads=32:\n"
                     "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[32]), layout=spatial(32))\n"
                     "    gy = ViewGlobal(y_ptr, shape=[32])\n"
                     "    gu = ViewGlobal(u_ptr, shape=[32])\n" +
@@ -373,4 +373,18 @@ TEST_CASE("canonical NaNs only where a NaN's bits can be seen") {
                    "    StoreGlobal(Reduce(Add(t, x), dim=0, op=sum, keepdim=True), gy)\n") == 1);
   CHECK(nanSelects("    t = Mul(x, 3.0)\n"
                    "    StoreGlobal(Cast(Gt(t, 1.0), u32), gu)\n") == 0);
+  // through the phis of an if: stored as it is (both selects stay) or through a Sub (one)
+  const char *branch = "    t = Add(x, 1.0)\n"
+                       "    if n > 0:\n"
+                       "        t = Mul(t, 2.0)\n";
+  CHECK(nanSelects(std::string(branch) + "    StoreGlobal(t, gy)\n") == 2);
+  CHECK(nanSelects(std::string(branch) + "    StoreGlobal(Sub(t, 3.0), gy)\n") == 1);
+  // around a loop (which LLVM unrolls): the Add's select stays, in every copy of the body,
+  // when the loop's result is stored or viewed as it is; through a Sub only the Sub's stays
+  const char *loop = "    acc = AllocateRegister(f32, layout=spatial(32), init=0.0)\n"
+                     "    for i in range(n):\n"
+                     "        acc = Add(Mul(acc, 0.5), x)\n";
+  CHECK(nanSelects(std::string(loop) + "    StoreGlobal(acc, gy)\n") >= 1);
+  CHECK(nanSelects(std::string(loop) + "    StoreGlobal(Sub(acc, 1.0), gy)\n") == 1);
+  CHECK(nanSelects(std::string(loop) + "    StoreGlobal(View(acc, dtype=u32), gu)\n") >= 1);
 }

@@ -327,10 +327,10 @@ DIFF_CASE("chains of float operations on NaNs of any payload give canonical NaNs
     Case c;
     c.name = "nan_chains_" + T;
     c.source = "def chains<1>(" + T + "* a_ptr, " + T + "* b_ptr, " + T + "* c_ptr, " + U +
-               "* u_ptr) threads=32:\n"
+               "* u_ptr, i32 n) threads=32:\n"
                "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[256]), layout=local(8).spatial(32))\n"
                "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[256]), layout=local(8).spatial(32))\n"
-               "    gc = ViewGlobal(c_ptr, shape=[6, 256])\n"
+               "    gc = ViewGlobal(c_ptr, shape=[8, 256])\n"
                "    StoreGlobal(Max(Add(a, b), Mul(a, 2.0)), gc, offset=[0, 0:])\n"
                "    StoreGlobal(Div(Sub(Mul(a, b), a), Add(b, 1.0)), gc, offset=[1, 0:])\n"
                "    w = Where(Gt(a, b), Add(a, 1.0), Neg(b))\n"
@@ -342,11 +342,18 @@ DIFF_CASE("chains of float operations on NaNs of any payload give canonical NaNs
                T +
                "), gc, offset=[5, 0:])\n"
                "    StoreGlobal(View(Mul(Add(a, b), b), dtype=" +
-               U + "), ViewGlobal(u_ptr, shape=[256]))\n";
+               U +
+               "), ViewGlobal(u_ptr, shape=[256]))\n"
+               "    acc = Mul(a, 0.0)\n"
+               "    for i in range(n):\n"
+               "        acc = Add(Mul(acc, b), a)\n"
+               "    StoreGlobal(acc, gc, offset=[6, 0:])\n"
+               "    StoreGlobal(Sub(acc, b), gc, offset=[7, 0:])\n";
+    c.scalars = {{"n", 3}};
     for (Fill fill : {Fill::Special, Fill::Random}) {
       c.buffers = {{"a_ptr", t, 256, fill},
                    {"b_ptr", t, 256, fill},
-                   {"c_ptr", t, 6 * 256, Fill::Zero},
+                   {"c_ptr", t, 8 * 256, Fill::Zero},
                    {"u_ptr", DataType::u(t.bits), 256, Fill::Zero}};
       c.name = "nan_chains_" + T + (fill == Fill::Special ? "_special" : "_random");
       runCase(c);
