@@ -1009,6 +1009,32 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                  {"block_table", i32, 12, Fill::Index},
                  {"seq_lens", i32, 4, Fill::Positive},
                  {"o_ptr", f16, 4 * 16 * 128, Fill::Zero, 0, 1e-2}};
+    c.launches = 3; // min(SPLITS, max_pages) = 3 splits: the workspace must be clean each time
+    runCase(c);
+  }
+  for (const char *kt : {"f16", "u4"}) {
+    // the sequence split over SPLITS = 4 blocks per (b, kv head): 200 keys (13 pages, split
+    // 4 + 4 + 4 + 1), 77 (2 + 2 + 1 + 0), 1 and 16 (one page, three empty splits); block_table
+    // [b, j] = b * 13 + j. Three launches on the same workspace.
+    Case c{std::string("decode_paged_splits4_") + kt, programText("attention/decode_paged.tasm")};
+    c.defines = {{"AT", "f16"}, {"KT", kt}, {"HD", "128"}, {"PAGE", "16"}, {"SPLITS", "4"}};
+    DataType t = *DataType::parse(kt);
+    int64_t cache = 52 * 16 * 2 * 128;
+    c.scalars = {{"batch", 4},
+                 {"heads", 16},
+                 {"kv_heads", 2},
+                 {"num_pages", 52},
+                 {"max_pages", 13},
+                 {"scale", std::bit_cast<uint32_t>(0.088f)},
+                 {"k_scale", std::bit_cast<uint32_t>(0.5f)},
+                 {"v_scale", std::bit_cast<uint32_t>(0.25f)}};
+    c.launches = 3;
+    c.buffers = {{"q_ptr", f16, 4 * 16 * 128, Fill::Moderate},
+                 {"k_cache", t, cache, Fill::Moderate},
+                 {"v_cache", t, cache, Fill::Moderate},
+                 {"block_table", i32, 52, Fill::Index},
+                 {"seq_lens", i32, 4, Fill::Given, 0, 0, {200, 77, 1, 16}},
+                 {"o_ptr", f16, 4 * 16 * 128, Fill::Zero, 0, 1e-2}};
     runCase(c);
   }
   for (const char *causal : {"0", "1"}) {

@@ -1,7 +1,8 @@
 // programs/attention/ on the CPU interpreter against plain C++ references of their contracts:
 // decode_paged.tasm (paged KV cache in f16, bf16, f8e4m3 and 4- to 8-bit integer and float
 // types with per-tensor scales; sequence lengths of 1 and ragged ones; GQA ratios 1 and 8;
-// shuffled block tables). Cache codes are decoded
+// shuffled block tables; the sequence split over blocks, SPLITS, with empty splits, and
+// none). Cache codes are decoded
 // here by the textbook formulas of ISA section 2, independently of isa/convert.
 #include "vm_cpu/cpu_test_util.h"
 
@@ -80,8 +81,11 @@ struct DecodeShape {
   std::vector<int32_t> seqLens;
 };
 
+/// Runs decode `launches` times on the same inputs (o reset to NaN before each) and checks o
+/// after each launch against the reference.
 void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeShape &sh,
-                 uint32_t seed, const std::map<std::string, std::string> &tuning = {}) {
+                 uint32_t seed, const std::map<std::string, std::string> &tuning = {},
+                 int launches = 1) {
   CAPTURE(kt.name);
   CAPTURE(bf16);
   CAPTURE(hd);
@@ -126,14 +130,18 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
       table[size_t(b * sh.maxPages + j)] = perm[next++ % perm.size()];
   }
   std::vector<int32_t> lens = sh.seqLens;
-  std::vector<uint16_t> o(size_t(B * H * hd), 0x7e00);
+  std::vector<uint16_t> o;
   const float scale = float(1.0 / std::sqrt(double(hd)));
   const bool narrow = kt.bits <= 8;
   const float kScale = narrow ? 0.0625f : 1.0f, vScale = narrow ? 0.125f : 1.0f;
-  REQUIRE_OK(
-      run(mod, {bufferArg(q), bufferArg(kc), bufferArg(vc), bufferArg(table), bufferArg(lens),
-                bufferArg(o), i32Arg(B), i32Arg(H), i32Arg(KV), i32Arg(sh.numPages),
-                i32Arg(sh.maxPages), f32Arg(scale), f32Arg(kScale), f32Arg(vScale)}));
+  for (int launch = 0; launch < launches; ++launch) {
+    CAPTURE(launch);
+    o.assign(size_t(B * H * hd), 0x7e00);
+    REQUIRE_OK(
+        run(mod, {bufferArg(q), bufferArg(kc), bufferArg(vc), bufferArg(table), bufferArg(lens),
+                  bufferArg(o), i32Arg(B), i32Arg(H), i32Arg(KV), i32Arg(sh.numPages),
+                  i32Arg(sh.maxPages), f32Arg(scale), f32Arg(kScale), f32Arg(vScale)}));
+  }
   auto at = [&](uint16_t x) { return bf16 ? bf16ToDouble(x) : halfToDouble(x); };
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
@@ -198,4 +206,26 @@ TEST_CASE("decode_paged.tasm: tuning constants (fewer heads per block, two warps
               {{"GQ", "4"}, {"W", "2"}, {"KL", "2"}, {"STAGES", "2"}});
   checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {1, 4, 2, 6, 6, {90}}, 11,
               {{"DV", "16"}, {"STAGES", "4"}});
+}
+
+TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
+  // Every run is in checked mode: the atomics, fences and the ticket race with nothing, and the
+  // requires_clean workspace (partials and tickets) is zero again after each launch.
+  CacheType f16{"f16", true, true, 5, 10, 16};
+  // HD 64: P = 2 pages per stage; max_pages 20 gives min(SPLITS, 10) blocks per (b, y). SPLITS 3:
+  // the 10 stages of seq 300 split 4 + 4 + 2; seq 1 has one stage, two empty splits; seq 40
+  // (2 stages, 2 pages: fewer than SPLITS) one empty; each launched twice
+  checkDecode(false, f16, 64, 16, {3, 8, 1, 60, 20, {300, 1, 40}}, 12, {{"SPLITS", "3"}}, 2);
+  // SPLITS 16 capped at cdiv(max_pages, P) = 10 splits; GQ 4 of a group of 8 (two parts per kv
+  // head)
+  checkDecode(false, intType("u4", false, 4), 64, 16, {2, 16, 2, 40, 20, {17, 301}}, 13,
+              {{"SPLITS", "16"}, {"GQ", "4"}}, 2);
+  // HD 128, P = 1: 7 splits of one or more pages each, sequences of 1, 16 and 100 keys
+  checkDecode(true, floatType("f8e4m3", 4, 3), 128, 16, {3, 4, 1, 24, 8, {1, 16, 100}}, 14,
+              {{"SPLITS", "7"}}, 2);
+  // max_pages of one stage: a single split (no workspace traffic) under SPLITS > 1
+  checkDecode(false, f16, 64, 16, {2, 2, 2, 4, 2, {32, 9}}, 15, {{"SPLITS", "4"}});
+  // SPLITS 1: the program without workspace
+  checkDecode(false, f16, 64, 16, {2, 8, 1, 12, 6, {1, 77}}, 16, {{"SPLITS", "1"}});
+  checkDecode(false, intType("i8", true, 8), 128, 16, {1, 8, 8, 6, 6, {90}}, 17, {{"SPLITS", "1"}});
 }
