@@ -12,6 +12,7 @@ the same run.
 
     python3 scripts/bench_attention.py [--build DIR] [--only prefill,decode,layers]
                                        [--iters N] [--json FILE] [--dry-run]
+                                       [--kv-types f16,f8e4m3,u4] [--decode-variants 'A=1;A=2,B=3']
 
 Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
 (--build, default $BUILD_DIR or build). Times are medians of CUDA-event timed launches (vm-run
@@ -198,16 +199,22 @@ def decode_rows(r, args, copy):
     rows = []
     H, KVH, HD, PAGE = 32, 8, 128, 16
     rng = random.Random(0)
-    for kt in args.kv_types.split(","):
+    # tuning variants: ";"-separated sets of ","-separated NAME=VALUE (empty: the defaults)
+    variants = [v for v in args.decode_variants.split(";")] or [""]
+    for kt, variant in [(kt, v) for kt in args.kv_types.split(",") for v in variants]:
+        tuning = dict(d.split("=", 1) for d in variant.split(",") if d)
+        label = "".join(f" {k}={v}" for k, v in tuning.items())
         try:
-            tbc = r.assemble("attention/decode_paged.tasm", f"decode_{kt}",
-                             {"AT": "f16", "KT": kt, "HD": HD, "PAGE": PAGE})
+            name = f"decode_{kt}" + "".join(f"_{k}{v}" for k, v in tuning.items())
+            tbc = r.assemble("attention/decode_paged.tasm", name,
+                             {"AT": "f16", "KT": kt, "HD": HD, "PAGE": PAGE, **tuning})
         except RuntimeError as e:
-            rows.append({"bench": "decode", "case": f"KT={kt}", "error": str(e)})
+            rows.append({"bench": "decode", "case": f"KT={kt}{label}", "error": str(e)})
             continue
         for batch in (16, 64):
             for ctx in (4096, 32768):
-                row = {"bench": "decode", "case": f"B{batch} ctx{ctx} H{H}/{KVH} HD{HD} {kt}"}
+                row = {"bench": "decode",
+                       "case": f"B{batch} ctx{ctx} H{H}/{KVH} HD{HD} {kt}{label}"}
                 max_pages = ctx // PAGE
                 num_pages = batch * max_pages
                 table = list(range(num_pages))  # a shuffled assignment of pages
@@ -289,6 +296,9 @@ def main():
     ap.add_argument("--build", default=os.environ.get("BUILD_DIR", "build"))
     ap.add_argument("--only", default="prefill,decode,layers")
     ap.add_argument("--kv-types", default="f16,f8e4m3,u4")
+    ap.add_argument("--decode-variants", default="",
+                    help="decode tuning variants, e.g. 'SPLITS=1;SPLITS=8;SPLITS=16,STAGES=6' "
+                         "(';' between variants, ',' between -D NAME=VALUE; empty: defaults)")
     ap.add_argument("--seq", type=int, default=4096, help="prefill sequence length")
     ap.add_argument("--tokens", type=int, default=4096, help="rows of the layer benchmarks")
     ap.add_argument("--iters", type=int, default=20)
