@@ -167,6 +167,7 @@ private:
   void solveWgmma(const std::pair<uint32_t, VarId> &u);
   bool pendingDerivation(VarId root);
   void solveFree();
+  std::optional<std::pair<RegisterLayout, std::string>> broadcastUp(VarId root);
   void resolveElementwise();
   void checkDerivations();
   void checkViews();
@@ -841,6 +842,52 @@ bool Inference::pendingDerivation(VarId root) {
   return false;
 }
 
+/// The broadcast rule, upwards: a class that no Dot or memory access decides and that is the
+/// result of an elementwise instruction broadcasting operands of the same rank whose layouts are
+/// decided takes the largest one's layout repeated in local slots along the broadcast
+/// dimensions, so that operand is used where it is (no ConvertLayout): `Mul(q, kf)` with kf [1, P,
+/// PG, KL, HD] into [GQ, P, PG, KL, HD] is local(GQ, 1, 1, 1, 1).(kf's layout).
+std::optional<std::pair<RegisterLayout, std::string>> Inference::broadcastUp(VarId root) {
+  const Class &c = cls_[root];
+  std::optional<std::pair<RegisterLayout, std::string>> best;
+  int64_t bestElems = 0;
+  for (const Derivation &d : derivations_) {
+    if (d.kind != DeriveKind::Broadcast || find(d.from) != root)
+      continue;
+    const Class &o = cls_[find(d.to)];
+    const std::vector<int64_t> &os = t_[d.to].shape;
+    if (!o.layout || os.size() != c.shape.size() || o.layout->numThreads() != threads_)
+      continue;
+    std::vector<int64_t> expand(os.size(), 1);
+    int64_t elems = 1;
+    bool ok = true;
+    for (size_t k = 0; k < os.size(); ++k) {
+      elems *= os[k];
+      if (os[k] == c.shape[k])
+        continue;
+      if (os[k] != 1) {
+        ok = false;
+        break;
+      }
+      expand[k] = c.shape[k];
+    }
+    // the largest operand keeps its layout: converting another one would move more data
+    if (!ok || elems <= bestElems)
+      continue;
+    Expected<RegisterLayout> rep = RegisterLayout::local(expand);
+    if (!rep)
+      continue;
+    Expected<RegisterLayout> up = rep->product(*o.layout);
+    if (!up || up->shape() != c.shape)
+      continue;
+    best = std::make_pair(std::move(up).value(),
+                          "broadcast rule: " + name(d.to) + "'s layout (" + o.rule +
+                              ") repeated along the broadcast dimensions at " + where(d.inst));
+    bestElems = elems;
+  }
+  return best;
+}
+
 void Inference::solveFree() {
   for (;;) {
     closure();
@@ -866,6 +913,12 @@ void Inference::solveFree() {
     if (pick == kNoId)
       return;
     Class &c = cls_[pick];
+    if (!c.memory) {
+      if (std::optional<std::pair<RegisterLayout, std::string>> up = broadcastUp(pick)) {
+        assign(pick, up->first, up->second);
+        continue;
+      }
+    }
     int bits = c.memoryBits != 0 ? c.memoryBits : c.dtype.storageBits();
     int vdim = c.vectorDim >= 0 ? c.vectorDim : int(c.shape.size()) - 1;
     std::vector<RegisterLayout> options = vectorLayouts(c.shape, bits, threads_, vdim);

@@ -174,6 +174,37 @@ def k<1>(f16* a_ptr, f16* b_ptr, f16* v_ptr, f32* o_ptr) threads=128:
   CHECK(layoutOf(p, "o") == L("spatial(4, 1).local(1, 8).local(2, 1).spatial(8, 4).local(1, 2)"));
 }
 
+TEST_CASE("inference: a broadcast result no memory access decides takes its largest operand's "
+          "layout") {
+  // x [1, 64] is written (a View would fix it too); q [4, 1] is loaded. Mul(q, x) [4, 64] only
+  // feeds a Reduce: it takes x's layout repeated 4 times in local slots, so x (the larger
+  // operand) is used where it is, and only q, broadcast, is read in that layout.
+  const char *text = R"(
+def k<1>(f32* x_ptr, f32* q_ptr, f32* o_ptr) threads=32:
+    gx = ViewGlobal(x_ptr, shape=[1, 64])
+    gq = ViewGlobal(q_ptr, shape=[4, 1])
+    go = ViewGlobal(o_ptr, shape=[4, 1])
+    x = LoadGlobal(gx, layout=spatial(1, 32).local(1, 2))
+    q = LoadGlobal(gq, shape=[4, 1])
+    StoreGlobal(Reduce(Mul(q, x), dim=1, op=sum, keepdim=True), go)
+)";
+  Inferred r = infer(text);
+  CHECK(r.report.notes.empty());
+  bool found = false;
+  for (const std::string &line : r.report.lines)
+    if (line.find("= Mul: ") != std::string::npos) {
+      found = true;
+      CHECK(line.find("broadcast rule: 'x''s layout") != std::string::npos);
+    }
+  CHECK(found);
+  const Program &p = r.module.programs[0];
+  for (const Instruction &inst : p.instructions) {
+    CHECK(inst.opcode != Opcode::ConvertLayout);
+    if (inst.opcode == Opcode::Mul)
+      CHECK(*inst.arg(ArgName::layout).regLayout == L("local(4, 1).spatial(1, 32).local(1, 2)"));
+  }
+}
+
 TEST_CASE("inference: threads, shape= and the per-program switch") {
   // no threads= and no written layout: four warps
   Inferred r = infer(R"(
