@@ -341,6 +341,8 @@ bool covers(const RegisterLayout &result, const RegisterLayout &operand) {
   if (result.numThreads() != operand.numThreads() || result.rank() < 0 || operand.rank() < 0 ||
       operand.rank() > result.rank())
     return false;
+  if (result == operand)
+    return true; // every thread holds exactly what it needs (no walk over every element)
   int r = result.rank(), q = operand.rank(), offset = r - q;
   for (int d = 0; d < q; ++d) {
     int64_t o = operand.shape()[size_t(d)], s = result.shape()[size_t(d + offset)];
