@@ -22,36 +22,13 @@ and prints the vm-run commands without a GPU.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
+from bench_common import L2_BYTES, bits_of, save_i32_npy, torch_bench
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-L2_BYTES = 50 * 2**20
-
-
-def bits_of(t):
-    if t in ("f16", "bf16"):
-        return 16
-    if t[0] in "ui":
-        return int(t[1:])
-    return int(t[1:t.index("e")])
-
-
-def torch_bench(fn, warmup=10, iters=50):
-    import torch
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(iters)]
-    for s, e in events:
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
 
 
 class Runner:
@@ -89,19 +66,6 @@ class Runner:
             return rep["bench"]["median_ms"]
         except Exception:
             raise RuntimeError("vm-run: " + (p.stderr or p.stdout).strip()[-400:])
-
-
-def save_i32_npy(path, values, shape):
-    """Write int32 values (C order) as a version 1.0 .npy file (no NumPy needed)."""
-    import struct
-    header = "{'descr': '<i4', 'fortran_order': False, 'shape': (%s), }" % (
-        "".join(f"{d}, " for d in shape) if len(shape) == 1 else ", ".join(map(str, shape)))
-    pad = 64 - (10 + len(header) + 1) % 64
-    header = header + " " * pad + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
-        f.write(struct.pack(f"<{len(values)}i", *values))
-    return "@" + path
 
 
 def prefill_rows(r, args):

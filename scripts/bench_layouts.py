@@ -107,7 +107,7 @@ def write_inputs(work):
     0..4095), the decode rows' shuffled page table (16 sequences x 256 pages of 4096) and their
     lengths (4096 keys each)."""
     import random
-    from bench_attention import save_i32_npy
+    from bench_common import save_i32_npy
     rng = random.Random(7)
     positions = list(range(4096))
     rng.shuffle(positions)

@@ -19,10 +19,11 @@ Exit status 1 when a run fails or the error exceeds --max-err.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
+
+from bench_common import torch_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,21 +31,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def flops(batch, heads, seq_q, seq_k, hd, causal):
     f = 4 * batch * heads * seq_q * seq_k * hd
     return f // 2 if causal else f
-
-
-def torch_bench(fn, warmup=5, iters=20):
-    import torch
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(iters)]
-    for s, e in events:
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
 
 
 def kernel_commands(args, work, causal):
@@ -139,7 +125,7 @@ def main():
             def sdpa():
                 return F.scaled_dot_product_attention(qt, kt, vt, is_causal=bool(causal), **gqa)
             ref = sdpa().transpose(1, 2).float()
-            row["sdpa_ms"] = torch_bench(sdpa, iters=args.iters)
+            row["sdpa_ms"] = torch_bench(sdpa, warmup=5, iters=args.iters)
         assemble, launch, out = kernel_commands(args, work, causal)
         print(f"causal={causal}: " + " ".join(launch), file=sys.stderr, flush=True)
         r = subprocess.run(assemble, capture_output=True, text=True)

@@ -19,37 +19,16 @@ the kernel and the copy then run from L2 on repeated launches.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
+
+from bench_common import L2_BYTES, bits_of, torch_bench
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LLAMA70B = [(8192, 57344), (8192, 10240), (28672, 8192), (8192, 8192)]
 DEFAULT_WT = "u1,u2,u3,u4,i4,u5,i6,u8,f4e2m1,f6e3m2,f8e4m3"
-L2_BYTES = 50 * 2**20
-
-
-def bits_of(wt):
-    if wt[0] in "ui":
-        return int(wt[1:])
-    return int(wt[1:wt.index("e")])
-
-
-def torch_bench(fn, warmup=10, iters=50):
-    import torch
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(iters)]
-    for s, e in events:
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
 
 
 def main():

@@ -1,0 +1,44 @@
+"""Helpers shared by the benchmark scripts (bench_quant, bench_attention, bench_prefill,
+bench_layouts): timing PyTorch baselines with CUDA events, element widths of ISA type names,
+int32 .npy files written without NumPy."""
+import statistics
+import struct
+
+L2_BYTES = 50 * 2**20  # the H100's L2: data this small is served from L2 on repeated launches
+
+
+def bits_of(t):
+    """Bits of one element of an ISA type name: f16, bf16, uN, iN, fNeEmM."""
+    if t in ("f16", "bf16"):
+        return 16
+    if t[0] in "ui":
+        return int(t[1:])
+    return int(t[1:t.index("e")])
+
+
+def torch_bench(fn, warmup=10, iters=50):
+    """Median milliseconds of `fn` over `iters` CUDA-event-timed calls after `warmup` calls."""
+    import torch
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(iters)]
+    for s, e in events:
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events)
+
+
+def save_i32_npy(path, values, shape):
+    """Write int32 values (C order) as a version 1.0 .npy file; returns vm-run's '@path'."""
+    header = "{'descr': '<i4', 'fortran_order': False, 'shape': (%s), }" % (
+        "".join(f"{d}, " for d in shape) if len(shape) == 1 else ", ".join(map(str, shape)))
+    pad = 64 - (10 + len(header) + 1) % 64
+    header = header + " " * pad + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        f.write(struct.pack(f"<{len(values)}i", *values))
+    return "@" + path
