@@ -84,4 +84,6 @@ bool ProgramChecker::visitAtomic(const Instruction &inst, Results &r) {
   return true;
 }
 
+bool ProgramChecker::visitFence(const Instruction &, Results &) { return true; }
+
 } // namespace tilus::detail

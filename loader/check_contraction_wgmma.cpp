@@ -284,4 +284,8 @@ bool ProgramChecker::visitWgmmaWaitGroup(const Instruction &inst, Results &) {
   return true;
 }
 
+bool ProgramChecker::visitWgmmaFence(const Instruction &, Results &) { return true; }
+
+bool ProgramChecker::visitWgmmaCommitGroup(const Instruction &, Results &) { return true; }
+
 } // namespace tilus::detail

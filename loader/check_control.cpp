@@ -1,6 +1,6 @@
 // Typing rules of control and debugging (ISA section 5, "Control and debugging"): Print reads a
 // scalar, a register tensor or a shared tensor; Synchronize and Exit take no arguments and have
-// no rules of their own (ProgramChecker declares them inline).
+// no rules of their own.
 #include "loader/checker_impl.h"
 
 namespace tilus::detail {
@@ -15,5 +15,9 @@ bool ProgramChecker::visitPrint(const Instruction &inst, Results &) {
   return fail(ErrorCode::Scope, "Print of " + varName(x.var) +
                                     ": expected a scalar, a register tensor or a shared tensor");
 }
+
+bool ProgramChecker::visitSynchronize(const Instruction &, Results &) { return true; }
+
+bool ProgramChecker::visitExit(const Instruction &, Results &) { return true; }
 
 } // namespace tilus::detail

@@ -64,4 +64,6 @@ bool ProgramChecker::visitMbarrierWait(const Instruction &inst, Results &) {
   return true;
 }
 
+bool ProgramChecker::visitFenceProxyAsync(const Instruction &, Results &) { return true; }
+
 } // namespace tilus::detail

@@ -174,4 +174,8 @@ bool ProgramChecker::visitCopyAsyncWaitGroup(const Instruction &inst, Results &)
   return true;
 }
 
+bool ProgramChecker::visitCopyAsyncCommitGroup(const Instruction &, Results &) { return true; }
+
+bool ProgramChecker::visitCopyAsyncWaitAll(const Instruction &, Results &) { return true; }
+
 } // namespace tilus::detail

@@ -10,6 +10,7 @@
 // diagnostic rather than a cascade.
 #pragma once
 
+#include "isa/instruction_visitor.h"
 #include "loader/checker.h"
 
 #include <functional>
@@ -133,57 +134,19 @@ public:
 
   using Results = std::vector<VarType>;
 
-  // --- instruction handlers: one per row of isa/instructions.def, or one per family
-  // (visitElementwise); dispatched by visitInstruction (isa/instruction_visitor.h). Each derives
-  // the result types into `results` and returns false after reporting the first broken rule.
-  // They live in the file of their family, check_<family>.cpp (docs/contributing.md).
-  // check_views.cpp: tensor creation and memory views
-  bool visitBlockIndices(const Instruction &inst, Results &results);
-  bool visitAllocateRegister(const Instruction &inst, Results &results);
-  bool visitIota(const Instruction &inst, Results &results);
-  bool visitAllocateShared(const Instruction &inst, Results &results);
-  bool visitAllocateGlobal(const Instruction &inst, Results &results);
-  bool visitViewGlobal(const Instruction &inst, Results &results);
-  bool visitSliceGlobal(const Instruction &inst, Results &results);
-  bool visitSliceShared(const Instruction &inst, Results &results);
-  // check_memory.cpp: loads, stores and asynchronous copies
-  bool visitLoadGlobal(const Instruction &inst, Results &results);
-  bool visitLoadShared(const Instruction &inst, Results &results);
-  bool visitStoreGlobal(const Instruction &inst, Results &results);
-  bool visitStoreShared(const Instruction &inst, Results &results);
-  bool visitCopyAsync(const Instruction &inst, Results &results);
-  bool visitCopyAsyncWaitGroup(const Instruction &inst, Results &results);
-  bool visitCopyAsyncCommitGroup(const Instruction &, Results &) { return true; }
-  bool visitCopyAsyncWaitAll(const Instruction &, Results &) { return true; }
-  bool visitLoadScalar(const Instruction &inst, Results &results);
-  // check_elementwise.cpp: the elementwise family and Where
+  // --- instruction handlers, dispatched by visitInstruction (isa/instruction_visitor.h). Each
+  // derives the result types into `results` and returns false after reporting the first broken
+  // rule. Every row of isa/instructions.def has its own handler visitNAME, declared here from the
+  // table, except the elementwise rows (visitElementwise) and the atomic ones (visitAtomic);
+  // each lives in the file of its family, check_<family>.cpp (docs/contributing.md).
+#define TILUSVM_HANDLERS_OWNED TILUSVM_PER_ROW
+#define TILUSVM_HANDLER(Name) bool visit##Name(const Instruction &inst, Results &results)
+#include "isa/instruction_handlers.def"
+  // check_elementwise.cpp: the rows of the elementwise family
   bool visitElementwise(const Instruction &inst, Results &results);
-  bool visitWhere(const Instruction &inst, Results &results);
-  // check_conversion.cpp
-  bool visitCast(const Instruction &inst, Results &results);
-  bool visitView(const Instruction &inst, Results &results);
-  bool visitPermute(const Instruction &inst, Results &results);
-  bool visitConvertLayout(const Instruction &inst, Results &results);
-  // check_contraction.cpp
-  bool visitDot(const Instruction &inst, Results &results);
-  bool visitReduce(const Instruction &inst, Results &results);
-  // check_contraction_wgmma.cpp (sm_90a)
-  bool visitWgmma(const Instruction &inst, Results &results);
-  bool visitWgmmaFence(const Instruction &, Results &) { return true; }
-  bool visitWgmmaCommitGroup(const Instruction &, Results &) { return true; }
-  bool visitWgmmaWaitGroup(const Instruction &inst, Results &results);
-  // check_control.cpp
-  bool visitPrint(const Instruction &inst, Results &results);
-  // check_atomic.cpp: AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas, Fence
+  // check_atomic.cpp: AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas; Fence has its own
   bool visitAtomic(const Instruction &inst, Results &results);
-  bool visitFence(const Instruction &, Results &) { return true; }
-  bool visitSynchronize(const Instruction &, Results &) { return true; }
-  bool visitExit(const Instruction &, Results &) { return true; }
-  // check_control_mbarrier.cpp: mbarriers and the async-proxy fence (sm_90a)
-  bool visitMbarrierInit(const Instruction &inst, Results &results);
-  bool visitMbarrierArrive(const Instruction &inst, Results &results);
-  bool visitMbarrierWait(const Instruction &inst, Results &results);
-  bool visitFenceProxyAsync(const Instruction &, Results &) { return true; }
+  bool visitFence(const Instruction &inst, Results &results);
   // checker.cpp
   bool visitInvalid(const Instruction &inst, Results &results);
 

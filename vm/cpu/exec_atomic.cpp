@@ -105,4 +105,9 @@ Status Exec::visitAtomic(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
+Status Exec::visitFence(BlockState &, uint32_t) {
+  // Orders nothing in an interpreter that runs every instruction one at a time.
+  return Status::success();
+}
+
 } // namespace tilus::cpu

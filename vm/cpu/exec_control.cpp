@@ -6,7 +6,6 @@
 #include "vm/cpu/exec.h"
 
 #include "isa/convert.h"
-#include "isa/instruction_visitor.h"
 
 namespace tilus::cpu {
 
@@ -16,28 +15,10 @@ bool truthy(uint64_t bits, DataType type) {
   return convertBits(bits, type, DataType::boolean()) != 0;
 }
 
-/// The handlers of Exec plus those that change the control flow of the block.
-struct ControlExec : Exec {
-  Flow &flow;
-
-  Status visitSynchronize(BlockState &b, uint32_t) {
-    if (b.race)
-      b.race->synchronize();
-    return Status::success();
-  }
-  Status visitExit(BlockState &, uint32_t) {
-    flow = Flow::Exit;
-    return Status::success();
-  }
-  Status visitInvalid(BlockState &b, uint32_t index) {
-    return b.fail(ErrorCode::Runtime, index, "unknown opcode");
-  }
-};
-
 Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
   if (b.race)
     b.race->beginInstruction(index);
-  return visitInstruction(b.program.instructions[index].opcode, ControlExec{{}, flow}, b, index);
+  return visitInstruction(b.program.instructions[index].opcode, Exec{flow}, b, index);
 }
 
 Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow);
@@ -125,6 +106,21 @@ Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow) {
 }
 
 } // namespace
+
+Status Exec::visitSynchronize(BlockState &b, uint32_t) {
+  if (b.race)
+    b.race->synchronize();
+  return Status::success();
+}
+
+Status Exec::visitExit(BlockState &, uint32_t) {
+  flow = Flow::Exit;
+  return Status::success();
+}
+
+Status Exec::visitInvalid(BlockState &b, uint32_t index) {
+  return b.fail(ErrorCode::Runtime, index, "unknown opcode");
+}
 
 Status runBlock(BlockState &b) {
   Flow flow = Flow::Normal;

@@ -288,4 +288,6 @@ Status Exec::visitElementwise(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
+Status Exec::visitWhere(BlockState &b, uint32_t index) { return visitElementwise(b, index); }
+
 } // namespace tilus::cpu
