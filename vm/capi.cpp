@@ -17,6 +17,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct tilusvm_module_s {
@@ -93,15 +94,7 @@ int failWith(const Status &status) { return fail(codeOf(status), messageOf(statu
 /// The one error boundary of an exported function.
 template <typename Body> int guarded(Body &&body) noexcept {
   tilus::cuda::resetLastCuResult();
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return fail(TILUSVM_ERROR_INTERNAL, "out of memory");
-  } catch (const std::exception &e) {
-    return fail(TILUSVM_ERROR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return fail(TILUSVM_ERROR_INTERNAL, "internal error: unknown exception");
-  }
+  return tilus::capi::errorBoundary(std::forward<Body>(body));
 }
 
 int nullArgument(const char *function, const char *what) {
@@ -158,6 +151,17 @@ int checkedArgs(const tilus::cuda::LoadedModule &loaded, size_t index, const til
   Status valid = tilus::cuda::validateArgs(loaded.verified.module.programs[index],
                                            loaded.verified.programs[index], out);
   return valid.ok() ? TILUSVM_OK : fail(TILUSVM_ERROR_INVALID_ARGUMENT, messageOf(valid));
+}
+
+/// The index of `program` in `module` and the checked arguments of a run of it: `function`'s
+/// NULL-args error, then findProgram's, then checkedArgs'.
+int findProgramArgs(const char *function, tilusvm_module module, const char *program,
+                    const tilusvm_arg *args, size_t count, size_t &index, tilus::KernelArgs &out) {
+  if (!args && count != 0)
+    return nullArgument(function, "args");
+  if (int r = findProgram(module, program, index); r != TILUSVM_OK)
+    return r;
+  return checkedArgs(module->loaded, index, args, count, out);
 }
 
 /// The size of version 1 of tilusvm_runtime_options (the struct only grows).
@@ -384,20 +388,15 @@ TILUSVM_API int tilusvm_run_cpu(tilusvm_module module, const char *program, cons
   return guarded([&]() -> int {
     if (!module)
       return nullArgument("tilusvm_run_cpu", "module");
-    if (!args && num_args != 0)
-      return nullArgument("tilusvm_run_cpu", "args");
     size_t index = 0;
-    if (int r = findProgram(module, program, index); r != TILUSVM_OK)
+    tilus::KernelArgs kernelArgs;
+    if (int r =
+            findProgramArgs("tilusvm_run_cpu", module, program, args, num_args, index, kernelArgs);
+        r != TILUSVM_OK)
       return r;
-    const tilus::VerifiedModule &verified = module->loaded.verified;
-    tilus::KernelArgs kernelArgs = toKernelArgs(args, num_args);
-    Status valid = tilus::cuda::validateArgs(verified.module.programs[index],
-                                             verified.programs[index], kernelArgs);
-    if (!valid.ok())
-      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, messageOf(valid));
     tilus::CpuRunOptions options;
     options.checked = checked != 0;
-    Status ran = tilus::runOnCpu(verified, index, kernelArgs, options);
+    Status ran = tilus::runOnCpu(module->loaded.verified, index, kernelArgs, options);
     return ran.ok() ? TILUSVM_OK : failWith(ran);
   });
 }
@@ -460,17 +459,12 @@ TILUSVM_API int tilusvm_launch(tilusvm_runtime runtime, tilusvm_module module, c
   return guarded([&]() -> int {
     if (!runtime || !module)
       return nullArgument("tilusvm_launch", runtime ? "module" : "runtime");
-    if (!args && num_args != 0)
-      return nullArgument("tilusvm_launch", "args");
     size_t index = 0;
-    if (int r = findProgram(module, program, index); r != TILUSVM_OK)
+    tilus::KernelArgs kernelArgs;
+    if (int r =
+            findProgramArgs("tilusvm_launch", module, program, args, num_args, index, kernelArgs);
+        r != TILUSVM_OK)
       return r;
-    const tilus::VerifiedModule &verified = module->loaded.verified;
-    tilus::KernelArgs kernelArgs = toKernelArgs(args, num_args);
-    Status valid = tilus::cuda::validateArgs(verified.module.programs[index],
-                                             verified.programs[index], kernelArgs);
-    if (!valid.ok())
-      return fail(TILUSVM_ERROR_INVALID_ARGUMENT, messageOf(valid));
     Status launched =
         runtime->runtime->launch(module->loaded, index, kernelArgs, static_cast<CUstream>(stream));
     return launched.ok() ? TILUSVM_OK : failWith(launched);

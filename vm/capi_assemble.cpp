@@ -9,8 +9,6 @@
 #include "loader/checker.h"
 #include "vm/capi_internal.h"
 
-#include <exception>
-#include <new>
 #include <string>
 #include <string_view>
 
@@ -69,15 +67,8 @@ extern "C" {
 TILUSVM_API int tilusvm_module_assemble(const char *source, size_t source_size,
                                         const char *file_name, const tilusvm_define *defines,
                                         size_t num_defines, tilusvm_module *out) {
-  try {
-    return assembleChecked(source, source_size, file_name, defines, num_defines, out);
-  } catch (const std::bad_alloc &) {
-    return failWithMessage(TILUSVM_ERROR_INTERNAL, "out of memory");
-  } catch (const std::exception &e) {
-    return failWithMessage(TILUSVM_ERROR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return failWithMessage(TILUSVM_ERROR_INTERNAL, "internal error: unknown exception");
-  }
+  return tilus::capi::errorBoundary(
+      [&] { return assembleChecked(source, source_size, file_name, defines, num_defines, out); });
 }
 
 } // extern "C"
