@@ -20,6 +20,7 @@
 #include "isa/file_io.h"
 #include "jit/jit.h"
 #include "loader/checker.h"
+#include "tools/tool_main.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -489,17 +490,8 @@ static int runMain(int argc, char **argv) {
   layout->add_option("expr", o.layoutExpr, "layout expression, e.g. 'local(2, 1).spatial(8, 4)'")
       ->required();
   layout->add_flag("--json", o.json, "print the layout as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    return usageError(e.what());
-  }
+  if (std::optional<int> exitCode = tilus::tools::parseCommandLine(app, argc, argv, usageError))
+    return *exitCode;
   if (!o.arch.empty()) {
     int fromArch = o.arch == "sm_80" ? 80 : 90;
     if (app.count("--sm") > 0 && o.sm != fromArch)
@@ -541,12 +533,5 @@ static int runMain(int argc, char **argv) {
 
 /// The error boundary: nothing escapes as an exception or an abort.
 int main(int argc, char **argv) {
-  try {
-    return runMain(argc, argv);
-  } catch (const std::bad_alloc &) {
-    std::cerr << "tilus-asm: error[io]: out of memory\n";
-  } catch (const std::exception &e) {
-    std::cerr << "tilus-asm: internal error: " << e.what() << "\n";
-  }
-  return kExitError;
+  return tilus::tools::guardedMain(runMain, argc, argv, "tilus-asm", "error[io]: out of memory");
 }

@@ -16,6 +16,7 @@
 #include "assembler/assembler.h"
 #include "loader/checker.h"
 #include "tools/run_job.h"
+#include "tools/tool_main.h"
 #include "tools/tune_space.h"
 
 #include <CLI/CLI.hpp>
@@ -541,13 +542,8 @@ int main(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--dry-run", o.dryRun,
                "assemble, check and compile every point to PTX, time nothing (no GPU needed)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    return usageError(e.what());
-  }
+  if (std::optional<int> exitCode = tilus::tools::parseCommandLine(app, argc, argv, usageError))
+    return *exitCode;
   t.kernelName = o.kernel;
   if (o.device == "cpu")
     return usageError("tilus-tune times kernels on a CUDA device only; --device cpu is not "

@@ -10,6 +10,7 @@
 // an empty cache. Exit status: 0 success; 1 the directory cannot be read or a file cannot be
 // removed; 2 a usage error (unknown command or option, a bad byte count, no directory known).
 #include "jit/jit.h"
+#include "tools/tool_main.h"
 #include "vm/cuda/kernel_cache.h"
 
 #include <CLI/CLI.hpp>
@@ -268,17 +269,8 @@ static int runMain(int argc, char **argv) {
   prune->add_option("--max-bytes", maxBytesText,
                     "the cap, e.g. 500M (default: TILUSVM_CACHE_MAX_BYTES, else 1G; 0 = none)");
   CLI::App *clear = app.add_subcommand("clear", "remove every entry and temporary file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp &e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion &e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError &e) {
-    return usageError(e.what());
-  }
+  if (std::optional<int> exitCode = tilus::tools::parseCommandLine(app, argc, argv, usageError))
+    return *exitCode;
   if (dir.empty()) {
     std::optional<std::string> configured = defaultCacheDirectory();
     if (!configured) {
@@ -330,12 +322,6 @@ static int runMain(int argc, char **argv) {
 
 /// The error boundary: nothing escapes as an exception or an abort.
 int main(int argc, char **argv) {
-  try {
-    return runMain(argc, argv);
-  } catch (const std::bad_alloc &) {
-    std::cerr << "tilusvm-cache: error[io]: out of memory\n";
-  } catch (const std::exception &e) {
-    std::cerr << "tilusvm-cache: internal error: " << e.what() << "\n";
-  }
-  return kExitError;
+  return tilus::tools::guardedMain(runMain, argc, argv, "tilusvm-cache",
+                                   "error[io]: out of memory");
 }

@@ -18,6 +18,7 @@
 #include "tools/npy.h"
 #include "tools/run_args.h"
 #include "tools/run_job.h"
+#include "tools/tool_main.h"
 #include "vm/cpu/interpreter.h"
 #include "vm/cuda/runtime.h"
 
@@ -476,12 +477,6 @@ static int runMain(int argc, char **argv) {
 
 /// The error boundary: nothing escapes as an exception or an abort.
 int main(int argc, char **argv) {
-  try {
-    return runMain(argc, argv);
-  } catch (const std::bad_alloc &) {
-    std::cerr << "vm-run: error[runtime]: out of memory (see --max-memory)\n";
-  } catch (const std::exception &e) {
-    std::cerr << "vm-run: internal error: " << e.what() << "\n";
-  }
-  return 1;
+  return tilus::tools::guardedMain(runMain, argc, argv, "vm-run",
+                                   "error[runtime]: out of memory (see --max-memory)");
 }
