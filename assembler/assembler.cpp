@@ -42,10 +42,7 @@ std::string_view trim(std::string_view s) {
 Expected<ConstValue> defineValue(const std::string &name, const std::string &text,
                                  bool declaredType, SrcPos decl) {
   std::string where = "-D " + name;
-  auto tokens = tokenize(trim(text), where);
-  if (!tokens)
-    return tokens.takeStatus();
-  auto ast = parseStandaloneExpr(*tokens, where);
+  auto ast = parseStandaloneText(trim(text), where);
   if (!ast)
     return ast.takeStatus();
   ExprContext ctx;
@@ -138,13 +135,9 @@ ExprContext ModuleAssembler::constContext() const {
 // A module-level `assert COND, "message"` over the constants declared before it (docs/isa.md,
 // "Preconditions"): checked here; it leaves nothing in the module.
 Status ModuleAssembler::moduleAssert(const AstStmt &s) {
-  auto e = buildScalar(*s.value, constContext());
+  auto e = buildAssertCondition(*s.value, constContext());
   if (!e)
     return e.takeStatus();
-  if (!e->dtype.isBool())
-    return error(ErrorCode::DtypeMismatch, s.value->pos,
-                 "assert condition must be bool (a comparison, `and`, `or`, `not`), got " +
-                     e->dtype.name());
   if (e->bits != 0) // folded: every name is a constant
     return Status::success();
   return error(ErrorCode::Assert, s.pos,
@@ -297,10 +290,7 @@ Expected<std::string> stripPerformanceLayouts(std::string_view source,
 
 Expected<RegisterLayout> parseRegisterLayout(std::string_view text) {
   const std::string file = "<layout>";
-  auto tokens = tokenize(trim(text), file);
-  if (!tokens)
-    return tokens.takeStatus();
-  auto ast = parseStandaloneExpr(*tokens, file);
+  auto ast = parseStandaloneText(trim(text), file);
   if (!ast)
     return ast.takeStatus();
   ExprContext ctx;

@@ -72,10 +72,7 @@ namespace {
 /// Whether `text` assembles to a constant of exactly `dtype` and `bits`.
 bool reassemblesTo(const std::string &text, DataType dtype, uint64_t bits) {
   const std::string file = "<constant>";
-  auto tokens = tokenize(text, file);
-  if (!tokens)
-    return false;
-  auto ast = parseStandaloneExpr(*tokens, file);
+  auto ast = parseStandaloneText(text, file);
   if (!ast)
     return false;
   ExprContext ctx;

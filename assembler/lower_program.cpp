@@ -233,13 +233,9 @@ Status ProgramLowering::assignment(const AstStmt &s, std::vector<Stmt> &out) {
 Status ProgramLowering::assertion(const AstStmt &s, std::vector<Stmt> &out) {
   ExprContext ctx = exprContext();
   ctx.inAssert = true;
-  auto e = buildScalar(*s.value, ctx);
+  auto e = buildAssertCondition(*s.value, ctx);
   if (!e)
     return e.takeStatus();
-  if (!e->dtype.isBool())
-    return error(ErrorCode::DtypeMismatch, s.value->pos,
-                 "assert condition must be bool (a comparison, `and`, `or`, `not`), got " +
-                     e->dtype.name());
   std::string message = s.message.empty() ? "" : ": " + s.message;
   if (e->isConst()) {
     if (e->bits != 0)

@@ -781,4 +781,11 @@ Expected<AstExprPtr> parseStandaloneExpr(const std::vector<Token> &tokens,
   return Parser(tokens, fileName).standalone();
 }
 
+Expected<AstExprPtr> parseStandaloneText(std::string_view text, const std::string &fileName) {
+  auto tokens = tokenize(text, fileName);
+  if (!tokens)
+    return tokens.takeStatus();
+  return parseStandaloneExpr(*tokens, fileName);
+}
+
 } // namespace tilus::tasm

@@ -465,6 +465,16 @@ Expected<TypedExpr> buildScalar(const AstExpr &ast, const ExprContext &ctx) {
   return e;
 }
 
+Expected<TypedExpr> buildAssertCondition(const AstExpr &ast, const ExprContext &ctx) {
+  auto e = buildScalar(ast, ctx);
+  if (e && !e->dtype.isBool())
+    return Status::error(ErrorCode::DtypeMismatch,
+                         "assert condition must be bool (a comparison, `and`, `or`, `not`), got " +
+                             e->dtype.name(),
+                         makeLocation(ctx.fileName, ast.pos));
+  return e;
+}
+
 bool isTypeExpr(const AstExpr &ast, const ExprContext &ctx) {
   if (ast.kind == AstKind::Ternary)
     return isTypeExpr(*ast.children[0], ctx);

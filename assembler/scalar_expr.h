@@ -57,6 +57,9 @@ inline constexpr uint32_t kMaxTypedExprDepth = 1000;
 /// syntax (a float literal out of range, a tree deeper than kMaxTypedExprDepth).
 Expected<TypedExpr> buildScalar(const AstExpr &ast, const ExprContext &ctx);
 
+/// buildScalar of an assert's condition, which must be bool (`dtype-mismatch` otherwise).
+Expected<TypedExpr> buildAssertCondition(const AstExpr &ast, const ExprContext &ctx);
+
 /// Whether `ast` is a type expression where a value or a type may stand (a constant's value, an
 /// operand of `==`/`!=`): a type constant, a data type name that no constant or variable
 /// shadows, or `T1 if c else T2` whose first branch is one.
