@@ -464,32 +464,22 @@ Status Codegen::lowerFor(const Stmt &s) {
   llvm::Value *start = exprI64(s.expr);
   llvm::Value *stop = exprI64(s.stop);
   llvm::Value *step = s.step == kNoId ? b.getInt64(1) : exprI64(s.step);
-  llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx, "for.header", fn_);
-  llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(ctx, "for.body", fn_);
-  llvm::BasicBlock *latch = llvm::BasicBlock::Create(ctx, "for.latch", fn_);
-  llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "for.exit", fn_);
-  llvm::BasicBlock *pre = b.GetInsertBlock();
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode *i = b.CreatePHI(b.getInt64Ty(), 2, prog.var(s.var).name + ".i");
-  i->addIncoming(start, pre);
-  llvm::Value *up = b.CreateICmpSGT(step, b.getInt64(0));
-  llvm::Value *down = b.CreateICmpSLT(step, b.getInt64(0));
-  llvm::Value *go = b.CreateOr(b.CreateAnd(up, b.CreateICmpSLT(i, stop)),
-                               b.CreateAnd(down, b.CreateICmpSGT(i, stop)));
-  b.CreateCondBr(go, bodyBlock, exit);
-  b.SetInsertPoint(bodyBlock);
-  writeScalar(s.var, convert(i, DataType::i64(), type));
-  loops_.push_back({latch, exit});
-  Status status = lowerBody(s.body);
-  loops_.pop_back();
-  TILUSVM_TRY(status);
-  b.CreateBr(latch);
-  b.SetInsertPoint(latch);
-  i->addIncoming(b.CreateAdd(i, step), latch);
-  b.CreateBr(header);
-  b.SetInsertPoint(exit);
-  return Status::success();
+  auto test = [&](llvm::Value *i) {
+    llvm::Value *up = b.CreateICmpSGT(step, b.getInt64(0));
+    llvm::Value *down = b.CreateICmpSLT(step, b.getInt64(0));
+    return b.CreateOr(b.CreateAnd(up, b.CreateICmpSLT(i, stop)),
+                      b.CreateAnd(down, b.CreateICmpSGT(i, stop)));
+  };
+  return emitLoop(
+      "for", start, step, test,
+      [&](llvm::Value *i, const LoopTargets &targets) {
+        writeScalar(s.var, convert(i, DataType::i64(), type));
+        loops_.push_back(targets);
+        Status status = lowerBody(s.body);
+        loops_.pop_back();
+        return status;
+      },
+      prog.var(s.var).name + ".i");
 }
 
 Status Codegen::lowerIf(const Stmt &s) {
@@ -521,6 +511,106 @@ Status Codegen::lowerWhile(const Stmt &s) {
   loops_.pop_back();
   TILUSVM_TRY(status);
   b.CreateBr(header);
+  b.SetInsertPoint(exit);
+  return Status::success();
+}
+
+// ---- control flow inside a lowering ---------------------------------------------------------
+
+void Codegen::emitIf(llvm::Value *cond, const llvm::Twine &name, llvm::function_ref<void()> then) {
+  emitIf(cond, name, {}, [&] {
+    then();
+    return std::vector<llvm::Value *>();
+  });
+}
+
+std::vector<llvm::Value *> Codegen::emitIf(llvm::Value *cond, const llvm::Twine &name,
+                                           const std::vector<llvm::Value *> &otherwise,
+                                           llvm::function_ref<std::vector<llvm::Value *>()> then) {
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock *from = b.GetInsertBlock();
+  llvm::BasicBlock *thenBlock = llvm::BasicBlock::Create(ctx, name, fn);
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, name + ".end", fn);
+  b.CreateCondBr(cond, thenBlock, join);
+  b.SetInsertPoint(thenBlock);
+  std::vector<llvm::Value *> values = then();
+  assert(values.size() == otherwise.size() && "emitIf: one value per `otherwise` entry");
+  llvm::BasicBlock *thenEnd = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  for (size_t k = 0; k < values.size(); ++k) {
+    llvm::PHINode *phi = b.CreatePHI(otherwise[k]->getType(), 2);
+    phi->addIncoming(values[k], thenEnd);
+    phi->addIncoming(otherwise[k], from);
+    values[k] = phi;
+  }
+  return values;
+}
+
+std::vector<llvm::Value *> Codegen::emitCountedLoop(const llvm::Twine &name, llvm::Value *start,
+                                                    llvm::Value *end, int64_t step,
+                                                    const std::vector<llvm::Value *> &init,
+                                                    CarriedBody body, bool mayBeEmpty) {
+  assert((!mayBeEmpty || init.empty()) && "a loop that may not run carries no values out");
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx, name, fn);
+  llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, name + ".end", fn);
+  if (mayBeEmpty)
+    b.CreateCondBr(b.CreateICmpSLT(start, end), loop, exit);
+  else
+    b.CreateBr(loop);
+  b.SetInsertPoint(loop);
+  llvm::PHINode *i = b.CreatePHI(b.getInt64Ty(), 2);
+  std::vector<llvm::PHINode *> phis;
+  std::vector<llvm::Value *> carried;
+  for (llvm::Value *v : init) {
+    phis.push_back(b.CreatePHI(v->getType(), 2));
+    carried.push_back(phis.back());
+  }
+  i->addIncoming(start, pre);
+  for (size_t k = 0; k < init.size(); ++k)
+    phis[k]->addIncoming(init[k], pre);
+  std::vector<llvm::Value *> next = body(i, carried);
+  assert(next.size() == init.size() && "emitCountedLoop: one value per carried value");
+  llvm::Value *in = b.CreateAdd(i, b.getInt64(uint64_t(step)));
+  i->addIncoming(in, b.GetInsertBlock());
+  for (size_t k = 0; k < next.size(); ++k)
+    phis[k]->addIncoming(next[k], b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpSLT(in, end), loop, exit);
+  b.SetInsertPoint(exit);
+  return next;
+}
+
+Status
+Codegen::emitLoop(const llvm::Twine &name, llvm::Value *start, llvm::Value *step,
+                  llvm::function_ref<llvm::Value *(llvm::Value *i)> test,
+                  llvm::function_ref<Status(llvm::Value *i, const LoopTargets &targets)> body,
+                  const llvm::Twine &index, bool unroll) {
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx, name + ".header", fn);
+  llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(ctx, name + ".body", fn);
+  llvm::BasicBlock *latch = llvm::BasicBlock::Create(ctx, name + ".latch", fn);
+  llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, name + ".exit", fn);
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *i = b.CreatePHI(b.getInt64Ty(), 2, index);
+  i->addIncoming(start, pre);
+  b.CreateCondBr(test(i), bodyBlock, exit);
+  b.SetInsertPoint(bodyBlock);
+  TILUSVM_TRY(body(i, LoopTargets{latch, exit}));
+  b.CreateBr(latch);
+  b.SetInsertPoint(latch);
+  i->addIncoming(b.CreateAdd(i, step), latch);
+  llvm::BranchInst *back = b.CreateBr(header);
+  if (!unroll) {
+    llvm::MDNode *disable =
+        llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
+    llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, disable});
+    loop->replaceOperandWith(0, loop);
+    back->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  }
   b.SetInsertPoint(exit);
   return Status::success();
 }

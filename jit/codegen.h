@@ -21,6 +21,7 @@
 #include "jit/jit.h"
 #include "jit/layout_map.h"
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
@@ -164,6 +165,40 @@ public:
   std::optional<std::vector<llvm::Value *>> dequantize(const std::vector<llvm::Value *> &slots,
                                                        DataType from, DataType to);
 
+  // ---- control flow inside a lowering (codegen.cpp) -------------------------------------------
+  /// Emits `then` in a block that runs only when `cond` (i1) holds (blocks `name` and
+  /// `name.end`; the builder ends in the latter).
+  void emitIf(llvm::Value *cond, const llvm::Twine &name, llvm::function_ref<void()> then);
+  /// emitIf whose `then` produces values: returns, per value, its merge (a PHI) with the
+  /// matching entry of `otherwise`, the value where `cond` does not hold.
+  std::vector<llvm::Value *> emitIf(llvm::Value *cond, const llvm::Twine &name,
+                                    const std::vector<llvm::Value *> &otherwise,
+                                    llvm::function_ref<std::vector<llvm::Value *>()> then);
+  /// A counted loop tested at the bottom: for i = start, start + step, ... while i < end
+  /// (signed, i64), with loop-carried values that start as `init` and become what `body`
+  /// returns. The body runs at least once unless `mayBeEmpty` (then `start < end` is tested
+  /// first, and `init` must be empty). Returns the carried values of the last iteration.
+  /// Blocks `name` and `name.end`; the builder ends in the latter.
+  using CarriedBody = llvm::function_ref<std::vector<llvm::Value *>(
+      llvm::Value *i, const std::vector<llvm::Value *> &carried)>;
+  std::vector<llvm::Value *> emitCountedLoop(const llvm::Twine &name, llvm::Value *start,
+                                             llvm::Value *end, int64_t step,
+                                             const std::vector<llvm::Value *> &init,
+                                             CarriedBody body, bool mayBeEmpty = false);
+  /// Where `continue` and `break` of a loop go.
+  struct LoopTargets {
+    llvm::BasicBlock *continueTo;
+    llvm::BasicBlock *breakTo;
+  };
+  /// A loop tested at the top: i = start, then while test(i): body(i), i += step (i64). Blocks
+  /// `name.header`, `name.body`, `name.latch` (where `continue` goes; the increment) and
+  /// `name.exit` (`break`); the builder ends in the exit. With `unroll` false, LLVM must not
+  /// unroll it. The index PHI is named `index`.
+  Status emitLoop(const llvm::Twine &name, llvm::Value *start, llvm::Value *step,
+                  llvm::function_ref<llvm::Value *(llvm::Value *i)> test,
+                  llvm::function_ref<Status(llvm::Value *i, const LoopTargets &targets)> body,
+                  const llvm::Twine &index = "", bool unroll = true);
+
   // ---- statements (codegen.cpp) ----------------------------------------------------------------
   Status lowerBody(const std::vector<Stmt> &body);
   Status lowerStmt(const Stmt &stmt);
@@ -290,10 +325,6 @@ private:
   std::map<std::string, std::unique_ptr<LayoutMap>> layoutCache_;
   std::map<const LayoutMap *, std::vector<llvm::Value *>> threadPartCache_;
   std::map<const LayoutMap *, llvm::Value *> primaryCache_;
-  struct LoopTargets {
-    llvm::BasicBlock *continueTo;
-    llvm::BasicBlock *breakTo;
-  };
   std::vector<LoopTargets> loops_;
   llvm::GlobalVariable *printBuffer_ = nullptr;
   std::map<std::tuple<VarId, int, int>, bool> runsCache_;

@@ -250,15 +250,10 @@ Status Codegen::visitAtomic(const Instruction &inst) {
           *this, t, addr, fast,
           std::vector<llvm::Value *>(values.begin() + g.first, values.begin() + g.first + g.count));
       llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
-      llvm::Function *fn = b.GetInsertBlock()->getParent();
-      llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "red.elem", fn);
-      llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "red.end", fn);
-      b.CreateCondBr(slow, slowBlock, join);
-      b.SetInsertPoint(slowBlock);
-      for (int64_t j = 0; j < g.count; ++j)
-        element(g.first + j);
-      b.CreateBr(join);
-      b.SetInsertPoint(join);
+      emitIf(slow, "red.elem", [&] {
+        for (int64_t j = 0; j < g.count; ++j)
+          element(g.first + j);
+      });
     }
   } else {
     SharedView view = readShared(dst);

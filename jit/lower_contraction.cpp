@@ -32,24 +32,20 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
     threadLinear =
         addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
   llvm::Value *base = b.CreateGEP(b.getInt8Ty(), scratchBase(), constI64(byteOffset));
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock *write = llvm::BasicBlock::Create(ctx, "stage", fn);
-  llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "stage.end", fn);
-  b.CreateCondBr(isPrimary(map), write, join);
-  b.SetInsertPoint(write);
-  for (int64_t i = 0; i < map.locals(); ++i) {
-    int64_t c = 0;
-    for (int d = 0; d < map.rank(); ++d)
-      c += map.localPart(i)[d] * strides[size_t(d)];
-    llvm::Value *linear = addFolded(b, threadLinear, constI64(c));
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(linear, constI64(elemBytes)));
-    llvm::Value *value = slots[size_t(i)];
-    if (t.isBool() || t.isSubByte())
-      value = b.CreateZExt(toBits(value, t), b.getInt8Ty());
-    b.CreateAlignedStore(value, addr, llvm::Align(uint64_t(elemBytes)));
-  }
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
+  emitIf(isPrimary(map), "stage", [&] {
+    for (int64_t i = 0; i < map.locals(); ++i) {
+      int64_t c = 0;
+      for (int d = 0; d < map.rank(); ++d)
+        c += map.localPart(i)[d] * strides[size_t(d)];
+      llvm::Value *linear = addFolded(b, threadLinear, constI64(c));
+      llvm::Value *addr =
+          b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(linear, constI64(elemBytes)));
+      llvm::Value *value = slots[size_t(i)];
+      if (t.isBool() || t.isSubByte())
+        value = b.CreateZExt(toBits(value, t), b.getInt8Ty());
+      b.CreateAlignedStore(value, addr, llvm::Align(uint64_t(elemBytes)));
+    }
+  });
 }
 
 llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
@@ -241,7 +237,6 @@ Status Codegen::visitReduce(const Instruction &inst) {
   int64_t length = source.shape()[size_t(dim)];
   const std::vector<llvm::Value *> &s = threadPart(result);
   std::vector<llvm::Value *> out(size_t(result.locals()));
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
   for (int64_t i = 0; i < result.locals(); ++i) {
     // Row-major offset of the first element (index 0 along dim) of this result element.
     llvm::Value *base = constI64(0);
@@ -266,24 +261,14 @@ Status Codegen::visitReduce(const Instruction &inst) {
       out[size_t(i)] = fromAcc(*this, acc, v, rt);
       continue;
     }
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx, "reduce", fn);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "reduce.end", fn);
-    b.CreateBr(loop);
-    b.SetInsertPoint(loop);
-    llvm::PHINode *j = b.CreatePHI(b.getInt64Ty(), 2);
-    llvm::PHINode *v = b.CreatePHI(first->getType(), 2);
-    j->addIncoming(constI64(1), pre);
-    v->addIncoming(first, pre);
-    llvm::Value *e = b.CreateAdd(base, b.CreateMul(j, constI64(strides[size_t(dim)])));
-    llvm::Value *next =
-        combine(*this, acc, v, toAcc(*this, acc, loadScratchElement(e, 0, elemBytes, t), t));
-    llvm::Value *jn = b.CreateAdd(j, constI64(1));
-    j->addIncoming(jn, b.GetInsertBlock());
-    v->addIncoming(next, b.GetInsertBlock());
-    b.CreateCondBr(b.CreateICmpSLT(jn, constI64(length)), loop, exit);
-    b.SetInsertPoint(exit);
-    out[size_t(i)] = fromAcc(*this, acc, next, rt);
+    auto element = [&](llvm::Value *j, const std::vector<llvm::Value *> &v) {
+      llvm::Value *e = b.CreateAdd(base, b.CreateMul(j, constI64(strides[size_t(dim)])));
+      return std::vector<llvm::Value *>{
+          combine(*this, acc, v[0], toAcc(*this, acc, loadScratchElement(e, 0, elemBytes, t), t))};
+    };
+    llvm::Value *last =
+        emitCountedLoop("reduce", constI64(1), constI64(length), 1, {first}, element)[0];
+    out[size_t(i)] = fromAcc(*this, acc, last, rt);
   }
   barrier();
   writeRegister(r, out);

@@ -296,7 +296,6 @@ Expected<std::vector<llvm::Value *>> dotScratch(Codegen &cg, const Instruction &
   cg.barrier();
   const LayoutMap &md = *op.md;
   const std::vector<llvm::Value *> &s = cg.threadPart(md);
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
   std::vector<llvm::Value *> out(size_t(md.locals()));
   for (int64_t i = 0; i < md.locals(); ++i) {
     llvm::Value *m = addFolded(b, s[0], cg.constI64(md.localPart(i)[0]));
@@ -315,22 +314,12 @@ Expected<std::vector<llvm::Value *>> dotScratch(Codegen &cg, const Instruction &
       out[size_t(i)] = cg.convert(sum, acc, op.dd);
       continue;
     }
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    llvm::BasicBlock *loop = llvm::BasicBlock::Create(cg.ctx, "dot.k", fn);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(cg.ctx, "dot.k.end", fn);
-    b.CreateBr(loop);
-    b.SetInsertPoint(loop);
-    llvm::PHINode *k = b.CreatePHI(b.getInt64Ty(), 2);
-    llvm::PHINode *phi = b.CreatePHI(sum->getType(), 2);
-    k->addIncoming(cg.constI64(0), pre);
-    phi->addIncoming(sum, pre);
-    llvm::Value *next = step(phi, k);
-    llvm::Value *kn = b.CreateAdd(k, cg.constI64(1));
-    k->addIncoming(kn, b.GetInsertBlock());
-    phi->addIncoming(next, b.GetInsertBlock());
-    b.CreateCondBr(b.CreateICmpSLT(kn, cg.constI64(kDim)), loop, exit);
-    b.SetInsertPoint(exit);
-    out[size_t(i)] = cg.convert(next, acc, op.dd);
+    llvm::Value *last =
+        cg.emitCountedLoop("dot.k", cg.constI64(0), cg.constI64(kDim), 1, {sum},
+                           [&](llvm::Value *k, const std::vector<llvm::Value *> &c) {
+                             return std::vector<llvm::Value *>{step(c[0], k)};
+                           })[0];
+    out[size_t(i)] = cg.convert(last, acc, op.dd);
   }
   cg.barrier();
   return out;

@@ -33,18 +33,6 @@ void emitAsm(Codegen &cg, const std::string &text, const std::string &constraint
   cg.b.CreateCall(llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true), args);
 }
 
-/// Emit `body` under `condition` (a block-local branch).
-template <typename F> void emitIf(Codegen &cg, llvm::Value *condition, const char *name, F &&body) {
-  llvm::Function *fn = cg.b.GetInsertBlock()->getParent();
-  llvm::BasicBlock *then = llvm::BasicBlock::Create(cg.ctx, name, fn);
-  llvm::BasicBlock *join = llvm::BasicBlock::Create(cg.ctx, std::string(name) + ".end", fn);
-  cg.b.CreateCondBr(condition, then, join);
-  cg.b.SetInsertPoint(then);
-  body();
-  cg.b.CreateBr(join);
-  cg.b.SetInsertPoint(join);
-}
-
 } // namespace
 
 Status Codegen::requireHopper(const Instruction &inst) {
@@ -59,7 +47,7 @@ Status Codegen::visitMbarrierInit(const Instruction &inst) {
   TILUSVM_TRY(requireHopper(inst));
   llvm::Value *addr = barrierAddress(*this, inst);
   int64_t count = inst.arg(ArgName::count).intValue * int64_t(info.threads / 32);
-  emitIf(*this, b.CreateICmpEQ(tid(), constI32(0)), "mbarrier.init", [&] {
+  emitIf(b.CreateICmpEQ(tid(), constI32(0)), "mbarrier.init", [&] {
     emitAsm(*this, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
             {addr, constI32(count)});
   });
@@ -74,7 +62,7 @@ Status Codegen::visitMbarrierArrive(const Instruction &inst) {
   callIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {constI32(-1)});
   const std::string plain = "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}";
   llvm::Value *lane0 = b.CreateICmpEQ(b.CreateAnd(tid(), constI32(31)), constI32(0));
-  emitIf(*this, lane0, "mbarrier.arrive", [&] {
+  emitIf(lane0, "mbarrier.arrive", [&] {
     if (!bytes) {
       emitAsm(*this, plain, "r,~{memory}", {addr});
       return;

@@ -185,22 +185,13 @@ namespace {
 
 /// Runs `body` in thread 0 of the block only.
 template <typename F> void onThreadZero(Codegen &cg, F &&body) {
-  llvm::IRBuilder<> &b = cg.b;
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock *then = llvm::BasicBlock::Create(cg.ctx, "print", fn);
-  llvm::BasicBlock *join = llvm::BasicBlock::Create(cg.ctx, "print.end", fn);
-  b.CreateCondBr(b.CreateICmpEQ(cg.tid(), cg.constI32(0)), then, join);
-  b.SetInsertPoint(then);
-  body();
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
+  cg.emitIf(cg.b.CreateICmpEQ(cg.tid(), cg.constI32(0)), "print", body);
 }
 
 /// A register tensor: gathered through the static print buffer, printed by thread 0.
 void printRegister(Codegen &cg, Printer &p, VarId var, const VarType &type,
                    const std::string &message) {
   llvm::IRBuilder<> &b = cg.b;
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
   const LayoutMap &map = cg.layoutOf(var);
   int64_t elements = 1;
   for (int64_t n : map.shape())
@@ -212,23 +203,21 @@ void printRegister(Codegen &cg, Printer &p, VarId var, const VarType &type,
   for (size_t d = strides.size(); d-- > 1;)
     strides[d - 1] = strides[d] * map.shape()[d];
   cg.barrier();
-  llvm::BasicBlock *write = llvm::BasicBlock::Create(cg.ctx, "print.stage", fn);
-  llvm::BasicBlock *written = llvm::BasicBlock::Create(cg.ctx, "print.staged", fn);
-  b.CreateCondBr(cg.isPrimary(map), write, written);
-  b.SetInsertPoint(write);
-  for (int64_t i = 0; i < map.locals(); ++i) {
-    llvm::Value *linear = cg.constI64(0);
-    for (int d = 0; d < map.rank(); ++d)
-      linear = addFolded(b, linear,
-                         mulFolded(b, addFolded(b, s[size_t(d)], cg.constI64(map.localPart(i)[d])),
-                                   cg.constI64(strides[size_t(d)])));
-    llvm::Value *bits = type.dtype.isBool()
-                            ? b.CreateZExt(slots[size_t(i)], b.getInt64Ty())
-                            : b.CreateZExt(cg.toBits(slots[size_t(i)], type.dtype), b.getInt64Ty());
-    b.CreateStore(bits, b.CreateGEP(b.getInt64Ty(), buffer, linear));
-  }
-  b.CreateBr(written);
-  b.SetInsertPoint(written);
+  cg.emitIf(cg.isPrimary(map), "print.stage", [&] {
+    for (int64_t i = 0; i < map.locals(); ++i) {
+      llvm::Value *linear = cg.constI64(0);
+      for (int d = 0; d < map.rank(); ++d)
+        linear =
+            addFolded(b, linear,
+                      mulFolded(b, addFolded(b, s[size_t(d)], cg.constI64(map.localPart(i)[d])),
+                                cg.constI64(strides[size_t(d)])));
+      llvm::Value *bits =
+          type.dtype.isBool()
+              ? b.CreateZExt(slots[size_t(i)], b.getInt64Ty())
+              : b.CreateZExt(cg.toBits(slots[size_t(i)], type.dtype), b.getInt64Ty());
+      b.CreateStore(bits, b.CreateGEP(b.getInt64Ty(), buffer, linear));
+    }
+  });
   cg.barrier();
   onThreadZero(cg, [&] {
     std::vector<llvm::Value *> values;
@@ -280,7 +269,6 @@ void printShared(Codegen &cg, Printer &p, VarId var, const std::string &message)
 /// A global tensor (run-time shape): one vprintf per element from thread 0.
 void printGlobal(Codegen &cg, Printer &p, VarId var, const std::string &message) {
   llvm::IRBuilder<> &b = cg.b;
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
   GlobalView view = cg.readGlobal(var);
   DataType t = view.dtype;
   size_t rank = view.shape.size();
@@ -300,57 +288,42 @@ void printGlobal(Codegen &cg, Printer &p, VarId var, const std::string &message)
           count, cg.callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, cg.constI64(0)}));
     llvm::Value *opens = p.string(std::string(rank, '['));
     llvm::Value *closes = p.string(std::string(rank, ']'));
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    llvm::BasicBlock *loop = llvm::BasicBlock::Create(cg.ctx, "print.elem", fn);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(cg.ctx, "print.elem.end", fn);
-    b.CreateCondBr(b.CreateICmpSGT(count, cg.constI64(0)), loop, exit);
-    b.SetInsertPoint(loop);
-    llvm::PHINode *e = b.CreatePHI(b.getInt64Ty(), 2);
-    e->addIncoming(cg.constI64(0), pre);
-    // index, opening and closing bracket counts
-    std::vector<llvm::Value *> idx(rank);
-    llvm::Value *rest = e;
-    llvm::Value *nOpen = cg.constI64(0), *nClose = cg.constI64(0);
-    llvm::Value *allZero = b.getTrue(), *allLast = b.getTrue();
-    for (size_t d = rank; d-- > 0;) {
-      llvm::Value *n = view.shape[d];
-      idx[d] = b.CreateSRem(rest, n);
-      rest = b.CreateSDiv(rest, n);
-      allZero = b.CreateAnd(allZero, b.CreateICmpEQ(idx[d], cg.constI64(0)));
-      allLast = b.CreateAnd(allLast, b.CreateICmpEQ(idx[d], b.CreateSub(n, cg.constI64(1))));
-      nOpen = b.CreateAdd(nOpen, b.CreateZExt(allZero, b.getInt64Ty()));
-      nClose = b.CreateAdd(nClose, b.CreateZExt(allLast, b.getInt64Ty()));
-    }
-    llvm::Value *inside = view.valid;
-    llvm::Value *elem = view.offset;
-    for (size_t d = 0; d < rank; ++d) {
-      inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(idx[d], view.lo[d]),
-                                               b.CreateICmpSLT(idx[d], view.hi[d])));
-      elem = b.CreateAdd(elem, b.CreateMul(idx[d], view.strides[d]));
-    }
-    llvm::BasicBlock *loadBlock = llvm::BasicBlock::Create(cg.ctx, "print.load", fn);
-    llvm::BasicBlock *loaded = llvm::BasicBlock::Create(cg.ctx, "print.loaded", fn);
-    llvm::BasicBlock *from = b.GetInsertBlock();
-    b.CreateCondBr(inside, loadBlock, loaded);
-    b.SetInsertPoint(loadBlock);
-    llvm::Value *v = cg.loadElement(view.ptr, elem, t);
-    llvm::BasicBlock *loadEnd = b.GetInsertBlock();
-    b.CreateBr(loaded);
-    b.SetInsertPoint(loaded);
-    llvm::PHINode *value = b.CreatePHI(cg.elemType(t), 2);
-    value->addIncoming(v, loadEnd);
-    value->addIncoming(cg.zeroOf(t), from);
-    llvm::Value *sep =
-        b.CreateSelect(b.CreateICmpEQ(e, cg.constI64(0)), p.string(""), p.string(", "));
-    llvm::Value *open =
-        b.CreateGEP(b.getInt8Ty(), opens, b.CreateSub(cg.constI64(int64_t(rank)), nOpen));
-    llvm::Value *close =
-        b.CreateGEP(b.getInt8Ty(), closes, b.CreateSub(cg.constI64(int64_t(rank)), nClose));
-    p.call(std::string("%s%s") + elementFormat(t) + "%s", {sep, open, p.element(value, t), close});
-    llvm::Value *next = b.CreateAdd(e, cg.constI64(1));
-    e->addIncoming(next, b.GetInsertBlock());
-    b.CreateCondBr(b.CreateICmpSLT(next, count), loop, exit);
-    b.SetInsertPoint(exit);
+    auto element = [&](llvm::Value *e, const std::vector<llvm::Value *> &) {
+      // index, opening and closing bracket counts
+      std::vector<llvm::Value *> idx(rank);
+      llvm::Value *rest = e;
+      llvm::Value *nOpen = cg.constI64(0), *nClose = cg.constI64(0);
+      llvm::Value *allZero = b.getTrue(), *allLast = b.getTrue();
+      for (size_t d = rank; d-- > 0;) {
+        llvm::Value *n = view.shape[d];
+        idx[d] = b.CreateSRem(rest, n);
+        rest = b.CreateSDiv(rest, n);
+        allZero = b.CreateAnd(allZero, b.CreateICmpEQ(idx[d], cg.constI64(0)));
+        allLast = b.CreateAnd(allLast, b.CreateICmpEQ(idx[d], b.CreateSub(n, cg.constI64(1))));
+        nOpen = b.CreateAdd(nOpen, b.CreateZExt(allZero, b.getInt64Ty()));
+        nClose = b.CreateAdd(nClose, b.CreateZExt(allLast, b.getInt64Ty()));
+      }
+      llvm::Value *inside = view.valid;
+      llvm::Value *elem = view.offset;
+      for (size_t d = 0; d < rank; ++d) {
+        inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(idx[d], view.lo[d]),
+                                                 b.CreateICmpSLT(idx[d], view.hi[d])));
+        elem = b.CreateAdd(elem, b.CreateMul(idx[d], view.strides[d]));
+      }
+      llvm::Value *value = cg.emitIf(inside, "print.load", {cg.zeroOf(t)}, [&] {
+        return std::vector<llvm::Value *>{cg.loadElement(view.ptr, elem, t)};
+      })[0];
+      llvm::Value *sep =
+          b.CreateSelect(b.CreateICmpEQ(e, cg.constI64(0)), p.string(""), p.string(", "));
+      llvm::Value *open =
+          b.CreateGEP(b.getInt8Ty(), opens, b.CreateSub(cg.constI64(int64_t(rank)), nOpen));
+      llvm::Value *close =
+          b.CreateGEP(b.getInt8Ty(), closes, b.CreateSub(cg.constI64(int64_t(rank)), nClose));
+      p.call(std::string("%s%s") + elementFormat(t) + "%s",
+             {sep, open, p.element(value, t), close});
+      return std::vector<llvm::Value *>();
+    };
+    cg.emitCountedLoop("print.elem", cg.constI64(0), count, 1, {}, element, /*mayBeEmpty=*/true);
     p.call("\n", {});
   });
 }

@@ -41,29 +41,12 @@ struct CopyPlan {
 template <typename F>
 void rolledLoop(Codegen &cg, llvm::Value *start, int64_t step, int64_t end, bool unroll, F &&body) {
   llvm::IRBuilder<> &b = cg.b;
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock *pre = b.GetInsertBlock();
-  llvm::BasicBlock *header = llvm::BasicBlock::Create(cg.ctx, "items", fn);
-  llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(cg.ctx, "items.body", fn);
-  llvm::BasicBlock *exit = llvm::BasicBlock::Create(cg.ctx, "items.end", fn);
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode *index = b.CreatePHI(b.getInt64Ty(), 2);
-  index->addIncoming(start, pre);
-  b.CreateCondBr(b.CreateICmpSLT(index, b.getInt64(uint64_t(end))), bodyBlock, exit);
-  b.SetInsertPoint(bodyBlock);
-  body(index);
-  index->addIncoming(b.CreateAdd(index, b.getInt64(uint64_t(step))), b.GetInsertBlock());
-  llvm::BranchInst *back = b.CreateBr(header);
-  if (!unroll) {
-    llvm::LLVMContext &ctx = cg.ctx;
-    llvm::MDNode *disable =
-        llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
-    llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, disable});
-    loop->replaceOperandWith(0, loop);
-    back->setMetadata(llvm::LLVMContext::MD_loop, loop);
-  }
-  b.SetInsertPoint(exit);
+  auto test = [&](llvm::Value *index) { return b.CreateICmpSLT(index, b.getInt64(uint64_t(end))); };
+  auto run = [&](llvm::Value *index, const Codegen::LoopTargets &) {
+    body(index);
+    return Status::success();
+  };
+  (void)cg.emitLoop("items", start, b.getInt64(uint64_t(step)), test, run, "", unroll);
 }
 
 /// Emits `body(index)` for index = tid + k * threads, k = 0.. while index < count: unrolled
@@ -75,7 +58,6 @@ template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, bool un
   int64_t threads = int64_t(cg.info.threads);
   int64_t iterations = (count + threads - 1) / threads;
   llvm::Value *t = b.CreateZExt(cg.tid(), b.getInt64Ty());
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
   if (unroll && iterations <= 16) {
     for (int64_t k = 0; k < iterations; ++k) {
       llvm::Value *index = b.CreateAdd(t, b.getInt64(uint64_t(k * threads)));
@@ -83,13 +65,7 @@ template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, bool un
         body(index);
         continue;
       }
-      llvm::BasicBlock *then = llvm::BasicBlock::Create(cg.ctx, "item", fn);
-      llvm::BasicBlock *join = llvm::BasicBlock::Create(cg.ctx, "item.end", fn);
-      b.CreateCondBr(b.CreateICmpSLT(index, b.getInt64(uint64_t(count))), then, join);
-      b.SetInsertPoint(then);
-      body(index);
-      b.CreateBr(join);
-      b.SetInsertPoint(join);
+      cg.emitIf(b.CreateICmpSLT(index, b.getInt64(uint64_t(count))), "item", [&] { body(index); });
     }
     return;
   }
@@ -206,18 +182,9 @@ private:
   /// One element, synchronously: a bounds-checked load (0 outside) and a store.
   void copyElement(const std::vector<llvm::Value *> &x) {
     llvm::Value *ok = inBoundsExcept(x, rank_);
-    llvm::BasicBlock *from = b_.GetInsertBlock();
-    llvm::BasicBlock *then = newBlock("cp.ld");
-    llvm::BasicBlock *join = newBlock("cp.st");
-    b_.CreateCondBr(ok, then, join);
-    b_.SetInsertPoint(then);
-    llvm::Value *loaded = cg_.loadElement(g_.ptr, globalElem(x), t_);
-    llvm::BasicBlock *thenEnd = b_.GetInsertBlock();
-    b_.CreateBr(join);
-    b_.SetInsertPoint(join);
-    llvm::PHINode *phi = b_.CreatePHI(cg_.elemType(t_), 2);
-    phi->addIncoming(loaded, thenEnd);
-    phi->addIncoming(cg_.zeroOf(t_), from);
+    llvm::Value *phi = cg_.emitIf(ok, "cp.ld", {cg_.zeroOf(t_)}, [&] {
+      return std::vector<llvm::Value *>{cg_.loadElement(g_.ptr, globalElem(x), t_)};
+    })[0];
     llvm::Value *root = cg_.sharedElementAddress(s_.root, cg_.constI64(0), s_.dtype);
     cg_.storeElement(root, sharedElem(x), s_.dtype, cg_.fromBits(cg_.toBits(phi, t_), s_.dtype));
   }
@@ -334,50 +301,44 @@ private:
     };
     std::vector<llvm::Value *> c0 = rootCoords(x0);
     llvm::Value *g0 = globalElem(x0);
-    llvm::Function *fn = b_.GetInsertBlock()->getParent();
     for (int64_t i = 0; i * threads < chunks; ++i) {
-      llvm::BasicBlock *join = nullptr;
-      if ((i + 1) * threads > chunks) {
-        llvm::BasicBlock *then = llvm::BasicBlock::Create(cg_.ctx, "cp.item", fn);
-        join = llvm::BasicBlock::Create(cg_.ctx, "cp.item.end", fn);
-        b_.CreateCondBr(b_.CreateICmpULT(t, cg_.constI64(chunks - i * threads)), then, join);
-        b_.SetInsertPoint(then);
-      }
-      llvm::Value *elem = nullptr, *dstAddr = nullptr;
-      if (rows) {
-        int64_t step = i * threads / inner; // rows of chunks in tile dimension 0
-        elem = addFolded(b_, g0, mulFolded(b_, cg_.constI64(step), g_.strides[0]));
-        std::vector<llvm::Value *> d = s_.origin;
-        size_t r0 = size_t(s_.dims[0]);
-        d[r0] = addFolded(b_, d[r0], cg_.constI64(step));
-        dstAddr = sharedAddressSplit(cg_, s_.root, c0, d, s_.dtype);
-        if (!dstAddr) {
-          std::vector<llvm::Value *> c = c0;
-          c[r0] = addFolded(b_, c[r0], cg_.constI64(step));
-          dstAddr = sharedAddressSplit(cg_, s_.root, c, s_.origin, s_.dtype);
+      auto chunk = [&] {
+        llvm::Value *elem = nullptr, *dstAddr = nullptr;
+        if (rows) {
+          int64_t step = i * threads / inner; // rows of chunks in tile dimension 0
+          elem = addFolded(b_, g0, mulFolded(b_, cg_.constI64(step), g_.strides[0]));
+          std::vector<llvm::Value *> d = s_.origin;
+          size_t r0 = size_t(s_.dims[0]);
+          d[r0] = addFolded(b_, d[r0], cg_.constI64(step));
+          dstAddr = sharedAddressSplit(cg_, s_.root, c0, d, s_.dtype);
+          if (!dstAddr) {
+            std::vector<llvm::Value *> c = c0;
+            c[r0] = addFolded(b_, c[r0], cg_.constI64(step));
+            dstAddr = sharedAddressSplit(cg_, s_.root, c, s_.origin, s_.dtype);
+          }
+          if (!dstAddr) {
+            std::vector<llvm::Value *> x = x0;
+            x[0] = addFolded(b_, x[0], cg_.constI64(step));
+            dstAddr = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
+          }
+        } else {
+          std::vector<llvm::Value *> x =
+              unravel(b_, b_.CreateAdd(t, cg_.constI64(i * threads)), chunkShape);
+          x[rank_ - 1] = b_.CreateMul(x[rank_ - 1], cg_.constI64(vec));
+          elem = globalElem(x);
+          dstAddr = sharedAddressSplit(cg_, s_.root, rootCoords(x), s_.origin, s_.dtype);
+          if (!dstAddr)
+            dstAddr = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
         }
-        if (!dstAddr) {
-          std::vector<llvm::Value *> x = x0;
-          x[0] = addFolded(b_, x[0], cg_.constI64(step));
-          dstAddr = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
-        }
-      } else {
-        std::vector<llvm::Value *> x =
-            unravel(b_, b_.CreateAdd(t, cg_.constI64(i * threads)), chunkShape);
-        x[rank_ - 1] = b_.CreateMul(x[rank_ - 1], cg_.constI64(vec));
-        elem = globalElem(x);
-        dstAddr = sharedAddressSplit(cg_, s_.root, rootCoords(x), s_.origin, s_.dtype);
-        if (!dstAddr)
-          dstAddr = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
-      }
-      llvm::Value *src =
-          b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(elem, cg_.constI64(bytes_)));
-      b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dstAddr, b_.getInt32Ty()),
-                              b_.CreatePtrToInt(src, b_.getInt64Ty())});
-      if (join) {
-        b_.CreateBr(join);
-        b_.SetInsertPoint(join);
-      }
+        llvm::Value *src =
+            b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(elem, cg_.constI64(bytes_)));
+        b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dstAddr, b_.getInt32Ty()),
+                                b_.CreatePtrToInt(src, b_.getInt64Ty())});
+      };
+      if ((i + 1) * threads > chunks)
+        cg_.emitIf(b_.CreateICmpULT(t, cg_.constI64(chunks - i * threads)), "cp.item", chunk);
+      else
+        chunk();
     }
   }
 

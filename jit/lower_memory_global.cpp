@@ -345,24 +345,13 @@ Status Codegen::visitLoadGlobal(const Instruction &inst) {
     std::vector<llvm::Value *> fastVals =
         wordsToElements(*this, asmLoadGlobal(b, addr, fast, bytes), bytes, t, g.count);
     llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
-    llvm::Function *fn = b.GetInsertBlock()->getParent();
-    llvm::BasicBlock *from = b.GetInsertBlock();
-    llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "ldg.elem", fn);
-    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "ldg.end", fn);
-    b.CreateCondBr(slow, slowBlock, join);
-    b.SetInsertPoint(slowBlock);
-    std::vector<llvm::Value *> slowVals;
-    for (int64_t j = 0; j < g.count; ++j)
-      slowVals.push_back(elementLoad(g.first + j, nullptr));
-    llvm::BasicBlock *slowEnd = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    for (int64_t j = 0; j < g.count; ++j) {
-      llvm::PHINode *phi = b.CreatePHI(elemType(t), 2);
-      phi->addIncoming(fastVals[size_t(j)], from);
-      phi->addIncoming(slowVals[size_t(j)], slowEnd);
-      slots[size_t(g.first + j)] = phi;
-    }
+    std::vector<llvm::Value *> merged = emitIf(slow, "ldg.elem", fastVals, [&] {
+      std::vector<llvm::Value *> slowVals;
+      for (int64_t j = 0; j < g.count; ++j)
+        slowVals.push_back(elementLoad(g.first + j, nullptr));
+      return slowVals;
+    });
+    std::copy(merged.begin(), merged.end(), slots.begin() + g.first);
   }
   writeRegister(r, slots);
   return Status::success();
@@ -425,15 +414,10 @@ Status Codegen::visitStoreGlobal(const Instruction &inst) {
     std::vector<llvm::Value *> values(slots.begin() + g.first, slots.begin() + g.first + g.count);
     asmStoreGlobal(b, addr, fast, elementsToWords(*this, values, t), bytes);
     llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
-    llvm::Function *fn = b.GetInsertBlock()->getParent();
-    llvm::BasicBlock *slowBlock = llvm::BasicBlock::Create(ctx, "stg.elem", fn);
-    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "stg.end", fn);
-    b.CreateCondBr(slow, slowBlock, join);
-    b.SetInsertPoint(slowBlock);
-    for (int64_t j = 0; j < g.count; ++j)
-      elementStore(g.first + j);
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
+    emitIf(slow, "stg.elem", [&] {
+      for (int64_t j = 0; j < g.count; ++j)
+        elementStore(g.first + j);
+    });
   }
   return Status::success();
 }

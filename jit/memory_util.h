@@ -48,28 +48,16 @@ llvm::Value *alignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *ad
 /// Runs `body` only when `cond` holds; returns the value it produced, or `otherwise`.
 template <typename F>
 llvm::Value *guarded(Codegen &cg, llvm::Value *cond, llvm::Value *otherwise, F &&body) {
-  llvm::IRBuilder<> &b = cg.b;
   if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(cond)) {
     if (c->isOne())
       return body();
     return otherwise;
   }
-  llvm::Function *fn = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock *from = b.GetInsertBlock();
-  llvm::BasicBlock *then = llvm::BasicBlock::Create(cg.ctx, "inb", fn);
-  llvm::BasicBlock *join = llvm::BasicBlock::Create(cg.ctx, "inb.end", fn);
-  b.CreateCondBr(cond, then, join);
-  b.SetInsertPoint(then);
-  llvm::Value *v = body();
-  llvm::BasicBlock *thenEnd = b.GetInsertBlock();
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
-  if (!otherwise)
+  if (!otherwise) {
+    cg.emitIf(cond, "inb", [&] { body(); });
     return nullptr;
-  llvm::PHINode *phi = b.CreatePHI(otherwise->getType(), 2);
-  phi->addIncoming(v, thenEnd);
-  phi->addIncoming(otherwise, from);
-  return phi;
+  }
+  return cg.emitIf(cond, "inb", {otherwise}, [&] { return std::vector<llvm::Value *>{body()}; })[0];
 }
 
 /// A run of local slots [first, first + count) whose elements are consecutive along tile
