@@ -51,19 +51,21 @@ RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
 
 using L = RegisterLayout;
 
+/// An m16n8 atom: the two differ only in how many consecutive k each thread holds in a's and
+/// b's innermost local, `kLocal`: 2 for m16n8k16 (16-bit operands), 4 for m16n8k32 (8-bit).
+MmaAtom m16n8Atom(const char *name, int64_t kLocal) {
+  return MmaAtom{name, chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, kLocal})}),
+                 chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({kLocal, 1})}),
+                 chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
+}
+
 const MmaAtom &atomK16() {
-  static const MmaAtom atom{"m16n8k16",
-                            chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 2})}),
-                            chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({2, 1})}),
-                            chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
+  static const MmaAtom atom = m16n8Atom("m16n8k16", 2);
   return atom;
 }
 
 const MmaAtom &atomK32() {
-  static const MmaAtom atom{"m16n8k32",
-                            chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 4})}),
-                            chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({4, 1})}),
-                            chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})})};
+  static const MmaAtom atom = m16n8Atom("m16n8k32", 4);
   return atom;
 }
 

@@ -277,11 +277,7 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
 }
 
 bool ProgramChecker::visitWgmmaWaitGroup(const Instruction &inst, Results &) {
-  int64_t n = inst.arg(ArgName::n).intValue;
-  if (n < 0 || n > 7)
-    return fail(ErrorCode::BadArgument,
-                "WgmmaWaitGroup n=" + std::to_string(n) + " outside [0, 7]");
-  return true;
+  return checkGroupCount(inst, 7);
 }
 
 bool ProgramChecker::visitWgmmaFence(const Instruction &, Results &) { return true; }

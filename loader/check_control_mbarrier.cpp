@@ -43,9 +43,8 @@ bool ProgramChecker::visitMbarrierArrive(const Instruction &inst, Results &) {
   const Argument *tx = optionalArg(inst, ArgName::tx);
   if (!tx)
     return true;
-  if (!isIntegerExpr(tx->expr))
-    return fail(ErrorCode::DtypeMismatch,
-                "MbarrierArrive tx= has type " + exprTypeName(tx->expr) + "; expected an integer");
+  if (!checkInteger(tx->expr, "MbarrierArrive", "tx="))
+    return false;
   std::optional<int64_t> c = constValue(tx->expr);
   if (c && (*c < 0 || *c > kMbarrierMaxPending))
     return fail(ErrorCode::Mbarrier, "MbarrierArrive tx=" + std::to_string(*c) + " outside [0, " +
@@ -55,13 +54,8 @@ bool ProgramChecker::visitMbarrierArrive(const Instruction &inst, Results &) {
 }
 
 bool ProgramChecker::visitMbarrierWait(const Instruction &inst, Results &) {
-  if (!checkMbarrierOperand(inst))
-    return false;
-  ExprId parity = inst.arg(ArgName::parity).expr;
-  if (!isIntegerExpr(parity))
-    return fail(ErrorCode::DtypeMismatch,
-                "MbarrierWait parity= has type " + exprTypeName(parity) + "; expected an integer");
-  return true;
+  return checkMbarrierOperand(inst) &&
+         checkInteger(inst.arg(ArgName::parity).expr, "MbarrierWait", "parity=");
 }
 
 bool ProgramChecker::visitFenceProxyAsync(const Instruction &, Results &) { return true; }

@@ -60,10 +60,8 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
   size_t j = 0;
   for (size_t d = 0; d < entries.size(); ++d) {
     const OffsetEntry &e = entries[d];
-    if (!isIntegerExpr(e.expr))
-      return fail(ErrorCode::DtypeMismatch, op() + " offset entry " + std::to_string(d) +
-                                                " has type " + exprTypeName(e.expr) +
-                                                "; expected an integer");
+    if (!checkInteger(e.expr, inst.spec().name, "offset", int64_t(d)))
+      return false;
     int64_t len = e.slice ? tileShape[j++] : 1;
     if (!shared)
       continue;
@@ -81,63 +79,51 @@ bool ProgramChecker::checkAccess(const Instruction &inst, const VarType &memory,
   return true;
 }
 
-bool ProgramChecker::visitLoadGlobal(const Instruction &inst, Results &r) {
-  const VarType *g = tensorArg(inst, ArgName::g, VarKind::Global);
-  if (!g)
+bool ProgramChecker::checkLoad(const Instruction &inst, ArgName memory, VarKind kind, Results &r) {
+  const VarType *m = tensorArg(inst, memory, kind);
+  if (!m)
     return false;
   const RegisterLayout &layout = *layoutArg(inst, ArgName::layout);
-  if (!checkAccess(inst, *g, inst.arg(ArgName::g).var, layout.shape(), "the layout"))
+  if (!checkAccess(inst, *m, inst.arg(memory).var, layout.shape(), "the layout"))
     return false;
-  r[0] = registerType(g->dtype, layout);
+  r[0] = registerType(m->dtype, layout);
   return true;
+}
+
+bool ProgramChecker::visitLoadGlobal(const Instruction &inst, Results &r) {
+  return checkLoad(inst, ArgName::g, VarKind::Global, r);
 }
 
 bool ProgramChecker::visitLoadShared(const Instruction &inst, Results &r) {
-  const VarType *s = tensorArg(inst, ArgName::s, VarKind::Shared);
-  if (!s)
-    return false;
-  const RegisterLayout &layout = *layoutArg(inst, ArgName::layout);
-  if (!checkAccess(inst, *s, inst.arg(ArgName::s).var, layout.shape(), "the layout"))
-    return false;
-  r[0] = registerType(s->dtype, layout);
-  return true;
+  return checkLoad(inst, ArgName::s, VarKind::Shared, r);
 }
 
-namespace {
-std::string dtypePair(const char *op, DataType a, DataType b) {
-  return std::string(op) + " of " + a.name() + " into " + b.name() +
-         " memory: dtypes must agree (Cast first)";
+bool ProgramChecker::checkTransfer(const Instruction &inst, ArgName tile, VarKind tileKind,
+                                   ArgName memory, VarKind memoryKind, bool memoryIsSource) {
+  const VarType *t = tensorArg(inst, tile, tileKind);
+  const VarType *m = t ? tensorArg(inst, memory, memoryKind) : nullptr;
+  if (!m)
+    return false;
+  if (t->dtype != m->dtype) {
+    DataType from = memoryIsSource ? m->dtype : t->dtype, to = memoryIsSource ? t->dtype : m->dtype;
+    return fail(ErrorCode::DtypeMismatch, std::string(inst.spec().name) + " of " + from.name() +
+                                              " into " + to.name() +
+                                              " memory: dtypes must agree (Cast first)");
+  }
+  return checkAccess(inst, *m, inst.arg(memory).var, t->shape,
+                     tileKind == VarKind::Shared ? "the shared tensor" : "the register tensor");
 }
-} // namespace
 
 bool ProgramChecker::visitStoreGlobal(const Instruction &inst, Results &) {
-  const VarType *reg = tensorArg(inst, ArgName::r, VarKind::Register);
-  const VarType *g = reg ? tensorArg(inst, ArgName::g, VarKind::Global) : nullptr;
-  if (!g)
-    return false;
-  if (reg->dtype != g->dtype)
-    return fail(ErrorCode::DtypeMismatch, dtypePair("StoreGlobal", reg->dtype, g->dtype));
-  return checkAccess(inst, *g, inst.arg(ArgName::g).var, reg->shape, "the register tensor");
+  return checkTransfer(inst, ArgName::r, VarKind::Register, ArgName::g, VarKind::Global, false);
 }
 
 bool ProgramChecker::visitStoreShared(const Instruction &inst, Results &) {
-  const VarType *reg = tensorArg(inst, ArgName::r, VarKind::Register);
-  const VarType *s = reg ? tensorArg(inst, ArgName::s, VarKind::Shared) : nullptr;
-  if (!s)
-    return false;
-  if (reg->dtype != s->dtype)
-    return fail(ErrorCode::DtypeMismatch, dtypePair("StoreShared", reg->dtype, s->dtype));
-  return checkAccess(inst, *s, inst.arg(ArgName::s).var, reg->shape, "the register tensor");
+  return checkTransfer(inst, ArgName::r, VarKind::Register, ArgName::s, VarKind::Shared, false);
 }
 
 bool ProgramChecker::visitCopyAsync(const Instruction &inst, Results &) {
-  const VarType *s = tensorArg(inst, ArgName::s, VarKind::Shared);
-  const VarType *g = s ? tensorArg(inst, ArgName::g, VarKind::Global) : nullptr;
-  if (!g)
-    return false;
-  if (s->dtype != g->dtype)
-    return fail(ErrorCode::DtypeMismatch, dtypePair("CopyAsync", g->dtype, s->dtype));
-  return checkAccess(inst, *g, inst.arg(ArgName::g).var, s->shape, "the shared tensor");
+  return checkTransfer(inst, ArgName::s, VarKind::Shared, ArgName::g, VarKind::Global, true);
 }
 
 /// LoadScalar (docs/isa.md): one element of a global or shared tensor, every offset entry a
@@ -167,11 +153,7 @@ bool ProgramChecker::visitLoadScalar(const Instruction &inst, Results &r) {
 }
 
 bool ProgramChecker::visitCopyAsyncWaitGroup(const Instruction &inst, Results &) {
-  int64_t n = inst.arg(ArgName::n).intValue;
-  if (n < 0)
-    return fail(ErrorCode::BadArgument,
-                "CopyAsyncWaitGroup n=" + std::to_string(n) + " must not be negative");
-  return true;
+  return checkGroupCount(inst, std::nullopt);
 }
 
 bool ProgramChecker::visitCopyAsyncCommitGroup(const Instruction &, Results &) { return true; }

@@ -76,12 +76,11 @@ bool ProgramChecker::visitIota(const Instruction &inst, Results &r) {
   return true;
 }
 
-bool ProgramChecker::checkIntExprs(const std::vector<ExprId> &exprs, const char *what) {
+bool ProgramChecker::checkIntExprs(const std::vector<ExprId> &exprs, const char *op,
+                                   const char *what) {
   for (size_t k = 0; k < exprs.size(); ++k)
-    if (!isIntegerExpr(exprs[k]))
-      return fail(ErrorCode::DtypeMismatch, std::string(what) + " entry " + std::to_string(k) +
-                                                " has type " + exprTypeName(exprs[k]) +
-                                                "; expected an integer");
+    if (!checkInteger(exprs[k], op, what, int64_t(k)))
+      return false;
   return true;
 }
 
@@ -139,7 +138,7 @@ bool ProgramChecker::visitAllocateShared(const Instruction &inst, Results &r) {
 
 bool ProgramChecker::visitAllocateGlobal(const Instruction &inst, Results &r) {
   const std::vector<ExprId> &shape = inst.arg(ArgName::shape).exprs;
-  if (!checkIntExprs(shape, "AllocateGlobal shape"))
+  if (!checkIntExprs(shape, "AllocateGlobal", "shape"))
     return false;
   info_.usesWorkspace = true;
   VarType t;
@@ -167,8 +166,8 @@ bool ProgramChecker::visitViewGlobal(const Instruction &inst, Results &r) {
                 "ViewGlobal strides has " +
                     counted(int64_t(strides->exprs.size()), "entry", "entries") +
                     " but shape has " + std::to_string(shape->exprs.size()));
-  if ((shape && !checkIntExprs(shape->exprs, "ViewGlobal shape")) ||
-      (strides && !checkIntExprs(strides->exprs, "ViewGlobal strides")))
+  if ((shape && !checkIntExprs(shape->exprs, "ViewGlobal", "shape")) ||
+      (strides && !checkIntExprs(strides->exprs, "ViewGlobal", "strides")))
     return false;
   views_.emplace_back(ptr.var, uint32_t(curInstruction_));
   VarType t;
@@ -190,19 +189,16 @@ bool ProgramChecker::visitSliceGlobal(const Instruction &inst, Results &r) {
     return fail(ErrorCode::OffsetRank,
                 "SliceGlobal offset has " + counted(int64_t(entries.size()), "entry", "entries") +
                     " but the global tensor has rank " + std::to_string(g->rank));
-  for (size_t d = 0; d < entries.size(); ++d) {
-    if (!isIntegerExpr(entries[d].expr))
-      return fail(ErrorCode::DtypeMismatch, "SliceGlobal offset entry " + std::to_string(d) +
-                                                " has type " + exprTypeName(entries[d].expr) +
-                                                "; expected an integer");
-  }
+  for (size_t d = 0; d < entries.size(); ++d)
+    if (!checkInteger(entries[d].expr, "SliceGlobal", "offset", int64_t(d)))
+      return false;
   if (const Argument *shape = optionalArg(inst, ArgName::shape)) {
     if (offsetRank(entries.size(), slices, g->rank, shape->exprs.size()) != OffsetRank::Holds)
       return fail(
           ErrorCode::OffsetRank,
           "SliceGlobal shape has " + counted(int64_t(shape->exprs.size()), "entry", "entries") +
               " but the offset has " + counted(int64_t(slices), "slice entry", "slice entries"));
-    if (!checkIntExprs(shape->exprs, "SliceGlobal shape"))
+    if (!checkIntExprs(shape->exprs, "SliceGlobal", "shape"))
       return false;
   }
   VarType t = *g;
@@ -216,10 +212,8 @@ bool ProgramChecker::visitSliceGlobal(const Instruction &inst, Results &r) {
 /// length (from shape= or the remaining extent), appended to `shape`.
 bool ProgramChecker::checkSharedSliceEntry(const VarType &s, size_t d, const OffsetEntry &e,
                                            const Argument *shapeArg, std::vector<int64_t> &shape) {
-  if (!isIntegerExpr(e.expr))
-    return fail(ErrorCode::DtypeMismatch, "SliceShared offset entry " + std::to_string(d) +
-                                              " has type " + exprTypeName(e.expr) +
-                                              "; expected an integer");
+  if (!checkInteger(e.expr, "SliceShared", "offset", int64_t(d)))
+    return false;
   const int64_t dim = s.shape[d];
   std::optional<int64_t> c = constValue(e.expr);
   auto where = [&] {

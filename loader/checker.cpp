@@ -442,6 +442,25 @@ bool ProgramChecker::visitInvalid(const Instruction &inst, Results &) {
 
 // --- helpers shared by the per-instruction checks -----------------------------------------
 
+bool ProgramChecker::checkInteger(ExprId id, const char *op, const char *what, int64_t entry) {
+  if (isIntegerExpr(id))
+    return true;
+  return fail(ErrorCode::DtypeMismatch,
+              std::string(op) + " " + what +
+                  (entry >= 0 ? " entry " + std::to_string(entry) : std::string()) + " has type " +
+                  exprTypeName(id) + "; expected an integer");
+}
+
+bool ProgramChecker::checkGroupCount(const Instruction &inst, std::optional<int64_t> max) {
+  int64_t n = inst.arg(ArgName::n).intValue;
+  std::string what = std::string(inst.spec().name) + " n=" + std::to_string(n);
+  if (max && (n < 0 || n > *max))
+    return fail(ErrorCode::BadArgument, what + " outside [0, " + std::to_string(*max) + "]");
+  if (n < 0)
+    return fail(ErrorCode::BadArgument, what + " must not be negative");
+  return true;
+}
+
 const Argument *ProgramChecker::optionalArg(const Instruction &inst, ArgName name) const {
   int k = argPosition(inst.opcode, name);
   if (k < 0 || !inst.args[k].present)

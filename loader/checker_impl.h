@@ -194,6 +194,12 @@ private:
   const Argument *optionalArg(const Instruction &inst, ArgName name) const;
   /// The out= target's type, or nullptr without out=.
   const VarType *outTarget(const Instruction &inst) const;
+  /// DtypeMismatch "<op> <what>[ entry <entry>] has type T; expected an integer" unless `id` is
+  /// of an integer type (entry < 0: no entry).
+  bool checkInteger(ExprId id, const char *op, const char *what, int64_t entry = -1);
+  /// The n= of a wait on groups of asynchronous operations: not negative and, given `max`, at
+  /// most `max`.
+  bool checkGroupCount(const Instruction &inst, std::optional<int64_t> max);
   bool checkLayoutShape(const RegisterLayout &layout, const std::vector<int64_t> &shape,
                         const char *what);
   bool checkCover(const RegisterLayout &result, const RegisterLayout &operand,
@@ -209,11 +215,19 @@ private:
   // --- check_views.cpp ---
   bool checkSharedSliceEntry(const VarType &s, size_t d, const OffsetEntry &e,
                              const Argument *shapeArg, std::vector<int64_t> &shape);
-  bool checkIntExprs(const std::vector<ExprId> &exprs, const char *what);
+  /// Every expression of a list argument (`<op> <what>`, e.g. "ViewGlobal shape") is an integer.
+  bool checkIntExprs(const std::vector<ExprId> &exprs, const char *op, const char *what);
 
   // --- check_memory.cpp ---
   bool checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
                    const std::vector<int64_t> &tileShape, const char *tileName);
+  /// LoadGlobal / LoadShared: the tile of memory argument `memory` (of kind `kind`) in the
+  /// layout= argument's layout.
+  bool checkLoad(const Instruction &inst, ArgName memory, VarKind kind, Results &results);
+  /// StoreGlobal / StoreShared / CopyAsync: tensor argument `tile` of kind `tileKind` written to
+  /// or (memoryIsSource) read from the tile of memory argument `memory` of kind `memoryKind`.
+  bool checkTransfer(const Instruction &inst, ArgName tile, VarKind tileKind, ArgName memory,
+                     VarKind memoryKind, bool memoryIsSource);
 
   // --- check_control_mbarrier.cpp ---
   bool checkMbarrierOperand(const Instruction &inst);
