@@ -22,6 +22,9 @@
 //    the same with bf16's exponent bias 127 (needs M <= 7, which every such type has).
 //  * OCP e5m2 -> f16: the code is the high byte of the f16 (infinities included), NaN codes
 //    replaced by the canonical NaN.
+//  * on sm_90, OCP e4m3 and e5m2 -> f16 instead take the hardware's pair conversion
+//    (`cvt.rn.f16x2.e4m3x2` / `.e5m2x2`: one instruction per two codes), NaN codes again
+//    replaced by the canonical NaN.
 //
 // Every result is exactly the ISA's conversion (isa/convert.h): integers of at most 8 bits and
 // every value of these float formats are representable in the target, so no rounding happens;
@@ -30,6 +33,8 @@
 #include "jit/codegen.h"
 
 #include "isa/convert.h"
+
+#include <llvm/IR/InlineAsm.h>
 
 #include <cmath>
 #include <functional>
@@ -123,16 +128,37 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
     fix = llvm::ConstantFP::get(pairType, std::ldexp(1.0, targetBias - bias));
   }
 
+  // OCP FP8 into f16 on sm_90: the hardware conversion of a pair of codes (two bytes of one
+  // 16-bit register, the first in the low byte) to f16x2, exact for every finite code and the
+  // infinities; NaN codes are made canonical below like those of the bit tricks.
+  const char *hardware = nullptr;
+  if (from.isFloat() && from.bits == 8 && !intoBf16 && opts.smVersion >= 90) {
+    if (from.floatStyle() == FloatStyle::OcpE4M3)
+      hardware = "cvt.rn.f16x2.e4m3x2 $0, $1;";
+    else if (from.floatStyle() == FloatStyle::Ieee)
+      hardware = "cvt.rn.f16x2.e5m2x2 $0, $1;";
+  }
+
   std::vector<llvm::Value *> out;
   out.reserve(slots.size());
   for (size_t k = 0; k < slots.size(); k += 2) {
     bool pair = k + 1 < slots.size();
-    llvm::Value *lo = b.CreateZExt(laneBits(slots[k]), i32);
-    llvm::Value *packed = lo;
-    if (pair)
-      packed = b.CreateOr(lo, b.CreateShl(b.CreateZExt(laneBits(slots[k + 1]), i32), 16));
-    llvm::Value *x = b.CreateBitCast(packed, pairType);
-    llvm::Value *r = !fix ? x : subtract ? b.CreateFSub(x, fix) : b.CreateFMul(x, fix);
+    llvm::Value *r = nullptr;
+    if (hardware) {
+      llvm::Value *codes = b.CreateZExt(slots[k], i16);
+      if (pair)
+        codes = b.CreateOr(codes, b.CreateShl(b.CreateZExt(slots[k + 1], i16), 8));
+      auto *asmType = llvm::FunctionType::get(i32, {i16}, false);
+      r = b.CreateBitCast(
+          b.CreateCall(llvm::InlineAsm::get(asmType, hardware, "=r,h", false), {codes}), pairType);
+    } else {
+      llvm::Value *lo = b.CreateZExt(laneBits(slots[k]), i32);
+      llvm::Value *packed = lo;
+      if (pair)
+        packed = b.CreateOr(lo, b.CreateShl(b.CreateZExt(laneBits(slots[k + 1]), i32), 16));
+      llvm::Value *x = b.CreateBitCast(packed, pairType);
+      r = !fix ? x : subtract ? b.CreateFSub(x, fix) : b.CreateFMul(x, fix);
+    }
     if (from.floatStyle() != FloatStyle::Finite && from.isFloat()) {
       // the FP8 NaN codes (e4m3: S.1111.111; e5m2: exponent 31, mantissa != 0) become the
       // target's canonical NaN; computed on the packed codes, so the pair stays packed
