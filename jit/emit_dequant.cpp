@@ -26,6 +26,8 @@
 //    (`cvt.rn.f16x2.e4m3x2` / `.e5m2x2`: one instruction per two codes), NaN codes again
 //    replaced by the canonical NaN.
 //
+// Low-precision floats into f32 take the path into f16, then one exact widening per element.
+//
 // Every result is exactly the ISA's conversion (isa/convert.h): integers of at most 8 bits and
 // every value of these float formats are representable in the target, so no rounding happens;
 // zero keeps its sign (x - x is +0; -0 * 2^k is -0). tests/jit checks every code of every type
@@ -67,6 +69,17 @@ bool dequantizable(DataType from, DataType to, int smVersion) {
 
 std::optional<std::vector<llvm::Value *>>
 Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
+  if (to == DataType::f32() && from.isFloat() && from.bits <= 8) {
+    // every such value is exact in f16 (and its NaN the canonical f16 NaN, which widens to the
+    // canonical f32 NaN), so the two-lane path into f16 then one exact widening per element
+    // replace the device library's per-element decoding
+    std::optional<std::vector<llvm::Value *>> half = dequantize(slots, from, DataType::f16());
+    if (!half)
+      return std::nullopt;
+    for (llvm::Value *&h : *half)
+      h = b.CreateFPExt(h, b.getFloatTy());
+    return half;
+  }
   if (!dequantizable(from, to, opts.smVersion) || slots.empty())
     return std::nullopt;
   llvm::Type *i16 = b.getInt16Ty();

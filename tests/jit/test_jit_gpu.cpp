@@ -287,7 +287,7 @@ DIFF_CASE("Cast between all pairs of a broad set of types") {
 
 DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit type") {
   // Cast of packed low-bit integers, generic floats (E <= 4) and OCP FP8 (NaN codes included)
-  // takes the two-lane path of
+  // to f16 and bf16 (and of the floats to f32, through f16) takes the two-lane path of
   // jit/emit_dequant.cpp; every code of every such type, in several register layouts (pairs
   // of slots from one byte, from two bytes, odd slot counts), must give isa/convert's result.
   std::vector<DataType> types;
@@ -304,16 +304,18 @@ DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit 
     Case c;
     c.name = "dequant_" + T;
     c.source = "def dequant<1>(" + T +
-               "* a_ptr, f16* h_ptr, bf16* b_ptr, f16* o_ptr) threads=32:\n"
+               "* a_ptr, f16* h_ptr, bf16* b_ptr, f16* o_ptr, f32* f_ptr) threads=32:\n"
                "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[256]), layout=spatial(32).local(8))\n"
                "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[256]))\n"
                "    StoreGlobal(Cast(a, bf16), ViewGlobal(b_ptr, shape=[256]))\n"
+               "    StoreGlobal(Cast(a, f32), ViewGlobal(f_ptr, shape=[256]))\n"
                "    o = LoadGlobal(ViewGlobal(a_ptr, shape=[96]), layout=spatial(32).local(3))\n"
                "    StoreGlobal(Cast(o, f16), ViewGlobal(o_ptr, shape=[96]))\n";
     c.buffers = {{"a_ptr", t, 256, Fill::Codes},
                  {"h_ptr", DataType::f16(), 256, Fill::Zero},
                  {"b_ptr", DataType::bf16(), 256, Fill::Zero},
-                 {"o_ptr", DataType::f16(), 96, Fill::Zero}};
+                 {"o_ptr", DataType::f16(), 96, Fill::Zero},
+                 {"f_ptr", DataType::f32(), 256, Fill::Zero}};
     runCase(c);
   }
 }
