@@ -26,7 +26,8 @@
 //    (`cvt.rn.f16x2.e4m3x2` / `.e5m2x2`: one instruction per two codes), NaN codes again
 //    replaced by the canonical NaN.
 //
-// Low-precision floats into f32 take the path into f16, then one exact widening per element.
+// Low-bit integers and floats into f32 take the path into f16, then one exact widening per
+// element.
 //
 // Every result is exactly the ISA's conversion (isa/convert.h): integers of at most 8 bits and
 // every value of these float formats are representable in the target, so no rounding happens;
@@ -69,10 +70,11 @@ bool dequantizable(DataType from, DataType to, int smVersion) {
 
 std::optional<std::vector<llvm::Value *>>
 Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
-  if (to == DataType::f32() && from.isFloat() && from.bits <= 8) {
+  if (to == DataType::f32() && from.bits <= 8 && !from.isBool()) {
     // every such value is exact in f16 (and its NaN the canonical f16 NaN, which widens to the
     // canonical f32 NaN), so the two-lane path into f16 then one exact widening per element
-    // replace the device library's per-element decoding
+    // replace the device library's per-element decoding of floats and the quarter-rate
+    // integer conversion (I2F) of integers
     std::optional<std::vector<llvm::Value *>> half = dequantize(slots, from, DataType::f16());
     if (!half)
       return std::nullopt;

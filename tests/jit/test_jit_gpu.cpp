@@ -287,7 +287,7 @@ DIFF_CASE("Cast between all pairs of a broad set of types") {
 
 DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit type") {
   // Cast of packed low-bit integers, generic floats (E <= 4) and OCP FP8 (NaN codes included)
-  // to f16 and bf16 (and of the floats to f32, through f16) takes the two-lane path of
+  // to f16, bf16 and f32 (through f16) takes the two-lane path of
   // jit/emit_dequant.cpp; every code of every such type, in several register layouts (pairs
   // of slots from one byte, from two bytes, odd slot counts), must give isa/convert's result.
   std::vector<DataType> types;
