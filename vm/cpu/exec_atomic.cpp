@@ -61,45 +61,22 @@ Status Exec::visitAtomic(BlockState &b, uint32_t index) {
   logical.assign(wantOld ? size_t(table.elements) : 0, 0);
   const Opcode op = inst.opcode;
   VarId dst = inst.arg(ArgName::dst).var;
-  auto apply = [&](uint8_t *mem, int64_t bit, int sb, DataType t, bool global, int64_t e) {
-    int32_t slot = table.firstOwner(e);
-    uint64_t old = canonicalFromMemory(readBits(mem, bit, sb), t);
-    uint64_t v = values[size_t(slot)];
-    uint64_t c = compares ? (*compares)[size_t(slot)] : 0;
-    writeBits(mem, bit, sb, combine(op, t, global, old, v, c));
-    if (wantOld)
-      logical[size_t(e)] = old;
-  };
-  if (b.info.vars[dst].kind == VarKind::Global) {
-    const GlobalView &view = b.globals[dst];
-    Expected<TileAccess> tile =
-        globalTile(view, b.offsets(inst.arg(ArgName::offset), view.shape.size()), table.shape);
-    if (!tile)
-      return b.fail(tile.status().code(), index, tile.status().first().message);
-    int sb = view.dtype.storageBits();
-    std::lock_guard<std::mutex> lock(b.plan.atomicMutex);
-    TILUSVM_TRY(
-        forEachGlobalElement(b, index, view, *tile, [&](int64_t e, int64_t bit, int64_t off) {
-          apply(view.base, bit, sb, view.dtype, true, e);
-          if (b.race)
-            b.race->globalAtomic(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
-        }));
-  } else {
-    TILUSVM_TRY(b.requireShared(index, dst));
-    const SharedView &view = b.shareds[dst];
-    std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), view.shape.size());
-    Expected<TileAccess> tile = sharedTile(view, offsets, table.shape);
-    if (!tile)
-      return b.fail(tile.status().code(), index, tile.status().first().message);
-    int sb = view.dtype.storageBits();
-    int64_t base = view.byteOffset * 8;
-    TILUSVM_TRY(forEachSharedElement(
-        b, index, view, offsets, *tile, "updates", [&](int64_t e, int64_t off) {
-          apply(b.shared.data(), base + off * sb, sb, view.dtype, false, e);
-          if (b.race)
-            b.race->sharedAtomic(view.root, off, ownerThread(table, e));
-        }));
-  }
+  std::unique_lock<std::mutex> lock(b.plan.atomicMutex, std::defer_lock);
+  if (b.info.vars[dst].kind == VarKind::Global)
+    lock.lock();
+  TILUSVM_TRY(forEachAccessElement(
+      b, index, dst, table.shape, AccessKind::Atomic, "updates",
+      [&](int64_t e) { return ownerThread(table, e); },
+      [&](int64_t e, const ElementAt &at) {
+        int32_t slot = table.firstOwner(e);
+        uint64_t old = at.read();
+        uint64_t v = values[size_t(slot)];
+        uint64_t c = compares ? (*compares)[size_t(slot)] : 0;
+        writeBits(at.memory, at.bit, at.dtype.storageBits(),
+                  combine(op, at.dtype, at.global, old, v, c));
+        if (wantOld)
+          logical[size_t(e)] = old;
+      }));
   if (wantOld)
     scatterToOwners(b, inst.results[0], logical);
   return Status::success();

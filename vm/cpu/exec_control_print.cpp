@@ -5,21 +5,38 @@
 
 #include "vm/cpu/elements.h"
 #include "vm/cpu/print_format.h"
+#include "vm/cpu/tile_elements.h"
 
 #include <mutex>
 #include <ostream>
+#include <type_traits>
 
 namespace tilus::cpu {
 
 namespace {
 
-Status sharedValues(BlockState &b, uint32_t index, const SharedView &view,
-                    std::vector<uint64_t> &values) {
+/// The tile of the whole of a global or shared tensor, with `values` sized to its elements.
+template <class View>
+Expected<TileAccess> wholeTile(const BlockState &b, uint32_t index, const View &view,
+                               std::vector<uint64_t> &values) {
   std::vector<OffsetValue> whole(view.shape.size(), OffsetValue{0, true});
-  Expected<TileAccess> tile = sharedTile(view, whole, view.shape);
+  Expected<TileAccess> tile = [&] {
+    if constexpr (std::is_same_v<View, SharedView>)
+      return sharedTile(view, whole, view.shape);
+    else
+      return globalTile(view, whole, view.shape);
+  }();
   if (!tile)
     return b.fail(tile.status().code(), index, tile.status().first().message);
   values.assign(size_t(tile->elements()), 0);
+  return tile;
+}
+
+Status sharedValues(BlockState &b, uint32_t index, const SharedView &view,
+                    std::vector<uint64_t> &values) {
+  Expected<TileAccess> tile = wholeTile(b, index, view, values);
+  if (!tile)
+    return tile.takeStatus();
   int sb = view.dtype.storageBits();
   Status status;
   forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
@@ -40,18 +57,16 @@ Status sharedValues(BlockState &b, uint32_t index, const SharedView &view,
 
 Status globalValues(BlockState &b, uint32_t index, const GlobalView &view,
                     std::vector<uint64_t> &values) {
-  std::vector<OffsetValue> whole(view.shape.size(), OffsetValue{0, true});
-  Expected<TileAccess> tile = globalTile(view, whole, view.shape);
+  Expected<TileAccess> tile = wholeTile(b, index, view, values);
   if (!tile)
-    return b.fail(tile.status().code(), index, tile.status().first().message);
-  values.assign(size_t(tile->elements()), 0);
+    return tile.takeStatus();
   int sb = view.dtype.storageBits();
   Status status;
   forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
     int64_t bit = off * sb;
     if (!valid || !status.ok())
       return;
-    if (bit < 0 || uint64_t(bit + sb) > view.byteSize * 8) {
+    if (!inBuffer(view, bit, sb)) {
       status = b.fail(ErrorCode::Runtime, index,
                       "Print reads element offset " + std::to_string(off) +
                           " outside the buffer of `" + b.program.var(view.root).name + "`");
@@ -59,8 +74,7 @@ Status globalValues(BlockState &b, uint32_t index, const GlobalView &view,
     }
     values[size_t(e)] = canonicalFromMemory(readBits(view.base, bit, sb), view.dtype);
     if (b.race)
-      b.race->globalRead(uint64_t(reinterpret_cast<uintptr_t>(view.base)) * 8 + uint64_t(bit), sb,
-                         view.root, off, -1);
+      b.race->globalRead(raceKey(view, bit), sb, view.root, off, -1);
   });
   return status;
 }

@@ -15,6 +15,8 @@
 
 #include <cassert>
 #include <cmath>
+#include <functional>
+#include <type_traits>
 
 namespace tilus::cpu {
 
@@ -27,6 +29,33 @@ struct Slots {
   size_t n = 0;
 };
 
+/// Run `loop(f)` with the C++ operator of `op` on T when it has an inlined loop: + - * for
+/// both, / for double (one rounding, as applyScalarOp), & | ^ for uint64_t (wrapping); false
+/// for the other operators, which take applyScalarOp's path.
+template <class T, class Loop> bool withFastOperator(ExprOp op, Loop &&loop) {
+  if (op == ExprOp::Add)
+    loop(std::plus<T>());
+  else if (op == ExprOp::Sub)
+    loop(std::minus<T>());
+  else if (op == ExprOp::Mul)
+    loop(std::multiplies<T>());
+  else if constexpr (std::is_floating_point_v<T>) {
+    if (op != ExprOp::Div)
+      return false;
+    loop(std::divides<T>());
+  } else {
+    if (op == ExprOp::BitAnd)
+      loop(std::bit_and<T>());
+    else if (op == ExprOp::BitOr)
+      loop(std::bit_or<T>());
+    else if (op == ExprOp::BitXor)
+      loop(std::bit_xor<T>());
+    else
+      return false;
+  }
+  return true;
+}
+
 /// f32/f64 + - * / and comparisons, computed exactly as applyScalarOp does (one rounding from
 /// double; NaN results canonical). Returns false for other operators.
 bool floatBinaryFast(ExprOp op, DataType t, const Slots &s) {
@@ -38,21 +67,10 @@ bool floatBinaryFast(ExprOp op, DataType t, const Slots &s) {
       s.d[i] = compareOrdered(op, decodeFloat(s.a[i], t), decodeFloat(s.b[i], t)) ? 1 : 0;
     return true;
   }
-  auto loop = [&](auto f) {
+  return withFastOperator<double>(op, [&](auto f) {
     for (size_t i = 0; i < s.n; ++i)
       s.d[i] = encodeFloat(f(decodeFloat(s.a[i], t), decodeFloat(s.b[i], t)), t);
-  };
-  if (op == ExprOp::Add)
-    loop([](double x, double y) { return x + y; });
-  else if (op == ExprOp::Sub)
-    loop([](double x, double y) { return x - y; });
-  else if (op == ExprOp::Mul)
-    loop([](double x, double y) { return x * y; });
-  else if (op == ExprOp::Div)
-    loop([](double x, double y) { return x / y; });
-  else
-    return false; // the other operators take applyScalarOp's path
-  return true;
+  });
 }
 
 /// 8- to 64-bit integer + - * & | ^ and comparisons (wrapping; exactly applyScalarOp's results).
@@ -69,25 +87,10 @@ bool intBinaryFast(ExprOp op, DataType t, const Slots &s) {
               : 0;
     return true;
   }
-  auto loop = [&](auto f) {
+  return withFastOperator<uint64_t>(op, [&](auto f) {
     for (size_t i = 0; i < s.n; ++i)
       s.d[i] = f(s.a[i], s.b[i]) & mask;
-  };
-  if (op == ExprOp::Add)
-    loop([](uint64_t x, uint64_t y) { return x + y; });
-  else if (op == ExprOp::Sub)
-    loop([](uint64_t x, uint64_t y) { return x - y; });
-  else if (op == ExprOp::Mul)
-    loop([](uint64_t x, uint64_t y) { return x * y; });
-  else if (op == ExprOp::BitAnd)
-    loop([](uint64_t x, uint64_t y) { return x & y; });
-  else if (op == ExprOp::BitOr)
-    loop([](uint64_t x, uint64_t y) { return x | y; });
-  else if (op == ExprOp::BitXor)
-    loop([](uint64_t x, uint64_t y) { return x ^ y; });
-  else
-    return false; // the other operators take applyScalarOp's path
-  return true;
+  });
 }
 
 void binary(ExprOp op, DataType t, DataType resultType, const Slots &s) {
@@ -188,31 +191,18 @@ DataType operandType(const BlockState &b, const Instruction &inst,
   const Argument &arg = *args[k];
   if (arg.isTensor())
     return b.info.vars[arg.var].dtype;
-  switch (inst.spec().category) {
-  case InstructionCategory::Comparison:
+  InstructionCategory category = inst.spec().category;
+  if (category == InstructionCategory::Comparison) {
     for (const Argument *other : args)
       if (other->isTensor())
         return b.info.vars[other->var].dtype;
     return b.program.expr(arg.expr).dtype;
-  case InstructionCategory::Select:
-    return k == 0 ? DataType::boolean() : resultType;
-  case InstructionCategory::Conversion:
-    return b.program.expr(arg.expr).dtype;
-  case InstructionCategory::Arithmetic:
-  case InstructionCategory::Bitwise:
-  case InstructionCategory::Unary:
-  case InstructionCategory::Math:
-    return resultType;
-  case InstructionCategory::Indexing:
-  case InstructionCategory::Creation:
-  case InstructionCategory::Movement:
-  case InstructionCategory::Contraction:
-  case InstructionCategory::Control:
-  case InstructionCategory::Atomic:
-    break; // not staged by visitElementwise
   }
-  assert(false && "not an elementwise category");
-  return resultType;
+  if (category == InstructionCategory::Select)
+    return k == 0 ? DataType::boolean() : resultType;
+  if (category == InstructionCategory::Conversion)
+    return b.program.expr(arg.expr).dtype;
+  return resultType; // Arithmetic, Bitwise, Unary, Math (usesOperandMaps: only these are staged)
 }
 
 /// Stage operand k into an array parallel to the result slots.

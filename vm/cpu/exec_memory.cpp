@@ -15,142 +15,68 @@
 
 namespace tilus::cpu {
 
-Status Exec::visitLoadGlobal(BlockState &b, uint32_t index) {
+namespace {
+
+/// LoadGlobal / LoadShared: the tile of the memory tensor that argument `memory` names, in the
+/// result's layout.
+Status load(BlockState &b, uint32_t index, ArgName memory) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.results[0];
   const LayoutTable &table = *b.plan.varTables[r];
-  const GlobalView &view = b.globals[inst.arg(ArgName::g).var];
-  DataType dtype = view.dtype, resultType = b.info.vars[r].dtype;
-  Expected<TileAccess> tile =
-      globalTile(view, b.offsets(inst.arg(ArgName::offset), view.shape.size()), table.shape);
-  if (!tile)
-    return b.fail(tile.status().code(), index, tile.status().first().message);
+  DataType resultType = b.info.vars[r].dtype;
   std::vector<uint64_t> &logical = b.scratch[0];
   logical.assign(size_t(table.elements), 0);
-  int sb = dtype.storageBits();
-  bool same = dtype == resultType;
-  Status status =
-      forEachGlobalElement(b, index, view, *tile, [&](int64_t e, int64_t bit, int64_t off) {
-        uint64_t v = canonicalFromMemory(readBits(view.base, bit, sb), dtype);
-        logical[size_t(e)] = same ? v : convertBits(v, dtype, resultType);
-        if (b.race)
-          b.race->globalRead(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
-      });
-  TILUSVM_TRY(status);
-  scatterToOwners(b, r, logical);
-  return Status::success();
-}
-
-Status Exec::visitStoreGlobal(BlockState &b, uint32_t index) {
-  const Instruction &inst = b.program.instructions[index];
-  VarId r = inst.arg(ArgName::r).var;
-  TILUSVM_TRY(b.requireRegister(index, r));
-  const LayoutTable &table = *b.plan.varTables[r];
-  const std::vector<uint64_t> &slots = b.regs[r];
-  const GlobalView &view = b.globals[inst.arg(ArgName::g).var];
-  DataType dtype = view.dtype, valueType = b.info.vars[r].dtype;
-  Expected<TileAccess> tile =
-      globalTile(view, b.offsets(inst.arg(ArgName::offset), view.shape.size()), table.shape);
-  if (!tile)
-    return b.fail(tile.status().code(), index, tile.status().first().message);
-  int sb = dtype.storageBits();
-  bool same = dtype == valueType;
-  return forEachGlobalElement(b, index, view, *tile, [&](int64_t e, int64_t bit, int64_t off) {
-    uint64_t v = slots[size_t(table.firstOwner(e))];
-    writeBitsShared(view.base, bit, sb, same ? v : convertBits(v, valueType, dtype));
-    if (b.race)
-      b.race->globalWrite(raceKey(view, bit), sb, view.root, off, ownerThread(table, e));
-  });
-}
-
-Status Exec::visitLoadShared(BlockState &b, uint32_t index) {
-  const Instruction &inst = b.program.instructions[index];
-  VarId r = inst.results[0];
-  const LayoutTable &table = *b.plan.varTables[r];
-  TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
-  const SharedView &view = b.shareds[inst.arg(ArgName::s).var];
-  DataType dtype = view.dtype, resultType = b.info.vars[r].dtype;
-  std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), view.shape.size());
-  Expected<TileAccess> tile = sharedTile(view, offsets, table.shape);
-  if (!tile)
-    return b.fail(tile.status().code(), index, tile.status().first().message);
-  std::vector<uint64_t> &logical = b.scratch[0];
-  logical.assign(size_t(table.elements), 0);
-  int sb = dtype.storageBits();
-  int64_t base = view.byteOffset * 8;
-  TILUSVM_TRY(
-      forEachSharedElement(b, index, view, offsets, *tile, "reads", [&](int64_t e, int64_t off) {
-        uint64_t v = canonicalFromMemory(readBits(b.shared.data(), base + off * sb, sb), dtype);
-        logical[size_t(e)] = dtype == resultType ? v : convertBits(v, dtype, resultType);
-        if (b.race)
-          b.race->sharedRead(view.root, off, ownerThread(table, e));
+  TILUSVM_TRY(forEachAccessElement(
+      b, index, inst.arg(memory).var, table.shape, AccessKind::Read, "reads",
+      [&](int64_t e) { return ownerThread(table, e); },
+      [&](int64_t e, const ElementAt &at) {
+        uint64_t v = at.read();
+        logical[size_t(e)] = at.dtype == resultType ? v : convertBits(v, at.dtype, resultType);
       }));
   scatterToOwners(b, r, logical);
   return Status::success();
 }
 
-Status Exec::visitStoreShared(BlockState &b, uint32_t index) {
+/// StoreGlobal / StoreShared: register tensor r into the tile of the memory tensor that
+/// argument `memory` names, each element from its first owner.
+Status store(BlockState &b, uint32_t index, ArgName memory) {
   const Instruction &inst = b.program.instructions[index];
   VarId r = inst.arg(ArgName::r).var;
   TILUSVM_TRY(b.requireRegister(index, r));
-  TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
   const LayoutTable &table = *b.plan.varTables[r];
   const std::vector<uint64_t> &slots = b.regs[r];
-  const SharedView &view = b.shareds[inst.arg(ArgName::s).var];
-  DataType dtype = view.dtype, valueType = b.info.vars[r].dtype;
-  std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), view.shape.size());
-  Expected<TileAccess> tile = sharedTile(view, offsets, table.shape);
-  if (!tile)
-    return b.fail(tile.status().code(), index, tile.status().first().message);
-  int sb = dtype.storageBits();
-  int64_t base = view.byteOffset * 8;
-  return forEachSharedElement(
-      b, index, view, offsets, *tile, "writes", [&](int64_t e, int64_t off) {
+  DataType valueType = b.info.vars[r].dtype;
+  return forEachAccessElement(
+      b, index, inst.arg(memory).var, table.shape, AccessKind::Write, "writes",
+      [&](int64_t e) { return ownerThread(table, e); },
+      [&](int64_t e, const ElementAt &at) {
         uint64_t v = slots[size_t(table.firstOwner(e))];
-        writeBits(b.shared.data(), base + off * sb, sb,
-                  dtype == valueType ? v : convertBits(v, valueType, dtype));
-        if (b.race)
-          b.race->sharedWrite(view.root, off, ownerThread(table, e));
+        at.write(at.dtype == valueType ? v : convertBits(v, valueType, at.dtype));
       });
 }
 
+} // namespace
+
+Status Exec::visitLoadGlobal(BlockState &b, uint32_t index) { return load(b, index, ArgName::g); }
+
+Status Exec::visitLoadShared(BlockState &b, uint32_t index) { return load(b, index, ArgName::s); }
+
+Status Exec::visitStoreGlobal(BlockState &b, uint32_t index) { return store(b, index, ArgName::g); }
+
+Status Exec::visitStoreShared(BlockState &b, uint32_t index) { return store(b, index, ArgName::s); }
+
 Status Exec::visitLoadScalar(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  VarId x = inst.arg(ArgName::x).var;
   VarId r = inst.results[0];
   DataType resultType = b.program.var(r).dtype;
   uint64_t value = 0; // a global element outside the tensor reads as 0
   DataType dtype = resultType;
-  if (b.info.vars[x].kind == VarKind::Shared) {
-    TILUSVM_TRY(b.requireShared(index, x));
-    const SharedView &view = b.shareds[x];
-    dtype = view.dtype;
-    std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), view.shape.size());
-    Expected<TileAccess> tile = sharedTile(view, offsets, {});
-    if (!tile)
-      return b.fail(tile.status().code(), index, tile.status().first().message);
-    int sb = dtype.storageBits();
-    int64_t base = view.byteOffset * 8;
-    TILUSVM_TRY(
-        forEachSharedElement(b, index, view, offsets, *tile, "reads", [&](int64_t, int64_t off) {
-          value = canonicalFromMemory(readBits(b.shared.data(), base + off * sb, sb), dtype);
-          if (b.race)
-            b.race->sharedRead(view.root, off, -1);
-        }));
-  } else {
-    const GlobalView &view = b.globals[x];
-    dtype = view.dtype;
-    Expected<TileAccess> tile =
-        globalTile(view, b.offsets(inst.arg(ArgName::offset), view.shape.size()), {});
-    if (!tile)
-      return b.fail(tile.status().code(), index, tile.status().first().message);
-    int sb = dtype.storageBits();
-    TILUSVM_TRY(forEachGlobalElement(b, index, view, *tile, [&](int64_t, int64_t bit, int64_t off) {
-      value = canonicalFromMemory(readBits(view.base, bit, sb), dtype);
-      if (b.race)
-        b.race->globalRead(raceKey(view, bit), sb, view.root, off, -1);
-    }));
-  }
+  TILUSVM_TRY(forEachAccessElement(
+      b, index, inst.arg(ArgName::x).var, {}, AccessKind::Read, "reads", [](int64_t) { return -1; },
+      [&](int64_t, const ElementAt &at) {
+        value = at.read();
+        dtype = at.dtype;
+      }));
   b.scalars[r] = dtype == resultType ? value : convertBits(value, dtype, resultType);
   return Status::success();
 }

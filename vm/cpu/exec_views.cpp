@@ -148,33 +148,38 @@ Status Exec::visitViewGlobal(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
-Status Exec::visitSliceGlobal(BlockState &b, uint32_t index) {
+namespace {
+
+/// SliceGlobal / SliceShared: `slice` (sliceGlobal / sliceShared, isa/view_rules.h) of the view
+/// that argument `parentArg` names, at the offset= argument with the given shape= (empty: the
+/// default), becomes the result's view in `views`.
+template <class View, class Slice>
+Status sliceView(BlockState &b, uint32_t index, std::vector<View> &views, ArgName parentArg,
+                 const std::vector<int64_t> &shape, Slice slice) {
   const Instruction &inst = b.program.instructions[index];
-  const GlobalView &parent = b.globals[inst.arg(ArgName::g).var];
-  std::vector<int64_t> shape;
-  if (const Argument &s = inst.arg(ArgName::shape); s.present)
-    shape = evalList(b, s.exprs);
-  Expected<GlobalView> view =
-      sliceGlobal(parent, b.offsets(inst.arg(ArgName::offset), parent.shape.size()), shape);
+  const View &parent = views[inst.arg(parentArg).var];
+  Expected<View> view =
+      slice(parent, b.offsets(inst.arg(ArgName::offset), parent.shape.size()), shape);
   if (!view)
     return b.fail(view.status().code(), index, view.status().first().message);
-  b.globals[inst.results[0]] = std::move(*view);
+  views[inst.results[0]] = std::move(*view);
   return Status::success();
+}
+
+} // namespace
+
+Status Exec::visitSliceGlobal(BlockState &b, uint32_t index) {
+  const Argument &shape = b.program.instructions[index].arg(ArgName::shape);
+  return sliceView(b, index, b.globals, ArgName::g,
+                   shape.present ? evalList(b, shape.exprs) : std::vector<int64_t>(), sliceGlobal);
 }
 
 Status Exec::visitSliceShared(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
-  const SharedView &parent = b.shareds[inst.arg(ArgName::s).var];
-  std::vector<int64_t> shape;
-  if (const Argument &s = inst.arg(ArgName::shape); s.present)
-    shape = s.ints;
-  Expected<SharedView> view =
-      sliceShared(parent, b.offsets(inst.arg(ArgName::offset), parent.shape.size()), shape);
-  if (!view)
-    return b.fail(view.status().code(), index, view.status().first().message);
-  b.shareds[inst.results[0]] = std::move(*view);
-  return Status::success();
+  const Argument &shape = inst.arg(ArgName::shape);
+  return sliceView(b, index, b.shareds, ArgName::s,
+                   shape.present ? shape.ints : std::vector<int64_t>(), sliceShared);
 }
 
 } // namespace tilus::cpu

@@ -7,14 +7,13 @@
 #include "isa/view_rules.h"
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 
 namespace tilus::cpu {
 
 int64_t TileAccess::elements() const {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
+  return std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<>());
 }
 
 bool TileAccess::allValid() const {
@@ -94,30 +93,37 @@ auto lengthOf(const std::vector<int64_t> &shape) {
   };
 }
 
-} // namespace
-
-Expected<TileAccess> globalTile(const GlobalView &view, const std::vector<OffsetValue> &offsets,
-                                const std::vector<int64_t> &tileShape) {
+/// The tile of `tileShape` at `offsets` in `view`: `tile` starts with the view's address
+/// (offset, or layout and origin), and the rules of isa/view_rules.h add the offset's.
+template <class View>
+Expected<TileAccess> offsetTile(const View &view, const std::vector<OffsetValue> &offsets,
+                                const std::vector<int64_t> &tileShape, TileAccess tile) {
   TILUSVM_TRY(offsetRankStatus(offsets, view.shape.size(), tileShape.size(), OffsetUse::Tile));
-  TileAccess tile;
   tile.shape = tileShape;
   tile.valid = view.valid;
-  tile.offset = view.offset;
   IntArithmetic a;
   applyOffset<OffsetUse::Tile>(a, view, tile, offsets.size(), entryOf(offsets));
   return tile;
 }
 
+} // namespace
+
+Expected<TileAccess> globalTile(const GlobalView &view, const std::vector<OffsetValue> &offsets,
+                                const std::vector<int64_t> &tileShape) {
+  TileAccess start;
+  start.offset = view.offset;
+  return offsetTile(view, offsets, tileShape, std::move(start));
+}
+
 Expected<TileAccess> sharedTile(const SharedView &view, const std::vector<OffsetValue> &offsets,
                                 const std::vector<int64_t> &tileShape) {
-  TILUSVM_TRY(offsetRankStatus(offsets, view.shape.size(), tileShape.size(), OffsetUse::Tile));
-  TileAccess tile;
-  tile.shape = tileShape;
-  tile.valid = view.valid;
-  tile.layout = view.layout;
-  tile.origin = view.origin;
-  IntArithmetic a;
-  applyOffset<OffsetUse::Tile>(a, view, tile, offsets.size(), entryOf(offsets));
+  TileAccess start;
+  start.layout = view.layout;
+  start.origin = view.origin;
+  Expected<TileAccess> shifted = offsetTile(view, offsets, tileShape, std::move(start));
+  if (!shifted)
+    return shifted;
+  TileAccess &tile = *shifted;
   std::vector<int64_t> rootStrides = view.layout->linearStrides();
   tile.linear = !rootStrides.empty() || view.layout->rank() == 0;
   tile.strides.assign(tileShape.size(), 0);
@@ -127,7 +133,7 @@ Expected<TileAccess> sharedTile(const SharedView &view, const std::vector<Offset
     for (size_t k = 0; k < tileShape.size(); ++k)
       tile.strides[k] = rootStrides[size_t(tile.dims[k])];
   }
-  return tile;
+  return shifted;
 }
 
 namespace {

@@ -89,6 +89,13 @@ void BlockRaceDetector::report(const std::string &message) {
                  plan_.location(current_)};
 }
 
+void BlockRaceDetector::conflict(Kind kind, const Access &prior, const Target &target,
+                                 int32_t thread, const char *verb, const char *how) {
+  if (shouldReport(kind, prior.instruction, thread, prior.thread))
+    report(site(current_, thread) + " " + verb + " " + name(target) + " " + how + " " +
+           site(prior.instruction, prior.thread) + " with no Synchronize() between them");
+}
+
 void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t thread) {
   if (s.pendingCopy != kNoId) {
     if (shouldReport(Kind::PendingRead, s.pendingCopy, thread, -1))
@@ -96,20 +103,17 @@ void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t threa
              plan_.describe(s.pendingCopy) +
              " may still be copying into it (no covering CopyAsyncWaitGroup/WaitAll and "
              "Synchronize() before the read)");
-  } else if (s.write.instance != 0 && s.write.epoch == epoch_ && s.write.instance != instance_) {
+  } else if (concurrent(s.write)) {
     if (s.landedAt != kNoId) {
       if (shouldReport(Kind::UnsyncedLanding, s.write.instruction, thread, -1))
         report(site(current_, thread) + " reads " + name(target) + " delivered by " +
                plan_.describe(s.write.instruction) + " at " + plan_.describe(s.landedAt) +
                " with no Synchronize() after the wait");
-    } else if (shouldReport(Kind::ReadAfterWrite, s.write.instruction, thread, s.write.thread)) {
-      report(site(current_, thread) + " reads " + name(target) + " written by " +
-             site(s.write.instruction, s.write.thread) + " with no Synchronize() between them");
+    } else {
+      conflict(Kind::ReadAfterWrite, s.write, target, thread, "reads", "written by");
     }
   } else if (concurrent(s.atomic)) {
-    if (shouldReport(Kind::ReadAfterAtomic, s.atomic.instruction, thread, s.atomic.thread))
-      report(site(current_, thread) + " reads " + name(target) + " updated atomically by " +
-             site(s.atomic.instruction, s.atomic.thread) + " with no Synchronize() between them");
+    conflict(Kind::ReadAfterAtomic, s.atomic, target, thread, "reads", "updated atomically by");
   }
   s.read = Access{instance_, epoch_, current_, thread};
 }
@@ -124,18 +128,12 @@ void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thre
     if (shouldReport(Kind::PendingWrite, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " writes " + name(target) + " while " +
              plan_.describe(s.pendingCopy) + " may still be copying into it");
-  } else if (s.write.instance != 0 && s.write.epoch == epoch_ && s.write.instance != instance_) {
-    if (shouldReport(Kind::WriteAfterWrite, s.write.instruction, thread, s.write.thread))
-      report(site(current_, thread) + " writes " + name(target) + " also written by " +
-             site(s.write.instruction, s.write.thread) + " with no Synchronize() between them");
-  } else if (s.read.instance != 0 && s.read.epoch == epoch_ && s.read.instance != instance_) {
-    if (shouldReport(Kind::WriteAfterRead, s.read.instruction, thread, s.read.thread))
-      report(site(current_, thread) + " writes " + name(target) + " read by " +
-             site(s.read.instruction, s.read.thread) + " with no Synchronize() between them");
+  } else if (concurrent(s.write)) {
+    conflict(Kind::WriteAfterWrite, s.write, target, thread, "writes", "also written by");
+  } else if (concurrent(s.read)) {
+    conflict(Kind::WriteAfterRead, s.read, target, thread, "writes", "read by");
   } else if (concurrent(s.atomic)) {
-    if (shouldReport(Kind::WriteAfterAtomic, s.atomic.instruction, thread, s.atomic.thread))
-      report(site(current_, thread) + " writes " + name(target) + " updated atomically by " +
-             site(s.atomic.instruction, s.atomic.thread) + " with no Synchronize() between them");
+    conflict(Kind::WriteAfterAtomic, s.atomic, target, thread, "writes", "updated atomically by");
   }
   s.write = Access{instance_, epoch_, current_, thread};
   s.landedAt = kNoId;
@@ -147,13 +145,9 @@ void BlockRaceDetector::checkAtomic(Shadow &s, const Target &target, int32_t thr
       report(site(current_, thread) + " updates " + name(target) + " atomically while " +
              plan_.describe(s.pendingCopy) + " may still be copying into it");
   } else if (concurrent(s.write)) {
-    if (shouldReport(Kind::AtomicAfterWrite, s.write.instruction, thread, s.write.thread))
-      report(site(current_, thread) + " updates " + name(target) + " atomically, written by " +
-             site(s.write.instruction, s.write.thread) + " with no Synchronize() between them");
+    conflict(Kind::AtomicAfterWrite, s.write, target, thread, "updates", "atomically, written by");
   } else if (concurrent(s.read)) {
-    if (shouldReport(Kind::AtomicAfterRead, s.read.instruction, thread, s.read.thread))
-      report(site(current_, thread) + " updates " + name(target) + " atomically, read by " +
-             site(s.read.instruction, s.read.thread) + " with no Synchronize() between them");
+    conflict(Kind::AtomicAfterRead, s.read, target, thread, "updates", "atomically, read by");
   }
   s.atomic = Access{instance_, epoch_, current_, thread};
 }

@@ -129,6 +129,10 @@ private:
   /// more telling example) if the first was between accesses of one thread.
   bool shouldReport(Kind kind, uint32_t other, int32_t thread, int32_t otherThread);
   void report(const std::string &message);
+  /// Report (shouldReport permitting) that the current access of `thread` (`verb`: "reads",
+  /// ...) conflicts with the concurrent access `prior` (`how`: "written by", ...).
+  void conflict(Kind kind, const Access &prior, const Target &target, int32_t thread,
+                const char *verb, const char *how);
   std::string name(const Target &target) const;
   std::string site(uint32_t instruction, int32_t thread) const;
 

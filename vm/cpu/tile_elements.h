@@ -1,10 +1,11 @@
 // Element loops over the tiles of global and shared tensors, shared by the instructions that
-// access memory (exec_movement.cpp: loads, stores, copies; exec_atomic.cpp: atomics): bounds
+// access memory (exec_memory.cpp: loads, stores, copies; exec_atomic.cpp: atomics): bounds
 // (global elements outside the view are skipped, shared ones trap), the argument buffer's
 // extent, race-detector keys, and handing logical element values to every owner slot.
 #pragma once
 
 #include "vm/cpu/block_state.h"
+#include "vm/cpu/elements.h"
 
 namespace tilus::cpu {
 
@@ -101,6 +102,83 @@ Status forEachGlobalElement(const BlockState &b, uint32_t index, const GlobalVie
     f(e, bit, off);
   });
   return status;
+}
+
+/// An element that an access touches: bit address `bit` in `memory` (the global buffer, or the
+/// block's shared memory), holding a value of `dtype`.
+struct ElementAt {
+  uint8_t *memory;
+  int64_t bit;
+  DataType dtype;
+  bool global;
+
+  uint64_t read() const {
+    return canonicalFromMemory(readBits(memory, bit, dtype.storageBits()), dtype);
+  }
+  /// Global memory is shared with the blocks running in parallel: a sub-byte element is written
+  /// without disturbing its neighbours (writeBitsShared).
+  void write(uint64_t value) const {
+    if (global)
+      writeBitsShared(memory, bit, dtype.storageBits(), value);
+    else
+      writeBits(memory, bit, dtype.storageBits(), value);
+  }
+};
+
+/// How an access touches its elements, for the race detector.
+enum class AccessKind : uint8_t { Read, Write, Atomic };
+
+/// Visit the tile of `tileShape` that instruction `index` accesses in memory tensor `var` (a
+/// global or shared tensor) at its offset= argument: f(e, ElementAt) for each element inside
+/// the tensor (a global element outside the view is skipped; a shared one traps, the message
+/// saying that the instruction `verb` it), after which the race detector hears of the access by
+/// thread `thread(e)`.
+template <typename Thread, typename F>
+Status forEachAccessElement(BlockState &b, uint32_t index, VarId var,
+                            const std::vector<int64_t> &tileShape, AccessKind kind,
+                            const char *verb, Thread &&thread, F &&f) {
+  const Argument &offset = b.program.instructions[index].arg(ArgName::offset);
+  if (b.info.vars[var].kind == VarKind::Global) {
+    const GlobalView &view = b.globals[var];
+    Expected<TileAccess> tile = globalTile(view, b.offsets(offset, view.shape.size()), tileShape);
+    if (!tile)
+      return b.fail(tile.status().code(), index, tile.status().first().message);
+    int sb = view.dtype.storageBits();
+    return forEachGlobalElement(b, index, view, *tile, [&](int64_t e, int64_t bit, int64_t off) {
+      f(e, ElementAt{view.base, bit, view.dtype, true});
+      if (!b.race)
+        return;
+      switch (kind) {
+      case AccessKind::Read:
+        return b.race->globalRead(raceKey(view, bit), sb, view.root, off, thread(e));
+      case AccessKind::Write:
+        return b.race->globalWrite(raceKey(view, bit), sb, view.root, off, thread(e));
+      case AccessKind::Atomic:
+        return b.race->globalAtomic(raceKey(view, bit), sb, view.root, off, thread(e));
+      }
+    });
+  }
+  TILUSVM_TRY(b.requireShared(index, var));
+  const SharedView &view = b.shareds[var];
+  std::vector<OffsetValue> offsets = b.offsets(offset, view.shape.size());
+  Expected<TileAccess> tile = sharedTile(view, offsets, tileShape);
+  if (!tile)
+    return b.fail(tile.status().code(), index, tile.status().first().message);
+  int64_t base = view.byteOffset * 8;
+  int sb = view.dtype.storageBits();
+  return forEachSharedElement(b, index, view, offsets, *tile, verb, [&](int64_t e, int64_t off) {
+    f(e, ElementAt{b.shared.data(), base + off * sb, view.dtype, false});
+    if (!b.race)
+      return;
+    switch (kind) {
+    case AccessKind::Read:
+      return b.race->sharedRead(view.root, off, thread(e));
+    case AccessKind::Write:
+      return b.race->sharedWrite(view.root, off, thread(e));
+    case AccessKind::Atomic:
+      return b.race->sharedAtomic(view.root, off, thread(e));
+    }
+  });
 }
 
 /// Hand logical element values to every owner slot of the result.
