@@ -91,6 +91,14 @@ llvm::Value *Codegen::callDevlib(const char *name, llvm::ArrayRef<llvm::Value *>
 
 void Codegen::barrier() { callIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
 
+Status Codegen::requireHopper(const Instruction &inst) {
+  if (opts.smVersion >= 90)
+    return Status::success();
+  return error(ErrorCode::Unsupported, inst,
+               std::string(inst.spec().name) + " needs sm_90a (Hopper); the target is sm_" +
+                   std::to_string(opts.smVersion));
+}
+
 Status Codegen::error(ErrorCode code, const Instruction &inst, const std::string &message) {
   Location loc;
   loc.program = prog.name;

@@ -1,6 +1,5 @@
-// The scratch area of shared memory (ProgramInfo::scratchByteOffset), through which
-// ConvertLayout, Reduce and Dot move values between threads, and Reduce (Dot is in
-// lower_contraction_dot.cpp).
+// Reduce (ContractionLowering; Dot is in lower_contraction_dot.cpp, wgmma in
+// lower_contraction_wgmma.cpp).
 //
 // Reduce: when the reduced dimension is spread over lanes of one warp only (its thread modes
 // have power-of-two sizes and strides below 32), each thread first combines its own slots, then
@@ -16,50 +15,6 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace tilus::jit {
-
-llvm::Value *Codegen::scratchBase() {
-  return b.CreateGEP(b.getInt8Ty(), sharedBase(), constI64(info.scratchByteOffset));
-}
-
-void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, int64_t byteOffset,
-                             int elemBytes) {
-  const LayoutMap &map = layoutOf(v);
-  DataType t = info.vars[v].dtype;
-  const std::vector<llvm::Value *> &s = threadPart(map);
-  std::vector<int64_t> strides = rowMajorStrides(map.shape());
-  llvm::Value *threadLinear = constI64(0);
-  for (int d = 0; d < map.rank(); ++d)
-    threadLinear =
-        addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
-  llvm::Value *base = b.CreateGEP(b.getInt8Ty(), scratchBase(), constI64(byteOffset));
-  emitIf(isPrimary(map), "stage", [&] {
-    for (int64_t i = 0; i < map.locals(); ++i) {
-      int64_t c = 0;
-      for (int d = 0; d < map.rank(); ++d)
-        c += map.localPart(i)[d] * strides[size_t(d)];
-      llvm::Value *linear = addFolded(b, threadLinear, constI64(c));
-      llvm::Value *addr =
-          b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(linear, constI64(elemBytes)));
-      llvm::Value *value = slots[size_t(i)];
-      if (t.isBool() || t.isSubByte())
-        value = b.CreateZExt(toBits(value, t), b.getInt8Ty());
-      b.CreateAlignedStore(value, addr, llvm::Align(uint64_t(elemBytes)));
-    }
-  });
-}
-
-llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
-                                         DataType t) {
-  llvm::Value *base = b.CreateGEP(b.getInt8Ty(), scratchBase(), constI64(byteOffset));
-  llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(linear, constI64(elemBytes)));
-  if (t.isBool() || t.isSubByte()) {
-    llvm::Value *byte = b.CreateAlignedLoad(b.getInt8Ty(), addr, llvm::Align(1));
-    if (t.isBool())
-      return b.CreateICmpNE(byte, b.getInt8(0));
-    return fromBits(b.CreateTrunc(byte, b.getIntNTy(t.bits)), t);
-  }
-  return b.CreateAlignedLoad(elemType(t), addr, llvm::Align(uint64_t(elemBytes)));
-}
 
 // ---- Reduce -------------------------------------------------------------------------------------
 

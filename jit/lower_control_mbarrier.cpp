@@ -35,14 +35,6 @@ void emitAsm(Codegen &cg, const std::string &text, const std::string &constraint
 
 } // namespace
 
-Status Codegen::requireHopper(const Instruction &inst) {
-  if (opts.smVersion >= 90)
-    return Status::success();
-  return error(ErrorCode::Unsupported, inst,
-               std::string(inst.spec().name) + " needs sm_90a (Hopper); the target is sm_" +
-                   std::to_string(opts.smVersion));
-}
-
 Status Codegen::visitMbarrierInit(const Instruction &inst) {
   TILUSVM_TRY(requireHopper(inst));
   llvm::Value *addr = barrierAddress(*this, inst);

@@ -1,20 +1,16 @@
-// Data movement: the tiles of loads, stores and copies, the element-level access primitives,
-// LoadShared / StoreShared and LoadScalar (LoadGlobal / StoreGlobal are in
+// Data movement (MemoryLowering): LoadShared / StoreShared, LoadScalar and the slot grouping and
+// shared-offset splitting of memory_util.h (LoadGlobal / StoreGlobal are in
 // lower_memory_global.cpp, ldmatrix in lower_memory_ldmatrix.cpp, the asynchronous copies in
-// lower_memory_async.cpp).
+// lower_memory_async.cpp; the tiles and element primitives that other families use too are in
+// emit_memory.cpp).
 //
 // A load or store turns its `offset=[...]` into a tile (GlobalTile/SharedTile) of the view it
-// reads (lower_views.cpp) and then addresses register slot (t, i) at tile index
+// reads (emit_memory.cpp) and then addresses register slot (t, i) at tile index
 // x = S(t) + Loc(i) (layout_map.h).
 //
 // Shared accesses are not bounds-checked (the checker rejects provable violations, the
 // interpreter traps on the rest; on the GPU they are undefined). Replicated elements are
 // stored once: only the primary owner (layout_map.h) stores.
-//
-// Sub-byte types are bit-packed (ISA section 2). A load reads the aligned 32-bit words that hold
-// the element's first and last bit (both contain the element, so neither can fault); a store
-// clears and sets the element's bits with atomic and/or on those words, so that threads (and
-// blocks) writing neighbouring elements of one byte do not lose each other's bits.
 //
 // Vector shared accesses: runs of consecutive slots along a unit-stride dimension become LLVM
 // vector loads/stores when the address is provably aligned (known bits; allocations are
@@ -29,33 +25,6 @@
 #include <llvm/IR/InlineAsm.h>
 
 namespace tilus::jit {
-
-llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
-  if (auto *cx = llvm::dyn_cast<llvm::ConstantInt>(x); cx && cx->isZero())
-    return y;
-  if (auto *cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && cy->isZero())
-    return x;
-  return b.CreateAdd(x, y);
-}
-
-llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
-  if (auto *cx = llvm::dyn_cast<llvm::ConstantInt>(x); cx && cx->isOne())
-    return y;
-  if (auto *cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && cy->isOne())
-    return x;
-  return b.CreateMul(x, y);
-}
-
-namespace {
-
-llvm::Value *sum(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
-  return addFolded(b, x, y);
-}
-llvm::Value *product(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
-  return mulFolded(b, x, y);
-}
-
-} // namespace
 
 /// Split the slots into groups of `width` consecutive elements (or single slots).
 std::vector<SlotGroup> groupSlots(const LayoutMap &map, int width, int minWidth,
@@ -101,75 +70,7 @@ bool isConstOne(llvm::Value *v) {
   return c && c->isOne();
 }
 
-// ---- tiles ------------------------------------------------------------------------------------
-
-GlobalTile Codegen::globalTile(const GlobalView &view, const Argument &offset) {
-  GlobalTile tile;
-  tile.dtype = view.dtype;
-  tile.ptr = view.ptr;
-  tile.offset = view.offset;
-  tile.valid = view.valid;
-  IrArithmetic a{*this};
-  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
-                               [&](size_t d) { return offsetEntry(offset, d); });
-  return tile;
-}
-
-SharedTile Codegen::sharedTile(const SharedView &view, const Argument &offset) {
-  SharedTile tile;
-  tile.root = view.root;
-  tile.dtype = view.dtype;
-  tile.origin = view.origin;
-  IrArithmetic a{*this};
-  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
-                               [&](size_t d) { return offsetEntry(offset, d); });
-  return tile;
-}
-
-// ---- element primitives -------------------------------------------------------------------------
-
-llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout,
-                                const std::vector<llvm::Value *> &c) {
-  std::vector<int64_t> strides = layout.linearStrides();
-  if (!strides.empty() || layout.rank() == 0) {
-    llvm::Value *o = b.getInt32(0);
-    for (size_t d = 0; d < strides.size(); ++d)
-      o = sum(b, o, product(b, c[d], b.getInt32(uint64_t(strides[d]))));
-    return o;
-  }
-  if (layout.kind() == SharedLayout::Kind::Tile) {
-    const SharedLayout &outer = *layout.children()[0];
-    const SharedLayout &inner = *layout.children()[1];
-    std::vector<llvm::Value *> q(c.size()), r(c.size());
-    for (size_t d = 0; d < c.size(); ++d) {
-      llvm::Value *n = b.getInt32(uint64_t(inner.shape()[d]));
-      q[d] = b.CreateUDiv(c[d], n);
-      r[d] = b.CreateURem(c[d], n);
-    }
-    llvm::Value *o = sharedLayoutOffset(b, outer, q);
-    return b.CreateAdd(b.CreateMul(o, b.getInt32(uint64_t(inner.size()))),
-                       sharedLayoutOffset(b, inner, r));
-  }
-  // swizzle
-  const SharedLayout &inner = *layout.children()[0];
-  llvm::Value *o = sharedLayoutOffset(b, inner, c);
-  uint64_t mask = ((uint64_t(1) << layout.swizzleBits()) - 1) << layout.swizzleBase();
-  llvm::Value *bits = b.CreateAnd(b.CreateLShr(o, uint64_t(layout.swizzleShift())), mask);
-  return b.CreateXor(o, bits);
-}
-
-llvm::Value *Codegen::sharedOffset(VarId root, const std::vector<llvm::Value *> &coords) {
-  // In i32: a defined access has every root coordinate in [0, shape) and its offset below the
-  // root's size, which is at most ProgramInfo::sharedBytes < 2^32, so the i32 layout function
-  // (its divisions and shifts included) equals the i64 one there. Per-thread shared terms then
-  // take one register each instead of two, which matters in the k loops of matrix programs.
-  std::vector<llvm::Value *> c32;
-  c32.reserve(coords.size());
-  for (llvm::Value *c : coords)
-    c32.push_back(b.CreateTrunc(c, b.getInt32Ty()));
-  llvm::Value *o = sharedLayoutOffset(b, *info.vars[root].sharedLayout, c32);
-  return b.CreateZExt(o, b.getInt64Ty());
-}
+// ---- shared layout offsets ----------------------------------------------------------------------
 
 llvm::Value *sharedLayoutShift(llvm::IRBuilder<> &b, const llvm::DataLayout &dl,
                                const SharedLayout &layout, const std::vector<llvm::Value *> &d) {
@@ -177,7 +78,7 @@ llvm::Value *sharedLayoutShift(llvm::IRBuilder<> &b, const llvm::DataLayout &dl,
   if (!strides.empty() || layout.rank() == 0) {
     llvm::Value *o = b.getInt32(0);
     for (size_t k = 0; k < strides.size(); ++k)
-      o = sum(b, o, product(b, d[k], b.getInt32(uint64_t(strides[k]))));
+      o = addFolded(b, o, mulFolded(b, d[k], b.getInt32(uint64_t(strides[k]))));
     return o;
   }
   if (layout.kind() == SharedLayout::Kind::Tile) {
@@ -247,7 +148,7 @@ llvm::Value *sharedAddressSplit(Codegen &cg, VarId root, const std::vector<llvm:
       }
     }
     if (constant != 0)
-      cc[k] = sum(b, cc[k], b.getInt64(uint64_t(constant)));
+      cc[k] = addFolded(b, cc[k], b.getInt64(uint64_t(constant)));
     d32.push_back(b.CreateTrunc(v, b.getInt32Ty()));
   }
   const SharedLayout &layout = *cg.info.vars[root].sharedLayout;
@@ -257,101 +158,8 @@ llvm::Value *sharedAddressSplit(Codegen &cg, VarId root, const std::vector<llvm:
   // (base + L(c) * bytes) + shift * bytes: the first part is per-thread (LICM hoists it out of
   // a loop that moves only the shift), the second shared by every access with the same shift
   llvm::Value *first = cg.sharedElementAddress(root, cg.sharedOffset(root, cc), t);
-  llvm::Value *bytes = product(b, shift, b.getInt32(uint64_t(t.storageBits() / 8)));
+  llvm::Value *bytes = mulFolded(b, shift, b.getInt32(uint64_t(t.storageBits() / 8)));
   return b.CreateGEP(b.getInt8Ty(), first, bytes);
-}
-
-llvm::Value *Codegen::sharedElementAddress(VarId root, llvm::Value *elem, DataType t) {
-  // Shared offsets fit in 32 bits: computing them in i32 (InstCombine narrows the whole chain
-  // behind the truncation) halves the registers that shared addressing holds.
-  llvm::Value *byteOffset = constI32(info.vars[root].sharedByteOffset);
-  if (t.storageBits() % 8 == 0) {
-    llvm::Value *e = b.CreateTrunc(elem, b.getInt32Ty());
-    byteOffset = sum(b, byteOffset, product(b, e, constI32(t.storageBits() / 8)));
-  }
-  return b.CreateGEP(b.getInt8Ty(), sharedBase(), byteOffset);
-}
-
-namespace {
-
-/// The aligned 32-bit words holding bits [bit, bit + n) of the bytes at `ptr`: their addresses
-/// and the offset of `bit` within the first word.
-struct PackedWords {
-  llvm::Value *first; // ptr
-  llvm::Value *last;  // ptr
-  llvm::Value *shift; // i64: bit offset within the 64-bit pair (first low, last high)
-  llvm::Value *same;  // i1: first == last
-};
-
-PackedWords packedWords(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit, int n) {
-  llvm::Type *i64 = b.getInt64Ty();
-  unsigned as = ptr->getType()->getPointerAddressSpace();
-  llvm::Value *addr = b.CreatePtrToInt(ptr, i64);
-  llvm::Value *firstByte = b.CreateAdd(addr, b.CreateAShr(bit, 3));
-  llvm::Value *lastByte =
-      b.CreateAdd(addr, b.CreateAShr(b.CreateAdd(bit, b.getInt64(uint64_t(n - 1))), 3));
-  llvm::Value *firstWord = b.CreateAnd(firstByte, b.getInt64(~uint64_t(3)));
-  llvm::Value *lastWord = b.CreateAnd(lastByte, b.getInt64(~uint64_t(3)));
-  PackedWords w;
-  llvm::Type *ptrType = llvm::PointerType::get(b.getContext(), as);
-  w.first = b.CreateIntToPtr(firstWord, ptrType);
-  w.last = b.CreateIntToPtr(lastWord, ptrType);
-  w.shift = b.CreateAdd(b.CreateShl(b.CreateAnd(firstByte, b.getInt64(3)), 3),
-                        b.CreateAnd(bit, b.getInt64(7)));
-  w.same = b.CreateICmpEQ(firstWord, lastWord);
-  return w;
-}
-
-} // namespace
-
-llvm::Value *Codegen::loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t) {
-  int sb = t.storageBits();
-  if (sb % 8 == 0) {
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateMul(elem, constI64(sb / 8)));
-    if (t.isBool()) {
-      llvm::Value *byte = b.CreateAlignedLoad(b.getInt8Ty(), addr, llvm::Align(1));
-      return b.CreateICmpNE(byte, b.getInt8(0));
-    }
-    return b.CreateAlignedLoad(elemType(t), addr, llvm::Align(uint64_t(sb / 8)));
-  }
-  llvm::Value *bit = b.CreateMul(elem, constI64(sb));
-  PackedWords w = packedWords(b, ptr, bit, sb);
-  llvm::Value *lo =
-      b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.first, llvm::Align(4)), b.getInt64Ty());
-  llvm::Value *hi =
-      b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.last, llvm::Align(4)), b.getInt64Ty());
-  llvm::Value *pair = b.CreateOr(lo, b.CreateSelect(w.same, constI64(0), b.CreateShl(hi, 32)));
-  llvm::Value *v = b.CreateLShr(pair, w.shift);
-  return b.CreateTrunc(v, elemType(t));
-}
-
-void Codegen::storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm::Value *value) {
-  int sb = t.storageBits();
-  if (sb % 8 == 0) {
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateMul(elem, constI64(sb / 8)));
-    if (t.isBool()) {
-      b.CreateAlignedStore(b.CreateZExt(value, b.getInt8Ty()), addr, llvm::Align(1));
-      return;
-    }
-    b.CreateAlignedStore(value, addr, llvm::Align(uint64_t(sb / 8)));
-    return;
-  }
-  llvm::Value *bit = b.CreateMul(elem, constI64(sb));
-  PackedWords w = packedWords(b, ptr, bit, sb);
-  llvm::Value *mask = b.CreateShl(constI64(int64_t(bitMask(sb))), w.shift);
-  llvm::Value *bits = b.CreateShl(b.CreateZExt(toBits(value, t), b.getInt64Ty()), w.shift);
-  auto update = [&](llvm::Value *word, llvm::Value *m, llvm::Value *v) {
-    llvm::Value *m32 = b.CreateTrunc(m, b.getInt32Ty());
-    llvm::Value *v32 = b.CreateTrunc(v, b.getInt32Ty());
-    b.CreateAtomicRMW(llvm::AtomicRMWInst::And, word, b.CreateNot(m32), llvm::MaybeAlign(4),
-                      llvm::AtomicOrdering::Monotonic);
-    b.CreateAtomicRMW(llvm::AtomicRMWInst::Or, word, v32, llvm::MaybeAlign(4),
-                      llvm::AtomicOrdering::Monotonic);
-  };
-  update(w.first, mask, bits);
-  // The high part is empty when the element does not cross into the next word.
-  update(w.last, b.CreateSelect(w.same, constI64(0), b.CreateLShr(mask, 32)),
-         b.CreateSelect(w.same, constI64(0), b.CreateLShr(bits, 32)));
 }
 
 // ---- LoadScalar ---------------------------------------------------------------------------------
@@ -415,9 +223,9 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
       const int64_t *loc = map.localPart(i);
       for (int k = 0; k < rank; ++k) {
         size_t r = size_t(tile.dims[size_t(k)]);
-        llvm::Value *base = sum(b, coords[r], s[size_t(k)]);
+        llvm::Value *base = addFolded(b, coords[r], s[size_t(k)]);
         start[size_t(k)] = base;
-        coords[r] = sum(b, base, b.getInt64(uint64_t(loc[k])));
+        coords[r] = addFolded(b, base, b.getInt64(uint64_t(loc[k])));
       }
       out.elem[size_t(i)] = cg.sharedOffset(tile.root, coords);
     }
@@ -446,18 +254,18 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
   }
   llvm::Value *base = b.getInt64(0);
   for (size_t r = 0; r < strides.size(); ++r)
-    base = sum(b, base, product(b, tile.origin[r], b.getInt64(uint64_t(strides[r]))));
+    base = addFolded(b, base, mulFolded(b, tile.origin[r], b.getInt64(uint64_t(strides[r]))));
   std::vector<int64_t> stride(static_cast<size_t>(rank));
   for (int k = 0; k < rank; ++k) {
     stride[size_t(k)] = strides[size_t(tile.dims[size_t(k)])];
-    base = sum(b, base, product(b, s[size_t(k)], b.getInt64(uint64_t(stride[size_t(k)]))));
+    base = addFolded(b, base, mulFolded(b, s[size_t(k)], b.getInt64(uint64_t(stride[size_t(k)]))));
   }
   for (int64_t i = 0; i < map.locals(); ++i) {
     const int64_t *loc = map.localPart(i);
     int64_t c = 0;
     for (int k = 0; k < rank; ++k)
       c += loc[k] * stride[size_t(k)];
-    out.elem[size_t(i)] = sum(b, base, b.getInt64(uint64_t(c)));
+    out.elem[size_t(i)] = addFolded(b, base, b.getInt64(uint64_t(c)));
   }
   // Vector groups: unit stride and a provably aligned byte address.
   int bits = t.storageBits();

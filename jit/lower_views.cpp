@@ -164,14 +164,6 @@ Status offsetRankStatus(Codegen &cg, const Instruction &inst, size_t viewRank, s
 
 } // namespace
 
-/// Entry d of an offset argument as isa/view_rules.h's applyOffset reads it (an absent offset
-/// is all slices from 0).
-std::pair<llvm::Value *, bool> Codegen::offsetEntry(const Argument &offset, size_t d) {
-  if (!offset.present)
-    return {constI64(0), true};
-  return {exprI64(offset.offsets[d].expr), offset.offsets[d].slice};
-}
-
 Status Codegen::visitSliceGlobal(const Instruction &inst) {
   GlobalView parent = readGlobal(inst.arg(ArgName::g).var);
   const Argument &offset = inst.arg(ArgName::offset);

@@ -1,0 +1,205 @@
+// Memory access primitives that every family uses (internal to jit/): the tiles of global and
+// shared views (isa/view_rules.h), shared layout offsets and addresses, and the loads and stores
+// of one element.
+//
+// Sub-byte types are bit-packed (ISA section 2). A load reads the aligned 32-bit words that hold
+// the element's first and last bit (both contain the element, so neither can fault); a store
+// clears and sets the element's bits with atomic and/or on those words, so that threads (and
+// blocks) writing neighbouring elements of one byte do not lose each other's bits.
+#include "jit/memory_util.h"
+
+#include "isa/convert.h"
+#include "isa/view_rules.h"
+
+namespace tilus::jit {
+
+llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  if (auto *cx = llvm::dyn_cast<llvm::ConstantInt>(x); cx && cx->isZero())
+    return y;
+  if (auto *cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && cy->isZero())
+    return x;
+  return b.CreateAdd(x, y);
+}
+
+llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  if (auto *cx = llvm::dyn_cast<llvm::ConstantInt>(x); cx && cx->isOne())
+    return y;
+  if (auto *cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && cy->isOne())
+    return x;
+  return b.CreateMul(x, y);
+}
+
+// ---- tiles ------------------------------------------------------------------------------------
+
+/// Entry d of an offset argument as isa/view_rules.h's applyOffset reads it (an absent offset
+/// is all slices from 0).
+std::pair<llvm::Value *, bool> Codegen::offsetEntry(const Argument &offset, size_t d) {
+  if (!offset.present)
+    return {constI64(0), true};
+  return {exprI64(offset.offsets[d].expr), offset.offsets[d].slice};
+}
+
+GlobalTile Codegen::globalTile(const GlobalView &view, const Argument &offset) {
+  GlobalTile tile;
+  tile.dtype = view.dtype;
+  tile.ptr = view.ptr;
+  tile.offset = view.offset;
+  tile.valid = view.valid;
+  IrArithmetic a{*this};
+  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
+                               [&](size_t d) { return offsetEntry(offset, d); });
+  return tile;
+}
+
+SharedTile Codegen::sharedTile(const SharedView &view, const Argument &offset) {
+  SharedTile tile;
+  tile.root = view.root;
+  tile.dtype = view.dtype;
+  tile.origin = view.origin;
+  IrArithmetic a{*this};
+  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
+                               [&](size_t d) { return offsetEntry(offset, d); });
+  return tile;
+}
+
+// ---- shared addresses ---------------------------------------------------------------------------
+
+llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout,
+                                const std::vector<llvm::Value *> &c) {
+  std::vector<int64_t> strides = layout.linearStrides();
+  if (!strides.empty() || layout.rank() == 0) {
+    llvm::Value *o = b.getInt32(0);
+    for (size_t d = 0; d < strides.size(); ++d)
+      o = addFolded(b, o, mulFolded(b, c[d], b.getInt32(uint64_t(strides[d]))));
+    return o;
+  }
+  if (layout.kind() == SharedLayout::Kind::Tile) {
+    const SharedLayout &outer = *layout.children()[0];
+    const SharedLayout &inner = *layout.children()[1];
+    std::vector<llvm::Value *> q(c.size()), r(c.size());
+    for (size_t d = 0; d < c.size(); ++d) {
+      llvm::Value *n = b.getInt32(uint64_t(inner.shape()[d]));
+      q[d] = b.CreateUDiv(c[d], n);
+      r[d] = b.CreateURem(c[d], n);
+    }
+    llvm::Value *o = sharedLayoutOffset(b, outer, q);
+    return b.CreateAdd(b.CreateMul(o, b.getInt32(uint64_t(inner.size()))),
+                       sharedLayoutOffset(b, inner, r));
+  }
+  // swizzle
+  const SharedLayout &inner = *layout.children()[0];
+  llvm::Value *o = sharedLayoutOffset(b, inner, c);
+  uint64_t mask = ((uint64_t(1) << layout.swizzleBits()) - 1) << layout.swizzleBase();
+  llvm::Value *bits = b.CreateAnd(b.CreateLShr(o, uint64_t(layout.swizzleShift())), mask);
+  return b.CreateXor(o, bits);
+}
+
+llvm::Value *Codegen::sharedOffset(VarId root, const std::vector<llvm::Value *> &coords) {
+  // In i32: a defined access has every root coordinate in [0, shape) and its offset below the
+  // root's size, which is at most ProgramInfo::sharedBytes < 2^32, so the i32 layout function
+  // (its divisions and shifts included) equals the i64 one there. Per-thread shared terms then
+  // take one register each instead of two, which matters in the k loops of matrix programs.
+  std::vector<llvm::Value *> c32;
+  c32.reserve(coords.size());
+  for (llvm::Value *c : coords)
+    c32.push_back(b.CreateTrunc(c, b.getInt32Ty()));
+  llvm::Value *o = sharedLayoutOffset(b, *info.vars[root].sharedLayout, c32);
+  return b.CreateZExt(o, b.getInt64Ty());
+}
+
+llvm::Value *Codegen::sharedElementAddress(VarId root, llvm::Value *elem, DataType t) {
+  // Shared offsets fit in 32 bits: computing them in i32 (InstCombine narrows the whole chain
+  // behind the truncation) halves the registers that shared addressing holds.
+  llvm::Value *byteOffset = constI32(info.vars[root].sharedByteOffset);
+  if (t.storageBits() % 8 == 0) {
+    llvm::Value *e = b.CreateTrunc(elem, b.getInt32Ty());
+    byteOffset = addFolded(b, byteOffset, mulFolded(b, e, constI32(t.storageBits() / 8)));
+  }
+  return b.CreateGEP(b.getInt8Ty(), sharedBase(), byteOffset);
+}
+
+// ---- element primitives -------------------------------------------------------------------------
+
+namespace {
+
+/// The aligned 32-bit words holding bits [bit, bit + n) of the bytes at `ptr`: their addresses
+/// and the offset of `bit` within the first word.
+struct PackedWords {
+  llvm::Value *first; // ptr
+  llvm::Value *last;  // ptr
+  llvm::Value *shift; // i64: bit offset within the 64-bit pair (first low, last high)
+  llvm::Value *same;  // i1: first == last
+};
+
+PackedWords packedWords(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit, int n) {
+  llvm::Type *i64 = b.getInt64Ty();
+  unsigned as = ptr->getType()->getPointerAddressSpace();
+  llvm::Value *addr = b.CreatePtrToInt(ptr, i64);
+  llvm::Value *firstByte = b.CreateAdd(addr, b.CreateAShr(bit, 3));
+  llvm::Value *lastByte =
+      b.CreateAdd(addr, b.CreateAShr(b.CreateAdd(bit, b.getInt64(uint64_t(n - 1))), 3));
+  llvm::Value *firstWord = b.CreateAnd(firstByte, b.getInt64(~uint64_t(3)));
+  llvm::Value *lastWord = b.CreateAnd(lastByte, b.getInt64(~uint64_t(3)));
+  PackedWords w;
+  llvm::Type *ptrType = llvm::PointerType::get(b.getContext(), as);
+  w.first = b.CreateIntToPtr(firstWord, ptrType);
+  w.last = b.CreateIntToPtr(lastWord, ptrType);
+  w.shift = b.CreateAdd(b.CreateShl(b.CreateAnd(firstByte, b.getInt64(3)), 3),
+                        b.CreateAnd(bit, b.getInt64(7)));
+  w.same = b.CreateICmpEQ(firstWord, lastWord);
+  return w;
+}
+
+} // namespace
+
+llvm::Value *Codegen::loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t) {
+  int sb = t.storageBits();
+  if (sb % 8 == 0) {
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateMul(elem, constI64(sb / 8)));
+    if (t.isBool()) {
+      llvm::Value *byte = b.CreateAlignedLoad(b.getInt8Ty(), addr, llvm::Align(1));
+      return b.CreateICmpNE(byte, b.getInt8(0));
+    }
+    return b.CreateAlignedLoad(elemType(t), addr, llvm::Align(uint64_t(sb / 8)));
+  }
+  llvm::Value *bit = b.CreateMul(elem, constI64(sb));
+  PackedWords w = packedWords(b, ptr, bit, sb);
+  llvm::Value *lo =
+      b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.first, llvm::Align(4)), b.getInt64Ty());
+  llvm::Value *hi =
+      b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.last, llvm::Align(4)), b.getInt64Ty());
+  llvm::Value *pair = b.CreateOr(lo, b.CreateSelect(w.same, constI64(0), b.CreateShl(hi, 32)));
+  llvm::Value *v = b.CreateLShr(pair, w.shift);
+  return b.CreateTrunc(v, elemType(t));
+}
+
+void Codegen::storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm::Value *value) {
+  int sb = t.storageBits();
+  if (sb % 8 == 0) {
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateMul(elem, constI64(sb / 8)));
+    if (t.isBool()) {
+      b.CreateAlignedStore(b.CreateZExt(value, b.getInt8Ty()), addr, llvm::Align(1));
+      return;
+    }
+    b.CreateAlignedStore(value, addr, llvm::Align(uint64_t(sb / 8)));
+    return;
+  }
+  llvm::Value *bit = b.CreateMul(elem, constI64(sb));
+  PackedWords w = packedWords(b, ptr, bit, sb);
+  llvm::Value *mask = b.CreateShl(constI64(int64_t(bitMask(sb))), w.shift);
+  llvm::Value *bits = b.CreateShl(b.CreateZExt(toBits(value, t), b.getInt64Ty()), w.shift);
+  auto update = [&](llvm::Value *word, llvm::Value *m, llvm::Value *v) {
+    llvm::Value *m32 = b.CreateTrunc(m, b.getInt32Ty());
+    llvm::Value *v32 = b.CreateTrunc(v, b.getInt32Ty());
+    b.CreateAtomicRMW(llvm::AtomicRMWInst::And, word, b.CreateNot(m32), llvm::MaybeAlign(4),
+                      llvm::AtomicOrdering::Monotonic);
+    b.CreateAtomicRMW(llvm::AtomicRMWInst::Or, word, v32, llvm::MaybeAlign(4),
+                      llvm::AtomicOrdering::Monotonic);
+  };
+  update(w.first, mask, bits);
+  // The high part is empty when the element does not cross into the next word.
+  update(w.last, b.CreateSelect(w.same, constI64(0), b.CreateLShr(mask, 32)),
+         b.CreateSelect(w.same, constI64(0), b.CreateLShr(bits, 32)));
+}
+
+} // namespace tilus::jit
