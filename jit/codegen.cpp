@@ -1,5 +1,6 @@
-// The kernel skeleton: parameters, variable storage, structured control flow and the
-// dispatcher that hands each instruction to its lowering function (lower_*.cpp).
+// The kernel skeleton: parameters, variable storage, structured control flow (the statements,
+// and the helpers that lowerers build branches and loops with) and the dispatcher that hands
+// each instruction to its family's lowerer (lowering.h, lower_*.cpp).
 //
 // Control flow is block-uniform (ISA section 1), so `for`, `if`, `while`, `break`, `continue`
 // and `return` become plain branches that every thread of the block takes together; barriers
@@ -13,7 +14,7 @@
 #include "jit/codegen.h"
 
 #include "isa/convert.h"
-#include "isa/instruction_visitor.h"
+#include "jit/lowering.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -176,6 +177,8 @@ void Codegen::writeComponents(VarId v, const std::vector<llvm::Value *> &values)
   }
 }
 
+llvm::Value *Codegen::readPointer(VarId v) { return readComponents(v)[0]; }
+
 llvm::Value *Codegen::readScalar(VarId v) {
   storage(v, {elemType(prog.var(v).dtype)});
   return readComponents(v)[0];
@@ -298,6 +301,11 @@ llvm::Value *Codegen::isPrimary(const LayoutMap &map) {
   }
   primaryCache_[&map] = primary;
   return primary;
+}
+
+llvm::Value *Codegen::workspaceRegion(const Instruction &inst) {
+  size_t index = size_t(&inst - prog.instructions.data());
+  return b.CreateGEP(b.getInt8Ty(), workspace_, workspaceRegions_[index]);
 }
 
 // ---- the kernel -------------------------------------------------------------------------------
@@ -423,7 +431,11 @@ Status Codegen::run() {
   b.SetInsertPoint(entry_->getTerminator());
   TILUSVM_TRY(setupParameters());
   b.SetInsertPoint(body);
-  TILUSVM_TRY(lowerBody(prog.body));
+  InstructionRouter router(*this);
+  router_ = &router;
+  Status status = lowerBody(prog.body);
+  router_ = nullptr;
+  TILUSVM_TRY(status);
   b.CreateRetVoid();
   allocaPoint_->eraseFromParent();
   return Status::success();
@@ -626,11 +638,11 @@ Codegen::emitLoop(const llvm::Twine &name, llvm::Value *start, llvm::Value *step
 // ---- dispatch ----------------------------------------------------------------------------------
 
 Status Codegen::lowerInstruction(const Instruction &inst) {
-  return visitInstruction(inst.opcode, *this, inst);
+  return visitInstruction(inst.opcode, *router_, inst);
 }
 
-Status Codegen::visitInvalid(const Instruction &inst) {
-  return error(ErrorCode::Unsupported, inst, "unknown opcode");
+Status InstructionRouter::visitInvalid(const Instruction &inst) {
+  return core_.error(ErrorCode::Unsupported, inst, "unknown opcode");
 }
 
 } // namespace tilus::jit

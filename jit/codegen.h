@@ -1,4 +1,6 @@
-// The code generator's state and its lowering functions (internal to jit/).
+// The core of the code generator (internal to jit/): the builder, the variables' values,
+// types, constants, scalar expressions, conversions, memory primitives and structured control
+// flow that every family lowerer (lowering.h) emits with.
 //
 // One Codegen lowers one checked program into one NVPTX kernel function. It walks the
 // structured body once, in order, keeping for every program variable its current value:
@@ -13,9 +15,11 @@
 // e.g. a unit stride); a variable assigned more than once (loop-carried accumulators, loop
 // variables, updates of enclosing-scope variables) lives in allocas that mem2reg promotes.
 //
-// The lowering functions are split by instruction family over lower_<family>.cpp (the same
-// families as the checker's check_<family>.cpp and the interpreter's exec_<family>.cpp); the
-// value-level emitters that every family uses are emit_*.cpp.
+// The core lowers the structured statements itself (codegen.cpp) and hands each instruction to
+// the lowerer of its family (InstructionRouter, lowering.h), one class per family in
+// lower_<family>[_<topic>].cpp (the same families as the checker's check_<family>.cpp and the
+// interpreter's exec_<family>.cpp); the value-level emitters that every family uses are
+// emit_*.cpp.
 #pragma once
 
 #include "jit/jit.h"
@@ -84,6 +88,9 @@ struct SharedTile {
   std::vector<llvm::Value *> origin;
 };
 
+class InstructionRouter;
+
+/// The core of the code generator: what every family lowerer (lowering.h) emits with.
 class Codegen {
 public:
   Codegen(llvm::Module &module, const Program &program, const ProgramInfo &info,
@@ -94,7 +101,7 @@ public:
 
   llvm::Function *kernel() const { return fn_; }
 
-  // ---- shared state (used by every lower_*.cpp) --------------------------------------------
+  // ---- the builder and the inputs (used by every lowerer) ------------------------------------
   llvm::LLVMContext &ctx;
   llvm::Module &mod;
   llvm::IRBuilder<> b;
@@ -124,6 +131,8 @@ public:
   Status error(ErrorCode code, const Instruction &inst, const std::string &message);
 
   // ---- variables (codegen.cpp) ---------------------------------------------------------------
+  /// The value of a pointer parameter (ptr addrspace(1)).
+  llvm::Value *readPointer(VarId v);
   llvm::Value *readScalar(VarId v);
   void writeScalar(VarId v, llvm::Value *value);
   std::vector<llvm::Value *> readRegister(VarId v);
@@ -199,46 +208,14 @@ public:
                   llvm::function_ref<Status(llvm::Value *i, const LoopTargets &targets)> body,
                   const llvm::Twine &index = "", bool unroll = true);
 
-  // ---- statements (codegen.cpp) ----------------------------------------------------------------
-  Status lowerBody(const std::vector<Stmt> &body);
-  Status lowerStmt(const Stmt &stmt);
-  /// Lower one instruction: its handler visitNAME (or visitElementwise for that family),
-  /// dispatched from isa/instructions.def by visitInstruction (isa/instruction_visitor.h).
-  Status lowerInstruction(const Instruction &inst);
-  Status visitInvalid(const Instruction &inst);
+  /// The block that code after an unconditional transfer (Exit, break, continue) goes to: a
+  /// fresh block without predecessors.
+  void startDeadBlock();
 
-  // ---- instruction handlers, in the file of their family: lower_<family>.cpp -----------------
-  // views (lower_views.cpp)
+  // ---- views and memory (emit_memory.cpp) ----------------------------------------------------
   /// Entry d of an offset argument as applyOffset (isa/view_rules.h) reads it: its start (i64)
   /// and whether it is a slice; an absent offset is all slices from 0.
   std::pair<llvm::Value *, bool> offsetEntry(const Argument &offset, size_t d);
-  Status visitBlockIndices(const Instruction &inst);
-  Status visitAllocateRegister(const Instruction &inst);
-  Status visitIota(const Instruction &inst);
-  Status visitAllocateShared(const Instruction &inst);
-  Status visitAllocateGlobal(const Instruction &inst);
-  Status visitViewGlobal(const Instruction &inst);
-  Status visitSliceGlobal(const Instruction &inst);
-  Status visitSliceShared(const Instruction &inst);
-
-  // memory (lower_memory.cpp, lower_memory_global.cpp, lower_memory_async.cpp,
-  // lower_memory_ldmatrix.cpp)
-  Status visitLoadGlobal(const Instruction &inst);
-  Status visitStoreGlobal(const Instruction &inst);
-  Status visitLoadShared(const Instruction &inst);
-  Status visitStoreShared(const Instruction &inst);
-  Status visitLoadScalar(const Instruction &inst);
-  Status visitCopyAsync(const Instruction &inst);
-  Status visitCopyAsyncCommitGroup(const Instruction &inst);
-  Status visitCopyAsyncWaitGroup(const Instruction &inst);
-  Status visitCopyAsyncWaitAll(const Instruction &inst);
-  /// LoadShared of mma fragments of 16-bit types with ldmatrix (lower_memory_ldmatrix.cpp); false
-  /// (and nothing emitted) when the layouts do not allow it.
-  bool tryLdmatrix(const SharedTile &tile, VarId result);
-  /// Whether every run of `width` elements along root dimension `dim` of a shared root that
-  /// starts at a multiple of `width` is contiguous and width-aligned in its layout (checked
-  /// exhaustively over the root's shape, cached).
-  bool contiguousRuns(VarId root, int dim, int width);
   /// The tile of a load, store or copy at `offset` (isa/view_rules.h).
   GlobalTile globalTile(const GlobalView &view, const Argument &offset);
   SharedTile sharedTile(const SharedView &view, const Argument &offset);
@@ -250,33 +227,17 @@ public:
   /// bit-packed; stores of sub-byte types are atomic so that neighbours are not disturbed).
   llvm::Value *loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t);
   void storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm::Value *value);
+  /// The start of the workspace region of AllocateGlobal `inst` (ptr addrspace(1)).
+  llvm::Value *workspaceRegion(const Instruction &inst);
 
-  // elementwise (lower_elementwise.cpp)
-  Status visitElementwise(const Instruction &inst);
-  Status visitWhere(const Instruction &inst);
+  // ---- operands (emit_operands.cpp) ------------------------------------------------------------
   /// Operand values parallel to the result's slots: a register tensor gathered through
   /// gatherSlots, or a scalar converted to t and repeated.
   Expected<std::vector<llvm::Value *>> operandSlots(const Instruction &inst, const Argument &arg,
                                                     const LayoutMap &result, DataType t);
-  llvm::Value *mathOp(MathFn fn, llvm::Value *x, DataType t);
-  /// Exp2 of f32/f16/bf16 and Exp of f16/bf16 by `ex2.approx` (bounds in lower_elementwise.cpp).
-  llvm::Value *fastExp2(MathFn fn, llvm::Value *x, DataType t);
 
-  // conversion (lower_conversion.cpp)
-  Status visitCast(const Instruction &inst);
-  Status visitView(const Instruction &inst);
-  Status visitPermute(const Instruction &inst);
-  Status visitConvertLayout(const Instruction &inst);
-
-  // contraction (lower_contraction.cpp, lower_contraction_dot.cpp), and the scratch area that
-  // ConvertLayout, Reduce and Dot exchange values through
-  Status visitDot(const Instruction &inst);
-  Status visitReduce(const Instruction &inst);
-  // wgmma, sm_90a (lower_contraction_wgmma.cpp)
-  Status visitWgmma(const Instruction &inst);
-  Status visitWgmmaFence(const Instruction &inst);
-  Status visitWgmmaCommitGroup(const Instruction &inst);
-  Status visitWgmmaWaitGroup(const Instruction &inst);
+  // ---- the scratch area that ConvertLayout, Reduce, Dot and the atomics exchange values through
+  // (emit_scratch.cpp)
   llvm::Value *scratchBase(); // ptr addrspace(3)
   /// Stage a register tensor's elements in the scratch area at `byteOffset`, row-major, one
   /// `storageBytes` slot per element (written by primary owners).
@@ -285,24 +246,15 @@ public:
   llvm::Value *loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
                                   DataType t);
 
-  // control (lower_control.cpp, lower_control_print.cpp)
-  Status visitSynchronize(const Instruction &inst);
-  Status visitExit(const Instruction &inst);
-  Status visitPrint(const Instruction &inst);
-  // mbarriers and the async-proxy fence, sm_90a (lower_control_mbarrier.cpp)
-  Status visitMbarrierInit(const Instruction &inst);
-  Status visitMbarrierArrive(const Instruction &inst);
-  Status visitMbarrierWait(const Instruction &inst);
-  Status visitFenceProxyAsync(const Instruction &inst);
   /// An `unsupported` error unless the target is sm_90a (the Hopper instructions).
   Status requireHopper(const Instruction &inst);
 
-  // ---- atomics and fences (lower_atomic.cpp) ---------------------------------------------------
-  /// AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas.
-  Status visitAtomic(const Instruction &inst);
-  Status visitFence(const Instruction &inst);
-
 private:
+  Status lowerBody(const std::vector<Stmt> &body);
+  Status lowerStmt(const Stmt &stmt);
+  /// Lower one instruction: InstructionRouter (lowering.h) hands it to its family's lowerer,
+  /// dispatched from isa/instructions.def by visitInstruction (isa/instruction_visitor.h).
+  Status lowerInstruction(const Instruction &inst);
   void countAssignments(const std::vector<Stmt> &body);
   VarStorage &storage(VarId v, const std::vector<llvm::Type *> &types);
   std::vector<llvm::Value *> readComponents(VarId v);
@@ -311,8 +263,8 @@ private:
   Status lowerFor(const Stmt &stmt);
   Status lowerIf(const Stmt &stmt);
   Status lowerWhile(const Stmt &stmt);
-  void startDeadBlock();
 
+  InstructionRouter *router_ = nullptr; // during run()
   llvm::Function *fn_ = nullptr;
   llvm::BasicBlock *entry_ = nullptr;
   llvm::Instruction *allocaPoint_ = nullptr;
@@ -326,16 +278,6 @@ private:
   std::map<const LayoutMap *, std::vector<llvm::Value *>> threadPartCache_;
   std::map<const LayoutMap *, llvm::Value *> primaryCache_;
   std::vector<LoopTargets> loops_;
-  llvm::GlobalVariable *printBuffer_ = nullptr;
-  std::map<std::tuple<VarId, int, int>, bool> runsCache_;
-  std::vector<VarId> wgmmaAccumulators_; // every Wgmma accumulator lowered so far
-
-  friend class PrintLowering;
-
-public:
-  /// Static shared buffer for Print staging (elements of 8 bytes); grown on demand.
-  llvm::Value *printBuffer(int64_t elements);
-  int64_t printBufferElements = 0;
 };
 
 /// x + y and x * y, folding additions of 0 and multiplications by 1.

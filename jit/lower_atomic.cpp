@@ -14,6 +14,7 @@
 // owners to every owner, as ConvertLayout does.
 //
 // Fence(scope=block|gpu) is `fence.acq_rel.cta` / `fence.acq_rel.gpu`.
+#include "jit/lowering.h"
 #include "jit/memory_util.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -167,30 +168,30 @@ int vectorAddWidth(DataType t) {
 
 } // namespace
 
-Status Codegen::visitAtomic(const Instruction &inst) {
+Status AtomicLowering::visitAtomic(const Instruction &inst) {
   VarId src = inst.arg(ArgName::r).var;
   VarId dst = inst.arg(ArgName::dst).var;
   if (src == kNoId || dst == kNoId)
-    return error(ErrorCode::Scope, inst, "atomic operands are not tensors");
-  const LayoutMap &map = layoutOf(src);
-  std::vector<llvm::Value *> values = readRegister(src);
+    return cg.error(ErrorCode::Scope, inst, "atomic operands are not tensors");
+  const LayoutMap &map = cg.layoutOf(src);
+  std::vector<llvm::Value *> values = cg.readRegister(src);
   std::vector<llvm::Value *> compares;
   if (inst.hasArg(ArgName::cmp))
-    compares = readRegister(inst.arg(ArgName::cmp).var);
+    compares = cg.readRegister(inst.arg(ArgName::cmp).var);
   const bool global = info.vars[dst].kind == VarKind::Global;
   const DataType t = info.vars[dst].dtype;
   const bool wantOld = !inst.results.empty();
   const int es = t.storageBits() / 8;
   const int rank = map.rank();
-  const std::vector<llvm::Value *> &s = threadPart(map);
-  std::vector<llvm::Value *> olds(size_t(map.locals()), zeroOf(t));
-  llvm::Value *primary = isPrimary(map);
+  const std::vector<llvm::Value *> &s = cg.threadPart(map);
+  std::vector<llvm::Value *> olds(size_t(map.locals()), cg.zeroOf(t));
+  llvm::Value *primary = cg.isPrimary(map);
 
   if (global) {
-    GlobalView view = readGlobal(dst);
-    GlobalTile tile = globalTile(view, inst.arg(ArgName::offset));
+    GlobalView view = cg.readGlobal(dst);
+    GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
     if (int(tile.lo.size()) != rank)
-      return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+      return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
     llvm::Value *threadBase = tile.offset;
     std::vector<llvm::Value *> lo, hi;
     for (int k = 0; k < rank; ++k) {
@@ -200,15 +201,15 @@ Status Codegen::visitAtomic(const Instruction &inst) {
     }
     llvm::Value *valid = b.CreateAnd(tile.valid, primary);
     auto inDim = [&](const int64_t *loc, int k) {
-      llvm::Value *c = constI64(loc[k]);
+      llvm::Value *c = cg.constI64(loc[k]);
       return b.CreateAnd(b.CreateICmpSLE(lo[size_t(k)], c), b.CreateICmpSGT(hi[size_t(k)], c));
     };
     auto address = [&](const int64_t *loc) {
       llvm::Value *e = threadBase;
       for (int k = 0; k < rank; ++k)
         if (loc[k] != 0)
-          e = addFolded(b, e, mulFolded(b, constI64(loc[k]), tile.strides[size_t(k)]));
-      llvm::Value *p = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(e, constI64(es)));
+          e = addFolded(b, e, mulFolded(b, cg.constI64(loc[k]), tile.strides[size_t(k)]));
+      llvm::Value *p = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(e, cg.constI64(es)));
       return b.CreatePtrToInt(p, b.getInt64Ty());
     };
     auto element = [&](int64_t i) {
@@ -216,9 +217,8 @@ Status Codegen::visitAtomic(const Instruction &inst) {
       llvm::Value *ok = valid;
       for (int k = 0; k < rank; ++k)
         ok = b.CreateAnd(ok, inDim(loc, k));
-      llvm::Value *old =
-          emitAtomic(*this, inst.opcode, t, true, address(loc), ok, values[size_t(i)],
-                     compares.empty() ? nullptr : compares[size_t(i)], wantOld);
+      llvm::Value *old = emitAtomic(cg, inst.opcode, t, true, address(loc), ok, values[size_t(i)],
+                                    compares.empty() ? nullptr : compares[size_t(i)], wantOld);
       if (wantOld)
         olds[size_t(i)] = old;
     };
@@ -239,7 +239,7 @@ Status Codegen::visitAtomic(const Instruction &inst) {
       const int64_t *last = map.localPart(g.first + g.count - 1);
       llvm::Value *addr = address(first);
       llvm::Value *aligned =
-          b.CreateICmpEQ(b.CreateAnd(addr, constI64(es * g.count - 1)), constI64(0));
+          b.CreateICmpEQ(b.CreateAnd(addr, cg.constI64(es * g.count - 1)), cg.constI64(0));
       llvm::Value *othersIn = valid;
       for (int k = 0; k < rank; ++k)
         if (k != g.dim)
@@ -247,29 +247,29 @@ Status Codegen::visitAtomic(const Instruction &inst) {
       llvm::Value *runIn = b.CreateAnd(inDim(first, g.dim), inDim(last, g.dim));
       llvm::Value *fast = b.CreateAnd(othersIn, b.CreateAnd(runIn, aligned));
       emitVectorAdd(
-          *this, t, addr, fast,
+          cg, t, addr, fast,
           std::vector<llvm::Value *>(values.begin() + g.first, values.begin() + g.first + g.count));
       llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
-      emitIf(slow, "red.elem", [&] {
+      cg.emitIf(slow, "red.elem", [&] {
         for (int64_t j = 0; j < g.count; ++j)
           element(g.first + j);
       });
     }
   } else {
-    SharedView view = readShared(dst);
-    SharedTile tile = sharedTile(view, inst.arg(ArgName::offset));
+    SharedView view = cg.readShared(dst);
+    SharedTile tile = cg.sharedTile(view, inst.arg(ArgName::offset));
     if (int(tile.dims.size()) != rank)
-      return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+      return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
     for (int64_t i = 0; i < map.locals(); ++i) {
       std::vector<llvm::Value *> coords = tile.origin;
       const int64_t *loc = map.localPart(i);
       for (int k = 0; k < rank; ++k) {
         size_t r = size_t(tile.dims[size_t(k)]);
-        coords[r] = addFolded(b, coords[r], addFolded(b, s[size_t(k)], constI64(loc[k])));
+        coords[r] = addFolded(b, coords[r], addFolded(b, s[size_t(k)], cg.constI64(loc[k])));
       }
-      llvm::Value *addr = sharedElementAddress(tile.root, sharedOffset(tile.root, coords), t);
+      llvm::Value *addr = cg.sharedElementAddress(tile.root, cg.sharedOffset(tile.root, coords), t);
       llvm::Value *old =
-          emitAtomic(*this, inst.opcode, t, false, b.CreatePtrToInt(addr, b.getInt32Ty()), primary,
+          emitAtomic(cg, inst.opcode, t, false, b.CreatePtrToInt(addr, b.getInt32Ty()), primary,
                      values[size_t(i)], compares.empty() ? nullptr : compares[size_t(i)], wantOld);
       if (wantOld)
         olds[size_t(i)] = old;
@@ -278,9 +278,9 @@ Status Codegen::visitAtomic(const Instruction &inst) {
   if (!wantOld)
     return Status::success();
   VarId res = inst.results[0];
-  const LayoutMap &rmap = layoutOf(res);
+  const LayoutMap &rmap = cg.layoutOf(res);
   if (!info.vars[src].layout->isReplicated() && &rmap == &map) {
-    writeRegister(res, olds);
+    cg.writeRegister(res, olds);
     return Status::success();
   }
   // Only the primary owners hold the old values: hand them to every owner of the result.
@@ -288,32 +288,32 @@ Status Codegen::visitAtomic(const Instruction &inst) {
   for (int64_t n : map.shape())
     elements *= n;
   if (elements * es > info.scratchBytes)
-    return error(ErrorCode::Runtime, inst,
-                 "scratch area of " + std::to_string(info.scratchBytes) +
-                     " bytes is smaller than the " + std::to_string(elements * es) +
-                     " bytes the old values need");
-  barrier(); // the scratch area may still be read by an earlier exchange
-  stageToScratch(src, olds, 0, es);
-  barrier();
-  const std::vector<llvm::Value *> &rs = threadPart(rmap);
+    return cg.error(ErrorCode::Runtime, inst,
+                    "scratch area of " + std::to_string(info.scratchBytes) +
+                        " bytes is smaller than the " + std::to_string(elements * es) +
+                        " bytes the old values need");
+  cg.barrier(); // the scratch area may still be read by an earlier exchange
+  cg.stageToScratch(src, olds, 0, es);
+  cg.barrier();
+  const std::vector<llvm::Value *> &rs = cg.threadPart(rmap);
   std::vector<int64_t> strides(size_t(rmap.rank()), 1);
   for (int d = rmap.rank() - 1; d > 0; --d)
     strides[size_t(d - 1)] = strides[size_t(d)] * rmap.shape()[size_t(d)];
   std::vector<llvm::Value *> out(size_t(rmap.locals()));
   for (int64_t i = 0; i < rmap.locals(); ++i) {
-    llvm::Value *linear = constI64(0);
+    llvm::Value *linear = cg.constI64(0);
     for (int d = 0; d < rmap.rank(); ++d) {
-      llvm::Value *x = addFolded(b, rs[size_t(d)], constI64(rmap.localPart(i)[d]));
-      linear = addFolded(b, linear, mulFolded(b, x, constI64(strides[size_t(d)])));
+      llvm::Value *x = addFolded(b, rs[size_t(d)], cg.constI64(rmap.localPart(i)[d]));
+      linear = addFolded(b, linear, mulFolded(b, x, cg.constI64(strides[size_t(d)])));
     }
-    out[size_t(i)] = loadScratchElement(linear, 0, es, t);
+    out[size_t(i)] = cg.loadScratchElement(linear, 0, es, t);
   }
-  barrier();
-  writeRegister(res, out);
+  cg.barrier();
+  cg.writeRegister(res, out);
   return Status::success();
 }
 
-Status Codegen::visitFence(const Instruction &inst) {
+Status AtomicLowering::visitFence(const Instruction &inst) {
   auto scope = MemoryScope(inst.arg(ArgName::scope).intValue);
   std::string text = scope == MemoryScope::Gpu ? "fence.acq_rel.gpu;" : "fence.acq_rel.cta;";
   auto *type = llvm::FunctionType::get(b.getVoidTy(), {}, false);

@@ -10,7 +10,7 @@
 // Accumulation (the order is unspecified, ISA section 5): f16/bf16/f32 in f32, f64 in f64,
 // integers wrapping in their type, bool sum/prod as or/and; max/min with applyOp's IEEE
 // maxNum/minNum; any/all on truth values, giving 0 or 1 in the operand's type.
-#include "jit/codegen.h"
+#include "jit/lowering.h"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -114,21 +114,21 @@ std::vector<int64_t> reducedIndex(const int64_t *x, int rank, int dim, bool keep
 
 } // namespace
 
-Status Codegen::visitReduce(const Instruction &inst) {
+Status ContractionLowering::visitReduce(const Instruction &inst) {
   VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   if (a == kNoId)
-    return error(ErrorCode::Scope, inst, "Reduce of something other than a register tensor");
-  const LayoutMap &source = layoutOf(a);
-  const LayoutMap &result = layoutOf(r);
+    return cg.error(ErrorCode::Scope, inst, "Reduce of something other than a register tensor");
+  const LayoutMap &source = cg.layoutOf(a);
+  const LayoutMap &result = cg.layoutOf(r);
   int dim = int(inst.arg(ArgName::dim).intValue);
   bool keepDim = inst.arg(ArgName::keepdim).present && inst.arg(ArgName::keepdim).intValue != 0;
   if (dim < 0 || dim >= source.rank())
-    return error(ErrorCode::ReduceDim, inst,
-                 "Reduce dimension " + std::to_string(dim) + " out of range");
+    return cg.error(ErrorCode::ReduceDim, inst,
+                    "Reduce dimension " + std::to_string(dim) + " out of range");
   DataType t = info.vars[a].dtype;
   DataType rt = info.vars[r].dtype;
   Accumulator acc = accumulatorFor(ReduceOp(inst.arg(ArgName::op).intValue), t);
-  std::vector<llvm::Value *> in = readRegister(a);
+  std::vector<llvm::Value *> in = cg.readRegister(a);
 
   // Shuffle path: the reduced dimension's thread modes stay within a warp.
   bool shuffle = source.threads() == result.threads();
@@ -165,14 +165,14 @@ Status Codegen::visitReduce(const Instruction &inst) {
     std::vector<llvm::Value *> out(size_t(result.locals()));
     for (int64_t i = 0; i < result.locals(); ++i) {
       const std::vector<int64_t> &mine = parts[size_t(i)];
-      llvm::Value *v = toAcc(*this, acc, in[size_t(mine[0])], t);
+      llvm::Value *v = toAcc(cg, acc, in[size_t(mine[0])], t);
       for (size_t k = 1; k < mine.size(); ++k)
-        v = combine(*this, acc, v, toAcc(*this, acc, in[size_t(mine[k])], t));
+        v = combine(cg, acc, v, toAcc(cg, acc, in[size_t(mine[k])], t));
       for (int mask : masks)
-        v = combine(*this, acc, v, shuffleXor(*this, v, acc.type, mask));
-      out[size_t(i)] = fromAcc(*this, acc, v, rt);
+        v = combine(cg, acc, v, shuffleXor(cg, v, acc.type, mask));
+      out[size_t(i)] = fromAcc(cg, acc, v, rt);
     }
-    writeRegister(r, out);
+    cg.writeRegister(r, out);
     return Status::success();
   }
 
@@ -182,19 +182,19 @@ Status Codegen::visitReduce(const Instruction &inst) {
   for (int64_t n : source.shape())
     elements *= n;
   if (elements * elemBytes > info.scratchBytes)
-    return error(ErrorCode::Runtime, inst,
-                 "scratch area of " + std::to_string(info.scratchBytes) +
-                     " bytes is smaller than the " + std::to_string(elements * elemBytes) +
-                     " bytes the reduction needs");
-  stageToScratch(a, in, 0, elemBytes);
-  barrier();
+    return cg.error(ErrorCode::Runtime, inst,
+                    "scratch area of " + std::to_string(info.scratchBytes) +
+                        " bytes is smaller than the " + std::to_string(elements * elemBytes) +
+                        " bytes the reduction needs");
+  cg.stageToScratch(a, in, 0, elemBytes);
+  cg.barrier();
   std::vector<int64_t> strides = rowMajorStrides(source.shape());
   int64_t length = source.shape()[size_t(dim)];
-  const std::vector<llvm::Value *> &s = threadPart(result);
+  const std::vector<llvm::Value *> &s = cg.threadPart(result);
   std::vector<llvm::Value *> out(size_t(result.locals()));
   for (int64_t i = 0; i < result.locals(); ++i) {
     // Row-major offset of the first element (index 0 along dim) of this result element.
-    llvm::Value *base = constI64(0);
+    llvm::Value *base = cg.constI64(0);
     int rd = 0;
     for (int d = 0; d < source.rank(); ++d) {
       if (d == dim) {
@@ -202,31 +202,31 @@ Status Codegen::visitReduce(const Instruction &inst) {
           ++rd;
         continue;
       }
-      llvm::Value *x = addFolded(b, s[size_t(rd)], constI64(result.localPart(i)[rd]));
-      base = addFolded(b, base, mulFolded(b, x, constI64(strides[size_t(d)])));
+      llvm::Value *x = addFolded(b, s[size_t(rd)], cg.constI64(result.localPart(i)[rd]));
+      base = addFolded(b, base, mulFolded(b, x, cg.constI64(strides[size_t(d)])));
       ++rd;
     }
-    llvm::Value *first = toAcc(*this, acc, loadScratchElement(base, 0, elemBytes, t), t);
+    llvm::Value *first = toAcc(cg, acc, cg.loadScratchElement(base, 0, elemBytes, t), t);
     if (length <= 16) {
       llvm::Value *v = first;
       for (int64_t j = 1; j < length; ++j) {
-        llvm::Value *e = b.CreateAdd(base, constI64(j * strides[size_t(dim)]));
-        v = combine(*this, acc, v, toAcc(*this, acc, loadScratchElement(e, 0, elemBytes, t), t));
+        llvm::Value *e = b.CreateAdd(base, cg.constI64(j * strides[size_t(dim)]));
+        v = combine(cg, acc, v, toAcc(cg, acc, cg.loadScratchElement(e, 0, elemBytes, t), t));
       }
-      out[size_t(i)] = fromAcc(*this, acc, v, rt);
+      out[size_t(i)] = fromAcc(cg, acc, v, rt);
       continue;
     }
     auto element = [&](llvm::Value *j, const std::vector<llvm::Value *> &v) {
-      llvm::Value *e = b.CreateAdd(base, b.CreateMul(j, constI64(strides[size_t(dim)])));
+      llvm::Value *e = b.CreateAdd(base, b.CreateMul(j, cg.constI64(strides[size_t(dim)])));
       return std::vector<llvm::Value *>{
-          combine(*this, acc, v[0], toAcc(*this, acc, loadScratchElement(e, 0, elemBytes, t), t))};
+          combine(cg, acc, v[0], toAcc(cg, acc, cg.loadScratchElement(e, 0, elemBytes, t), t))};
     };
     llvm::Value *last =
-        emitCountedLoop("reduce", constI64(1), constI64(length), 1, {first}, element)[0];
-    out[size_t(i)] = fromAcc(*this, acc, last, rt);
+        cg.emitCountedLoop("reduce", cg.constI64(1), cg.constI64(length), 1, {first}, element)[0];
+    out[size_t(i)] = fromAcc(cg, acc, last, rt);
   }
-  barrier();
-  writeRegister(r, out);
+  cg.barrier();
+  cg.writeRegister(r, out);
   return Status::success();
 }
 

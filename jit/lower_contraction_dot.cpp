@@ -22,7 +22,7 @@
 // Paths 2 and 3 accumulate f16, bf16, f32 and FP8 products in f32 with fma (products of these
 // are exact in f32), f64 in f64, integers in the (wrapping) result type; the result is rounded
 // once into d's type. The accumulation order is unspecified by the ISA.
-#include "jit/codegen.h"
+#include "jit/lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -327,42 +327,43 @@ Expected<std::vector<llvm::Value *>> dotScratch(Codegen &cg, const Instruction &
 
 } // namespace
 
-Status Codegen::visitDot(const Instruction &inst) {
+Status ContractionLowering::visitDot(const Instruction &inst) {
   VarId va = inst.arg(ArgName::a).var, vb = inst.arg(ArgName::b).var, vc = inst.arg(ArgName::c).var;
   VarId vd = inst.results[0];
   if (va == kNoId || vb == kNoId || vc == kNoId)
-    return error(ErrorCode::Scope, inst, "Dot operands must be register tensors");
+    return cg.error(ErrorCode::Scope, inst, "Dot operands must be register tensors");
   DotOperands op;
   op.ta = &info.vars[va];
   op.tb = &info.vars[vb];
   op.td = &info.vars[vd];
-  op.ma = &layoutOf(va);
-  op.mb = &layoutOf(vb);
-  op.md = &layoutOf(vd);
+  op.ma = &cg.layoutOf(va);
+  op.mb = &cg.layoutOf(vb);
+  op.md = &cg.layoutOf(vd);
   if (op.ma->rank() != 2 || op.mb->rank() != 2 || op.md->rank() != 2)
-    return error(ErrorCode::DotShape, inst, "Dot operands must have rank 2");
+    return cg.error(ErrorCode::DotShape, inst, "Dot operands must have rank 2");
   op.kDim = op.ma->shape()[1];
   op.dd = op.td->dtype;
-  Expected<std::vector<llvm::Value *>> c = operandSlots(inst, inst.arg(ArgName::c), *op.md, op.dd);
+  Expected<std::vector<llvm::Value *>> c =
+      cg.operandSlots(inst, inst.arg(ArgName::c), *op.md, op.dd);
   if (!c)
     return c.takeStatus();
   op.c = std::move(*c);
-  op.a = readRegister(va);
-  op.b = readRegister(vb);
+  op.a = cg.readRegister(va);
+  op.b = cg.readRegister(vb);
   if (std::optional<MmaPlan> plan =
           planMma(*op.ta->layout, *op.tb->layout, *op.td->layout, op.ta->dtype, op.tb->dtype, op.dd,
                   int64_t(info.threads), opts.smVersion)) {
-    writeRegister(vd, dotMma(*this, op, *plan));
+    cg.writeRegister(vd, dotMma(cg, op, *plan));
     return Status::success();
   }
   if (auto steps = planPerThread(op)) {
-    writeRegister(vd, dotPerThread(*this, op, *steps));
+    cg.writeRegister(vd, dotPerThread(cg, op, *steps));
     return Status::success();
   }
-  Expected<std::vector<llvm::Value *>> out = dotScratch(*this, inst, op, va, vb);
+  Expected<std::vector<llvm::Value *>> out = dotScratch(cg, inst, op, va, vb);
   if (!out)
     return out.takeStatus();
-  writeRegister(vd, *out);
+  cg.writeRegister(vd, *out);
   return Status::success();
 }
 

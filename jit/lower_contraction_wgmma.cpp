@@ -8,7 +8,7 @@
 // tie them as outputs to inputs, and WgmmaWaitGroup(0) passes every accumulator issued so far
 // through an empty asm after the wait, so that no read of them is scheduled before the wait
 // (ptxas also orders any read of an accumulator after the wgmma writing it, by serialising).
-#include "jit/codegen.h"
+#include "jit/lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
 
@@ -65,21 +65,21 @@ const char *ptxType(DataType t) {
 
 } // namespace
 
-Status Codegen::visitWgmma(const Instruction &inst) {
-  TILUSVM_TRY(requireHopper(inst));
+Status ContractionLowering::visitWgmma(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
   auto it = info.wgmma.find(uint32_t(&inst - prog.instructions.data()));
   if (it == info.wgmma.end())
-    return error(ErrorCode::Jit, inst, "Wgmma without a checker plan");
+    return cg.error(ErrorCode::Jit, inst, "Wgmma without a checker plan");
   const WgmmaPlan &plan = it->second;
   VarId va = inst.arg(ArgName::a).var, vb = inst.arg(ArgName::b).var, vc = inst.arg(ArgName::c).var;
   DataType ta = info.vars[va].dtype, tb = info.vars[vb].dtype;
   bool fp8 = ta.storageBits() == 8;
-  std::vector<llvm::Value *> slots = readRegister(vc);
-  llvm::Value *wg = b.CreateLShr(tid(), constI32(7));
-  llvm::Value *wgI = b.CreateUDiv(wg, constI32(plan.wgN));
-  llvm::Value *wgJ = b.CreateURem(wg, constI32(plan.wgN));
-  llvm::Value *originA = originAddress(*this, va);
-  llvm::Value *originB = originAddress(*this, vb);
+  std::vector<llvm::Value *> slots = cg.readRegister(vc);
+  llvm::Value *wg = b.CreateLShr(cg.tid(), cg.constI32(7));
+  llvm::Value *wgI = b.CreateUDiv(wg, cg.constI32(plan.wgN));
+  llvm::Value *wgJ = b.CreateURem(wg, cg.constI32(plan.wgN));
+  llvm::Value *originA = originAddress(cg, va);
+  llvm::Value *originB = originAddress(cg, vb);
   int64_t q = plan.n / 2; // accumulator registers per atom
   std::string regs;
   for (int64_t r = 0; r < q; ++r) {
@@ -103,46 +103,46 @@ Status Codegen::visitWgmma(const Instruction &inst) {
   std::vector<llvm::Type *> outTypes(size_t(q), b.getFloatTy());
   llvm::Type *ret = llvm::StructType::get(ctx, outTypes);
   for (int64_t s = 0; s < plan.ksteps; ++s) {
-    llvm::Value *descB = descriptor(*this, plan.b, plan.wgN, plan.ksteps, s, wgJ, originB);
+    llvm::Value *descB = descriptor(cg, plan.b, plan.wgN, plan.ksteps, s, wgJ, originB);
     for (int64_t r = 0; r < plan.tilesM; ++r) {
-      llvm::Value *descA = descriptor(*this, plan.a, plan.wgM, plan.tilesM * plan.ksteps,
+      llvm::Value *descA = descriptor(cg, plan.a, plan.wgM, plan.tilesM * plan.ksteps,
                                       r * plan.ksteps + s, wgI, originA);
-      std::vector<llvm::Value *> args = {descA, descB, constI32(1)};
+      std::vector<llvm::Value *> args = {descA, descB, cg.constI32(1)};
       for (int64_t j = 0; j < q; ++j)
         args.push_back(slots[size_t(r * q + j)]);
-      llvm::Value *out = emitVolatileAsm(*this, ret, text, constraints, args);
+      llvm::Value *out = emitVolatileAsm(cg, ret, text, constraints, args);
       for (int64_t j = 0; j < q; ++j)
         slots[size_t(r * q + j)] = b.CreateExtractValue(out, {unsigned(j)});
     }
   }
-  writeRegister(inst.results[0], slots);
+  cg.writeRegister(inst.results[0], slots);
   if (std::find(wgmmaAccumulators_.begin(), wgmmaAccumulators_.end(), vc) ==
       wgmmaAccumulators_.end())
     wgmmaAccumulators_.push_back(vc);
   return Status::success();
 }
 
-Status Codegen::visitWgmmaFence(const Instruction &inst) {
-  TILUSVM_TRY(requireHopper(inst));
-  emitVolatileAsm(*this, b.getVoidTy(), "wgmma.fence.sync.aligned;", "~{memory}", {});
+Status ContractionLowering::visitWgmmaFence(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  emitVolatileAsm(cg, b.getVoidTy(), "wgmma.fence.sync.aligned;", "~{memory}", {});
   return Status::success();
 }
 
-Status Codegen::visitWgmmaCommitGroup(const Instruction &inst) {
-  TILUSVM_TRY(requireHopper(inst));
-  emitVolatileAsm(*this, b.getVoidTy(), "wgmma.commit_group.sync.aligned;", "~{memory}", {});
+Status ContractionLowering::visitWgmmaCommitGroup(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  emitVolatileAsm(cg, b.getVoidTy(), "wgmma.commit_group.sync.aligned;", "~{memory}", {});
   return Status::success();
 }
 
-Status Codegen::visitWgmmaWaitGroup(const Instruction &inst) {
-  TILUSVM_TRY(requireHopper(inst));
+Status ContractionLowering::visitWgmmaWaitGroup(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
   int64_t n = inst.arg(ArgName::n).intValue;
   // Only a wait for every group completes every accumulator; after a wait with groups still
   // in flight, touching their registers (even through an empty asm, which may become a copy)
   // would make ptxas serialise the wgmma pipeline (C7514).
   if (n != 0) {
-    emitVolatileAsm(*this, b.getVoidTy(),
-                    "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";", "~{memory}", {});
+    emitVolatileAsm(cg, b.getVoidTy(), "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";",
+                    "~{memory}", {});
     return Status::success();
   }
   // After the last wait, a memory fence: without it ptxas 13 still reports C7514 and serialises
@@ -150,13 +150,13 @@ Status Codegen::visitWgmmaWaitGroup(const Instruction &inst) {
   // in the loop, WgmmaWaitGroup(0) after it), although no accumulator is read before this wait;
   // with it the pipeline stays asynchronous. The fence orders only this thread's memory
   // accesses, once per WgmmaWaitGroup(0).
-  emitVolatileAsm(*this, b.getVoidTy(), "wgmma.wait_group.sync.aligned 0;\n\tfence.acq_rel.cta;",
+  emitVolatileAsm(cg, b.getVoidTy(), "wgmma.wait_group.sync.aligned 0;\n\tfence.acq_rel.cta;",
                   "~{memory}", {});
   for (VarId v : wgmmaAccumulators_) {
-    std::vector<llvm::Value *> slots = readRegister(v);
+    std::vector<llvm::Value *> slots = cg.readRegister(v);
     for (llvm::Value *&s : slots)
-      s = emitVolatileAsm(*this, s->getType(), "", "=f,0", {s});
-    writeRegister(v, slots);
+      s = emitVolatileAsm(cg, s->getType(), "", "=f,0", {s});
+    cg.writeRegister(v, slots);
   }
   return Status::success();
 }

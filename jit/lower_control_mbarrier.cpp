@@ -7,7 +7,7 @@
 // C * warps. With tx=, thread 0's arrival also expects the transaction bytes
 // (mbarrier.arrive.expect_tx). MbarrierWait polls mbarrier.try_wait.parity in every thread
 // (the labels of the loop are local to the asm's braces, so the asm may appear many times).
-#include "jit/codegen.h"
+#include "jit/lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -35,46 +35,46 @@ void emitAsm(Codegen &cg, const std::string &text, const std::string &constraint
 
 } // namespace
 
-Status Codegen::visitMbarrierInit(const Instruction &inst) {
-  TILUSVM_TRY(requireHopper(inst));
-  llvm::Value *addr = barrierAddress(*this, inst);
+Status ControlLowering::visitMbarrierInit(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  llvm::Value *addr = barrierAddress(cg, inst);
   int64_t count = inst.arg(ArgName::count).intValue * int64_t(info.threads / 32);
-  emitIf(b.CreateICmpEQ(tid(), constI32(0)), "mbarrier.init", [&] {
-    emitAsm(*this, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
-            {addr, constI32(count)});
+  cg.emitIf(b.CreateICmpEQ(cg.tid(), cg.constI32(0)), "mbarrier.init", [&] {
+    emitAsm(cg, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
+            {addr, cg.constI32(count)});
   });
   return Status::success();
 }
 
-Status Codegen::visitMbarrierArrive(const Instruction &inst) {
-  TILUSVM_TRY(requireHopper(inst));
-  llvm::Value *addr = barrierAddress(*this, inst);
+Status ControlLowering::visitMbarrierArrive(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  llvm::Value *addr = barrierAddress(cg, inst);
   const Argument &tx = inst.arg(ArgName::tx);
-  llvm::Value *bytes = tx.present ? b.CreateTrunc(exprI64(tx.expr), b.getInt32Ty()) : nullptr;
-  callIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {constI32(-1)});
+  llvm::Value *bytes = tx.present ? b.CreateTrunc(cg.exprI64(tx.expr), b.getInt32Ty()) : nullptr;
+  cg.callIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {cg.constI32(-1)});
   const std::string plain = "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}";
-  llvm::Value *lane0 = b.CreateICmpEQ(b.CreateAnd(tid(), constI32(31)), constI32(0));
-  emitIf(lane0, "mbarrier.arrive", [&] {
+  llvm::Value *lane0 = b.CreateICmpEQ(b.CreateAnd(cg.tid(), cg.constI32(31)), cg.constI32(0));
+  cg.emitIf(lane0, "mbarrier.arrive", [&] {
     if (!bytes) {
-      emitAsm(*this, plain, "r,~{memory}", {addr});
+      emitAsm(cg, plain, "r,~{memory}", {addr});
       return;
     }
     // thread 0 expects the bytes with its arrival; lane 0 of every other warp just arrives
-    emitAsm(*this,
+    emitAsm(cg,
             "{\n.reg .pred p;\n.reg .b64 st;\nsetp.eq.u32 p, $1, 0;\n"
             "@p mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $2;\n"
             "@!p mbarrier.arrive.shared::cta.b64 st, [$0];\n}",
-            "r,r,r,~{memory}", {addr, tid(), bytes});
+            "r,r,r,~{memory}", {addr, cg.tid(), bytes});
   });
   return Status::success();
 }
 
-Status Codegen::visitMbarrierWait(const Instruction &inst) {
-  TILUSVM_TRY(requireHopper(inst));
-  llvm::Value *addr = barrierAddress(*this, inst);
+Status ControlLowering::visitMbarrierWait(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  llvm::Value *addr = barrierAddress(cg, inst);
   llvm::Value *parity = b.CreateAnd(
-      b.CreateTrunc(exprI64(inst.arg(ArgName::parity).expr), b.getInt32Ty()), constI32(1));
-  emitAsm(*this,
+      b.CreateTrunc(cg.exprI64(inst.arg(ArgName::parity).expr), b.getInt32Ty()), cg.constI32(1));
+  emitAsm(cg,
           "{\n.reg .pred done;\nTILUS_MBARRIER_WAIT:\n"
           "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
           "@!done bra TILUS_MBARRIER_WAIT;\n}",
@@ -82,9 +82,9 @@ Status Codegen::visitMbarrierWait(const Instruction &inst) {
   return Status::success();
 }
 
-Status Codegen::visitFenceProxyAsync(const Instruction &inst) {
-  TILUSVM_TRY(requireHopper(inst));
-  emitAsm(*this, "fence.proxy.async.shared::cta;", "~{memory}", {});
+Status ControlLowering::visitFenceProxyAsync(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  emitAsm(cg, "fence.proxy.async.shared::cta;", "~{memory}", {});
   return Status::success();
 }
 

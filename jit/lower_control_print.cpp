@@ -9,7 +9,7 @@
 // Device printf takes at most 32 arguments per call, so a tensor line is split into several
 // vprintf calls of at most 28 elements: within a block the pieces stay in order, but another
 // block's line may land between them (the interpreter writes each line at once).
-#include "jit/codegen.h"
+#include "jit/lowering.h"
 
 #include "isa/convert.h"
 
@@ -164,8 +164,8 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 } // namespace
 
-llvm::Value *Codegen::printBuffer(int64_t elements) {
-  if (printBuffer_ && printBufferElements >= elements)
+llvm::Value *ControlLowering::printBuffer(int64_t elements) {
+  if (printBuffer_ && printBufferElements_ >= elements)
     return printBuffer_;
   auto *type = llvm::ArrayType::get(b.getInt64Ty(), uint64_t(elements));
   auto *gv = new llvm::GlobalVariable(mod, type, false, llvm::GlobalValue::InternalLinkage,
@@ -177,7 +177,7 @@ llvm::Value *Codegen::printBuffer(int64_t elements) {
     printBuffer_->eraseFromParent();
   }
   printBuffer_ = gv;
-  printBufferElements = elements;
+  printBufferElements_ = elements;
   return gv;
 }
 
@@ -189,14 +189,14 @@ template <typename F> void onThreadZero(Codegen &cg, F &&body) {
 }
 
 /// A register tensor: gathered through the static print buffer, printed by thread 0.
-void printRegister(Codegen &cg, Printer &p, VarId var, const VarType &type,
-                   const std::string &message) {
+void printRegister(Codegen &cg, ControlLowering &control, Printer &p, VarId var,
+                   const VarType &type, const std::string &message) {
   llvm::IRBuilder<> &b = cg.b;
   const LayoutMap &map = cg.layoutOf(var);
   int64_t elements = 1;
   for (int64_t n : map.shape())
     elements *= n;
-  llvm::Value *buffer = cg.printBuffer(elements);
+  llvm::Value *buffer = control.printBuffer(elements);
   std::vector<llvm::Value *> slots = cg.readRegister(var);
   const std::vector<llvm::Value *> &s = cg.threadPart(map);
   std::vector<int64_t> strides(map.shape().size(), 1);
@@ -330,15 +330,15 @@ void printGlobal(Codegen &cg, Printer &p, VarId var, const std::string &message)
 
 } // namespace
 
-Status Codegen::visitPrint(const Instruction &inst) {
+Status ControlLowering::visitPrint(const Instruction &inst) {
   const Argument &x = inst.arg(ArgName::x);
   const Argument &msg = inst.arg(ArgName::msg);
   std::string message = msg.present ? msg.text : std::string();
-  Printer p(*this);
+  Printer p(cg);
   if (x.isScalar() || (x.isTensor() && info.vars[x.var].kind == VarKind::Scalar)) {
     DataType t = x.isScalar() ? prog.expr(x.expr).dtype : prog.var(x.var).dtype;
-    llvm::Value *v = x.isScalar() ? emitExpr(x.expr) : readScalar(x.var);
-    onThreadZero(*this, [&] {
+    llvm::Value *v = x.isScalar() ? cg.emitExpr(x.expr) : cg.readScalar(x.var);
+    onThreadZero(cg, [&] {
       std::vector<llvm::Value *> args;
       std::string format = p.prefix(message, args) + t.name() + " = " + elementFormat(t) + "\n";
       args.push_back(p.element(v, t));
@@ -347,24 +347,24 @@ Status Codegen::visitPrint(const Instruction &inst) {
     return Status::success();
   }
   if (!x.isTensor())
-    return error(ErrorCode::BadArgument, inst, "nothing to print");
+    return cg.error(ErrorCode::BadArgument, inst, "nothing to print");
   const VarType &type = info.vars[x.var];
   switch (type.kind) {
   case VarKind::Register:
-    printRegister(*this, p, x.var, type, message);
+    printRegister(cg, *this, p, x.var, type, message);
     return Status::success();
   case VarKind::Shared:
-    printShared(*this, p, x.var, message);
+    printShared(cg, p, x.var, message);
     return Status::success();
   case VarKind::Global:
-    printGlobal(*this, p, x.var, message);
+    printGlobal(cg, p, x.var, message);
     return Status::success();
   case VarKind::Scalar:
   case VarKind::Pointer:
   case VarKind::None:
     break;
   }
-  return error(ErrorCode::Unsupported, inst, "Print of a pointer parameter");
+  return cg.error(ErrorCode::Unsupported, inst, "Print of a pointer parameter");
 }
 
 } // namespace tilus::jit

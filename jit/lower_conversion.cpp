@@ -10,52 +10,52 @@
 //
 // View reinterprets the thread's bit stream (ISA section 2 packing): output slot j is bits
 // [j * sr, (j + 1) * sr) of the concatenated input slots, assembled with shifts at compile time.
-#include "jit/codegen.h"
+#include "jit/lowering.h"
 
 #include "isa/convert.h"
 
 namespace tilus::jit {
 
-Status Codegen::visitCast(const Instruction &inst) {
+Status ConversionLowering::visitCast(const Instruction &inst) {
   VarId r = inst.results[0];
   const Argument &a = inst.arg(ArgName::a);
   DataType rt = info.vars[r].dtype;
   DataType from = a.isTensor() ? info.vars[a.var].dtype : prog.expr(a.expr).dtype;
-  Expected<std::vector<llvm::Value *>> xs = operandSlots(inst, a, layoutOf(r), from);
+  Expected<std::vector<llvm::Value *>> xs = cg.operandSlots(inst, a, cg.layoutOf(r), from);
   if (!xs)
     return xs.takeStatus();
-  if (std::optional<std::vector<llvm::Value *>> fast = dequantize(*xs, from, rt)) {
-    writeRegister(r, *fast);
+  if (std::optional<std::vector<llvm::Value *>> fast = cg.dequantize(*xs, from, rt)) {
+    cg.writeRegister(r, *fast);
     return Status::success();
   }
   std::vector<llvm::Value *> out;
   for (llvm::Value *x : *xs)
-    out.push_back(convert(x, from, rt));
-  writeRegister(r, out);
+    out.push_back(cg.convert(x, from, rt));
+  cg.writeRegister(r, out);
   return Status::success();
 }
 
-Status Codegen::visitView(const Instruction &inst) {
+Status ConversionLowering::visitView(const Instruction &inst) {
   VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   if (a == kNoId)
-    return error(ErrorCode::Scope, inst, "View of something other than a register tensor");
+    return cg.error(ErrorCode::Scope, inst, "View of something other than a register tensor");
   DataType da = info.vars[a].dtype, dr = info.vars[r].dtype;
   int64_t na = info.vars[a].layout->numLocals(), nr = info.vars[r].layout->numLocals();
   int sa = da.storageBits(), sr = dr.storageBits();
   if (na * sa != nr * sr)
-    return error(ErrorCode::ViewBits, inst,
-                 "View of " + std::to_string(na * sa) + " bits per thread into " +
-                     std::to_string(nr * sr));
-  std::vector<llvm::Value *> in = readRegister(a);
+    return cg.error(ErrorCode::ViewBits, inst,
+                    "View of " + std::to_string(na * sa) + " bits per thread into " +
+                        std::to_string(nr * sr));
+  std::vector<llvm::Value *> in = cg.readRegister(a);
   std::vector<llvm::Value *> inBits(in.size());
   for (size_t k = 0; k < in.size(); ++k) {
-    llvm::Value *bits = da.isBool() ? b.CreateZExt(in[k], b.getInt8Ty()) : toBits(in[k], da);
+    llvm::Value *bits = da.isBool() ? b.CreateZExt(in[k], b.getInt8Ty()) : cg.toBits(in[k], da);
     inBits[k] = b.CreateZExtOrTrunc(bits, b.getInt64Ty());
   }
   std::vector<llvm::Value *> out(static_cast<size_t>(nr));
   for (int64_t j = 0; j < nr; ++j) {
     int64_t lo = j * sr, hi = lo + sr;
-    llvm::Value *v = constI64(0);
+    llvm::Value *v = cg.constI64(0);
     for (int64_t k = lo / sa; k < na && k * sa < hi; ++k) {
       int64_t pos = k * sa - lo; // where input k's bit 0 lands in output j
       llvm::Value *piece = inBits[size_t(k)];
@@ -64,41 +64,42 @@ Status Codegen::visitView(const Instruction &inst) {
       piece = pos >= 0 ? b.CreateShl(piece, uint64_t(pos)) : b.CreateLShr(piece, uint64_t(-pos));
       v = b.CreateOr(v, piece);
     }
-    v = b.CreateAnd(v, constI64(int64_t(bitMask(sr))));
+    v = b.CreateAnd(v, cg.constI64(int64_t(bitMask(sr))));
     if (dr.isBool()) {
-      out[size_t(j)] = b.CreateICmpNE(v, constI64(0));
+      out[size_t(j)] = b.CreateICmpNE(v, cg.constI64(0));
       continue;
     }
-    out[size_t(j)] = fromBits(b.CreateTrunc(v, b.getIntNTy(dr.bits)), dr);
+    out[size_t(j)] = cg.fromBits(b.CreateTrunc(v, b.getIntNTy(dr.bits)), dr);
   }
-  writeRegister(r, out);
+  cg.writeRegister(r, out);
   return Status::success();
 }
 
-Status Codegen::visitPermute(const Instruction &inst) {
+Status ConversionLowering::visitPermute(const Instruction &inst) {
   VarId a = inst.arg(ArgName::a).var;
   if (a == kNoId)
-    return error(ErrorCode::Scope, inst, "Permute of something other than a register tensor");
-  writeRegister(inst.results[0], readRegister(a));
+    return cg.error(ErrorCode::Scope, inst, "Permute of something other than a register tensor");
+  cg.writeRegister(inst.results[0], cg.readRegister(a));
   return Status::success();
 }
 
-Status Codegen::visitConvertLayout(const Instruction &inst) {
+Status ConversionLowering::visitConvertLayout(const Instruction &inst) {
   VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   if (a == kNoId)
-    return error(ErrorCode::Scope, inst, "ConvertLayout of something other than a register tensor");
-  const LayoutMap &result = layoutOf(r);
-  const LayoutMap &source = layoutOf(a);
+    return cg.error(ErrorCode::Scope, inst,
+                    "ConvertLayout of something other than a register tensor");
+  const LayoutMap &result = cg.layoutOf(r);
+  const LayoutMap &source = cg.layoutOf(a);
   DataType t = info.vars[a].dtype;
   bool local = true;
   for (const SlotSource &src : gatherSlots(result, source))
     local = local && src.ok;
   if (local) {
     Expected<std::vector<llvm::Value *>> slots =
-        operandSlots(inst, inst.arg(ArgName::a), result, t);
+        cg.operandSlots(inst, inst.arg(ArgName::a), result, t);
     if (!slots)
       return slots.takeStatus();
-    writeRegister(r, *slots);
+    cg.writeRegister(r, *slots);
     return Status::success();
   }
   int elemBytes = scratchElementBytes(t);
@@ -106,25 +107,25 @@ Status Codegen::visitConvertLayout(const Instruction &inst) {
   for (int64_t n : source.shape())
     elements *= n;
   if (elements * elemBytes > info.scratchBytes)
-    return error(ErrorCode::Runtime, inst,
-                 "scratch area of " + std::to_string(info.scratchBytes) +
-                     " bytes is smaller than the " + std::to_string(elements * elemBytes) +
-                     " bytes the conversion needs");
-  stageToScratch(a, readRegister(a), 0, elemBytes);
-  barrier();
-  const std::vector<llvm::Value *> &s = threadPart(result);
+    return cg.error(ErrorCode::Runtime, inst,
+                    "scratch area of " + std::to_string(info.scratchBytes) +
+                        " bytes is smaller than the " + std::to_string(elements * elemBytes) +
+                        " bytes the conversion needs");
+  cg.stageToScratch(a, cg.readRegister(a), 0, elemBytes);
+  cg.barrier();
+  const std::vector<llvm::Value *> &s = cg.threadPart(result);
   std::vector<int64_t> strides = rowMajorStrides(result.shape());
   std::vector<llvm::Value *> out(size_t(result.locals()));
   for (int64_t i = 0; i < result.locals(); ++i) {
-    llvm::Value *linear = constI64(0);
+    llvm::Value *linear = cg.constI64(0);
     for (int d = 0; d < result.rank(); ++d) {
-      llvm::Value *x = addFolded(b, s[size_t(d)], constI64(result.localPart(i)[d]));
-      linear = addFolded(b, linear, mulFolded(b, x, constI64(strides[size_t(d)])));
+      llvm::Value *x = addFolded(b, s[size_t(d)], cg.constI64(result.localPart(i)[d]));
+      linear = addFolded(b, linear, mulFolded(b, x, cg.constI64(strides[size_t(d)])));
     }
-    out[size_t(i)] = loadScratchElement(linear, 0, elemBytes, t);
+    out[size_t(i)] = cg.loadScratchElement(linear, 0, elemBytes, t);
   }
-  barrier();
-  writeRegister(r, out);
+  cg.barrier();
+  cg.writeRegister(r, out);
   return Status::success();
 }
 

@@ -8,7 +8,7 @@
 // (within 0.77 ulp of f32); everything else by the device library in f64 (within 1.1 ulp of
 // f64), then rounded into the type, so at most 1 ulp from the correctly rounded result; Sqrt is
 // the IEEE square root (.rn); Rsqrt is 1 / sqrt(x) in f64, as the interpreter computes it.
-#include "jit/codegen.h"
+#include "jit/lowering.h"
 
 #include "isa/convert.h"
 #include "isa/scalar_eval.h"
@@ -21,7 +21,7 @@ namespace tilus::jit {
 
 namespace {} // namespace
 
-llvm::Value *Codegen::fastExp2(MathFn fn, llvm::Value *x, DataType t) {
+llvm::Value *ElementwiseLowering::fastExp2(MathFn fn, llvm::Value *x, DataType t) {
   // 2^x (Exp2) or e^x = 2^(x log2(e)) (Exp) in f32 by the hardware exponential (MUFU.EX2), then
   // rounded once into t. The PTX ISA (section "Floating Point Instructions: ex2") documents
   // `ex2.approx.f32` as within 2 ulp of the correctly rounded result across the full range of
@@ -57,60 +57,60 @@ llvm::Value *Codegen::fastExp2(MathFn fn, llvm::Value *x, DataType t) {
   // of f16 from y: within 2 ulp of c only because r - c is a whole number of ulp, with no
   // margin, and the PTX ISA says nothing of subnormal results; the f32 route is within 1 ulp
   // for two conversions more and needs no pairing of slots.
-  llvm::Value *f = convert(x, t, DataType::f32());
+  llvm::Value *f = cg.convert(x, t, DataType::f32());
   if (fn == MathFn::Exp)
     f = b.CreateFMul(f, llvm::ConstantFP::get(b.getFloatTy(), 0x1.715476p+0));
-  llvm::Value *r = callIntrinsic(t == DataType::f16() ? llvm::Intrinsic::nvvm_ex2_approx_ftz_f
-                                                      : llvm::Intrinsic::nvvm_ex2_approx_f,
-                                 {}, {f});
-  return canonicalizeNaN(convert(r, DataType::f32(), t), t);
+  llvm::Value *r = cg.callIntrinsic(t == DataType::f16() ? llvm::Intrinsic::nvvm_ex2_approx_ftz_f
+                                                         : llvm::Intrinsic::nvvm_ex2_approx_f,
+                                    {}, {f});
+  return cg.canonicalizeNaN(cg.convert(r, DataType::f32(), t), t);
 }
 
-llvm::Value *Codegen::mathOp(MathFn fn, llvm::Value *x, DataType t) {
+llvm::Value *ElementwiseLowering::mathOp(MathFn fn, llvm::Value *x, DataType t) {
   DataType f64 = DataType::f64();
   if (fn == MathFn::Sqrt) {
     bool narrow = t == DataType::f16() || t == DataType::bf16();
     llvm::Value *v = narrow ? b.CreateFPExt(x, b.getFloatTy()) : x;
-    llvm::Value *r = callIntrinsic(llvm::Intrinsic::sqrt, {v->getType()}, {v});
+    llvm::Value *r = cg.callIntrinsic(llvm::Intrinsic::sqrt, {v->getType()}, {v});
     if (narrow)
-      r = b.CreateFPTrunc(r, elemType(t));
-    return canonicalizeNaN(r, t);
+      r = b.CreateFPTrunc(r, cg.elemType(t));
+    return cg.canonicalizeNaN(r, t);
   }
   bool half = t == DataType::f16() || t == DataType::bf16();
   if ((fn == MathFn::Exp2 && (half || t == DataType::f32())) || (fn == MathFn::Exp && half))
     return fastExp2(fn, x, t);
   if (fn == MathFn::Exp && t == DataType::f32()) {
     // within 0.77 ulp of f32 (exhaustively checked on the host)
-    llvm::Value *r = callDevlib("tl_expf", {x});
-    return canonicalizeNaN(r, t);
+    llvm::Value *r = cg.callDevlib("tl_expf", {x});
+    return cg.canonicalizeNaN(r, t);
   }
-  llvm::Value *d = convert(x, t, f64);
+  llvm::Value *d = cg.convert(x, t, f64);
   llvm::Value *r = nullptr;
   switch (fn) {
   case MathFn::Rsqrt:
     r = b.CreateFDiv(llvm::ConstantFP::get(b.getDoubleTy(), 1.0),
-                     callIntrinsic(llvm::Intrinsic::sqrt, {b.getDoubleTy()}, {d}));
+                     cg.callIntrinsic(llvm::Intrinsic::sqrt, {b.getDoubleTy()}, {d}));
     break;
   case MathFn::Exp:
-    r = callDevlib("tl_exp", {d});
+    r = cg.callDevlib("tl_exp", {d});
     break;
   case MathFn::Exp2:
-    r = callDevlib("tl_exp2", {d});
+    r = cg.callDevlib("tl_exp2", {d});
     break;
   case MathFn::Log:
-    r = callDevlib("tl_log", {d});
+    r = cg.callDevlib("tl_log", {d});
     break;
   case MathFn::Log2:
-    r = callDevlib("tl_log2", {d});
+    r = cg.callDevlib("tl_log2", {d});
     break;
   case MathFn::Sin:
-    r = callDevlib("tl_sin", {d});
+    r = cg.callDevlib("tl_sin", {d});
     break;
   case MathFn::Cos:
-    r = callDevlib("tl_cos", {d});
+    r = cg.callDevlib("tl_cos", {d});
     break;
   case MathFn::Tanh:
-    r = callDevlib("tl_tanh", {d});
+    r = cg.callDevlib("tl_tanh", {d});
     break;
   case MathFn::Sqrt: // handled above
   case MathFn::None:
@@ -118,13 +118,13 @@ llvm::Value *Codegen::mathOp(MathFn fn, llvm::Value *x, DataType t) {
     r = d;
     break;
   }
-  return canonicalizeNaN(convert(r, f64, t), t);
+  return cg.canonicalizeNaN(cg.convert(r, f64, t), t);
 }
 
-Status Codegen::visitElementwise(const Instruction &inst) {
+Status ElementwiseLowering::visitElementwise(const Instruction &inst) {
   VarId r = inst.results[0];
   const VarType &rtype = info.vars[r];
-  const LayoutMap &result = layoutOf(r);
+  const LayoutMap &result = cg.layoutOf(r);
   DataType rt = rtype.dtype;
   InstructionCategory category = inst.spec().category;
   const Argument &a = inst.arg(ArgName::a);
@@ -142,12 +142,13 @@ Status Codegen::visitElementwise(const Instruction &inst) {
       ct = promoteScalarTypes(prog.expr(a.expr).dtype, prog.expr(bArg.expr).dtype)
                .value_or(DataType::f64());
   }
-  Expected<std::vector<llvm::Value *>> xs = operandSlots(inst, a, result, ct);
+  Expected<std::vector<llvm::Value *>> xs = cg.operandSlots(inst, a, result, ct);
   if (!xs)
     return xs.takeStatus();
   std::vector<llvm::Value *> ys;
   if (binary) {
-    Expected<std::vector<llvm::Value *>> yv = operandSlots(inst, inst.arg(ArgName::b), result, ct);
+    Expected<std::vector<llvm::Value *>> yv =
+        cg.operandSlots(inst, inst.arg(ArgName::b), result, ct);
     if (!yv)
       return yv.takeStatus();
     ys = std::move(*yv);
@@ -160,10 +161,10 @@ Status Codegen::visitElementwise(const Instruction &inst) {
     if (!op && fn == MathFn::None) { // Abs: the one unary row with neither payload
       if (ct.isFloat()) {
         llvm::Value *bits = b.CreateAnd(
-            toBits(x, ct), llvm::ConstantInt::get(b.getIntNTy(ct.bits), bitMask(ct.bits - 1)));
-        out[i] = canonicalizeNaN(fromBits(bits, ct), ct);
-        if (ct.isFloat() && elemType(ct)->isIntegerTy()) // no NaN test on packed formats
-          out[i] = fromBits(bits, ct);
+            cg.toBits(x, ct), llvm::ConstantInt::get(b.getIntNTy(ct.bits), bitMask(ct.bits - 1)));
+        out[i] = cg.canonicalizeNaN(cg.fromBits(bits, ct), ct);
+        if (ct.isFloat() && cg.elemType(ct)->isIntegerTy()) // no NaN test on packed formats
+          out[i] = cg.fromBits(bits, ct);
       } else if (ct.isSigned()) {
         out[i] = b.CreateSelect(b.CreateICmpSLT(x, llvm::ConstantInt::get(x->getType(), 0)),
                                 b.CreateNeg(x), x);
@@ -173,36 +174,37 @@ Status Codegen::visitElementwise(const Instruction &inst) {
       continue;
     }
     if (!op) {
-      if (!ct.isFloat() || elemType(ct)->isIntegerTy())
-        return error(ErrorCode::DtypeMismatch, inst, "math on " + ct.name());
+      if (!ct.isFloat() || cg.elemType(ct)->isIntegerTy())
+        return cg.error(ErrorCode::DtypeMismatch, inst, "math on " + ct.name());
       out[i] = mathOp(fn, x, ct);
       continue;
     }
-    llvm::Value *v = applyOp(*op, ct, x, binary ? ys[i] : nullptr);
-    out[i] = category == InstructionCategory::Comparison ? convert(v, DataType::boolean(), rt) : v;
+    llvm::Value *v = cg.applyOp(*op, ct, x, binary ? ys[i] : nullptr);
+    out[i] =
+        category == InstructionCategory::Comparison ? cg.convert(v, DataType::boolean(), rt) : v;
   }
-  writeRegister(r, out);
+  cg.writeRegister(r, out);
   return Status::success();
 }
 
-Status Codegen::visitWhere(const Instruction &inst) {
+Status ElementwiseLowering::visitWhere(const Instruction &inst) {
   VarId r = inst.results[0];
-  const LayoutMap &result = layoutOf(r);
+  const LayoutMap &result = cg.layoutOf(r);
   DataType rt = info.vars[r].dtype;
   Expected<std::vector<llvm::Value *>> c =
-      operandSlots(inst, inst.arg(ArgName::c), result, DataType::boolean());
+      cg.operandSlots(inst, inst.arg(ArgName::c), result, DataType::boolean());
   if (!c)
     return c.takeStatus();
-  Expected<std::vector<llvm::Value *>> x = operandSlots(inst, inst.arg(ArgName::a), result, rt);
+  Expected<std::vector<llvm::Value *>> x = cg.operandSlots(inst, inst.arg(ArgName::a), result, rt);
   if (!x)
     return x.takeStatus();
-  Expected<std::vector<llvm::Value *>> y = operandSlots(inst, inst.arg(ArgName::b), result, rt);
+  Expected<std::vector<llvm::Value *>> y = cg.operandSlots(inst, inst.arg(ArgName::b), result, rt);
   if (!y)
     return y.takeStatus();
   std::vector<llvm::Value *> out(c->size());
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = b.CreateSelect((*c)[i], (*x)[i], (*y)[i]);
-  writeRegister(r, out);
+  cg.writeRegister(r, out);
   return Status::success();
 }
 

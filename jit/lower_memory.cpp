@@ -16,6 +16,7 @@
 // vector loads/stores when the address is provably aligned (known bits; allocations are
 // 128-byte aligned); for tiled and swizzled layouts when the layout keeps such runs contiguous
 // (contiguousRuns, an exhaustive check over the root's shape).
+#include "jit/lowering.h"
 #include "jit/memory_util.h"
 
 #include "isa/convert.h"
@@ -167,28 +168,28 @@ llvm::Value *sharedAddressSplit(Codegen &cg, VarId root, const std::vector<llvm:
 // One element read by every thread from the same address (a uniform load: the hardware
 // broadcasts it), guarded by the bounds test for global tensors (outside reads 0). The value is
 // a plain load: no range or alignment is assumed about it.
-Status Codegen::visitLoadScalar(const Instruction &inst) {
+Status MemoryLowering::visitLoadScalar(const Instruction &inst) {
   VarId x = inst.arg(ArgName::x).var;
   VarId r = inst.results[0];
   DataType want = prog.var(r).dtype;
   const Argument &offset = inst.arg(ArgName::offset);
   if (info.vars[x].kind == VarKind::Shared) {
-    SharedTile tile = sharedTile(readShared(x), offset);
+    SharedTile tile = cg.sharedTile(cg.readShared(x), offset);
     if (!tile.dims.empty())
-      return error(ErrorCode::OffsetRank, inst, "LoadScalar offset has slice entries");
-    llvm::Value *elem = sharedOffset(tile.root, tile.origin);
-    llvm::Value *root = sharedElementAddress(tile.root, constI64(0), tile.dtype);
-    writeScalar(r, convert(loadElement(root, elem, tile.dtype), tile.dtype, want));
+      return cg.error(ErrorCode::OffsetRank, inst, "LoadScalar offset has slice entries");
+    llvm::Value *elem = cg.sharedOffset(tile.root, tile.origin);
+    llvm::Value *root = cg.sharedElementAddress(tile.root, cg.constI64(0), tile.dtype);
+    cg.writeScalar(r, cg.convert(cg.loadElement(root, elem, tile.dtype), tile.dtype, want));
     return Status::success();
   }
-  GlobalTile tile = globalTile(readGlobal(x), offset);
+  GlobalTile tile = cg.globalTile(cg.readGlobal(x), offset);
   if (!tile.lo.empty())
-    return error(ErrorCode::OffsetRank, inst, "LoadScalar offset has slice entries");
+    return cg.error(ErrorCode::OffsetRank, inst, "LoadScalar offset has slice entries");
   DataType t = tile.dtype;
-  llvm::Value *v = guarded(*this, tile.valid, zeroOf(t), [&]() -> llvm::Value * {
-    return loadElement(tile.ptr, tile.offset, t);
+  llvm::Value *v = guarded(cg, tile.valid, cg.zeroOf(t), [&]() -> llvm::Value * {
+    return cg.loadElement(tile.ptr, tile.offset, t);
   });
-  writeScalar(r, convert(v, t, want));
+  cg.writeScalar(r, cg.convert(v, t, want));
   return Status::success();
 }
 
@@ -203,7 +204,8 @@ struct SharedSlots {
   std::vector<SlotGroup> groups;
 };
 
-SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &map) {
+SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &tile,
+                        const LayoutMap &map) {
   llvm::IRBuilder<> &b = cg.b;
   const SharedLayout &layout = *cg.info.vars[tile.root].sharedLayout;
   const std::vector<llvm::Value *> &s = cg.threadPart(map);
@@ -241,7 +243,7 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
         unsigned tz = llvm::computeKnownBits(start[size_t(g.dim)], dl).countMinTrailingZeros();
         ok = (int64_t(1) << std::min(tz, 30u)) % g.count == 0 &&
              map.localPart(g.first)[g.dim] % g.count == 0 &&
-             cg.contiguousRuns(tile.root, r, int(g.count));
+             memory.contiguousRuns(tile.root, r, int(g.count));
       }
       if (ok) {
         out.groups.push_back(g);
@@ -296,60 +298,60 @@ SharedSlots sharedSlots(Codegen &cg, const SharedTile &tile, const LayoutMap &ma
 
 } // namespace
 
-Status Codegen::visitLoadShared(const Instruction &inst) {
+Status MemoryLowering::visitLoadShared(const Instruction &inst) {
   VarId r = inst.results[0];
-  const LayoutMap &map = layoutOf(r);
-  SharedView view = readShared(inst.arg(ArgName::s).var);
-  SharedTile tile = sharedTile(view, inst.arg(ArgName::offset));
+  const LayoutMap &map = cg.layoutOf(r);
+  SharedView view = cg.readShared(inst.arg(ArgName::s).var);
+  SharedTile tile = cg.sharedTile(view, inst.arg(ArgName::offset));
   if (int(tile.dims.size()) != map.rank())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+    return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   if (tryLdmatrix(tile, r))
     return Status::success();
   DataType t = tile.dtype;
-  SharedSlots ss = sharedSlots(*this, tile, map);
+  SharedSlots ss = sharedSlots(cg, *this, tile, map);
   std::vector<llvm::Value *> slots(size_t(map.locals()));
-  llvm::Value *root = sharedElementAddress(tile.root, constI64(0), t);
+  llvm::Value *root = cg.sharedElementAddress(tile.root, cg.constI64(0), t);
   for (const SlotGroup &g : ss.groups) {
     if (g.count == 1) {
-      slots[size_t(g.first)] = loadElement(root, ss.elem[size_t(g.first)], t);
+      slots[size_t(g.first)] = cg.loadElement(root, ss.elem[size_t(g.first)], t);
       continue;
     }
     int bytes = t.storageBits() / 8;
-    llvm::Value *addr = sharedElementAddress(tile.root, ss.elem[size_t(g.first)], t);
-    auto *vecType = llvm::FixedVectorType::get(elemType(t), unsigned(g.count));
+    llvm::Value *addr = cg.sharedElementAddress(tile.root, ss.elem[size_t(g.first)], t);
+    auto *vecType = llvm::FixedVectorType::get(cg.elemType(t), unsigned(g.count));
     llvm::Value *vec = b.CreateAlignedLoad(vecType, addr, llvm::Align(uint64_t(bytes * g.count)));
     for (int64_t j = 0; j < g.count; ++j)
       slots[size_t(g.first + j)] = b.CreateExtractElement(vec, uint64_t(j));
   }
-  writeRegister(r, slots);
+  cg.writeRegister(r, slots);
   return Status::success();
 }
 
-Status Codegen::visitStoreShared(const Instruction &inst) {
+Status MemoryLowering::visitStoreShared(const Instruction &inst) {
   VarId src = inst.arg(ArgName::r).var;
   if (src == kNoId)
-    return error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
-  const LayoutMap &map = layoutOf(src);
-  std::vector<llvm::Value *> slots = readRegister(src);
-  SharedView view = readShared(inst.arg(ArgName::s).var);
-  SharedTile tile = sharedTile(view, inst.arg(ArgName::offset));
+    return cg.error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
+  const LayoutMap &map = cg.layoutOf(src);
+  std::vector<llvm::Value *> slots = cg.readRegister(src);
+  SharedView view = cg.readShared(inst.arg(ArgName::s).var);
+  SharedTile tile = cg.sharedTile(view, inst.arg(ArgName::offset));
   if (int(tile.dims.size()) != map.rank())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+    return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   DataType t = tile.dtype;
   for (llvm::Value *&v : slots)
-    v = convert(v, info.vars[src].dtype, t);
-  SharedSlots ss = sharedSlots(*this, tile, map);
-  llvm::Value *root = sharedElementAddress(tile.root, constI64(0), t);
-  llvm::Value *primary = isPrimary(map);
-  guarded(*this, primary, nullptr, [&]() -> llvm::Value * {
+    v = cg.convert(v, info.vars[src].dtype, t);
+  SharedSlots ss = sharedSlots(cg, *this, tile, map);
+  llvm::Value *root = cg.sharedElementAddress(tile.root, cg.constI64(0), t);
+  llvm::Value *primary = cg.isPrimary(map);
+  guarded(cg, primary, nullptr, [&]() -> llvm::Value * {
     for (const SlotGroup &g : ss.groups) {
       if (g.count == 1) {
-        storeElement(root, ss.elem[size_t(g.first)], t, slots[size_t(g.first)]);
+        cg.storeElement(root, ss.elem[size_t(g.first)], t, slots[size_t(g.first)]);
         continue;
       }
       int bytes = t.storageBits() / 8;
-      llvm::Value *addr = sharedElementAddress(tile.root, ss.elem[size_t(g.first)], t);
-      auto *vecType = llvm::FixedVectorType::get(elemType(t), unsigned(g.count));
+      llvm::Value *addr = cg.sharedElementAddress(tile.root, ss.elem[size_t(g.first)], t);
+      auto *vecType = llvm::FixedVectorType::get(cg.elemType(t), unsigned(g.count));
       llvm::Value *vec = llvm::PoisonValue::get(vecType);
       for (int64_t j = 0; j < g.count; ++j)
         vec = b.CreateInsertElement(vec, slots[size_t(g.first + j)], uint64_t(j));
@@ -360,7 +362,7 @@ Status Codegen::visitStoreShared(const Instruction &inst) {
   return Status::success();
 }
 
-bool Codegen::contiguousRuns(VarId root, int dim, int width) {
+bool MemoryLowering::contiguousRuns(VarId root, int dim, int width) {
   auto key = std::make_tuple(root, dim, width);
   auto it = runsCache_.find(key);
   if (it != runsCache_.end())

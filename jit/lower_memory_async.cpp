@@ -19,6 +19,7 @@
 // Otherwise (sub-byte or bool elements, strided or misaligned data) every thread copies
 // elements t, t + T, ... with ordinary bounds-checked loads and stores; they complete at once,
 // which CopyAsyncWaitGroup/WaitAll and the required Synchronize() then cover trivially.
+#include "jit/lowering.h"
 #include "jit/memory_util.h"
 
 #include <llvm/Analysis/ValueTracking.h>
@@ -100,8 +101,10 @@ namespace {
 /// One CopyAsync: the global and shared tiles and the copy plan.
 class CopyLowering {
 public:
-  CopyLowering(Codegen &cg, GlobalTile g, SharedTile s, std::vector<int64_t> shape)
-      : cg_(cg), b_(cg.b), g_(std::move(g)), s_(std::move(s)), rank_(shape.size()) {
+  CopyLowering(Codegen &cg, MemoryLowering &memory, GlobalTile g, SharedTile s,
+               std::vector<int64_t> shape)
+      : cg_(cg), memory_(memory), b_(cg.b), g_(std::move(g)), s_(std::move(s)),
+        rank_(shape.size()) {
     plan_.shape = std::move(shape);
     for (int64_t n : plan_.shape)
       plan_.elements *= n;
@@ -231,7 +234,7 @@ private:
           if (int(r) != rl && (rootStrides[r] * bytes_) % chunk != 0)
             fits = false;
       } else {
-        fits = fits && cg_.contiguousRuns(s_.root, rl, v);
+        fits = fits && memory_.contiguousRuns(s_.root, rl, v);
       }
       if (fits) {
         plan_.vec = v;
@@ -405,6 +408,7 @@ private:
   }
 
   Codegen &cg_;
+  MemoryLowering &memory_;
   llvm::IRBuilder<> &b_;
   GlobalTile g_;
   SharedTile s_;
@@ -416,39 +420,40 @@ private:
 
 } // namespace
 
-Status Codegen::visitCopyAsync(const Instruction &inst) {
-  SharedView sview = readShared(inst.arg(ArgName::s).var);
-  GlobalView gview = readGlobal(inst.arg(ArgName::g).var);
-  GlobalTile g = globalTile(gview, inst.arg(ArgName::offset));
+Status MemoryLowering::visitCopyAsync(const Instruction &inst) {
+  SharedView sview = cg.readShared(inst.arg(ArgName::s).var);
+  GlobalView gview = cg.readGlobal(inst.arg(ArgName::g).var);
+  GlobalTile g = cg.globalTile(gview, inst.arg(ArgName::offset));
   if (g.lo.size() != sview.shape.size())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the shared tensor's rank");
+    return cg.error(ErrorCode::OffsetRank, inst,
+                    "slice count differs from the shared tensor's rank");
   DataType t = g.dtype;
   if (t.storageBits() != sview.dtype.storageBits() || t.isFloat() != sview.dtype.isFloat())
-    return error(ErrorCode::DtypeMismatch, inst, "CopyAsync between different dtypes");
+    return cg.error(ErrorCode::DtypeMismatch, inst, "CopyAsync between different dtypes");
   SharedTile s;
   s.root = sview.root;
   s.dtype = sview.dtype;
   s.origin = sview.origin;
   s.dims = sview.dims;
-  CopyLowering(*this, std::move(g), std::move(s), sview.shape).emit();
+  CopyLowering(cg, *this, std::move(g), std::move(s), sview.shape).emit();
   return Status::success();
 }
 
-Status Codegen::visitCopyAsyncCommitGroup(const Instruction &) {
-  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+Status MemoryLowering::visitCopyAsyncCommitGroup(const Instruction &) {
+  cg.callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
   return Status::success();
 }
 
-Status Codegen::visitCopyAsyncWaitGroup(const Instruction &inst) {
+Status MemoryLowering::visitCopyAsyncWaitGroup(const Instruction &inst) {
   int64_t n = inst.arg(ArgName::n).intValue;
   if (n < 0 || n > 7)
     n = n < 0 ? 0 : 7; // the hardware counts at most 7 pending groups; more waits less
-  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {constI32(n)});
+  cg.callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {cg.constI32(n)});
   return Status::success();
 }
 
-Status Codegen::visitCopyAsyncWaitAll(const Instruction &) {
-  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+Status MemoryLowering::visitCopyAsyncWaitAll(const Instruction &) {
+  cg.callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
   return Status::success();
 }
 

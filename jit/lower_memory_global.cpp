@@ -13,6 +13,7 @@
 // elements are predicated accesses too, so the common path has no branch, and inline PTX keeps
 // LLVM from splitting the vectors again. Sub-byte elements go through loadElement /
 // storeElement (lower_memory.cpp).
+#include "jit/lowering.h"
 #include "jit/memory_util.h"
 
 #include <llvm/Analysis/ValueTracking.h>
@@ -294,15 +295,15 @@ bool nativeAccess(DataType t) { return t.storageBits() % 8 == 0 && t.storageBits
 
 } // namespace
 
-Status Codegen::visitLoadGlobal(const Instruction &inst) {
+Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
   VarId r = inst.results[0];
-  const LayoutMap &map = layoutOf(r);
-  GlobalView view = readGlobal(inst.arg(ArgName::g).var);
-  GlobalTile tile = globalTile(view, inst.arg(ArgName::offset));
+  const LayoutMap &map = cg.layoutOf(r);
+  GlobalView view = cg.readGlobal(inst.arg(ArgName::g).var);
+  GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
   if (int(tile.lo.size()) != map.rank())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+    return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   DataType t = tile.dtype;
-  GlobalAccess a = globalAccess(*this, tile, map);
+  GlobalAccess a = globalAccess(cg, tile, map);
   std::vector<llvm::Value *> slots(size_t(map.locals()));
   int rank = map.rank();
   std::vector<bool> unit(static_cast<size_t>(rank));
@@ -317,9 +318,9 @@ Status Codegen::visitLoadGlobal(const Instruction &inst) {
       ok = b.CreateAnd(ok, extra);
     llvm::Value *elem = elementOffset(b, a, loc, rank);
     if (!nativeAccess(t))
-      return guarded(*this, ok, zeroOf(t), [&] { return loadElement(tile.ptr, elem, t); });
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
-    return wordsToElements(*this, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
+      return guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); });
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
+    return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
   };
   for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
     if (g.count == 1) {
@@ -332,7 +333,7 @@ Status Codegen::visitLoadGlobal(const Instruction &inst) {
     const int64_t *first = map.localPart(g.first);
     const int64_t *last = map.localPart(g.first + g.count - 1);
     llvm::Value *elem = elementOffset(b, a, first, rank);
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
     int bytes = es * int(g.count);
     llvm::Value *aligned = alignedTest(b, tile.ptr, addr, elem, es, bytes);
     // The group runs along g.dim: in the other dimensions all its elements are in or all out
@@ -343,9 +344,9 @@ Status Codegen::visitLoadGlobal(const Instruction &inst) {
         b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
     llvm::Value *fast = b.CreateAnd(othersIn, b.CreateAnd(runIn, aligned));
     std::vector<llvm::Value *> fastVals =
-        wordsToElements(*this, asmLoadGlobal(b, addr, fast, bytes), bytes, t, g.count);
+        wordsToElements(cg, asmLoadGlobal(b, addr, fast, bytes), bytes, t, g.count);
     llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
-    std::vector<llvm::Value *> merged = emitIf(slow, "ldg.elem", fastVals, [&] {
+    std::vector<llvm::Value *> merged = cg.emitIf(slow, "ldg.elem", fastVals, [&] {
       std::vector<llvm::Value *> slowVals;
       for (int64_t j = 0; j < g.count; ++j)
         slowVals.push_back(elementLoad(g.first + j, nullptr));
@@ -353,26 +354,26 @@ Status Codegen::visitLoadGlobal(const Instruction &inst) {
     });
     std::copy(merged.begin(), merged.end(), slots.begin() + g.first);
   }
-  writeRegister(r, slots);
+  cg.writeRegister(r, slots);
   return Status::success();
 }
 
-Status Codegen::visitStoreGlobal(const Instruction &inst) {
+Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
   VarId src = inst.arg(ArgName::r).var;
   if (src == kNoId)
-    return error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
-  const LayoutMap &map = layoutOf(src);
-  std::vector<llvm::Value *> slots = readRegister(src);
-  GlobalView view = readGlobal(inst.arg(ArgName::g).var);
-  GlobalTile tile = globalTile(view, inst.arg(ArgName::offset));
+    return cg.error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
+  const LayoutMap &map = cg.layoutOf(src);
+  std::vector<llvm::Value *> slots = cg.readRegister(src);
+  GlobalView view = cg.readGlobal(inst.arg(ArgName::g).var);
+  GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
   if (int(tile.lo.size()) != map.rank())
-    return error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+    return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   DataType t = tile.dtype;
   DataType st = info.vars[src].dtype;
   for (llvm::Value *&v : slots)
-    v = convert(v, st, t);
-  GlobalAccess a = globalAccess(*this, tile, map);
-  a.valid = b.CreateAnd(a.valid, isPrimary(map));
+    v = cg.convert(v, st, t);
+  GlobalAccess a = globalAccess(cg, tile, map);
+  a.valid = b.CreateAnd(a.valid, cg.isPrimary(map));
   int rank = map.rank();
   std::vector<bool> unit(static_cast<size_t>(rank));
   for (int k = 0; k < rank; ++k)
@@ -384,14 +385,14 @@ Status Codegen::visitStoreGlobal(const Instruction &inst) {
     llvm::Value *ok = inBounds(b, a, loc, rank);
     llvm::Value *elem = elementOffset(b, a, loc, rank);
     if (!nativeAccess(t)) {
-      guarded(*this, ok, nullptr, [&]() -> llvm::Value * {
-        storeElement(tile.ptr, elem, t, slots[size_t(i)]);
+      guarded(cg, ok, nullptr, [&]() -> llvm::Value * {
+        cg.storeElement(tile.ptr, elem, t, slots[size_t(i)]);
         return nullptr;
       });
       return;
     }
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
-    asmStoreGlobal(b, addr, ok, elementsToWords(*this, {slots[size_t(i)]}, t), es);
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
+    asmStoreGlobal(b, addr, ok, elementsToWords(cg, {slots[size_t(i)]}, t), es);
   };
   for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
     if (g.count == 1) {
@@ -401,7 +402,7 @@ Status Codegen::visitStoreGlobal(const Instruction &inst) {
     const int64_t *first = map.localPart(g.first);
     const int64_t *last = map.localPart(g.first + g.count - 1);
     llvm::Value *elem = elementOffset(b, a, first, rank);
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, constI64(es)));
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
     int bytes = es * int(g.count);
     llvm::Value *aligned = alignedTest(b, tile.ptr, addr, elem, es, bytes);
     // The group runs along g.dim: in the other dimensions all its elements are in or all out
@@ -412,9 +413,9 @@ Status Codegen::visitStoreGlobal(const Instruction &inst) {
         b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
     llvm::Value *fast = b.CreateAnd(othersIn, b.CreateAnd(runIn, aligned));
     std::vector<llvm::Value *> values(slots.begin() + g.first, slots.begin() + g.first + g.count);
-    asmStoreGlobal(b, addr, fast, elementsToWords(*this, values, t), bytes);
+    asmStoreGlobal(b, addr, fast, elementsToWords(cg, values, t), bytes);
     llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
-    emitIf(slow, "stg.elem", [&] {
+    cg.emitIf(slow, "stg.elem", [&] {
       for (int64_t j = 0; j < g.count; ++j)
         elementStore(g.first + j);
     });

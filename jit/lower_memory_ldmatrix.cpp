@@ -17,6 +17,7 @@
 // multiple of 8" (row-major, padded strides that are multiples of 8, swizzles that leave the
 // low 3 bits alone), and the row starts must provably lie at multiples of 8 in that dimension
 // (known bits of the tile origin). Otherwise LoadShared takes its ordinary path.
+#include "jit/lowering.h"
 #include "jit/memory_util.h"
 
 #include <llvm/Analysis/ValueTracking.h>
@@ -36,7 +37,7 @@ RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
 } // namespace
 
 /// ldmatrix lowering of a LoadShared; false when it does not apply (nothing emitted then).
-bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
+bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
   DataType t = tile.dtype;
   const RegisterLayout &layout = *info.vars[result].layout;
   if (t.storageBits() != 16 || t.isBool() || layout.rank() != 2 || info.threads % 32 != 0)
@@ -60,19 +61,20 @@ bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
     return false;
 
   LayoutMap o(*outer);
-  llvm::Value *lane = b.CreateAnd(tid(), constI32(31));
-  llvm::Value *warp = b.CreateLShr(tid(), constI32(5));
+  llvm::Value *lane = b.CreateAnd(cg.tid(), cg.constI32(31));
+  llvm::Value *warp = b.CreateLShr(cg.tid(), cg.constI32(5));
   // Thread part of the outer layout for this warp, in matrices.
   llvm::Value *w64 = b.CreateZExt(warp, b.getInt64Ty());
-  llvm::Value *part[2] = {constI64(0), constI64(0)};
+  llvm::Value *part[2] = {cg.constI64(0), cg.constI64(0)};
   for (const LayoutTerm &term : o.spatialTerms()) {
     if (term.dim < 0)
       continue;
-    llvm::Value *coord = b.CreateURem(b.CreateUDiv(w64, constI64(term.div)), constI64(term.size));
-    part[term.dim] = b.CreateAdd(part[term.dim], b.CreateMul(coord, constI64(term.stride)));
+    llvm::Value *coord =
+        b.CreateURem(b.CreateUDiv(w64, cg.constI64(term.div)), cg.constI64(term.size));
+    part[term.dim] = b.CreateAdd(part[term.dim], b.CreateMul(coord, cg.constI64(term.stride)));
   }
-  llvm::Value *row = b.CreateZExt(b.CreateAnd(lane, constI32(7)), b.getInt64Ty());
-  llvm::Value *matrix = b.CreateLShr(lane, constI32(3)); // 0..3
+  llvm::Value *row = b.CreateZExt(b.CreateAnd(lane, cg.constI32(7)), b.getInt64Ty());
+  llvm::Value *matrix = b.CreateLShr(lane, cg.constI32(3)); // 0..3
   std::vector<llvm::Value *> slots(size_t(layout.numLocals()));
   size_t rowRoot = size_t(tile.dims[0]);
   // The slot that lane j of a batch of `count` matrices starting at `first` addresses.
@@ -80,17 +82,17 @@ bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
   // This lane's root coordinates of its matrix row in a batch, without the tile origin:
   // per-thread values that do not change in an enclosing loop.
   auto laneCoords = [&](int64_t first, int count, int n) {
-    llvm::Value *locRow = constI64(o.localPart(first)[0]);
-    llvm::Value *locCol = constI64(o.localPart(first)[1]);
+    llvm::Value *locRow = cg.constI64(o.localPart(first)[0]);
+    llvm::Value *locCol = cg.constI64(o.localPart(first)[1]);
     for (int j = 1; j < n; ++j) {
       int64_t slot = slotOf(first, count, j);
-      llvm::Value *isJ = b.CreateICmpEQ(b.CreateAnd(matrix, constI32(n - 1)), constI32(j));
-      locRow = b.CreateSelect(isJ, constI64(o.localPart(slot)[0]), locRow);
-      locCol = b.CreateSelect(isJ, constI64(o.localPart(slot)[1]), locCol);
+      llvm::Value *isJ = b.CreateICmpEQ(b.CreateAnd(matrix, cg.constI32(n - 1)), cg.constI32(j));
+      locRow = b.CreateSelect(isJ, cg.constI64(o.localPart(slot)[0]), locRow);
+      locCol = b.CreateSelect(isJ, cg.constI64(o.localPart(slot)[1]), locCol);
     }
-    std::vector<llvm::Value *> c(tile.origin.size(), constI64(0));
-    c[rowRoot] = b.CreateAdd(b.CreateMul(b.CreateAdd(part[0], locRow), constI64(8)), row);
-    c[size_t(lastRoot)] = b.CreateMul(b.CreateAdd(part[1], locCol), constI64(8));
+    std::vector<llvm::Value *> c(tile.origin.size(), cg.constI64(0));
+    c[rowRoot] = b.CreateAdd(b.CreateMul(b.CreateAdd(part[0], locRow), cg.constI64(8)), row);
+    c[size_t(lastRoot)] = b.CreateMul(b.CreateAdd(part[1], locCol), cg.constI64(8));
     return c;
   };
   const int firstCount = int(std::min<int64_t>(4, o.locals()));
@@ -115,20 +117,20 @@ bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
       }
       if (uniform) {
         std::vector<llvm::Value *> d = tile.origin;
-        d[rowRoot] = b.CreateAdd(d[rowRoot], constI64(dRow * 8));
-        d[size_t(lastRoot)] = b.CreateAdd(d[size_t(lastRoot)], constI64(dCol * 8));
-        addr = sharedAddressSplit(*this, tile.root, firstCoords, d, t);
+        d[rowRoot] = b.CreateAdd(d[rowRoot], cg.constI64(dRow * 8));
+        d[size_t(lastRoot)] = b.CreateAdd(d[size_t(lastRoot)], cg.constI64(dCol * 8));
+        addr = sharedAddressSplit(cg, tile.root, firstCoords, d, t);
       }
     }
     std::vector<llvm::Value *> coords;
     if (!addr) {
       coords = first == 0 ? firstCoords : laneCoords(first, count, n);
-      addr = sharedAddressSplit(*this, tile.root, coords, tile.origin, t);
+      addr = sharedAddressSplit(cg, tile.root, coords, tile.origin, t);
     }
     if (!addr) {
       for (size_t r = 0; r < coords.size(); ++r)
         coords[r] = b.CreateAdd(tile.origin[r], coords[r]);
-      addr = sharedElementAddress(tile.root, sharedOffset(tile.root, coords), t);
+      addr = cg.sharedElementAddress(tile.root, cg.sharedOffset(tile.root, coords), t);
     }
     llvm::Intrinsic::ID id;
     if (n == 1)
@@ -140,16 +142,16 @@ bool Codegen::tryLdmatrix(const SharedTile &tile, VarId result) {
     else
       id = isTrans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
                    : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
-    llvm::Value *res = callIntrinsic(id, {addr->getType()}, {addr});
+    llvm::Value *res = cg.callIntrinsic(id, {addr->getType()}, {addr});
     for (int j = 0; j < count; ++j) {
       llvm::Value *reg = n == 1 ? res : b.CreateExtractValue(res, unsigned(j));
       llvm::Value *lo = b.CreateTrunc(reg, b.getInt16Ty());
       llvm::Value *hi = b.CreateTrunc(b.CreateLShr(reg, 16), b.getInt16Ty());
-      slots[size_t((first + j) * 2)] = fromBits(lo, t);
-      slots[size_t((first + j) * 2 + 1)] = fromBits(hi, t);
+      slots[size_t((first + j) * 2)] = cg.fromBits(lo, t);
+      slots[size_t((first + j) * 2 + 1)] = cg.fromBits(hi, t);
     }
   }
-  writeRegister(result, slots);
+  cg.writeRegister(result, slots);
   return true;
 }
 

@@ -6,7 +6,7 @@
 // offset, per-dimension strides and the index range [lo, hi) inside every tensor of its slice
 // chain; a shared view is a root allocation and an origin in root coordinates. Loads and stores
 // address them through tiles (lower_memory.cpp).
-#include "jit/codegen.h"
+#include "jit/lowering.h"
 
 #include "isa/convert.h"
 #include "isa/view_rules.h"
@@ -15,17 +15,17 @@
 
 namespace tilus::jit {
 
-Status Codegen::visitBlockIndices(const Instruction &inst) {
+Status ViewLowering::visitBlockIndices(const Instruction &inst) {
   static const llvm::Intrinsic::ID ids[3] = {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x,
                                              llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
                                              llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z};
   for (size_t k = 0; k < inst.results.size() && k < 3; ++k) {
     VarId v = inst.results[k];
-    llvm::Value *index = callIntrinsic(ids[k], {}, {});
+    llvm::Value *index = cg.callIntrinsic(ids[k], {}, {});
     // The index is below the grid's extent: a range when the extent is a constant, an
     // assumption otherwise. Bounds tests of tiles addressed by block indices then fold.
     if (k < prog.grid.size()) {
-      llvm::Value *extent = exprI64(prog.grid[k]);
+      llvm::Value *extent = cg.exprI64(prog.grid[k]);
       auto *call = llvm::dyn_cast<llvm::CallInst>(index);
       auto *constant = llvm::dyn_cast<llvm::ConstantInt>(extent);
       if (call && constant && constant->getSExtValue() >= 1 &&
@@ -35,115 +35,115 @@ Status Codegen::visitBlockIndices(const Instruction &inst) {
       else if (!constant)
         b.CreateAssumption(b.CreateICmpSLT(b.CreateZExt(index, b.getInt64Ty()), extent));
     }
-    writeScalar(v, convert(index, DataType::i32(), prog.var(v).dtype));
+    cg.writeScalar(v, cg.convert(index, DataType::i32(), prog.var(v).dtype));
   }
   return Status::success();
 }
 
-Status Codegen::visitAllocateRegister(const Instruction &inst) {
+Status ViewLowering::visitAllocateRegister(const Instruction &inst) {
   VarId r = inst.results[0];
   DataType t = info.vars[r].dtype;
-  llvm::Value *v = zeroOf(t);
+  llvm::Value *v = cg.zeroOf(t);
   if (const Argument &init = inst.arg(ArgName::init); init.present)
-    v = convert(emitExpr(init.expr), prog.expr(init.expr).dtype, t);
-  writeRegister(r, std::vector<llvm::Value *>(size_t(info.vars[r].layout->numLocals()), v));
+    v = cg.convert(cg.emitExpr(init.expr), prog.expr(init.expr).dtype, t);
+  cg.writeRegister(r, std::vector<llvm::Value *>(size_t(info.vars[r].layout->numLocals()), v));
   return Status::success();
 }
 
-Status Codegen::visitIota(const Instruction &inst) {
+Status ViewLowering::visitIota(const Instruction &inst) {
   VarId r = inst.results[0];
-  const LayoutMap &map = layoutOf(r);
+  const LayoutMap &map = cg.layoutOf(r);
   int64_t dim = inst.arg(ArgName::dim).intValue;
   if (dim < 0 || dim >= map.rank())
-    return error(ErrorCode::ReduceDim, inst,
-                 "Iota dimension " + std::to_string(dim) + " out of range");
+    return cg.error(ErrorCode::ReduceDim, inst,
+                    "Iota dimension " + std::to_string(dim) + " out of range");
   DataType t = info.vars[r].dtype;
-  const std::vector<llvm::Value *> &s = threadPart(map);
+  const std::vector<llvm::Value *> &s = cg.threadPart(map);
   std::vector<llvm::Value *> out;
   for (int64_t i = 0; i < map.locals(); ++i) {
-    llvm::Value *x = b.CreateAdd(s[size_t(dim)], constI64(map.localPart(i)[dim]));
-    out.push_back(convert(x, DataType::i64(), t));
+    llvm::Value *x = b.CreateAdd(s[size_t(dim)], cg.constI64(map.localPart(i)[dim]));
+    out.push_back(cg.convert(x, DataType::i64(), t));
   }
-  writeRegister(r, out);
+  cg.writeRegister(r, out);
   return Status::success();
 }
 
-Status Codegen::visitViewGlobal(const Instruction &inst) {
+Status ViewLowering::visitViewGlobal(const Instruction &inst) {
   VarId ptrVar = inst.arg(ArgName::ptr).var;
   if (ptrVar == kNoId || prog.var(ptrVar).kind != VarKind::Pointer)
-    return error(ErrorCode::Scope, inst, "the pointer is not a pointer parameter");
+    return cg.error(ErrorCode::Scope, inst, "the pointer is not a pointer parameter");
   GlobalView view;
   const Argument &dtype = inst.arg(ArgName::dtype);
   view.dtype = dtype.present ? dtype.dtype : prog.var(ptrVar).dtype;
-  view.ptr = readComponents(ptrVar)[0];
-  view.offset = constI64(0);
+  view.ptr = cg.readPointer(ptrVar);
+  view.offset = cg.constI64(0);
   view.valid = b.getTrue();
   if (const Argument &shape = inst.arg(ArgName::shape); shape.present) {
     for (ExprId e : shape.exprs)
-      view.shape.push_back(exprI64(e));
+      view.shape.push_back(cg.exprI64(e));
   } else {
     // The whole buffer, one-dimensional: its size is not part of the kernel ABI, so the JIT
     // view is unbounded (the interpreter bounds it by the argument's byte size).
-    view.shape.push_back(constI64(INT64_MAX));
+    view.shape.push_back(cg.constI64(INT64_MAX));
   }
   if (const Argument &strides = inst.arg(ArgName::strides); strides.present) {
     if (strides.exprs.size() != view.shape.size())
-      return error(ErrorCode::ShapeMismatch, inst, "strides and shape differ in length");
+      return cg.error(ErrorCode::ShapeMismatch, inst, "strides and shape differ in length");
     for (ExprId e : strides.exprs)
-      view.strides.push_back(exprI64(e));
+      view.strides.push_back(cg.exprI64(e));
   } else {
     view.strides.assign(view.shape.size(), nullptr);
-    llvm::Value *s = constI64(1);
+    llvm::Value *s = cg.constI64(1);
     for (size_t d = view.shape.size(); d-- > 0;) {
       view.strides[d] = s;
       s = mulFolded(b, s, view.shape[d]);
     }
   }
   for (llvm::Value *n : view.shape) {
-    view.lo.push_back(constI64(0));
-    view.hi.push_back(callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, constI64(0)}));
+    view.lo.push_back(cg.constI64(0));
+    view.hi.push_back(
+        cg.callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, cg.constI64(0)}));
   }
-  writeGlobal(inst.results[0], view);
+  cg.writeGlobal(inst.results[0], view);
   return Status::success();
 }
 
-Status Codegen::visitAllocateGlobal(const Instruction &inst) {
-  size_t index = size_t(&inst - prog.instructions.data());
+Status ViewLowering::visitAllocateGlobal(const Instruction &inst) {
   GlobalView view;
   view.dtype = inst.arg(ArgName::dtype).dtype;
-  view.ptr = b.CreateGEP(b.getInt8Ty(), workspace_, workspaceRegions_[index]);
-  view.offset = constI64(0);
+  view.ptr = cg.workspaceRegion(inst);
+  view.offset = cg.constI64(0);
   view.valid = b.getTrue();
   for (ExprId e : inst.arg(ArgName::shape).exprs)
-    view.shape.push_back(exprI64(e));
+    view.shape.push_back(cg.exprI64(e));
   view.strides.assign(view.shape.size(), nullptr);
-  llvm::Value *s = constI64(1);
+  llvm::Value *s = cg.constI64(1);
   for (size_t d = view.shape.size(); d-- > 0;) {
     view.strides[d] = s;
     s = mulFolded(b, s, view.shape[d]);
   }
   for (llvm::Value *n : view.shape) {
-    view.lo.push_back(constI64(0));
+    view.lo.push_back(cg.constI64(0));
     view.hi.push_back(n);
   }
-  writeGlobal(inst.results[0], view);
+  cg.writeGlobal(inst.results[0], view);
   return Status::success();
 }
 
-Status Codegen::visitAllocateShared(const Instruction &inst) {
+Status ViewLowering::visitAllocateShared(const Instruction &inst) {
   VarId r = inst.results[0];
   const VarType &type = info.vars[r];
   if (!type.sharedLayout)
-    return error(ErrorCode::Runtime, inst, "shared allocation without a planned layout");
+    return cg.error(ErrorCode::Runtime, inst, "shared allocation without a planned layout");
   SharedView view;
   view.root = r;
   view.dtype = type.dtype;
   view.shape = type.sharedLayout->shape();
   for (size_t d = 0; d < view.shape.size(); ++d) {
     view.dims.push_back(int32_t(d));
-    view.origin.push_back(constI64(0));
+    view.origin.push_back(cg.constI64(0));
   }
-  return writeShared(r, view);
+  return cg.writeShared(r, view);
 }
 
 namespace {
@@ -164,40 +164,40 @@ Status offsetRankStatus(Codegen &cg, const Instruction &inst, size_t viewRank, s
 
 } // namespace
 
-Status Codegen::visitSliceGlobal(const Instruction &inst) {
-  GlobalView parent = readGlobal(inst.arg(ArgName::g).var);
+Status ViewLowering::visitSliceGlobal(const Instruction &inst) {
+  GlobalView parent = cg.readGlobal(inst.arg(ArgName::g).var);
   const Argument &offset = inst.arg(ArgName::offset);
   const Argument &shapeArg = inst.arg(ArgName::shape);
-  TILUSVM_TRY(offsetRankStatus(*this, inst, parent.shape.size(),
+  TILUSVM_TRY(offsetRankStatus(cg, inst, parent.shape.size(),
                                shapeArg.present ? shapeArg.exprs.size() : kAnySliceCount));
   GlobalView out;
   out.dtype = parent.dtype;
   out.ptr = parent.ptr;
   out.offset = parent.offset;
   out.valid = parent.valid;
-  IrArithmetic a{*this};
+  IrArithmetic a{cg};
   applyOffset<OffsetUse::Slice>(
-      a, parent, out, offset.offsets.size(), [&](size_t d) { return offsetEntry(offset, d); },
+      a, parent, out, offset.offsets.size(), [&](size_t d) { return cg.offsetEntry(offset, d); },
       [&](size_t k) {
-        return shapeArg.present ? std::optional(exprI64(shapeArg.exprs[k])) : std::nullopt;
+        return shapeArg.present ? std::optional(cg.exprI64(shapeArg.exprs[k])) : std::nullopt;
       });
-  writeGlobal(inst.results[0], out);
+  cg.writeGlobal(inst.results[0], out);
   return Status::success();
 }
 
-Status Codegen::visitSliceShared(const Instruction &inst) {
-  SharedView parent = readShared(inst.arg(ArgName::s).var);
+Status ViewLowering::visitSliceShared(const Instruction &inst) {
+  SharedView parent = cg.readShared(inst.arg(ArgName::s).var);
   const Argument &offset = inst.arg(ArgName::offset);
   SharedView out;
   out.root = parent.root;
   out.dtype = parent.dtype;
   out.origin = parent.origin;
   out.shape = info.vars[inst.results[0]].shape;
-  TILUSVM_TRY(offsetRankStatus(*this, inst, parent.shape.size(), out.shape.size()));
-  IrArithmetic a{*this};
+  TILUSVM_TRY(offsetRankStatus(cg, inst, parent.shape.size(), out.shape.size()));
+  IrArithmetic a{cg};
   applyOffset<OffsetUse::Slice>(a, parent, out, offset.offsets.size(),
-                                [&](size_t d) { return offsetEntry(offset, d); });
-  return writeShared(inst.results[0], out);
+                                [&](size_t d) { return cg.offsetEntry(offset, d); });
+  return cg.writeShared(inst.results[0], out);
 }
 
 } // namespace tilus::jit
