@@ -71,15 +71,19 @@ bool dequantizable(DataType from, DataType to, int smVersion) {
 std::optional<std::vector<llvm::Value *>>
 Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
   if (to == DataType::f32() && from.bits <= 8 && !from.isBool()) {
-    // every such value is exact in f16 (and its NaN the canonical f16 NaN, which widens to the
-    // canonical f32 NaN), so the two-lane path into f16 then one exact widening per element
-    // replace the device library's per-element decoding of floats and the quarter-rate
+    // every such value is exact in f16, so the two-lane path into f16 then one exact widening per
+    // element replace the device library's per-element decoding of floats and the quarter-rate
     // integer conversion (I2F) of integers
     std::optional<std::vector<llvm::Value *>> half = dequantize(slots, from, DataType::f16());
     if (!half)
       return std::nullopt;
-    for (llvm::Value *&h : *half)
+    // the widening of a NaN gives the hardware's NaN: FP8's NaN codes are made canonical again
+    bool hasNaN = from.isFloat() && from.floatStyle() != FloatStyle::Finite;
+    for (llvm::Value *&h : *half) {
       h = b.CreateFPExt(h, b.getFloatTy());
+      if (hasNaN)
+        h = canonicalizeNaN(h, DataType::f32());
+    }
     return half;
   }
   if (!dequantizable(from, to, opts.smVersion) || slots.empty())
