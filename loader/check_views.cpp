@@ -179,30 +179,44 @@ bool ProgramChecker::visitViewGlobal(const Instruction &inst, Results &r) {
   return true;
 }
 
+bool ProgramChecker::checkSliceRank(const Instruction &inst, const VarType &parent,
+                                    size_t sliceDims) {
+  const std::vector<OffsetEntry> &entries = inst.arg(ArgName::offset).offsets;
+  size_t slices = sliceEntries(entries);
+  std::string op = inst.spec().name;
+  switch (offsetRank(entries.size(), slices, parent.rank, sliceDims)) {
+  case OffsetRank::Holds:
+    return true;
+  case OffsetRank::EntryCount:
+    return fail(ErrorCode::OffsetRank,
+                op + " offset has " + counted(int64_t(entries.size()), "entry", "entries") +
+                    " but the " + (parent.kind == VarKind::Shared ? "shared" : "global") +
+                    " tensor has rank " + std::to_string(parent.rank));
+  case OffsetRank::SliceCount:
+    return fail(ErrorCode::OffsetRank,
+                op + " shape has " + counted(int64_t(sliceDims), "entry", "entries") +
+                    " but the offset has " +
+                    counted(int64_t(slices), "slice entry", "slice entries"));
+  }
+  return true;
+}
+
 bool ProgramChecker::visitSliceGlobal(const Instruction &inst, Results &r) {
   const VarType *g = tensorArg(inst, ArgName::g, VarKind::Global);
   if (!g)
     return false;
   const std::vector<OffsetEntry> &entries = inst.arg(ArgName::offset).offsets;
-  size_t slices = sliceEntries(entries);
-  if (offsetRank(entries.size(), slices, g->rank, kAnySliceCount) == OffsetRank::EntryCount)
-    return fail(ErrorCode::OffsetRank,
-                "SliceGlobal offset has " + counted(int64_t(entries.size()), "entry", "entries") +
-                    " but the global tensor has rank " + std::to_string(g->rank));
+  if (!checkSliceRank(inst, *g, kAnySliceCount))
+    return false;
   for (size_t d = 0; d < entries.size(); ++d)
     if (!checkInteger(entries[d].expr, "SliceGlobal", "offset", int64_t(d)))
       return false;
-  if (const Argument *shape = optionalArg(inst, ArgName::shape)) {
-    if (offsetRank(entries.size(), slices, g->rank, shape->exprs.size()) != OffsetRank::Holds)
-      return fail(
-          ErrorCode::OffsetRank,
-          "SliceGlobal shape has " + counted(int64_t(shape->exprs.size()), "entry", "entries") +
-              " but the offset has " + counted(int64_t(slices), "slice entry", "slice entries"));
-    if (!checkIntExprs(shape->exprs, "SliceGlobal", "shape"))
+  if (const Argument *shape = optionalArg(inst, ArgName::shape))
+    if (!checkSliceRank(inst, *g, shape->exprs.size()) ||
+        !checkIntExprs(shape->exprs, "SliceGlobal", "shape"))
       return false;
-  }
   VarType t = *g;
-  t.rank = slices;
+  t.rank = sliceEntries(entries);
   t.slices.push_back(uint32_t(curInstruction_));
   r[0] = std::move(t);
   return true;
@@ -251,21 +265,8 @@ bool ProgramChecker::visitSliceShared(const Instruction &inst, Results &r) {
     return false;
   const std::vector<OffsetEntry> &entries = inst.arg(ArgName::offset).offsets;
   const Argument *shapeArg = optionalArg(inst, ArgName::shape);
-  size_t slices = sliceEntries(entries);
-  switch (offsetRank(entries.size(), slices, s->rank,
-                     shapeArg ? shapeArg->ints.size() : kAnySliceCount)) {
-  case OffsetRank::Holds:
-    break;
-  case OffsetRank::EntryCount:
-    return fail(ErrorCode::OffsetRank,
-                "SliceShared offset has " + counted(int64_t(entries.size()), "entry", "entries") +
-                    " but the shared tensor has rank " + std::to_string(s->rank));
-  case OffsetRank::SliceCount:
-    return fail(
-        ErrorCode::OffsetRank,
-        "SliceShared shape has " + counted(int64_t(shapeArg->ints.size()), "entry", "entries") +
-            " but the offset has " + counted(int64_t(slices), "slice entry", "slice entries"));
-  }
+  if (!checkSliceRank(inst, *s, shapeArg ? shapeArg->ints.size() : kAnySliceCount))
+    return false;
   std::vector<int64_t> shape;
   for (size_t d = 0; d < entries.size(); ++d)
     if (!checkSharedSliceEntry(*s, d, entries[d], shapeArg, shape))

@@ -217,6 +217,9 @@ private:
                              const Argument *shapeArg, std::vector<int64_t> &shape);
   /// Every expression of a list argument (`<op> <what>`, e.g. "ViewGlobal shape") is an integer.
   bool checkIntExprs(const std::vector<ExprId> &exprs, const char *op, const char *what);
+  /// The rank rule (isa/view_rules.h) of a SliceGlobal / SliceShared offset= on `parent`:
+  /// `sliceDims` is the length of shape=, or kAnySliceCount without it.
+  bool checkSliceRank(const Instruction &inst, const VarType &parent, size_t sliceDims);
 
   // --- check_memory.cpp ---
   bool checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,

@@ -56,64 +56,40 @@ std::string nodeTypeError(const Program &prog, const ExprNode &n) {
                ty(k).name();
     return "";
   };
-  switch (n.op) {
-  case ExprOp::Const:
-    return n.dtype.valid() ? "" : "constant of an invalid type";
-  case ExprOp::Var:
-    return "";
-  case ExprOp::Add:
-  case ExprOp::Sub:
-  case ExprOp::Mul:
-  case ExprOp::Div:
-  case ExprOp::Mod:
-  case ExprOp::Min:
-  case ExprOp::Max:
-    return promoted(ty(0), ty(1));
-  case ExprOp::CeilDiv:
-  case ExprOp::Shl:
-  case ExprOp::Shr:
-  case ExprOp::BitAnd:
-  case ExprOp::BitOr:
-  case ExprOp::BitXor: {
-    std::string e = needInts(2);
-    return e.empty() ? promoted(ty(0), ty(1)) : e;
-  }
-  case ExprOp::BitNot: {
-    std::string e = needInts(1);
-    if (!e.empty() || n.dtype == ty(0))
-      return e;
-    return promoted(ty(0), ty(0));
-  }
-  case ExprOp::Neg:
-    return n.dtype == ty(0) ? "" : promoted(ty(0), ty(0));
-  case ExprOp::Eq:
-  case ExprOp::Ne:
-  case ExprOp::Lt:
-  case ExprOp::Le:
-  case ExprOp::Gt:
-  case ExprOp::Ge: {
+  switch (exprOpKind(n.op)) {
+  case ExprOpKind::Leaf:
+    return n.op == ExprOp::Var || n.dtype.valid() ? "" : "constant of an invalid type";
+  case ExprOpKind::Arithmetic:
+    if (n.op == ExprOp::Neg)
+      return n.dtype == ty(0) ? "" : promoted(ty(0), ty(0));
+    if (n.op == ExprOp::BitNot) {
+      std::string e = needInts(1);
+      if (!e.empty() || n.dtype == ty(0))
+        return e;
+      return promoted(ty(0), ty(0));
+    }
+    if (n.op == ExprOp::CeilDiv || n.op == ExprOp::Shl || n.op == ExprOp::Shr ||
+        n.op == ExprOp::BitAnd || n.op == ExprOp::BitOr || n.op == ExprOp::BitXor) {
+      std::string e = needInts(2);
+      return e.empty() ? promoted(ty(0), ty(1)) : e;
+    }
+    return promoted(ty(0), ty(1)); // + - * / % min max
+  case ExprOpKind::Comparison:
     if (!promoteScalarTypes(ty(0), ty(1)))
       return std::string("cannot compare ") + ty(0).name() + " with " + ty(1).name();
     return expect(DataType::boolean());
-  }
-  case ExprOp::LogicalAnd:
-  case ExprOp::LogicalOr: {
-    std::string e = needInts(2);
+  case ExprOpKind::Logical: {
+    std::string e = needInts(exprOpArity(n.op));
     return e.empty() ? expect(DataType::boolean()) : e;
   }
-  case ExprOp::LogicalNot: {
-    std::string e = needInts(1);
-    return e.empty() ? expect(DataType::boolean()) : e;
-  }
-  case ExprOp::Select: {
+  case ExprOpKind::Select:
     if (!isCondType(ty(0)))
       return std::string("condition of 'a if c else b' has type ") + ty(0).name() +
              "; expected bool or an integer";
     if (ty(1) == ty(2) && n.dtype == ty(1))
       return "";
     return promoted(ty(1), ty(2));
-  }
-  case ExprOp::Cast:
+  case ExprOpKind::Cast:
     return n.dtype.valid() ? "" : "cast to an invalid type";
   }
   return "unknown operator";

@@ -15,13 +15,16 @@ namespace tilus::cpu {
 
 namespace {
 
-/// The tile of the whole of a global or shared tensor, with `values` sized to its elements.
+/// The logical values of the whole of a global or shared tensor, row-major. A shared tensor
+/// that reaches outside its allocation traps; global elements outside the view read as 0, and
+/// one outside the argument buffer is an error.
 template <class View>
-Expected<TileAccess> wholeTile(const BlockState &b, uint32_t index, const View &view,
-                               std::vector<uint64_t> &values) {
+Status tensorValues(BlockState &b, uint32_t index, const View &view,
+                    std::vector<uint64_t> &values) {
+  constexpr bool kShared = std::is_same_v<View, SharedView>;
   std::vector<OffsetValue> whole(view.shape.size(), OffsetValue{0, true});
   Expected<TileAccess> tile = [&] {
-    if constexpr (std::is_same_v<View, SharedView>)
+    if constexpr (kShared)
       return sharedTile(view, whole, view.shape);
     else
       return globalTile(view, whole, view.shape);
@@ -29,52 +32,34 @@ Expected<TileAccess> wholeTile(const BlockState &b, uint32_t index, const View &
   if (!tile)
     return b.fail(tile.status().code(), index, tile.status().first().message);
   values.assign(size_t(tile->elements()), 0);
-  return tile;
-}
-
-Status sharedValues(BlockState &b, uint32_t index, const SharedView &view,
-                    std::vector<uint64_t> &values) {
-  Expected<TileAccess> tile = wholeTile(b, index, view, values);
-  if (!tile)
-    return tile.takeStatus();
   int sb = view.dtype.storageBits();
   Status status;
   forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
-    if (!valid) {
-      if (status.ok())
-        status = b.fail(ErrorCode::OutOfBounds, index,
-                        "Print of a shared tensor that reaches "
-                        "outside its allocation");
-      return;
+    if constexpr (kShared) {
+      if (!valid) {
+        if (status.ok())
+          status = b.fail(ErrorCode::OutOfBounds, index,
+                          "Print of a shared tensor that reaches outside its allocation");
+        return;
+      }
+      values[size_t(e)] = canonicalFromMemory(
+          readBits(b.shared.data(), view.byteOffset * 8 + off * sb, sb), view.dtype);
+      if (b.race)
+        b.race->sharedRead(view.root, off, -1);
+    } else {
+      int64_t bit = off * sb;
+      if (!valid || !status.ok())
+        return;
+      if (!inBuffer(view, bit, sb)) {
+        status = b.fail(ErrorCode::Runtime, index,
+                        "Print reads element offset " + std::to_string(off) +
+                            " outside the buffer of `" + b.program.var(view.root).name + "`");
+        return;
+      }
+      values[size_t(e)] = canonicalFromMemory(readBits(view.base, bit, sb), view.dtype);
+      if (b.race)
+        b.race->globalRead(raceKey(view, bit), sb, view.root, off, -1);
     }
-    values[size_t(e)] = canonicalFromMemory(
-        readBits(b.shared.data(), view.byteOffset * 8 + off * sb, sb), view.dtype);
-    if (b.race)
-      b.race->sharedRead(view.root, off, -1);
-  });
-  return status;
-}
-
-Status globalValues(BlockState &b, uint32_t index, const GlobalView &view,
-                    std::vector<uint64_t> &values) {
-  Expected<TileAccess> tile = wholeTile(b, index, view, values);
-  if (!tile)
-    return tile.takeStatus();
-  int sb = view.dtype.storageBits();
-  Status status;
-  forEachTileElement(*tile, [&](int64_t e, const int64_t *, bool valid, int64_t off) {
-    int64_t bit = off * sb;
-    if (!valid || !status.ok())
-      return;
-    if (!inBuffer(view, bit, sb)) {
-      status = b.fail(ErrorCode::Runtime, index,
-                      "Print reads element offset " + std::to_string(off) +
-                          " outside the buffer of `" + b.program.var(view.root).name + "`");
-      return;
-    }
-    values[size_t(e)] = canonicalFromMemory(readBits(view.base, bit, sb), view.dtype);
-    if (b.race)
-      b.race->globalRead(raceKey(view, bit), sb, view.root, off, -1);
   });
   return status;
 }
@@ -109,12 +94,12 @@ Status Exec::visitPrint(BlockState &b, uint32_t index) {
       TILUSVM_TRY(b.requireShared(index, x.var));
       shape = b.shareds[x.var].shape;
       dtype = b.shareds[x.var].dtype;
-      TILUSVM_TRY(sharedValues(b, index, b.shareds[x.var], values));
+      TILUSVM_TRY(tensorValues(b, index, b.shareds[x.var], values));
       break;
     case VarKind::Global:
       shape = b.globals[x.var].shape;
       dtype = b.globals[x.var].dtype;
-      TILUSVM_TRY(globalValues(b, index, b.globals[x.var], values));
+      TILUSVM_TRY(tensorValues(b, index, b.globals[x.var], values));
       break;
     case VarKind::Scalar:
       values.push_back(b.scalars[x.var]);
