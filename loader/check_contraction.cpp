@@ -106,12 +106,22 @@ const MmaAtom *mmaAtomFor(DataType t) {
   return nullptr;
 }
 
-bool ProgramChecker::visitDot(const Instruction &inst, Results &r) {
-  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
-  const VarType *b = a ? tensorArg(inst, ArgName::b, VarKind::Register) : nullptr;
+std::optional<std::array<const VarType *, 3>>
+ProgramChecker::contractionOperands(const Instruction &inst, VarKind abKind) {
+  const VarType *a = tensorArg(inst, ArgName::a, abKind);
+  const VarType *b = a ? tensorArg(inst, ArgName::b, abKind) : nullptr;
   const VarType *c = b ? tensorArg(inst, ArgName::c, VarKind::Register) : nullptr;
   if (!c)
+    return std::nullopt;
+  return std::array<const VarType *, 3>{a, b, c};
+}
+
+bool ProgramChecker::visitDot(const Instruction &inst, Results &r) {
+  std::optional<std::array<const VarType *, 3>> operands =
+      contractionOperands(inst, VarKind::Register);
+  if (!operands)
     return false;
+  auto [a, b, c] = *operands;
   std::string shapes = "a " + shapeString(a->shape) + ", b " + shapeString(b->shape) + ", c " +
                        shapeString(c->shape);
   if (a->rank != 2 || b->rank != 2 || c->rank != 2)

@@ -53,11 +53,11 @@ int swizzleBitsOfMode(int mode) { return mode == 1 ? 3 : mode == 2 ? 2 : mode ==
 } // namespace
 
 bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
-  const VarType *a = tensorArg(inst, ArgName::a, VarKind::Shared);
-  const VarType *b = a ? tensorArg(inst, ArgName::b, VarKind::Shared) : nullptr;
-  const VarType *c = b ? tensorArg(inst, ArgName::c, VarKind::Register) : nullptr;
-  if (!c)
+  std::optional<std::array<const VarType *, 3>> operands =
+      contractionOperands(inst, VarKind::Shared);
+  if (!operands)
     return false;
+  auto [a, b, c] = *operands;
   if (!inst.out || inst.results[0] != inst.arg(ArgName::c).var)
     return fail(ErrorCode::BadArgument, "Wgmma accumulates in place: write it Wgmma(a, b, c, "
                                         "out=c) with out= naming the accumulator c");

@@ -13,6 +13,7 @@
 #include "isa/instruction_visitor.h"
 #include "loader/checker.h"
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -236,6 +237,10 @@ private:
   bool checkMbarrierOperand(const Instruction &inst);
 
   // --- check_contraction.cpp ---
+  /// The operands a, b (tensors of `abKind`) and c (a register tensor) of Dot and Wgmma,
+  /// checked in that order; nullopt after reporting the first of another kind.
+  std::optional<std::array<const VarType *, 3>> contractionOperands(const Instruction &inst,
+                                                                    VarKind abKind);
   bool checkDotLayouts(DataType operandType, const RegisterLayout &a, const RegisterLayout &b,
                        const RegisterLayout &c, const RegisterLayout &d);
 
