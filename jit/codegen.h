@@ -245,6 +245,12 @@ public:
                       int elemBytes);
   llvm::Value *loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
                                   DataType t);
+  /// Every local slot of `map` read back from a tensor of its shape staged at offset 0.
+  std::vector<llvm::Value *> loadScratchSlots(const LayoutMap &map, int elemBytes, DataType t);
+  /// A `runtime` error unless the scratch area holds a tensor of `shape` at `elemBytes` per
+  /// element; the message ends "... bytes " + `need` (e.g. "the reduction needs").
+  Status requireScratch(const Instruction &inst, const std::vector<int64_t> &shape, int elemBytes,
+                        const std::string &need);
 
   /// An `unsupported` error unless the target is sm_90a (the Hopper instructions).
   Status requireHopper(const Instruction &inst);

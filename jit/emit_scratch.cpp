@@ -49,4 +49,33 @@ llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset
   return b.CreateAlignedLoad(elemType(t), addr, llvm::Align(uint64_t(elemBytes)));
 }
 
+std::vector<llvm::Value *> Codegen::loadScratchSlots(const LayoutMap &map, int elemBytes,
+                                                     DataType t) {
+  const std::vector<llvm::Value *> &s = threadPart(map);
+  std::vector<int64_t> strides = rowMajorStrides(map.shape());
+  std::vector<llvm::Value *> out(size_t(map.locals()));
+  for (int64_t i = 0; i < map.locals(); ++i) {
+    llvm::Value *linear = constI64(0);
+    for (int d = 0; d < map.rank(); ++d) {
+      llvm::Value *x = addFolded(b, s[size_t(d)], constI64(map.localPart(i)[d]));
+      linear = addFolded(b, linear, mulFolded(b, x, constI64(strides[size_t(d)])));
+    }
+    out[size_t(i)] = loadScratchElement(linear, 0, elemBytes, t);
+  }
+  return out;
+}
+
+Status Codegen::requireScratch(const Instruction &inst, const std::vector<int64_t> &shape,
+                               int elemBytes, const std::string &need) {
+  int64_t elements = 1;
+  for (int64_t n : shape)
+    elements *= n;
+  if (elements * elemBytes <= info.scratchBytes)
+    return Status::success();
+  return error(ErrorCode::Runtime, inst,
+               "scratch area of " + std::to_string(info.scratchBytes) +
+                   " bytes is smaller than the " + std::to_string(elements * elemBytes) +
+                   " bytes " + need);
+}
+
 } // namespace tilus::jit

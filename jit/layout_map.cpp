@@ -5,6 +5,7 @@
 #include "jit/layout_map.h"
 
 #include <cassert>
+#include <optional>
 
 namespace tilus::jit {
 
@@ -113,6 +114,13 @@ std::vector<SlotSource> gatherSlots(const LayoutMap &result, const LayoutMap &op
       src.perThread = std::move(perThread);
   }
   return sources;
+}
+
+RegisterLayout layoutChain(std::initializer_list<Expected<RegisterLayout>> parts) {
+  std::optional<RegisterLayout> l;
+  for (const Expected<RegisterLayout> &p : parts)
+    l = l ? l->product(*p).value() : *p;
+  return *l;
 }
 
 } // namespace tilus::jit

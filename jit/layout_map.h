@@ -22,6 +22,7 @@
 #include "isa/layout.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 namespace tilus::jit {
@@ -87,5 +88,9 @@ std::vector<SlotSource> gatherSlots(const LayoutMap &result, const LayoutMap &op
 /// dimensions take index 0).
 void broadcastIndex(const std::vector<int64_t> &resultShape, const int64_t *x,
                     const std::vector<int64_t> &operandShape, int64_t *out);
+
+/// The product of layouts that are known to compose (the fixed fragment layouts of mma and
+/// ldmatrix), left to right.
+RegisterLayout layoutChain(std::initializer_list<Expected<RegisterLayout>> parts);
 
 } // namespace tilus::jit

@@ -284,30 +284,11 @@ Status AtomicLowering::visitAtomic(const Instruction &inst) {
     return Status::success();
   }
   // Only the primary owners hold the old values: hand them to every owner of the result.
-  int64_t elements = 1;
-  for (int64_t n : map.shape())
-    elements *= n;
-  if (elements * es > info.scratchBytes)
-    return cg.error(ErrorCode::Runtime, inst,
-                    "scratch area of " + std::to_string(info.scratchBytes) +
-                        " bytes is smaller than the " + std::to_string(elements * es) +
-                        " bytes the old values need");
+  TILUSVM_TRY(cg.requireScratch(inst, map.shape(), es, "the old values need"));
   cg.barrier(); // the scratch area may still be read by an earlier exchange
   cg.stageToScratch(src, olds, 0, es);
   cg.barrier();
-  const std::vector<llvm::Value *> &rs = cg.threadPart(rmap);
-  std::vector<int64_t> strides(size_t(rmap.rank()), 1);
-  for (int d = rmap.rank() - 1; d > 0; --d)
-    strides[size_t(d - 1)] = strides[size_t(d)] * rmap.shape()[size_t(d)];
-  std::vector<llvm::Value *> out(size_t(rmap.locals()));
-  for (int64_t i = 0; i < rmap.locals(); ++i) {
-    llvm::Value *linear = cg.constI64(0);
-    for (int d = 0; d < rmap.rank(); ++d) {
-      llvm::Value *x = addFolded(b, rs[size_t(d)], cg.constI64(rmap.localPart(i)[d]));
-      linear = addFolded(b, linear, mulFolded(b, x, cg.constI64(strides[size_t(d)])));
-    }
-    out[size_t(i)] = cg.loadScratchElement(linear, 0, es, t);
-  }
+  std::vector<llvm::Value *> out = cg.loadScratchSlots(rmap, es, t);
   cg.barrier();
   cg.writeRegister(res, out);
   return Status::success();

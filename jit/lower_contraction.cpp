@@ -178,14 +178,7 @@ Status ContractionLowering::visitReduce(const Instruction &inst) {
 
   // Scratch path.
   int elemBytes = scratchElementBytes(t);
-  int64_t elements = 1;
-  for (int64_t n : source.shape())
-    elements *= n;
-  if (elements * elemBytes > info.scratchBytes)
-    return cg.error(ErrorCode::Runtime, inst,
-                    "scratch area of " + std::to_string(info.scratchBytes) +
-                        " bytes is smaller than the " + std::to_string(elements * elemBytes) +
-                        " bytes the reduction needs");
+  TILUSVM_TRY(cg.requireScratch(inst, source.shape(), elemBytes, "the reduction needs"));
   cg.stageToScratch(a, in, 0, elemBytes);
   cg.barrier();
   std::vector<int64_t> strides = rowMajorStrides(source.shape());

@@ -31,13 +31,6 @@ namespace tilus::jit {
 
 namespace {
 
-RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
-  std::optional<RegisterLayout> l;
-  for (const Expected<RegisterLayout> &p : parts)
-    l = l ? l->product(*p).value() : *p;
-  return *l;
-}
-
 /// One mma.sync shape: its fragments (as layouts), how many elements share a 32-bit operand
 /// register, and the instruction (an intrinsic, or inline PTX where LLVM has none).
 struct MmaKind {
@@ -53,15 +46,15 @@ std::optional<MmaKind> mmaKindFor(DataType ab, DataType cd, int smVersion) {
   MmaKind k;
   bool k16 = ab == DataType::f16() || ab == DataType::bf16();
   if (k16) {
-    k.atomA = chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 2})});
-    k.atomB = chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({2, 1})});
+    k.atomA = layoutChain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 2})});
+    k.atomB = layoutChain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({2, 1})});
     k.perReg = 2;
   } else {
-    k.atomA = chain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 4})});
-    k.atomB = chain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({4, 1})});
+    k.atomA = layoutChain({L::columnLocal({2, 2}), L::spatial({8, 4}), L::local({1, 4})});
+    k.atomB = layoutChain({L::local({2, 1}), L::columnSpatial({4, 8}), L::local({4, 1})});
     k.perReg = 4;
   }
-  k.atomC = chain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})});
+  k.atomC = layoutChain({L::local({2, 1}), L::spatial({8, 4}), L::local({1, 2})});
   k.acc = DataType::f32();
   if (ab == DataType::f16() && (cd == DataType::f32() || cd == DataType::f16()))
     k.id = llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32; // f16 results: f32 accumulation

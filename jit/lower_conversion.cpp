@@ -103,27 +103,10 @@ Status ConversionLowering::visitConvertLayout(const Instruction &inst) {
     return Status::success();
   }
   int elemBytes = scratchElementBytes(t);
-  int64_t elements = 1;
-  for (int64_t n : source.shape())
-    elements *= n;
-  if (elements * elemBytes > info.scratchBytes)
-    return cg.error(ErrorCode::Runtime, inst,
-                    "scratch area of " + std::to_string(info.scratchBytes) +
-                        " bytes is smaller than the " + std::to_string(elements * elemBytes) +
-                        " bytes the conversion needs");
+  TILUSVM_TRY(cg.requireScratch(inst, source.shape(), elemBytes, "the conversion needs"));
   cg.stageToScratch(a, cg.readRegister(a), 0, elemBytes);
   cg.barrier();
-  const std::vector<llvm::Value *> &s = cg.threadPart(result);
-  std::vector<int64_t> strides = rowMajorStrides(result.shape());
-  std::vector<llvm::Value *> out(size_t(result.locals()));
-  for (int64_t i = 0; i < result.locals(); ++i) {
-    llvm::Value *linear = cg.constI64(0);
-    for (int d = 0; d < result.rank(); ++d) {
-      llvm::Value *x = addFolded(b, s[size_t(d)], cg.constI64(result.localPart(i)[d]));
-      linear = addFolded(b, linear, mulFolded(b, x, cg.constI64(strides[size_t(d)])));
-    }
-    out[size_t(i)] = cg.loadScratchElement(linear, 0, elemBytes, t);
-  }
+  std::vector<llvm::Value *> out = cg.loadScratchSlots(result, elemBytes, t);
   cg.barrier();
   cg.writeRegister(r, out);
   return Status::success();

@@ -25,17 +25,6 @@
 
 namespace tilus::jit {
 
-namespace {
-
-RegisterLayout chain(std::initializer_list<Expected<RegisterLayout>> parts) {
-  std::optional<RegisterLayout> l;
-  for (const Expected<RegisterLayout> &p : parts)
-    l = l ? l->product(*p).value() : *p;
-  return *l;
-}
-
-} // namespace
-
 /// ldmatrix lowering of a LoadShared; false when it does not apply (nothing emitted then).
 bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
   DataType t = tile.dtype;
@@ -43,8 +32,8 @@ bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
   if (t.storageBits() != 16 || t.isBool() || layout.rank() != 2 || info.threads % 32 != 0)
     return false;
   using L = RegisterLayout;
-  static const RegisterLayout plain = chain({L::spatial({8, 4}), L::local({1, 2})});
-  static const RegisterLayout trans = chain({L::columnSpatial({4, 8}), L::local({2, 1})});
+  static const RegisterLayout plain = layoutChain({L::spatial({8, 4}), L::local({1, 2})});
+  static const RegisterLayout trans = layoutChain({L::columnSpatial({4, 8}), L::local({2, 1})});
   bool isTrans = false;
   std::optional<RegisterLayout> outer = layout.divideRight(plain);
   if (!outer) {

@@ -68,6 +68,22 @@ Status ViewLowering::visitIota(const Instruction &inst) {
   return Status::success();
 }
 
+namespace {
+
+/// The strides (i64) of a contiguous row-major tensor of run-time shape `shape`.
+std::vector<llvm::Value *> contiguousStrides(llvm::IRBuilder<> &b,
+                                             const std::vector<llvm::Value *> &shape) {
+  std::vector<llvm::Value *> strides(shape.size(), nullptr);
+  llvm::Value *s = b.getInt64(1);
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = s;
+    s = mulFolded(b, s, shape[d]);
+  }
+  return strides;
+}
+
+} // namespace
+
 Status ViewLowering::visitViewGlobal(const Instruction &inst) {
   VarId ptrVar = inst.arg(ArgName::ptr).var;
   if (ptrVar == kNoId || prog.var(ptrVar).kind != VarKind::Pointer)
@@ -92,12 +108,7 @@ Status ViewLowering::visitViewGlobal(const Instruction &inst) {
     for (ExprId e : strides.exprs)
       view.strides.push_back(cg.exprI64(e));
   } else {
-    view.strides.assign(view.shape.size(), nullptr);
-    llvm::Value *s = cg.constI64(1);
-    for (size_t d = view.shape.size(); d-- > 0;) {
-      view.strides[d] = s;
-      s = mulFolded(b, s, view.shape[d]);
-    }
+    view.strides = contiguousStrides(b, view.shape);
   }
   for (llvm::Value *n : view.shape) {
     view.lo.push_back(cg.constI64(0));
@@ -116,12 +127,7 @@ Status ViewLowering::visitAllocateGlobal(const Instruction &inst) {
   view.valid = b.getTrue();
   for (ExprId e : inst.arg(ArgName::shape).exprs)
     view.shape.push_back(cg.exprI64(e));
-  view.strides.assign(view.shape.size(), nullptr);
-  llvm::Value *s = cg.constI64(1);
-  for (size_t d = view.shape.size(); d-- > 0;) {
-    view.strides[d] = s;
-    s = mulFolded(b, s, view.shape[d]);
-  }
+  view.strides = contiguousStrides(b, view.shape);
   for (llvm::Value *n : view.shape) {
     view.lo.push_back(cg.constI64(0));
     view.hi.push_back(n);
