@@ -293,6 +293,38 @@ std::vector<llvm::Value *> elementsToWords(Codegen &cg, const std::vector<llvm::
 
 bool nativeAccess(DataType t) { return t.storageBits() % 8 == 0 && t.storageBits() <= 64; }
 
+/// The vector access of a slot group along g.dim: its address and size, and the tests of its
+/// two paths. The group's elements agree on being in or out of bounds in the other dimensions
+/// (the thread's row of a partial tile is out as a whole), so only a group cut by the bounds of
+/// g.dim, or misaligned, takes the element path.
+struct GroupTests {
+  llvm::Value *addr = nullptr;
+  int bytes = 0;
+  llvm::Value *othersIn = nullptr, *runIn = nullptr, *aligned = nullptr;
+  llvm::Value *fast = nullptr; // the vector path: all in bounds and aligned
+  /// The element path: in bounds in the other dimensions, but cut along g.dim or misaligned.
+  llvm::Value *slow(llvm::IRBuilder<> &b) const {
+    return b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
+  }
+};
+
+GroupTests groupTests(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, const LayoutMap &map,
+                      const SlotGroup &g, int es) {
+  llvm::IRBuilder<> &b = cg.b;
+  int rank = map.rank();
+  const int64_t *first = map.localPart(g.first);
+  const int64_t *last = map.localPart(g.first + g.count - 1);
+  GroupTests tests;
+  llvm::Value *elem = elementOffset(b, a, first, rank);
+  tests.addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateMul(elem, cg.constI64(es)));
+  tests.bytes = es * int(g.count);
+  tests.aligned = alignedTest(b, ptr, tests.addr, elem, es, tests.bytes);
+  tests.othersIn = inBoundsExcept(b, a, first, rank, g.dim);
+  tests.runIn = b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
+  tests.fast = b.CreateAnd(tests.othersIn, b.CreateAnd(tests.runIn, tests.aligned));
+  return tests;
+}
+
 } // namespace
 
 Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
@@ -330,23 +362,10 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     // One vector load when the whole group is in bounds and aligned; the elements one by one
     // (a branch that is normally not taken) when only part of it is in bounds or the address
     // is misaligned.
-    const int64_t *first = map.localPart(g.first);
-    const int64_t *last = map.localPart(g.first + g.count - 1);
-    llvm::Value *elem = elementOffset(b, a, first, rank);
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
-    int bytes = es * int(g.count);
-    llvm::Value *aligned = alignedTest(b, tile.ptr, addr, elem, es, bytes);
-    // The group runs along g.dim: in the other dimensions all its elements are in or all out
-    // (the thread's row of a partial tile is out as a whole), so only a group cut by the bounds
-    // of g.dim, or misaligned, needs the element path.
-    llvm::Value *othersIn = inBoundsExcept(b, a, first, rank, g.dim);
-    llvm::Value *runIn =
-        b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
-    llvm::Value *fast = b.CreateAnd(othersIn, b.CreateAnd(runIn, aligned));
-    std::vector<llvm::Value *> fastVals =
-        wordsToElements(cg, asmLoadGlobal(b, addr, fast, bytes), bytes, t, g.count);
-    llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
-    std::vector<llvm::Value *> merged = cg.emitIf(slow, "ldg.elem", fastVals, [&] {
+    GroupTests tests = groupTests(cg, a, tile.ptr, map, g, es);
+    std::vector<llvm::Value *> fastVals = wordsToElements(
+        cg, asmLoadGlobal(b, tests.addr, tests.fast, tests.bytes), tests.bytes, t, g.count);
+    std::vector<llvm::Value *> merged = cg.emitIf(tests.slow(b), "ldg.elem", fastVals, [&] {
       std::vector<llvm::Value *> slowVals;
       for (int64_t j = 0; j < g.count; ++j)
         slowVals.push_back(elementLoad(g.first + j, nullptr));
@@ -399,23 +418,10 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
       elementStore(g.first);
       continue;
     }
-    const int64_t *first = map.localPart(g.first);
-    const int64_t *last = map.localPart(g.first + g.count - 1);
-    llvm::Value *elem = elementOffset(b, a, first, rank);
-    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
-    int bytes = es * int(g.count);
-    llvm::Value *aligned = alignedTest(b, tile.ptr, addr, elem, es, bytes);
-    // The group runs along g.dim: in the other dimensions all its elements are in or all out
-    // (the thread's row of a partial tile is out as a whole), so only a group cut by the bounds
-    // of g.dim, or misaligned, needs the element path.
-    llvm::Value *othersIn = inBoundsExcept(b, a, first, rank, g.dim);
-    llvm::Value *runIn =
-        b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
-    llvm::Value *fast = b.CreateAnd(othersIn, b.CreateAnd(runIn, aligned));
+    GroupTests tests = groupTests(cg, a, tile.ptr, map, g, es);
     std::vector<llvm::Value *> values(slots.begin() + g.first, slots.begin() + g.first + g.count);
-    asmStoreGlobal(b, addr, fast, elementsToWords(cg, values, t), bytes);
-    llvm::Value *slow = b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
-    cg.emitIf(slow, "stg.elem", [&] {
+    asmStoreGlobal(b, tests.addr, tests.fast, elementsToWords(cg, values, t), tests.bytes);
+    cg.emitIf(tests.slow(b), "stg.elem", [&] {
       for (int64_t j = 0; j < g.count; ++j)
         elementStore(g.first + j);
     });
