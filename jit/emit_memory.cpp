@@ -39,16 +39,26 @@ std::pair<llvm::Value *, bool> Codegen::offsetEntry(const Argument &offset, size
   return {exprI64(offset.offsets[d].expr), offset.offsets[d].slice};
 }
 
+namespace {
+
+/// Applies `offset` to `view`, giving the rest of `tile` (isa/view_rules.h).
+template <class View, class Tile>
+Tile tileAt(Codegen &cg, const View &view, const Argument &offset, Tile tile) {
+  IrArithmetic a{cg};
+  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
+                               [&](size_t d) { return cg.offsetEntry(offset, d); });
+  return tile;
+}
+
+} // namespace
+
 GlobalTile Codegen::globalTile(const GlobalView &view, const Argument &offset) {
   GlobalTile tile;
   tile.dtype = view.dtype;
   tile.ptr = view.ptr;
   tile.offset = view.offset;
   tile.valid = view.valid;
-  IrArithmetic a{*this};
-  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
-                               [&](size_t d) { return offsetEntry(offset, d); });
-  return tile;
+  return tileAt(*this, view, offset, std::move(tile));
 }
 
 SharedTile Codegen::sharedTile(const SharedView &view, const Argument &offset) {
@@ -56,23 +66,24 @@ SharedTile Codegen::sharedTile(const SharedView &view, const Argument &offset) {
   tile.root = view.root;
   tile.dtype = view.dtype;
   tile.origin = view.origin;
-  IrArithmetic a{*this};
-  applyOffset<OffsetUse::Tile>(a, view, tile, view.shape.size(),
-                               [&](size_t d) { return offsetEntry(offset, d); });
-  return tile;
+  return tileAt(*this, view, offset, std::move(tile));
 }
 
 // ---- shared addresses ---------------------------------------------------------------------------
 
+llvm::Value *linearOffset(llvm::IRBuilder<> &b, const std::vector<int64_t> &strides,
+                          const std::vector<llvm::Value *> &c) {
+  llvm::Value *o = b.getInt32(0);
+  for (size_t d = 0; d < strides.size(); ++d)
+    o = addFolded(b, o, mulFolded(b, c[d], b.getInt32(uint64_t(strides[d]))));
+  return o;
+}
+
 llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout,
                                 const std::vector<llvm::Value *> &c) {
   std::vector<int64_t> strides = layout.linearStrides();
-  if (!strides.empty() || layout.rank() == 0) {
-    llvm::Value *o = b.getInt32(0);
-    for (size_t d = 0; d < strides.size(); ++d)
-      o = addFolded(b, o, mulFolded(b, c[d], b.getInt32(uint64_t(strides[d]))));
-    return o;
-  }
+  if (!strides.empty() || layout.rank() == 0)
+    return linearOffset(b, strides, c);
   if (layout.kind() == SharedLayout::Kind::Tile) {
     const SharedLayout &outer = *layout.children()[0];
     const SharedLayout &inner = *layout.children()[1];

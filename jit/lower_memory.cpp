@@ -76,12 +76,8 @@ bool isConstOne(llvm::Value *v) {
 llvm::Value *sharedLayoutShift(llvm::IRBuilder<> &b, const llvm::DataLayout &dl,
                                const SharedLayout &layout, const std::vector<llvm::Value *> &d) {
   std::vector<int64_t> strides = layout.linearStrides();
-  if (!strides.empty() || layout.rank() == 0) {
-    llvm::Value *o = b.getInt32(0);
-    for (size_t k = 0; k < strides.size(); ++k)
-      o = addFolded(b, o, mulFolded(b, d[k], b.getInt32(uint64_t(strides[k]))));
-    return o;
-  }
+  if (!strides.empty() || layout.rank() == 0)
+    return linearOffset(b, strides, d);
   if (layout.kind() == SharedLayout::Kind::Tile) {
     // (c + d) / n = c / n + d / n and (c + d) % n = c % n when d is a multiple of n: only
     // constant shifts are taken
@@ -197,6 +193,16 @@ Status MemoryLowering::visitLoadScalar(const Instruction &inst) {
 
 namespace {
 
+/// `g` as one vector group when `vector`, else its slots one by one.
+void keepOrSplit(std::vector<SlotGroup> &groups, const SlotGroup &g, bool vector) {
+  if (vector) {
+    groups.push_back(g);
+    return;
+  }
+  for (int64_t j = 0; j < g.count; ++j)
+    groups.push_back(SlotGroup{g.first + j, 1, -1});
+}
+
 /// Element offsets of every slot of `map` in a shared tile, and the slot groups that can be
 /// accessed as one aligned vector.
 struct SharedSlots {
@@ -245,12 +251,7 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
              map.localPart(g.first)[g.dim] % g.count == 0 &&
              memory.contiguousRuns(tile.root, r, int(g.count));
       }
-      if (ok) {
-        out.groups.push_back(g);
-        continue;
-      }
-      for (int64_t j = 0; j < g.count; ++j)
-        out.groups.push_back(SlotGroup{g.first + j, 1, -1});
+      keepOrSplit(out.groups, g, ok);
     }
     return out;
   }
@@ -278,20 +279,14 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
   const llvm::DataLayout &dl = cg.mod.getDataLayout();
   int64_t rootOffset = cg.info.vars[tile.root].sharedByteOffset;
   for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, bits / 8)), unit)) {
-    if (g.count == 1) {
-      out.groups.push_back(g);
-      continue;
+    bool aligned = g.count == 1;
+    if (!aligned) {
+      int64_t vecBytes = int64_t(bits / 8) * g.count;
+      llvm::KnownBits known = llvm::computeKnownBits(out.elem[size_t(g.first)], dl);
+      int64_t alignElems = int64_t(1) << std::min<unsigned>(known.countMinTrailingZeros(), 20);
+      aligned = (alignElems * (bits / 8)) % vecBytes == 0 && rootOffset % vecBytes == 0;
     }
-    int64_t vecBytes = int64_t(bits / 8) * g.count;
-    llvm::KnownBits known = llvm::computeKnownBits(out.elem[size_t(g.first)], dl);
-    int64_t alignElems = int64_t(1) << std::min<unsigned>(known.countMinTrailingZeros(), 20);
-    bool aligned = (alignElems * (bits / 8)) % vecBytes == 0 && rootOffset % vecBytes == 0;
-    if (aligned) {
-      out.groups.push_back(g);
-      continue;
-    }
-    for (int64_t j = 0; j < g.count; ++j)
-      out.groups.push_back(SlotGroup{g.first + j, 1, -1});
+    keepOrSplit(out.groups, g, aligned);
   }
   return out;
 }

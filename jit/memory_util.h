@@ -7,6 +7,10 @@
 
 namespace tilus::jit {
 
+/// sum c_d * strides_d (i32; `c` i32 per dimension): the offset of a linear shared layout.
+llvm::Value *linearOffset(llvm::IRBuilder<> &b, const std::vector<int64_t> &strides,
+                          const std::vector<llvm::Value *> &c);
+
 /// The offset in elements (i32) of the root coordinates `c` (i32, one per dimension) in
 /// `layout`: SharedLayout::offset as IR. With constant coordinates the builder folds it to a
 /// constant (the unit tests compare it with SharedLayout::offset over whole layouts).
