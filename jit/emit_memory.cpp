@@ -13,20 +13,27 @@
 
 namespace tilus::jit {
 
-llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
-  if (auto *cx = llvm::dyn_cast<llvm::ConstantInt>(x); cx && cx->isZero())
+namespace {
+
+/// The other operand when x or y is the constant `identity`; nullptr otherwise.
+llvm::Value *skipIdentity(llvm::Value *x, llvm::Value *y, uint64_t identity) {
+  if (auto *cx = llvm::dyn_cast<llvm::ConstantInt>(x); cx && cx->equalsInt(identity))
     return y;
-  if (auto *cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && cy->isZero())
+  if (auto *cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && cy->equalsInt(identity))
     return x;
-  return b.CreateAdd(x, y);
+  return nullptr;
+}
+
+} // namespace
+
+llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  llvm::Value *folded = skipIdentity(x, y, 0);
+  return folded ? folded : b.CreateAdd(x, y);
 }
 
 llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
-  if (auto *cx = llvm::dyn_cast<llvm::ConstantInt>(x); cx && cx->isOne())
-    return y;
-  if (auto *cy = llvm::dyn_cast<llvm::ConstantInt>(y); cy && cy->isOne())
-    return x;
-  return b.CreateMul(x, y);
+  llvm::Value *folded = skipIdentity(x, y, 1);
+  return folded ? folded : b.CreateMul(x, y);
 }
 
 // ---- tiles ------------------------------------------------------------------------------------

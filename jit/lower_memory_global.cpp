@@ -293,6 +293,14 @@ std::vector<llvm::Value *> elementsToWords(Codegen &cg, const std::vector<llvm::
 
 bool nativeAccess(DataType t) { return t.storageBits() % 8 == 0 && t.storageBits() <= 64; }
 
+/// Which tile dimensions have the constant stride 1.
+std::vector<bool> unitStrides(const GlobalAccess &a) {
+  std::vector<bool> unit;
+  for (llvm::Value *stride : a.stride)
+    unit.push_back(isConstOne(stride));
+  return unit;
+}
+
 /// The vector access of a slot group along g.dim: its address and size, and the tests of its
 /// two paths. The group's elements agree on being in or out of bounds in the other dimensions
 /// (the thread's row of a partial tile is out as a whole), so only a group cut by the bounds of
@@ -338,9 +346,7 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
   GlobalAccess a = globalAccess(cg, tile, map);
   std::vector<llvm::Value *> slots(size_t(map.locals()));
   int rank = map.rank();
-  std::vector<bool> unit(static_cast<size_t>(rank));
-  for (int k = 0; k < rank; ++k)
-    unit[size_t(k)] = isConstOne(a.stride[size_t(k)]);
+  std::vector<bool> unit = unitStrides(a);
   int es = t.storageBits() / 8;
   int width = nativeAccess(t) ? vectorWidth(es, map.locals()) : 1;
   auto elementLoad = [&](int64_t i, llvm::Value *extra) {
@@ -394,9 +400,7 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
   GlobalAccess a = globalAccess(cg, tile, map);
   a.valid = b.CreateAnd(a.valid, cg.isPrimary(map));
   int rank = map.rank();
-  std::vector<bool> unit(static_cast<size_t>(rank));
-  for (int k = 0; k < rank; ++k)
-    unit[size_t(k)] = isConstOne(a.stride[size_t(k)]);
+  std::vector<bool> unit = unitStrides(a);
   int es = t.storageBits() / 8;
   int width = nativeAccess(t) ? vectorWidth(es, map.locals()) : 1;
   auto elementStore = [&](int64_t i) {
