@@ -20,6 +20,7 @@
 // element units of a 16-bit type the 128-byte swizzle is swizzle(.., 3, 3, 3) on rows of 64
 // elements, which is what a K-major tile swizzle(row_major(BM, 64), 3, 3, 3) and an N-major tile
 // of 64-column panels row_major(1, BN / 64).swizzle(row_major(BK, 64), 3, 3, 3) give.
+#include "isa/view_rules.h"
 #include "isa/wgmma_fragment.h"
 #include "loader/checker_impl.h"
 
@@ -47,6 +48,23 @@ int64_t descriptorAddress(const WgmmaDescriptor &d, int64_t start, int bits, boo
   int64_t mask = ((int64_t(1) << bits) - 1) << 4;
   return addr ^ ((addr >> 3) & mask);
 }
+
+/// A shared view's address as the checker knows it: per root dimension the constant part of
+/// its origin and whether a run-time term adds to it (applyOffset's rooted addressing).
+struct StaticIndex {
+  int64_t constant = 0;
+  bool runtime = false;
+};
+struct StaticArithmetic {
+  using Index = StaticIndex;
+  StaticIndex add(StaticIndex x, StaticIndex y) const {
+    return {x.constant + y.constant, x.runtime || y.runtime};
+  }
+};
+struct RootedView {
+  std::vector<StaticIndex> origin;
+  std::vector<int32_t> dims;
+};
 
 int swizzleBitsOfMode(int mode) { return mode == 1 ? 3 : mode == 2 ? 2 : mode == 3 ? 1 : 0; }
 
@@ -128,26 +146,29 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
     const VarType &root = info_.vars[v.root];
     const SharedLayout &layout = *root.sharedLayout;
     size_t rr = root.shape.size();
-    // view dimension -> root dimension, and the origin: constant part and run-time dims
-    std::vector<int32_t> dims(rr);
+    // view dimension -> root dimension, and the origin: constant part and run-time dims, by
+    // the slice chain's offsets (isa/view_rules.h)
+    RootedView view;
+    view.origin.assign(rr, StaticIndex{});
     for (size_t d = 0; d < rr; ++d)
-      dims[d] = int32_t(d);
+      view.dims.push_back(int32_t(d));
+    StaticArithmetic arithmetic;
+    for (uint32_t si : v.slices) {
+      const std::vector<OffsetEntry> &entries = prog_.instructions[si].arg(ArgName::offset).offsets;
+      RootedView next;
+      next.origin = view.origin;
+      applyOffset<OffsetUse::Slice>(arithmetic, view, next, entries.size(), [&](size_t d) {
+        std::optional<int64_t> cv = constValue(entries[d].expr);
+        return std::pair<StaticIndex, bool>{StaticIndex{cv.value_or(0), !cv}, entries[d].slice};
+      });
+      view = std::move(next);
+    }
+    const std::vector<int32_t> &dims = view.dims;
     std::vector<int64_t> origin(rr, 0);
     std::vector<uint8_t> runtime(rr, 0);
-    for (uint32_t si : v.slices) {
-      const Instruction &slice = prog_.instructions[si];
-      const std::vector<OffsetEntry> &entries = slice.arg(ArgName::offset).offsets;
-      std::vector<int32_t> next;
-      for (size_t d = 0; d < entries.size() && d < dims.size(); ++d) {
-        size_t r = size_t(dims[d]);
-        if (std::optional<int64_t> cv = constValue(entries[d].expr))
-          origin[r] += *cv;
-        else
-          runtime[r] = 1;
-        if (entries[d].slice)
-          next.push_back(dims[d]);
-      }
-      dims = next;
+    for (size_t r = 0; r < rr; ++r) {
+      origin[r] = view.origin[r].constant;
+      runtime[r] = view.origin[r].runtime;
     }
     std::vector<int64_t> extent(rr, 1);
     for (size_t d = 0; d < dims.size(); ++d)
