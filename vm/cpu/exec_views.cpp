@@ -83,8 +83,7 @@ Status Exec::visitAllocateShared(BlockState &b, uint32_t index) {
   view.origin.assign(view.shape.size(), 0);
   for (size_t d = 0; d < view.shape.size(); ++d)
     view.dims.push_back(int32_t(d));
-  view.lo.assign(view.shape.size(), 0);
-  view.hi = view.shape;
+  boundByShape(view);
   int64_t end = view.byteOffset + (view.layout->size() * view.dtype.storageBits() + 7) / 8;
   if (view.byteOffset < 0 || end > int64_t(b.shared.size()))
     return b.fail(ErrorCode::Runtime, index,
@@ -106,8 +105,7 @@ Status Exec::visitAllocateGlobal(BlockState &b, uint32_t index) {
   view.dtype = inst.arg(ArgName::dtype).dtype;
   view.shape = evalList(b, inst.arg(ArgName::shape).exprs);
   view.strides = rowMajorStrides(view.shape);
-  view.lo.assign(view.shape.size(), 0);
-  view.hi = view.shape;
+  boundByShape(view);
   b.globals[r] = std::move(view);
   return Status::success();
 }
@@ -140,10 +138,7 @@ Status Exec::visitViewGlobal(BlockState &b, uint32_t index) {
     return b.fail(ErrorCode::ShapeMismatch, index,
                   "ViewGlobal has " + std::to_string(view.shape.size()) + " dimensions but " +
                       std::to_string(view.strides.size()) + " strides");
-  view.lo.assign(view.shape.size(), 0);
-  view.hi = view.shape;
-  for (int64_t &h : view.hi)
-    h = std::max<int64_t>(h, 0);
+  boundByShape(view);
   b.globals[r] = std::move(view);
   return Status::success();
 }

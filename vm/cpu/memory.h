@@ -10,6 +10,7 @@
 
 #include "isa/program.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -77,6 +78,15 @@ Expected<TileAccess> globalTile(const GlobalView &view, const std::vector<Offset
                                 const std::vector<int64_t> &tileShape);
 Expected<TileAccess> sharedTile(const SharedView &view, const std::vector<OffsetValue> &offsets,
                                 const std::vector<int64_t> &tileShape);
+
+/// The bounds of a root view (AllocateShared, AllocateGlobal, ViewGlobal): every index of its
+/// shape, [0, shape_d) per dimension (a negative run-time length holds no index).
+template <class View> void boundByShape(View &view) {
+  view.lo.assign(view.shape.size(), 0);
+  view.hi = view.shape;
+  for (int64_t &h : view.hi)
+    h = std::max<int64_t>(h, 0);
+}
 
 /// Slices (SliceGlobal / SliceShared): offsets as above; `shape` gives the lengths of the
 /// sliced dimensions (empty: each defaults to the remaining extent).
