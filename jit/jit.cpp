@@ -366,31 +366,26 @@ bool Specialization::empty() const {
   return true;
 }
 
-namespace {
-
-/// The letter of a fact in Specialization::text().
-char factLetter(ParamFact f) {
-  switch (f) {
-  case ParamFact::None:
-    return '-';
-  case ParamFact::Aligned16:
-    return 'a';
-  case ParamFact::Divisible16:
-    return 'd';
-  case ParamFact::One:
-    return '1';
-  }
-  return '?';
-}
-
-} // namespace
-
 std::string Specialization::text() const {
   if (empty())
     return "";
   std::string s;
-  for (ParamFact f : params)
-    s += factLetter(f);
+  for (ParamFact f : params) {
+    switch (f) {
+    case ParamFact::None:
+      s += '-';
+      break;
+    case ParamFact::Aligned16:
+      s += 'a';
+      break;
+    case ParamFact::Divisible16:
+      s += 'd';
+      break;
+    case ParamFact::One:
+      s += '1';
+      break;
+    }
+  }
   return s;
 }
 
