@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import L2_BYTES, bits_of, save_i32_npy, torch_bench
+from bench_common import L2_BYTES, bits_of, print_columns, save_i32_npy, torch_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -250,9 +250,7 @@ def print_table(rows, device):
                       f"{r['base_rate']:.1f} {unit}" if "base_rate" in r else "-",
                       (f"{r['ratio'] * 100:.0f}%" + (" (L2)" if r.get("l2") else ""))
                       if "ratio" in r else "-"])
-    widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print_columns(table)
 
 
 def main():

@@ -1,6 +1,8 @@
 """Helpers shared by the benchmark scripts (bench_quant, bench_attention, bench_prefill,
-bench_layouts): timing PyTorch baselines with CUDA events, element widths of ISA type names,
-int32 .npy files written without NumPy."""
+bench_layouts, gpu_run.sh's baselines): timing PyTorch baselines with CUDA events, element
+widths of ISA type names, int32 .npy files written without NumPy, the printed table and the
+--json report."""
+import json
 import statistics
 import struct
 
@@ -42,3 +44,16 @@ def save_i32_npy(path, values, shape):
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
         f.write(struct.pack(f"<{len(values)}i", *values))
     return "@" + path
+
+
+def print_columns(table):
+    """Print rows of strings (the first one the header) in left-aligned columns."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+
+
+def save_report(path, device, args, rows):
+    """Write --json's report: the device, AT, the -D tuning and the rows."""
+    with open(path, "w") as f:
+        json.dump({"device": device, "at": args.at, "tuning": args.D, "rows": rows}, f, indent=1)

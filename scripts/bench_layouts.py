@@ -230,6 +230,7 @@ def main():
             row["error"] = str(e)
         rows.append(row)
 
+    from bench_common import print_columns
     hdr = ["program", "hand us", "inferred us", "inferred/hand", "verdict", "outputs"]
     if args.candidates > 0:
         hdr += ["best candidate"]
@@ -251,9 +252,7 @@ def main():
             line.append(f"cand{r['best_candidate']} {r['best_candidate_us']:.1f} us"
                         if "best_candidate" in r else "")
         table.append(line)
-    widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print_columns(table)
     for r in rows:
         if r.get("notes"):
             print(f"notes for {r['name']}:\n{r['notes']}")

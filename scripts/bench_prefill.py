@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import torch_bench
+from bench_common import print_columns, save_report, torch_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -165,12 +165,9 @@ def main():
         table.append(head + [f"{r['ms']:.3f}", f"{r['tflops']:.1f}", f"{r['sdpa_ms']:.3f}",
                              f"{r['sdpa_tflops']:.1f}", f"{r['of_sdpa'] * 100:.0f}%",
                              f"{r['max_abs_err']:.2e}"])
-    widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print_columns(table)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": dev, "at": args.at, "tuning": args.D, "rows": rows}, f, indent=1)
+        save_report(args.json, dev, args, rows)
     ok = all("error" not in r and r["max_abs_err"] <= args.max_err for r in rows)
     return 0 if ok else 1
 

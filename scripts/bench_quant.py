@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import L2_BYTES, bits_of, torch_bench
+from bench_common import L2_BYTES, bits_of, print_columns, save_report, torch_bench
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -139,12 +139,9 @@ def main():
                       str(r["splitk"]), f"{r['us']:.1f}", f"{r['weight_tbps']:.2f}", f"{r['copy_us']:.1f}",
                       f"{r['copy_fraction'] * 100:.0f}%" + (" (L2)" if r["l2"] else ""),
                       f"{r['cublas_us']:.1f}", f"{r['speedup_vs_cublas']:.2f}x"])
-    widths = [max(len(row[i]) for row in table) for i in range(len(hdr))]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print_columns(table)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": dev, "at": args.at, "tuning": args.D, "rows": rows}, f, indent=1)
+        save_report(args.json, dev, args, rows)
     return 0 if all("error" not in r for r in rows) else 1
 
 

@@ -212,19 +212,13 @@ fi
 
 step "baselines (PyTorch, same run)"
 python3 - "$n" "$vec_n" > "$out/baseline.json" <<'EOF' || fail "baselines"
-import json, statistics, sys
+import json, sys
 import torch
+sys.path.insert(0, "scripts")
+from bench_common import torch_bench
 n, vec_n = int(sys.argv[1]), int(sys.argv[2])
-def bench(fn, warmup=10, iters=100):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(iters)]
-    for s, e in events:
-        s.record(); fn(); e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
+def bench(fn):
+    return torch_bench(fn, iters=100)
 a = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
 b = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
 c = torch.empty(n, n, device="cuda", dtype=torch.float16)
