@@ -2,11 +2,7 @@
 # Configures (once, warnings as errors) and builds Tilus VM into ${BUILD_DIR:-build}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/configure.sh
 build_dir="${BUILD_DIR:-build}"
-if command -v ccache >/dev/null && [ -z "${CXX:-}" ]; then
-  export CXX="ccache g++"
-fi
-if [ ! -f "$build_dir/build.ninja" ]; then
-  meson setup -Dwerror=true "$build_dir" >/dev/null
-fi
+configure_once "$build_dir" -Dwerror=true
 ninja -C "$build_dir" "$@"

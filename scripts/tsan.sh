@@ -9,17 +9,13 @@
 # Usage: scripts/tsan.sh           (build dir: $TSAN_BUILD_DIR, default build-tsan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/configure.sh
 build_dir="${TSAN_BUILD_DIR:-build-tsan}"
-if command -v ccache >/dev/null && [ -z "${CXX:-}" ]; then
-  export CXX="ccache g++"
-fi
-if [ ! -f "$build_dir/build.ninja" ]; then
-  # -O1 with line tables only: the reports keep functions and lines, the build stays quick.
-  # GCC at -O1 inlines LLVM's User::operator new/delete pairs and warns that they mismatch
-  # (they do not: LLVM's GlobalVariable defines both).
-  meson setup "$build_dir" -Db_sanitize=thread -Dbuildtype=plain \
-    -Dcpp_args='-O1 -g1 -Wno-mismatched-new-delete' -Db_lundef=false >/dev/null
-fi
+# -O1 with line tables only: the reports keep functions and lines, the build stays quick.
+# GCC at -O1 inlines LLVM's User::operator new/delete pairs and warns that they mismatch
+# (they do not: LLVM's GlobalVariable defines both).
+configure_once "$build_dir" -Db_sanitize=thread -Dbuildtype=plain \
+  -Dcpp_args='-O1 -g1 -Wno-mismatched-new-delete' -Db_lundef=false
 ninja -C "$build_dir" tests/tsan/test_concurrency
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
   "$build_dir/tests/tsan/test_concurrency"
