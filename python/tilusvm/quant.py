@@ -106,6 +106,14 @@ def code_value_list(weight_type):
     return [_dtypes.float_value(t, c) for c in codes]
 
 
+def code_range(t):
+    """``(qmin, qmax)``: the smallest and largest value of the codes of an integer weight type
+    `t` (a dtype): the signed range for ``iB``, the unsigned one for ``uB``."""
+    if t.kind == "int":
+        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    return 0, (1 << t.bits) - 1
+
+
 def code_values(weight_type):
     """code_value_list as a NumPy float64 array."""
     import numpy as np
@@ -137,10 +145,7 @@ def quantize(weight, weight_type, group_size, zero_point=None, scale_dtype="f16"
         codes = q.astype(np.int64)
         zeros = z.astype(store)
     elif t.kind in ("int", "uint"):
-        if t.kind == "int":
-            qmin, qmax = -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
-        else:
-            qmin, qmax = 0, (1 << t.bits) - 1
+        qmin, qmax = code_range(t)
         s = np.abs(g).max(axis=1) / max(qmax, 1)
         s = np.where(s > 0, s, 1.0).astype(store).astype(np.float64)
         q = np.clip(np.round(g / s[:, None, :]), qmin, qmax).astype(np.int64)

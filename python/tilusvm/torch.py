@@ -129,10 +129,7 @@ def quantize(weight, weight_type, group_size, zero_point=None, scale_dtype=torch
             torch.int64)
         zeros = z.to(scale_dtype)
     elif t.kind in ("int", "uint"):
-        if t.kind == "int":
-            qmin, qmax = -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
-        else:
-            qmin, qmax = 0, (1 << t.bits) - 1
+        qmin, qmax = quant.code_range(t)
         s = stored(g.abs().amax(dim=1) / max(qmax, 1))
         codes = torch.clamp(torch.round(g / s[:, None, :]), qmin, qmax).to(torch.int64)
         codes = codes & ((1 << t.bits) - 1)
