@@ -119,6 +119,13 @@ Status writeAtomically(const std::string &shown, const std::string &path,
   return Status::success();
 }
 
+/// The file an output path names, its links followed (an empty path is an error).
+Expected<std::string> outputTarget(const std::string &path) {
+  if (path.empty())
+    return ioError(path, "empty output file name");
+  return followLinks(path);
+}
+
 } // namespace
 
 Expected<std::vector<uint8_t>> readRegularFile(const std::string &path, uint64_t maxBytes) {
@@ -154,9 +161,7 @@ Expected<std::vector<uint8_t>> readRegularFile(const std::string &path, uint64_t
 
 Status checkOutputPath(const std::string &path) {
   namespace fs = std::filesystem;
-  if (path.empty())
-    return ioError(path, "empty output file name");
-  auto target = followLinks(path);
+  auto target = outputTarget(path);
   if (!target.ok())
     return target.status();
   struct stat st;
@@ -176,9 +181,7 @@ Status checkOutputPath(const std::string &path) {
 }
 
 Status writeOutputFile(const std::string &path, std::span<const uint8_t> data) {
-  if (path.empty())
-    return ioError(path, "empty output file name");
-  auto target = followLinks(path);
+  auto target = outputTarget(path);
   if (!target.ok())
     return target.status();
   struct stat st;

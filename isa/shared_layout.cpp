@@ -83,22 +83,22 @@ private:
 
 } // namespace
 
-Expected<SharedLayout> SharedLayout::rowMajor(std::vector<int64_t> shape) {
-  TILUSVM_TRY(checkShape("row_major", shape));
+Expected<SharedLayout> SharedLayout::contiguous(Kind kind, const char *name,
+                                                std::vector<int64_t> shape) {
+  TILUSVM_TRY(checkShape(name, shape));
   SharedLayout l;
-  l.kind_ = Kind::RowMajor;
+  l.kind_ = kind;
   l.shape_ = std::move(shape);
   l.size_ = l.numElements();
   return l;
 }
 
+Expected<SharedLayout> SharedLayout::rowMajor(std::vector<int64_t> shape) {
+  return contiguous(Kind::RowMajor, "row_major", std::move(shape));
+}
+
 Expected<SharedLayout> SharedLayout::columnMajor(std::vector<int64_t> shape) {
-  TILUSVM_TRY(checkShape("column_major", shape));
-  SharedLayout l;
-  l.kind_ = Kind::ColumnMajor;
-  l.shape_ = std::move(shape);
-  l.size_ = l.numElements();
-  return l;
+  return contiguous(Kind::ColumnMajor, "column_major", std::move(shape));
 }
 
 Expected<SharedLayout> SharedLayout::strided(std::vector<int64_t> shape,

@@ -59,6 +59,9 @@ public:
   friend bool operator==(const SharedLayout &a, const SharedLayout &b);
 
 private:
+  /// rowMajor or columnMajor (`kind`), `name` in its errors.
+  static Expected<SharedLayout> contiguous(Kind kind, const char *name, std::vector<int64_t> shape);
+
   Kind kind_ = Kind::RowMajor;
   std::vector<int64_t> shape_;
   std::vector<int64_t> strides_;

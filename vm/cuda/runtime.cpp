@@ -242,6 +242,21 @@ struct CudaRuntime::Impl {
   std::mutex launchedMutex;
   std::map<CUstream, EventHandle> launched;
 
+  /// A copy of `bytes` `direction` ("into", "out of") a buffer of `capacity` bytes: a runtime
+  /// error when it does not fit, nothing for 0 bytes, else `copyBytes()` in the context.
+  template <typename CopyBytes>
+  Status copy(uint64_t bytes, uint64_t capacity, const char *direction, CopyBytes &&copyBytes) {
+    if (bytes > capacity)
+      return Status::error(ErrorCode::Runtime, "copy of " + std::to_string(bytes) + " bytes " +
+                                                   direction + " a buffer of " +
+                                                   std::to_string(capacity));
+    if (bytes == 0)
+      return Status::success();
+    ContextGuard guard(*api, context.get());
+    TILUSVM_TRY(guard.status());
+    return copyBytes();
+  }
+
   ~Impl() {
     if (!api || !context.get())
       return;
@@ -771,27 +786,15 @@ Expected<DeviceBuffer> CudaRuntime::allocate(uint64_t bytes) {
 }
 
 Status CudaRuntime::copyToDevice(const DeviceBuffer &dst, const void *src, uint64_t bytes) {
-  if (bytes > dst.bytes())
-    return Status::error(ErrorCode::Runtime, "copy of " + std::to_string(bytes) +
-                                                 " bytes into a buffer of " +
-                                                 std::to_string(dst.bytes()));
-  if (bytes == 0)
-    return Status::success();
-  ContextGuard guard(*impl_->api, impl_->context.get());
-  TILUSVM_TRY(guard.status());
-  return TILUSVM_CU_CALL(*impl_->api, cuMemcpyHtoD, dst.address(), src, size_t(bytes));
+  return impl_->copy(bytes, dst.bytes(), "into", [&] {
+    return TILUSVM_CU_CALL(*impl_->api, cuMemcpyHtoD, dst.address(), src, size_t(bytes));
+  });
 }
 
 Status CudaRuntime::copyToHost(void *dst, const DeviceBuffer &src, uint64_t bytes) {
-  if (bytes > src.bytes())
-    return Status::error(ErrorCode::Runtime, "copy of " + std::to_string(bytes) +
-                                                 " bytes out of a buffer of " +
-                                                 std::to_string(src.bytes()));
-  if (bytes == 0)
-    return Status::success();
-  ContextGuard guard(*impl_->api, impl_->context.get());
-  TILUSVM_TRY(guard.status());
-  return TILUSVM_CU_CALL(*impl_->api, cuMemcpyDtoH, dst, src.address(), size_t(bytes));
+  return impl_->copy(bytes, src.bytes(), "out of", [&] {
+    return TILUSVM_CU_CALL(*impl_->api, cuMemcpyDtoH, dst, src.address(), size_t(bytes));
+  });
 }
 
 Status CudaRuntime::synchronize(CUstream stream) {
