@@ -51,6 +51,22 @@ enum class ExprOp : uint8_t {
 #undef TILUSVM_X
 };
 
+/// The case labels of every operator whose Kind is not Arithmetic, generated from the table: an
+/// evaluator or lowerer of the arithmetic operators ends its switch over ExprOp with
+///   TILUSVM_EXPR_OP_CASES_NOT_ARITHMETIC
+///     break; // handled by the caller
+/// so that a new non-arithmetic row needs no edit there and -Wswitch still reports a missing
+/// arithmetic operator.
+#define TILUSVM_EXPR_OP_CASES_NOT_ARITHMETIC TILUSVM_EXPR_OPS(TILUSVM_DETAIL_NOT_ARITHMETIC)
+#define TILUSVM_DETAIL_NOT_ARITHMETIC(Name, Spelling, Arity, Kind)                                 \
+  TILUSVM_DETAIL_NOT_ARITHMETIC_##Kind(Name)
+#define TILUSVM_DETAIL_NOT_ARITHMETIC_Arithmetic(Name)
+#define TILUSVM_DETAIL_NOT_ARITHMETIC_Leaf(Name) case ExprOp::Name:
+#define TILUSVM_DETAIL_NOT_ARITHMETIC_Comparison(Name) case ExprOp::Name:
+#define TILUSVM_DETAIL_NOT_ARITHMETIC_Logical(Name) case ExprOp::Name:
+#define TILUSVM_DETAIL_NOT_ARITHMETIC_Select(Name) case ExprOp::Name:
+#define TILUSVM_DETAIL_NOT_ARITHMETIC_Cast(Name) case ExprOp::Name:
+
 /// How an operator treats its operands: Leaf (Const, Var: none); Arithmetic (computed in the
 /// node's type); Comparison (compared in the operands' common type, gives bool); Logical
 /// (operands tested for != 0, gives bool); Select (condition, then, else); Cast (converts

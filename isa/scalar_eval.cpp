@@ -109,19 +109,7 @@ uint64_t intOp(ExprOp op, DataType t, uint64_t x, uint64_t y) {
     return compare(ExprOp::Lt, t, y, x) ? y : x;
   case ExprOp::Max:
     return compare(ExprOp::Gt, t, y, x) ? y : x;
-  case ExprOp::Const:
-  case ExprOp::Var:
-  case ExprOp::Eq:
-  case ExprOp::Ne:
-  case ExprOp::Lt:
-  case ExprOp::Le:
-  case ExprOp::Gt:
-  case ExprOp::Ge:
-  case ExprOp::LogicalAnd:
-  case ExprOp::LogicalOr:
-  case ExprOp::LogicalNot:
-  case ExprOp::Select:
-  case ExprOp::Cast:
+    TILUSVM_EXPR_OP_CASES_NOT_ARITHMETIC
     break; // not arithmetic: applyScalarOp handles these
   }
   assert(false && "not an arithmetic operator");
@@ -175,19 +163,7 @@ uint64_t floatOp(ExprOp op, DataType t, uint64_t x, uint64_t y) {
   case ExprOp::BitXor:
   case ExprOp::BitNot:
     return intOp(op, DataType::u(t.bits), x, y); // on the raw bits
-  case ExprOp::Const:
-  case ExprOp::Var:
-  case ExprOp::Eq:
-  case ExprOp::Ne:
-  case ExprOp::Lt:
-  case ExprOp::Le:
-  case ExprOp::Gt:
-  case ExprOp::Ge:
-  case ExprOp::LogicalAnd:
-  case ExprOp::LogicalOr:
-  case ExprOp::LogicalNot:
-  case ExprOp::Select:
-  case ExprOp::Cast:
+    TILUSVM_EXPR_OP_CASES_NOT_ARITHMETIC
     break; // not arithmetic: applyScalarOp handles these
   }
   assert(false && "not an arithmetic operator");
@@ -226,41 +202,19 @@ uint64_t logical(ExprOp op, DataType t, const uint64_t *operands) {
 uint64_t applyScalarOp(ExprOp op, DataType operandType, DataType resultType,
                        const uint64_t *operands) {
   DataType boolType = DataType::boolean();
-  switch (op) {
-  case ExprOp::Const:
-  case ExprOp::Var:
+  switch (exprOpKind(op)) {
+  case ExprOpKind::Leaf:
     assert(false && "Const and Var are not operators");
     return 0;
-  case ExprOp::Cast:
+  case ExprOpKind::Cast:
     return convertBits(operands[0], operandType, resultType);
-  case ExprOp::Select:
+  case ExprOpKind::Select:
     return (operands[0] != 0 ? operands[1] : operands[2]) & bitMask(resultType.bits);
-  case ExprOp::Eq:
-  case ExprOp::Ne:
-  case ExprOp::Lt:
-  case ExprOp::Le:
-  case ExprOp::Gt:
-  case ExprOp::Ge:
+  case ExprOpKind::Comparison:
     return convertBits(compare(op, operandType, operands[0], operands[1]), boolType, resultType);
-  case ExprOp::LogicalAnd:
-  case ExprOp::LogicalOr:
-  case ExprOp::LogicalNot:
+  case ExprOpKind::Logical:
     return convertBits(logical(op, operandType, operands), boolType, resultType);
-  case ExprOp::Add:
-  case ExprOp::Sub:
-  case ExprOp::Mul:
-  case ExprOp::Div:
-  case ExprOp::Mod:
-  case ExprOp::Shl:
-  case ExprOp::Shr:
-  case ExprOp::BitAnd:
-  case ExprOp::BitOr:
-  case ExprOp::BitXor:
-  case ExprOp::BitNot:
-  case ExprOp::Neg:
-  case ExprOp::Min:
-  case ExprOp::Max:
-  case ExprOp::CeilDiv:
+  case ExprOpKind::Arithmetic:
     return convertBits(arithmetic(op, operandType, operands), operandType, resultType);
   }
   return 0;
