@@ -14,6 +14,7 @@
 //         StoreGlobal(_t0, gy, offset=[...])    instruction 1, offset expressions after
 #include "assembler/layout_expr.h"
 #include "assembler/lowering.h"
+#include "isa/enum_names.h"
 
 #include <cassert>
 
@@ -25,22 +26,11 @@ std::string argName(const InstructionSpec &spec, size_t index) {
   return std::string("argument '") + spec.args[index].name + "' of '" + spec.name + "'";
 }
 
-const char *kindText(VarKind k) {
-  switch (k) {
-  case VarKind::None:
-  case VarKind::Scalar:
-    return "scalar";
-  case VarKind::Pointer:
-    return "pointer";
-  case VarKind::Register:
-    return "register tensor";
-  case VarKind::Shared:
-    return "shared tensor";
-  case VarKind::Global:
-    return "global tensor";
-  }
-  return "?";
-}
+/// What a variable of a kind is, in "must be ..., got ..." messages (None: a scalar expression).
+constexpr EnumNames<VarKind, 6> kKindTexts{
+    {"scalar", "scalar", "pointer", "register tensor", "shared tensor", "global tensor"}};
+
+const char *kindText(VarKind k) { return kKindTexts.name(k); }
 
 /// Instructions whose register layout may be left out for the assembler to infer.
 bool layoutInferable(Opcode op) {
@@ -361,41 +351,29 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
   Argument arg;
   ExprContext ctx = exprContext();
   std::string what = argName(spec, index);
+  // The argument with `field` set to what a builder gave, or the builder's error.
+  auto built = [&arg](auto value, auto &field) -> Expected<Argument> {
+    if (!value)
+      return value.takeStatus();
+    field = std::move(*value);
+    return std::move(arg);
+  };
   switch (spec.args[index].kind) {
   case ArgKind::Value:
     return valueArgument(value, nested);
   case ArgKind::Expr:
     return exprArgument(what, value);
-  case ArgKind::Int: {
-    auto v = buildIntConstant(value, ctx, ErrorCode::BadArgument, what);
-    if (!v)
-      return v.takeStatus();
-    arg.intValue = *v;
-    return arg;
-  }
+  case ArgKind::Int:
+    return built(buildIntConstant(value, ctx, ErrorCode::BadArgument, what), arg.intValue);
   case ArgKind::Bool:
     return boolArgument(what, value);
-  case ArgKind::DType: {
-    auto dt = buildType(value, ctx, ErrorCode::BadArgument, what + " must be a data type");
-    if (!dt)
-      return dt.takeStatus();
-    arg.dtype = *dt;
-    return arg;
-  }
-  case ArgKind::RegLayout: {
-    auto l = buildRegisterLayout(value, ctx);
-    if (!l)
-      return l.takeStatus();
-    arg.regLayout = std::move(*l);
-    return arg;
-  }
-  case ArgKind::SharedLayout: {
-    auto l = buildSharedLayout(value, ctx);
-    if (!l)
-      return l.takeStatus();
-    arg.sharedLayout = std::move(*l);
-    return arg;
-  }
+  case ArgKind::DType:
+    return built(buildType(value, ctx, ErrorCode::BadArgument, what + " must be a data type"),
+                 arg.dtype);
+  case ArgKind::RegLayout:
+    return built(buildRegisterLayout(value, ctx), arg.regLayout);
+  case ArgKind::SharedLayout:
+    return built(buildSharedLayout(value, ctx), arg.sharedLayout);
   case ArgKind::IntList:
   case ArgKind::ExprList:
   case ArgKind::Offset:

@@ -69,28 +69,6 @@ VarId Scopes::declareTemporary(VarKind kind, DataType dtype, SrcPos pos) {
   return VarId(program_.vars.size() - 1);
 }
 
-namespace {
-
-const char *kindName(VarKind k) {
-  switch (k) {
-  case VarKind::None:
-    return "nothing";
-  case VarKind::Scalar:
-    return "a scalar";
-  case VarKind::Pointer:
-    return "a pointer";
-  case VarKind::Register:
-    return "a register tensor";
-  case VarKind::Shared:
-    return "a shared tensor";
-  case VarKind::Global:
-    return "a global tensor";
-  }
-  return "?";
-}
-
-} // namespace
-
 Expected<VarId> Scopes::bindTarget(const AstName &name, VarKind kind, DataType dtype) {
   Location at = makeLocation(file_, name.pos);
   if (const ConstValue *c = findConstant(name.name))
@@ -116,8 +94,8 @@ Expected<VarId> Scopes::bindTarget(const AstName &name, VarKind kind, DataType d
   std::string declared = " declared at line " + std::to_string(declPos_[found].line);
   if (v.kind != kind)
     return Status::error(ErrorCode::UpdateType,
-                         "update of '" + name.name + "' (" + kindName(v.kind) + declared +
-                             ") with " + kindName(kind),
+                         "update of '" + name.name + "' (" + varKindPhrase(v.kind) + declared +
+                             ") with " + varKindPhrase(kind),
                          at);
   if (kind == VarKind::Scalar && !(v.dtype == dtype))
     return Status::error(ErrorCode::UpdateType,

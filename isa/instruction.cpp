@@ -1,6 +1,8 @@
 // Builds the instruction specifications from isa/instructions.def.
 #include "isa/instruction.h"
 
+#include "isa/enum_names.h"
+
 #include <cassert>
 #include <unordered_map>
 
@@ -50,47 +52,30 @@ const InstructionSpec *findInstruction(std::string_view name) {
   return it == byName.end() ? nullptr : it->second;
 }
 
-const char *reduceOpName(ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Sum:
-    return "sum";
-  case ReduceOp::Max:
-    return "max";
-  case ReduceOp::Min:
-    return "min";
-  case ReduceOp::Prod:
-    return "prod";
-  case ReduceOp::Any:
-    return "any";
-  case ReduceOp::All:
-    return "all";
-  }
-  return "?";
-}
+namespace {
 
-std::optional<ReduceOp> parseReduceOp(std::string_view text) {
-  for (int i = 0; i <= int(ReduceOp::All); ++i)
-    if (text == reduceOpName(ReduceOp(i)))
-      return ReduceOp(i);
-  return std::nullopt;
-}
+constexpr EnumNames<ReduceOp, 6> kReduceOpNames{{"sum", "max", "min", "prod", "any", "all"}};
+static_assert(kReduceOpNames.names.size() == size_t(ReduceOp::All) + 1);
+constexpr EnumNames<MemoryScope, 2> kMemoryScopeNames{{"block", "gpu"}};
+static_assert(kMemoryScopeNames.names.size() == size_t(MemoryScope::Gpu) + 1);
+constexpr EnumNames<VarKind, 6> kVarKindPhrases{{"nothing", "a scalar", "a pointer",
+                                                 "a register tensor", "a shared tensor",
+                                                 "a global tensor"}};
+static_assert(kVarKindPhrases.names.size() == size_t(VarKind::Global) + 1);
 
-const char *memoryScopeName(MemoryScope scope) {
-  switch (scope) {
-  case MemoryScope::Block:
-    return "block";
-  case MemoryScope::Gpu:
-    return "gpu";
-  }
-  return "?";
-}
+} // namespace
+
+const char *reduceOpName(ReduceOp op) { return kReduceOpNames.name(op); }
+
+std::optional<ReduceOp> parseReduceOp(std::string_view text) { return kReduceOpNames.parse(text); }
+
+const char *memoryScopeName(MemoryScope scope) { return kMemoryScopeNames.name(scope); }
 
 std::optional<MemoryScope> parseMemoryScope(std::string_view text) {
-  for (int i = 0; i <= int(MemoryScope::Gpu); ++i)
-    if (text == memoryScopeName(MemoryScope(i)))
-      return MemoryScope(i);
-  return std::nullopt;
+  return kMemoryScopeNames.parse(text);
 }
+
+const char *varKindPhrase(VarKind kind) { return kVarKindPhrases.name(kind); }
 
 const char *argNameText(ArgName name) {
   static constexpr const char *kNames[] = {

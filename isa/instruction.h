@@ -78,6 +78,9 @@ enum class VarKind : uint8_t {
   Shared = 4,   // shared tensor (allocation or view)
   Global = 5,   // global tensor (view over a pointer or workspace)
 };
+/// A variable kind in messages: "a scalar", "a pointer", "a register tensor", ...; "nothing"
+/// for None.
+const char *varKindPhrase(VarKind kind);
 
 enum class ArgKind : uint8_t {
   Value,
