@@ -72,25 +72,19 @@ uint8_t ByteReader::u8(const char *what) {
   return data_[pos_++];
 }
 
-uint32_t ByteReader::u32le(const char *what) {
-  if (!need(4, what))
+uint64_t ByteReader::littleEndian(size_t n, const char *what) {
+  if (!need(n, what))
     return 0;
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i)
-    v |= uint32_t(data_[pos_ + i]) << (8 * i);
-  pos_ += 4;
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i)
+    v |= uint64_t(data_[pos_ + i]) << (8 * i);
+  pos_ += n;
   return v;
 }
 
-uint64_t ByteReader::u64le(const char *what) {
-  if (!need(8, what))
-    return 0;
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i)
-    v |= uint64_t(data_[pos_ + i]) << (8 * i);
-  pos_ += 8;
-  return v;
-}
+uint32_t ByteReader::u32le(const char *what) { return uint32_t(littleEndian(4, what)); }
+
+uint64_t ByteReader::u64le(const char *what) { return littleEndian(8, what); }
 
 uint64_t ByteReader::uleb(const char *what) {
   size_t start = pos_;

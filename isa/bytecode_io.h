@@ -97,6 +97,8 @@ public:
 
 private:
   bool need(size_t n, const char *what);
+  /// An unsigned little-endian value of n <= 8 bytes.
+  uint64_t littleEndian(size_t n, const char *what);
 
   std::span<const uint8_t> data_;
   size_t pos_ = 0;

@@ -196,6 +196,15 @@ struct SharedBound {
 std::optional<SharedLayout> readShared(ByteReader &r, const BytecodeLimits &limits,
                                        DecodeBudget &budget, uint32_t depth, SharedBound &bound);
 
+/// The layout a factory built, or nullopt with the factory's error reported at offset `at`.
+std::optional<SharedLayout> builtLayout(ByteReader &r, size_t at, Expected<SharedLayout> built) {
+  if (!built) {
+    r.failAt(at, "shared layout: " + built.status().first().message);
+    return std::nullopt;
+  }
+  return std::move(built).value();
+}
+
 std::optional<SharedLayout> readSharedLeaf(ByteReader &r, const BytecodeLimits &limits,
                                            DecodeBudget &budget, SharedLayout::Kind kind,
                                            SharedBound &bound) {
@@ -223,15 +232,10 @@ std::optional<SharedLayout> readSharedLeaf(ByteReader &r, const BytecodeLimits &
   }
   if (!charge(r, limits, budget, std::max(bound.elements, bound.extent), start))
     return std::nullopt;
-  Expected<SharedLayout> built = kind == Kind::RowMajor ? SharedLayout::rowMajor(shape)
-                                 : kind == Kind::ColumnMajor
-                                     ? SharedLayout::columnMajor(shape)
-                                     : SharedLayout::strided(shape, strides);
-  if (!built) {
-    r.fail("shared layout: " + built.status().first().message);
-    return std::nullopt;
-  }
-  return std::move(built).value();
+  return builtLayout(r, r.offset(),
+                     kind == Kind::RowMajor      ? SharedLayout::rowMajor(shape)
+                     : kind == Kind::ColumnMajor ? SharedLayout::columnMajor(shape)
+                                                 : SharedLayout::strided(shape, strides));
 }
 
 std::optional<SharedLayout> readSharedTile(ByteReader &r, const BytecodeLimits &limits,
@@ -253,12 +257,7 @@ std::optional<SharedLayout> readSharedTile(ByteReader &r, const BytecodeLimits &
   }
   if (!charge(r, limits, budget, std::max(bound.elements, bound.extent), r.offset()))
     return std::nullopt;
-  Expected<SharedLayout> built = SharedLayout::tile(*outer, *inner);
-  if (!built) {
-    r.fail("shared layout: " + built.status().first().message);
-    return std::nullopt;
-  }
-  return std::move(built).value();
+  return builtLayout(r, r.offset(), SharedLayout::tile(*outer, *inner));
 }
 
 std::optional<SharedLayout> readSharedSwizzle(ByteReader &r, const BytecodeLimits &limits,
@@ -290,12 +289,7 @@ std::optional<SharedLayout> readSharedSwizzle(ByteReader &r, const BytecodeLimit
   bound.nodes += 1;
   if (!charge(r, limits, budget, std::max(bound.elements, bound.extent) * bound.nodes, at))
     return std::nullopt;
-  Expected<SharedLayout> built = SharedLayout::swizzle(*inner, bits, base, shift);
-  if (!built) {
-    r.failAt(at, "shared layout: " + built.status().first().message);
-    return std::nullopt;
-  }
-  return std::move(built).value();
+  return builtLayout(r, at, SharedLayout::swizzle(*inner, bits, base, shift));
 }
 
 std::optional<SharedLayout> readShared(ByteReader &r, const BytecodeLimits &limits,

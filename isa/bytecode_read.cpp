@@ -55,8 +55,11 @@ private:
   void readBlock(std::vector<Stmt> &block, uint32_t depth);
   void readStmt(Stmt &s, uint32_t depth);
   void readInstructionStmt(Stmt &s);
+  /// An index below `count` (`items` names what it indexes in the error), 0 on an error.
+  uint32_t index(const char *what, size_t count, const char *items);
   VarId varId(const char *what);
   ExprId exprId(const char *what);
+  int64_t enumByte(size_t at, const char *what, int last);
   void context(const std::string &what) { r_.setContext(where_ + " " + what); }
   bool charge(uint64_t bytes) { return chargeMemory(r_, limits_, budget_, bytes); }
 
@@ -249,6 +252,15 @@ void ProgramReader::readInstruction(Instruction &inst) {
   }
 }
 
+/// A one-byte enumerator of at most `last`; `what` names it in the error.
+int64_t ProgramReader::enumByte(size_t at, const char *what, int last) {
+  int64_t value = r_.u8(what);
+  if (r_.ok() && value > last)
+    r_.failAt(at,
+              std::string(what) + " " + std::to_string(value) + " exceeds " + std::to_string(last));
+  return value;
+}
+
 void ProgramReader::readArgument(ArgKind kind, Argument &a) {
   size_t at = r_.offset();
   switch (kind) {
@@ -274,16 +286,10 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
     a.intValue = r_.boolean("bool argument") ? 1 : 0;
     return;
   case ArgKind::ReduceOp:
-    a.intValue = r_.u8("reduce op");
-    if (r_.ok() && a.intValue > int64_t(ReduceOp::All))
-      r_.failAt(at, "reduce op " + std::to_string(a.intValue) + " exceeds " +
-                        std::to_string(int(ReduceOp::All)));
+    a.intValue = enumByte(at, "reduce op", int(ReduceOp::All));
     return;
   case ArgKind::MemoryScope:
-    a.intValue = r_.u8("memory scope");
-    if (r_.ok() && a.intValue > int64_t(MemoryScope::Gpu))
-      r_.failAt(at, "memory scope " + std::to_string(a.intValue) + " exceeds " +
-                        std::to_string(int(MemoryScope::Gpu)));
+    a.intValue = enumByte(at, "memory scope", int(MemoryScope::Gpu));
     return;
   case ArgKind::DType:
     a.dtype = r_.dtype("dtype argument");
@@ -410,22 +416,19 @@ void ProgramReader::readInstructionStmt(Stmt &s) {
   referenced_[s.index] = 1;
 }
 
-VarId ProgramReader::varId(const char *what) {
+uint32_t ProgramReader::index(const char *what, size_t count, const char *items) {
   size_t at = r_.offset();
   uint32_t id = r_.u32(what);
-  if (r_.ok() && id >= p_.vars.size())
+  if (r_.ok() && id >= count)
     r_.failAt(at, std::string(what) + " " + std::to_string(id) + " is out of range (" +
-                      std::to_string(p_.vars.size()) + " variables)");
+                      std::to_string(count) + " " + items + ")");
   return r_.ok() ? id : 0;
 }
 
+VarId ProgramReader::varId(const char *what) { return index(what, p_.vars.size(), "variables"); }
+
 ExprId ProgramReader::exprId(const char *what) {
-  size_t at = r_.offset();
-  uint32_t id = r_.u32(what);
-  if (r_.ok() && id >= p_.exprs.size())
-    r_.failAt(at, std::string(what) + " " + std::to_string(id) + " is out of range (" +
-                      std::to_string(p_.exprs.size()) + " expressions)");
-  return r_.ok() ? id : 0;
+  return index(what, p_.exprs.size(), "expressions");
 }
 
 SourceLoc readLoc(ByteReader &r) {
