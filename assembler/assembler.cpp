@@ -29,6 +29,22 @@ std::set<std::string> reservedTemporaryNames(const std::vector<Token> &tokens) {
   return names;
 }
 
+/// A module's syntax tree and the temporary names its source reserves.
+struct ParsedSource {
+  AstModule ast;
+  std::set<std::string> reserved;
+};
+
+Expected<ParsedSource> parseSource(std::string_view source, const std::string &fileName) {
+  auto tokens = tokenize(source, fileName);
+  if (!tokens)
+    return tokens.takeStatus();
+  auto ast = parseModule(*tokens, fileName);
+  if (!ast)
+    return ast.takeStatus();
+  return ParsedSource{std::move(*ast), reservedTemporaryNames(*tokens)};
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
     s.remove_prefix(1);
@@ -245,15 +261,11 @@ Status ModuleAssembler::program(const AstProgram &ast, Module &module) {
 } // namespace
 
 Expected<Module> assemble(std::string_view source, const AssembleOptions &options) {
-  auto tokens = tokenize(source, options.fileName);
-  if (!tokens)
-    return tokens.takeStatus();
-  auto ast = parseModule(*tokens, options.fileName);
-  if (!ast)
-    return ast.takeStatus();
-  std::set<std::string> reserved = reservedTemporaryNames(*tokens);
+  auto parsed = parseSource(source, options.fileName);
+  if (!parsed)
+    return parsed.takeStatus();
   Module module;
-  Status st = ModuleAssembler(options, reserved).run(*ast, module);
+  Status st = ModuleAssembler(options, parsed->reserved).run(parsed->ast, module);
   if (!st.ok())
     return st;
   if (options.keepSource) {
@@ -266,18 +278,14 @@ Expected<Module> assemble(std::string_view source, const AssembleOptions &option
 
 Expected<std::string> stripPerformanceLayouts(std::string_view source,
                                               const AssembleOptions &options) {
-  auto tokens = tokenize(source, options.fileName);
-  if (!tokens)
-    return tokens.takeStatus();
-  auto ast = parseModule(*tokens, options.fileName);
-  if (!ast)
-    return ast.takeStatus();
-  std::set<std::string> reserved = reservedTemporaryNames(*tokens);
+  auto parsed = parseSource(source, options.fileName);
+  if (!parsed)
+    return parsed.takeStatus();
   Module module;
   std::vector<std::pair<Program, InferInput>> programs;
-  ModuleAssembler assembler(options, reserved);
+  ModuleAssembler assembler(options, parsed->reserved);
   assembler.capture(&programs);
-  Status st = assembler.run(*ast, module);
+  Status st = assembler.run(parsed->ast, module);
   if (!st.ok())
     return st;
   std::vector<PerformanceLayout> layouts;

@@ -21,6 +21,7 @@
 
 #include "assembler/layout_rules.h"
 #include "assembler/lexer.h"
+#include "isa/shape.h"
 #include "isa/wgmma_fragment.h"
 
 #include <algorithm>
@@ -194,10 +195,7 @@ private:
                const std::string &why);
   int64_t bytesOf(VarId v) const {
     const Tensor &t = t_[v];
-    int64_t n = 1;
-    for (int64_t s : t.shape)
-      n *= s;
-    return n * std::max(1, t.dtype.storageBits() / 8);
+    return productOf(t.shape) * std::max(1, t.dtype.storageBits() / 8);
   }
 
   const Program &p_;

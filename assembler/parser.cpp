@@ -103,6 +103,7 @@ private:
     return Status::success();
   }
   Expected<AstName> name(const char *what);
+  Status nameList(const char *what, std::vector<AstName> &out);
 
   Status constDecl(AstConst &out);
   Status program(AstProgram &out);
@@ -119,6 +120,7 @@ private:
   Expected<AstExprPtr> ternary();
   Expected<AstExprPtr> logicalOr();
   Expected<AstExprPtr> logicalAnd();
+  Expected<AstExprPtr> keywordChain(const char *keyword, Expected<AstExprPtr> (Parser::*operand)());
   Expected<AstExprPtr> logicalNot();
   Expected<AstExprPtr> comparison();
   Expected<AstExprPtr> binaryLevel(int level);
@@ -218,18 +220,24 @@ Expected<AstExprPtr> Parser::standalone() {
   return e;
 }
 
-Status Parser::constDecl(AstConst &out) {
-  out.pos = cur().pos;
-  advance(); // const
+/// `NAME (, NAME)*`, appended to `out`; `what` names them in the error.
+Status Parser::nameList(const char *what, std::vector<AstName> &out) {
   do {
-    auto n = name("a constant name");
+    auto n = name(what);
     if (!n)
       return n.takeStatus();
-    out.names.push_back(*n);
+    out.push_back(*n);
     if (!isOp(","))
       break;
     advance();
   } while (true);
+  return Status::success();
+}
+
+Status Parser::constDecl(AstConst &out) {
+  out.pos = cur().pos;
+  advance(); // const
+  TILUSVM_TRY(nameList("a constant name", out.names));
   SrcPos eqPos = cur().pos;
   TILUSVM_TRY(expectOp("="));
   do {
@@ -373,15 +381,7 @@ Status Parser::statement(AstStmt &out) {
 
 Status Parser::assignment(AstStmt &out) {
   out.kind = AstStmtKind::Assign;
-  do {
-    auto n = name("an assignment target");
-    if (!n)
-      return n.takeStatus();
-    out.targets.push_back(*n);
-    if (!isOp(","))
-      break;
-    advance();
-  } while (true);
+  TILUSVM_TRY(nameList("an assignment target", out.targets));
   if (isOp(":")) {
     if (out.targets.size() != 1)
       return error("a type annotation needs a single target");
@@ -524,33 +524,25 @@ AstExprPtr makeBinary(std::string op, SrcPos at, AstExprPtr a, AstExprPtr b) {
   return node;
 }
 
-Expected<AstExprPtr> Parser::logicalOr() {
-  auto lhs = logicalAnd();
-  while (lhs && isName("or")) {
+/// A left-associative chain `operand (keyword operand)*` of `or` or `and`.
+Expected<AstExprPtr> Parser::keywordChain(const char *keyword,
+                                          Expected<AstExprPtr> (Parser::*operand)()) {
+  auto lhs = (this->*operand)();
+  while (lhs && isName(keyword)) {
     SrcPos at = cur().pos;
     advance();
-    auto rhs = logicalAnd();
+    auto rhs = (this->*operand)();
     if (!rhs)
       return rhs;
-    lhs = makeBinary("or", at, std::move(*lhs), std::move(*rhs));
+    lhs = makeBinary(keyword, at, std::move(*lhs), std::move(*rhs));
     TILUSVM_TRY(tooLong(**lhs));
   }
   return lhs;
 }
 
-Expected<AstExprPtr> Parser::logicalAnd() {
-  auto lhs = logicalNot();
-  while (lhs && isName("and")) {
-    SrcPos at = cur().pos;
-    advance();
-    auto rhs = logicalNot();
-    if (!rhs)
-      return rhs;
-    lhs = makeBinary("and", at, std::move(*lhs), std::move(*rhs));
-    TILUSVM_TRY(tooLong(**lhs));
-  }
-  return lhs;
-}
+Expected<AstExprPtr> Parser::logicalOr() { return keywordChain("or", &Parser::logicalAnd); }
+
+Expected<AstExprPtr> Parser::logicalAnd() { return keywordChain("and", &Parser::logicalNot); }
 
 Expected<AstExprPtr> Parser::logicalNot() {
   if (!isName("not"))

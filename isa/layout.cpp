@@ -12,6 +12,7 @@
 // local [0]. docs/layouts.md explains the form and why canonical forms are unique.
 #include "isa/layout.h"
 #include "isa/layout_internal.h"
+#include "isa/shape.h"
 
 #include <array>
 #include <xxhash.h>
@@ -374,12 +375,7 @@ Expected<RegisterLayout> RegisterLayout::reduce(int dim, bool keepDim) const {
   return LayoutAccess::create(compactModes(std::move(raw)));
 }
 
-int64_t RegisterLayout::numElements() const {
-  int64_t n = 1;
-  for (int64_t s : shape_)
-    n *= s;
-  return n;
-}
+int64_t RegisterLayout::numElements() const { return productOf(shape_); }
 
 bool RegisterLayout::isReplicated() const {
   // Non-replication modes are digits that (t, i) and the index share one to one; only a

@@ -10,6 +10,8 @@
 // [8, 16], size 128, and offset(5, 9) = row_major(2,2)(1, 0) * 32 + row_major(4,8)(1, 1) = 73.
 #include "isa/shared_layout.h"
 
+#include "isa/shape.h"
+
 #include <algorithm>
 #include <array>
 
@@ -175,12 +177,7 @@ Expected<SharedLayout> SharedLayout::swizzle(const SharedLayout &inner, int64_t 
   return l;
 }
 
-int64_t SharedLayout::numElements() const {
-  int64_t n = 1;
-  for (int64_t s : shape_)
-    n *= s;
-  return n;
-}
+int64_t SharedLayout::numElements() const { return productOf(shape_); }
 
 int64_t SharedLayout::offset(const int64_t *index) const {
   const size_t rank = shape_.size();

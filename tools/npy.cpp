@@ -8,6 +8,7 @@
 #include "tools/npy.h"
 
 #include "isa/file_io.h"
+#include "isa/shape.h"
 
 #include <algorithm>
 #include <cctype>
@@ -166,12 +167,7 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 } // namespace
 
-int64_t Array::elements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t Array::elements() const { return productOf(shape); }
 
 Expected<int> itemSize(const std::string &descr) {
   if (descr.size() < 3 || std::string("<>|=").find(descr[0]) == std::string::npos ||
@@ -203,12 +199,8 @@ std::string descrFor(DataType dtype) {
   if (dtype.isBool())
     return "|b1";
   if (dtype.isFloat()) {
-    if (dtype == DataType::f16())
-      return "<f2";
-    if (dtype == DataType::f32())
-      return "<f4";
-    if (dtype == DataType::f64())
-      return "<f8";
+    if (dtype == DataType::f16() || dtype == DataType::f32() || dtype == DataType::f64())
+      return "<f" + std::to_string(dtype.bits / 8); // IEEE binary16, 32, 64
     if (dtype == DataType::bf16())
       return "<u2";
     return "|u1"; // FP8 and the other floats of 8 bits or fewer

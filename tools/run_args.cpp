@@ -7,6 +7,7 @@
 #include "tools/run_args.h"
 
 #include "isa/convert.h"
+#include "isa/shape.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -138,12 +139,7 @@ Expected<uint64_t> parseScalar(std::string_view text, DataType dtype) {
   return parseIntegerValue(text, dtype);
 }
 
-int64_t BufferSpec::explicitElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t BufferSpec::explicitElements() const { return productOf(shape); }
 
 Expected<BufferSpec> parseBufferSpec(std::string_view text) {
   BufferSpec spec;
