@@ -97,6 +97,14 @@ template <typename Body> int guarded(Body &&body) noexcept {
   return tilus::capi::errorBoundary(std::forward<Body>(body));
 }
 
+/// The destroy functions: frees a handle (NULL is allowed) inside the error boundary.
+template <typename Handle> int destroyHandle(Handle handle) {
+  return guarded([&]() -> int {
+    delete handle;
+    return TILUSVM_OK;
+  });
+}
+
 int nullArgument(const char *function, const char *what) {
   return fail(TILUSVM_ERROR_INVALID_ARGUMENT, std::string(function) + ": " + what + " is NULL");
 }
@@ -306,12 +314,7 @@ TILUSVM_API int tilusvm_module_load_file(const char *path, tilusvm_module *out) 
   });
 }
 
-TILUSVM_API int tilusvm_module_destroy(tilusvm_module module) {
-  return guarded([&]() -> int {
-    delete module;
-    return TILUSVM_OK;
-  });
-}
+TILUSVM_API int tilusvm_module_destroy(tilusvm_module module) { return destroyHandle(module); }
 
 TILUSVM_API int tilusvm_module_program_count(tilusvm_module module, size_t *out) {
   return guarded([&]() -> int {
@@ -416,12 +419,7 @@ TILUSVM_API int tilusvm_runtime_create(int device, tilusvm_runtime *out) {
   });
 }
 
-TILUSVM_API int tilusvm_runtime_destroy(tilusvm_runtime runtime) {
-  return guarded([&]() -> int {
-    delete runtime;
-    return TILUSVM_OK;
-  });
-}
+TILUSVM_API int tilusvm_runtime_destroy(tilusvm_runtime runtime) { return destroyHandle(runtime); }
 
 TILUSVM_API int tilusvm_runtime_device_name(tilusvm_runtime runtime, const char **out) {
   return guarded([&]() -> int {
@@ -544,12 +542,7 @@ TILUSVM_API int tilusvm_kernel_get(tilusvm_runtime runtime, tilusvm_module modul
   });
 }
 
-TILUSVM_API int tilusvm_kernel_destroy(tilusvm_kernel kernel) {
-  return guarded([&]() -> int {
-    delete kernel;
-    return TILUSVM_OK;
-  });
-}
+TILUSVM_API int tilusvm_kernel_destroy(tilusvm_kernel kernel) { return destroyHandle(kernel); }
 
 TILUSVM_API int tilusvm_kernel_prepare(tilusvm_kernel kernel, const tilusvm_arg *args,
                                        size_t num_args, void *stream) {
