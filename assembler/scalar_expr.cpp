@@ -145,6 +145,8 @@ public:
   Expected<TypedExpr> build(const AstExpr &ast);
 
 private:
+  /// Every child of `ast` built in order; the first error stops.
+  Expected<std::vector<TypedExpr>> children(const AstExpr &ast);
   Status error(ErrorCode code, SrcPos at, std::string message) const {
     return Status::error(code, std::move(message), makeLocation(ctx_.fileName, at));
   }
@@ -177,13 +179,10 @@ Expected<TypedExpr> Builder::build(const AstExpr &ast) {
     if ((ast.text == "==" || ast.text == "!=") &&
         (isTypeExpr(*ast.children[0], ctx_) || isTypeExpr(*ast.children[1], ctx_)))
       return typeComparison(ast);
-    auto a = build(*ast.children[0]);
-    if (!a)
-      return a;
-    auto b = build(*ast.children[1]);
-    if (!b)
-      return b;
-    return binary(*findBinaryOp(ast.text), ast.pos, std::move(*a), std::move(*b));
+    auto ops = children(ast);
+    if (!ops)
+      return ops.takeStatus();
+    return binary(*findBinaryOp(ast.text), ast.pos, std::move((*ops)[0]), std::move((*ops)[1]));
   }
   case AstKind::Ternary:
     return ternary(ast);
@@ -323,29 +322,36 @@ Expected<TypedExpr> Builder::binary(const BinaryOpInfo &info, SrcPos at, TypedEx
   return makeOp(info.op, result, std::move(ops));
 }
 
+Expected<std::vector<TypedExpr>> Builder::children(const AstExpr &ast) {
+  std::vector<TypedExpr> built;
+  for (const AstExprPtr &child : ast.children) {
+    auto e = build(*child);
+    if (!e)
+      return e.takeStatus();
+    built.push_back(std::move(*e));
+  }
+  return built;
+}
+
+// `then if cond else other`: the children in source order.
 Expected<TypedExpr> Builder::ternary(const AstExpr &ast) {
-  auto then = build(*ast.children[0]);
-  if (!then)
-    return then;
-  auto cond = build(*ast.children[1]);
-  if (!cond)
-    return cond;
-  auto other = build(*ast.children[2]);
-  if (!other)
-    return other;
-  if (!isCondition(cond->dtype))
+  auto built = children(ast);
+  if (!built)
+    return built.takeStatus();
+  TypedExpr &then = (*built)[0], &cond = (*built)[1], &other = (*built)[2];
+  if (!isCondition(cond.dtype))
     return error(ErrorCode::DtypeMismatch, ast.children[1]->pos,
-                 "condition must be bool or an integer, got " + cond->dtype.name());
-  DataType ta = then->dtype, tb = other->dtype;
+                 "condition must be bool or an integer, got " + cond.dtype.name());
+  DataType ta = then.dtype, tb = other.dtype;
   std::optional<DataType> common = ta == tb ? ta : promoteScalarTypes(ta, tb);
   if (!common)
     return error(ErrorCode::DtypeMismatch, ast.pos,
                  "branches of a conditional expression have incompatible types " + ta.name() +
                      " and " + tb.name());
   std::vector<TypedExpr> ops;
-  ops.push_back(std::move(*cond));
-  ops.push_back(castTo(std::move(*then), *common));
-  ops.push_back(castTo(std::move(*other), *common));
+  ops.push_back(std::move(cond));
+  ops.push_back(castTo(std::move(then), *common));
+  ops.push_back(castTo(std::move(other), *common));
   return makeOp(ExprOp::Select, *common, std::move(ops));
 }
 
