@@ -1,5 +1,5 @@
-// Data movement (MemoryLowering): LoadShared / StoreShared, LoadScalar and the slot grouping and
-// shared-offset splitting of memory_util.h (LoadGlobal / StoreGlobal are in
+// Data movement (MemoryLowering): LoadShared / StoreShared, LoadScalar, StoreScalar and the slot
+// grouping and shared-offset splitting of memory_util.h (LoadGlobal / StoreGlobal are in
 // lower_memory_global.cpp, ldmatrix in lower_memory_ldmatrix.cpp, the asynchronous copies in
 // lower_memory_async.cpp; the tiles and element primitives that other families use too are in
 // emit_memory.cpp).
@@ -186,6 +186,34 @@ Status MemoryLowering::visitLoadScalar(const Instruction &inst) {
     return cg.loadElement(tile.ptr, tile.offset, t);
   });
   cg.writeScalar(r, cg.convert(v, t, want));
+  return Status::success();
+}
+
+// ---- StoreScalar --------------------------------------------------------------------------------
+
+// Thread 0 converts the value and stores the element (guarded by the bounds test for global
+// tensors); the checker refuses sub-byte elements, so the store touches no neighbour.
+Status MemoryLowering::visitStoreScalar(const Instruction &inst) {
+  VarId dst = inst.arg(ArgName::dst).var;
+  const Argument &offset = inst.arg(ArgName::offset);
+  const Argument &value = inst.arg(ArgName::value);
+  llvm::Value *first = b.CreateICmpEQ(cg.tid(), cg.constI32(0));
+  if (info.vars[dst].kind == VarKind::Shared) {
+    SharedTile tile = cg.sharedTile(cg.readShared(dst), offset);
+    if (!tile.dims.empty())
+      return cg.error(ErrorCode::OffsetRank, inst, "StoreScalar offset has slice entries");
+    llvm::Value *v = cg.scalarArg(value, tile.dtype);
+    llvm::Value *elem = cg.sharedOffset(tile.root, tile.origin);
+    llvm::Value *root = cg.sharedElementAddress(tile.root, cg.constI64(0), tile.dtype);
+    cg.emitIf(first, "store_scalar", [&] { cg.storeElement(root, elem, tile.dtype, v); });
+    return Status::success();
+  }
+  GlobalTile tile = cg.globalTile(cg.readGlobal(dst), offset);
+  if (!tile.lo.empty())
+    return cg.error(ErrorCode::OffsetRank, inst, "StoreScalar offset has slice entries");
+  llvm::Value *v = cg.scalarArg(value, tile.dtype);
+  cg.emitIf(b.CreateAnd(first, tile.valid), "store_scalar",
+            [&] { cg.storeElement(tile.ptr, tile.offset, tile.dtype, v); });
   return Status::success();
 }
 

@@ -152,6 +152,29 @@ bool ProgramChecker::visitLoadScalar(const Instruction &inst, Results &r) {
   return true;
 }
 
+/// StoreScalar (docs/isa.md): one element of a global or shared tensor of at least 8 bits, every
+/// offset entry a fixed index, written with a scalar expression's value.
+bool ProgramChecker::visitStoreScalar(const Instruction &inst, Results &) {
+  const Argument &dst = inst.arg(ArgName::dst);
+  VarKind kind = dst.var != kNoId ? info_.vars[dst.var].kind : VarKind::Scalar;
+  if (kind != VarKind::Global && kind != VarKind::Shared)
+    return fail(ErrorCode::Scope,
+                "StoreScalar into " +
+                    (dst.var != kNoId ? varName(dst.var) : std::string("a scalar")) +
+                    ": expected a global or shared tensor");
+  const VarType &memory = info_.vars[dst.var];
+  for (const OffsetEntry &e : inst.arg(ArgName::offset).offsets)
+    if (e.slice)
+      return fail(ErrorCode::OffsetRank,
+                  "StoreScalar offset entries must be fixed indices `e`, not slices `e:`");
+  if (memory.dtype.storageBits() < 8)
+    return fail(ErrorCode::DtypeMismatch,
+                "StoreScalar into " + varName(dst.var) + " of " + memory.dtype.name() +
+                    ": a sub-byte element shares its byte with its neighbours; use StoreGlobal "
+                    "or StoreShared of a tile");
+  return checkAccess(inst, memory, dst.var, {}, "the scalar");
+}
+
 bool ProgramChecker::visitCopyAsyncWaitGroup(const Instruction &inst, Results &) {
   return checkGroupCount(inst, std::nullopt);
 }

@@ -173,6 +173,8 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     b = LoadShared(sh, layout=spatial(64), offset=[0, 0:])
     ls = LoadScalar(gs, offset=[n - 1], dtype=i64)
     lt = LoadScalar(x=sh, offset=[1, 3], dtype=f32)
+    StoreScalar(gs, offset=[n - 1], value=lt * 2.0)
+    StoreScalar(dst=sh, offset=[0, 2], value=n)
     StoreGlobal(a, g, offset=[bz * 2:, 3])
     StoreShared(b, sh)
     CopyAsync(sh, g, offset=[0:, 0:])

@@ -921,6 +921,35 @@ def walk<8>(i32* table, i32* lens, f32* data, u4* q_ptr, f16* h_ptr, f32* out) t
   runCase(c);
 }
 
+DIFF_CASE("StoreScalar: global and shared elements, conversions, indices outside the view") {
+  // Block b writes counts[b], a converted f16 and a u8 (the low 8 bits) per block, an element of
+  // a view slice that is outside the view for some blocks (not written), and an element of
+  // shared memory read back by every thread.
+  Case c;
+  c.name = "store_scalar";
+  c.source = R"(
+def put<8>(i32* counts, f16* h_ptr, u8* flags, f32* data, f32* out) threads=64:
+    b = BlockIndices()
+    x = LoadScalar(ViewGlobal(data, shape=[8]), offset=[b], dtype=f32)
+    StoreScalar(ViewGlobal(counts, shape=[8]), offset=[b], value=b * 1000 - 3)
+    StoreScalar(ViewGlobal(h_ptr, shape=[8]), offset=[b], value=x * 3.0)
+    StoreScalar(ViewGlobal(flags, shape=[8]), offset=[b], value=b * 77 + 200)
+    StoreScalar(SliceGlobal(ViewGlobal(counts, shape=[12]), offset=[8:]), offset=[b - 2], value=b)
+    s = AllocateShared(f32, shape=[4])
+    StoreScalar(s, offset=[b % 4], value=x + 1.0)
+    Synchronize()
+    v = LoadShared(SliceShared(s, offset=[b % 4:], shape=[1]), layout=local(1).replicate(64))
+    i = Iota(layout=spatial(64), dim=0, dtype=f32)
+    StoreGlobal(Add(i, v), ViewGlobal(out, shape=[8, 64]), offset=[b, 0:])
+)";
+  c.buffers = {{"counts", DataType::i32(), 12, Fill::Zero},
+               {"h_ptr", DataType::f16(), 8, Fill::Zero},
+               {"flags", DataType::u(8), 8, Fill::Zero},
+               {"data", DataType::f32(), 8, Fill::Moderate},
+               {"out", DataType::f32(), 8 * 64, Fill::Zero}};
+  runCase(c);
+}
+
 DIFF_CASE("Print gives the interpreter's text") {
   Case c;
   c.name = "print";

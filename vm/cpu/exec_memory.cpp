@@ -1,5 +1,6 @@
 // Data movement between memory and registers: LoadGlobal, StoreGlobal, LoadShared,
-// StoreShared, LoadScalar (one element into a block-uniform scalar), and the asynchronous
+// StoreShared, LoadScalar (one element into a block-uniform scalar), StoreScalar (a scalar into
+// one element, written by thread 0), and the asynchronous
 // copies (CopyAsync, commit, wait).
 //
 // Loads read each logical element of the tile once and hand it to every owner slot; stores
@@ -79,6 +80,20 @@ Status Exec::visitLoadScalar(BlockState &b, uint32_t index) {
       }));
   b.scalars[r] = dtype == resultType ? value : convertBits(value, dtype, resultType);
   return Status::success();
+}
+
+Status Exec::visitStoreScalar(BlockState &b, uint32_t index) {
+  const Instruction &inst = b.program.instructions[index];
+  ExprId value = inst.arg(ArgName::value).expr;
+  DataType valueType = b.program.expr(value).dtype;
+  uint64_t v = b.eval(value);
+  // written once, by thread 0 (a global element outside the tensor is not written)
+  return forEachAccessElement(
+      b, index, inst.arg(ArgName::dst).var, {}, AccessKind::Write, "writes",
+      [](int64_t) { return 0; },
+      [&](int64_t, const ElementAt &at) {
+        at.write(at.dtype == valueType ? v : convertBits(v, valueType, at.dtype));
+      });
 }
 
 Status Exec::visitCopyAsync(BlockState &b, uint32_t index) {
