@@ -567,6 +567,22 @@ std::vector<llvm::Value *> Codegen::emitIf(llvm::Value *cond, const llvm::Twine 
   return values;
 }
 
+void Codegen::emitIfElse(llvm::Value *cond, const llvm::Twine &name,
+                         llvm::function_ref<void()> then, llvm::function_ref<void()> otherwise) {
+  llvm::Function *fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock *thenBlock = llvm::BasicBlock::Create(ctx, name, fn);
+  llvm::BasicBlock *elseBlock = llvm::BasicBlock::Create(ctx, name + ".else", fn);
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, name + ".end", fn);
+  b.CreateCondBr(cond, thenBlock, elseBlock);
+  b.SetInsertPoint(elseBlock);
+  otherwise();
+  b.CreateBr(join);
+  b.SetInsertPoint(thenBlock);
+  then();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+}
+
 std::vector<llvm::Value *> Codegen::emitCountedLoop(const llvm::Twine &name, llvm::Value *start,
                                                     llvm::Value *end, int64_t step,
                                                     const std::vector<llvm::Value *> &init,

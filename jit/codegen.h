@@ -183,6 +183,11 @@ public:
   std::vector<llvm::Value *> emitIf(llvm::Value *cond, const llvm::Twine &name,
                                     const std::vector<llvm::Value *> &otherwise,
                                     llvm::function_ref<std::vector<llvm::Value *>()> then);
+  /// Emits `then` where `cond` (i1) holds and `otherwise` where it does not, both continuing
+  /// after (blocks `name`, `name.else` and `name.end`, laid out in that order; `otherwise` is
+  /// emitted first). The builder ends in `name.end`.
+  void emitIfElse(llvm::Value *cond, const llvm::Twine &name, llvm::function_ref<void()> then,
+                  llvm::function_ref<void()> otherwise);
   /// A counted loop tested at the bottom: for i = start, start + step, ... while i < end
   /// (signed, i64), with loop-carried values that start as `init` and become what `body`
   /// returns. The body runs at least once unless `mayBeEmpty` (then `start < end` is tested

@@ -121,33 +121,18 @@ public:
       return;
     }
     // Run-time test (block-uniform): every global chunk is aligned; otherwise element copies.
-    llvm::BasicBlock *vecBlock = newBlock("cpasync");
-    llvm::BasicBlock *slowBlock = newBlock("cpasync.elem");
-    llvm::BasicBlock *join = newBlock("cpasync.end");
-    b_.CreateCondBr(globalChunksAligned(), vecBlock, slowBlock);
-    b_.SetInsertPoint(slowBlock);
-    elementPath(false);
-    b_.CreateBr(join);
-    b_.SetInsertPoint(vecBlock);
-    // Run-time test (block-uniform): the whole tile in bounds. Then no chunk needs a bounds
-    // test, a src-size or the below-the-range path: the interior tiles of a matrix program.
-    llvm::BasicBlock *fullBlock = newBlock("cpasync.full");
-    llvm::BasicBlock *edgeBlock = newBlock("cpasync.edge");
-    b_.CreateCondBr(tileInBounds(), fullBlock, edgeBlock);
-    b_.SetInsertPoint(edgeBlock);
-    vectorPath();
-    b_.CreateBr(join);
-    b_.SetInsertPoint(fullBlock);
-    fullTilePath();
-    b_.CreateBr(join);
-    b_.SetInsertPoint(join);
+    // Then a second one: the whole tile in bounds. Then no chunk needs a bounds test, a
+    // src-size or the below-the-range path: the interior tiles of a matrix program.
+    cg_.emitIfElse(
+        globalChunksAligned(), "cpasync",
+        [&] {
+          cg_.emitIfElse(
+              tileInBounds(), "cpasync.full", [&] { fullTilePath(); }, [&] { vectorPath(); });
+        },
+        [&] { elementPath(false); });
   }
 
 private:
-  llvm::BasicBlock *newBlock(const char *name) {
-    return llvm::BasicBlock::Create(cg_.ctx, name, b_.GetInsertBlock()->getParent());
-  }
-
   /// v itself, through a volatile asm that stays in its block: what a rarely-run path derives
   /// from v is then computed there, not hoisted into registers held across an enclosing loop.
   llvm::Value *opaque(llvm::Value *v) {
@@ -381,29 +366,27 @@ private:
       llvm::Value *src =
           b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(globalElem(x), cg_.constI64(bytes_)));
       src = b_.CreateSelect(b_.CreateICmpEQ(count, cg_.constI64(0)), g_.ptr, src);
-      llvm::BasicBlock *asyncBlock = newBlock("cp.chunk");
-      llvm::BasicBlock *partBlock = newBlock("cp.partial");
-      llvm::BasicBlock *done = newBlock("cp.chunk.end");
-      b_.CreateCondBr(startsLow, partBlock, asyncBlock);
-      b_.SetInsertPoint(asyncBlock);
-      llvm::Value *srcBytes =
-          b_.CreateTrunc(b_.CreateMul(count, cg_.constI64(bytes_)), b_.getInt32Ty());
-      b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dst, b_.getInt32Ty()),
-                              b_.CreatePtrToInt(src, b_.getInt64Ty()), srcBytes});
-      b_.CreateBr(done);
-      // Starts below the valid range (rare): element by element, in a loop, so that the
-      // element coordinates are not hoisted out of an enclosing loop into registers.
-      b_.SetInsertPoint(partBlock);
-      std::vector<llvm::Value *> xp(rank_);
-      for (size_t k = 0; k < rank_; ++k)
-        xp[k] = opaque(x[k]);
-      rolledLoop(cg_, cg_.constI64(0), 1, vec, false, [&](llvm::Value *j) {
-        std::vector<llvm::Value *> xe = xp;
-        xe[rank_ - 1] = b_.CreateAdd(xp[rank_ - 1], j);
-        copyElement(xe);
-      });
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
+      // A chunk that starts below the valid range (rare) goes element by element, in a loop,
+      // so that the element coordinates are not hoisted out of an enclosing loop into
+      // registers; every other chunk is one cp.async of `count` elements.
+      cg_.emitIfElse(
+          b_.CreateNot(startsLow), "cp.chunk",
+          [&] {
+            llvm::Value *srcBytes =
+                b_.CreateTrunc(b_.CreateMul(count, cg_.constI64(bytes_)), b_.getInt32Ty());
+            b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dst, b_.getInt32Ty()),
+                                    b_.CreatePtrToInt(src, b_.getInt64Ty()), srcBytes});
+          },
+          [&] {
+            std::vector<llvm::Value *> xp(rank_);
+            for (size_t k = 0; k < rank_; ++k)
+              xp[k] = opaque(x[k]);
+            rolledLoop(cg_, cg_.constI64(0), 1, vec, false, [&](llvm::Value *j) {
+              std::vector<llvm::Value *> xe = xp;
+              xe[rank_ - 1] = b_.CreateAdd(xp[rank_ - 1], j);
+              copyElement(xe);
+            });
+          });
     });
   }
 
