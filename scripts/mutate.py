@@ -78,6 +78,25 @@ def m(ident, path, original, replacement, suites, what):
             "area": "gpu" if path.startswith(("jit/", "vm/cuda/")) else "cpu"}
 
 
+# vm/cpu/memory.cpp: the interpreter's instantiations of isa/view_rules.h's applyOffset (tiles of
+# loads, stores and copies; SliceGlobal and SliceShared), for the mutants of its bound rules.
+TILE_ARITHMETIC = ("  IntArithmetic a;\n"
+                   "  applyOffset<OffsetUse::Tile>(a, view, tile, offsets.size(), entryOf(offsets));")
+SLICE_ARITHMETIC = ("  IntArithmetic a;\n  applyOffset<OffsetUse::Slice>(a, view, out, offsets.size(), "
+                    "entryOf(offsets), lengthOf(shape));")
+SLICE_RESULT = ("  applyOffset<OffsetUse::Slice>(a, view, out, offsets.size(), entryOf(offsets), "
+                "lengthOf(shape));\n  return out;")
+
+
+def mutant_inside(original, condition):
+    """`original` (an instantiation over `IntArithmetic a`) with an arithmetic whose `inside`,
+    the test of a fixed entry against [lo, hi), is `condition` instead."""
+    return original.replace(
+        "  IntArithmetic a;\n",
+        "  struct : IntArithmetic {\n    bool inside(int64_t e, int64_t lo, int64_t hi) const {\n"
+        f"      return {condition};\n    }}\n  }} a;\n")
+
+
 MUTATIONS = [
     # ---- isa/ -------------------------------------------------------------------------------
     m(1, "isa/expr_op.h", "  if (op == ExprOp::Lt)\n    return x < y;",
@@ -145,7 +164,12 @@ MUTATIONS = [
     m(36, "loader/check_views.cpp", "  for (size_t d = 0; d < shape.size(); ++d)\n    if (shape[d] <= 0)",
       "  for (size_t d = 0; d < shape.size(); ++d)\n    if (shape[d] < 0)", LOADER,
       "AllocateShared with a zero dimension"),
-    m(37, "loader/check_memory.cpp", "  if (n < 0)", "  if (n < -1)", LOADER, "CopyAsyncWaitGroup(-1) accepted"),
+    # CopyAsyncWaitGroup's count is checked by checkGroupCount, shared with WgmmaWaitGroup (which
+    # has an upper bound and its own branch): the unbounded branch is CopyAsyncWaitGroup's.
+    m(37, "loader/checker.cpp",
+      "  if (n < 0)\n    return fail(ErrorCode::BadArgument, what + \" must not be negative\");",
+      "  if (n < -1)\n    return fail(ErrorCode::BadArgument, what + \" must not be negative\");",
+      LOADER, "CopyAsyncWaitGroup(-1) accepted"),
     m(38, "loader/checker.cpp", "  if (n < spec.minResults || n > spec.maxResults)",
       "  if (n < spec.minResults || n > spec.maxResults + 1)", LOADER, "one result too many accepted"),
     m(39, "loader/checker.cpp",
@@ -154,21 +178,26 @@ MUTATIONS = [
     m(40, "loader/checker.cpp", "    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;",
       "    int64_t da = i < a.size() ? a[i] : 1;", LOADER, "broadcast aligns on the left"),
     # ---- vm/cpu/ ----------------------------------------------------------------------------
-    m(50, "vm/cpu/memory.cpp",
-      "    tile.base += e * view.strides[d];\n    if (!offsets[d].slice) {\n      tile.empty = tile.empty || e < view.lo[d] || e >= view.hi[d];",
-      "    tile.base += e * view.strides[d];\n    if (!offsets[d].slice) {\n      tile.empty = tile.empty || e < view.lo[d] || e > view.hi[d];",
+    # The offset rules (validity of fixed entries, slice bounds) are one template in
+    # isa/view_rules.h (applyOffset) that the interpreter instantiates in vm/cpu/memory.cpp with
+    # IntArithmetic for both global and shared views; the mutants below change the interpreter's
+    # instantiation for one kind of view only (a derived arithmetic, or the slice's result), so
+    # each plants its bug where the interpreter computes that rule, and nowhere else.
+    m(50, "vm/cpu/memory.cpp", TILE_ARITHMETIC,
+      mutant_inside(TILE_ARITHMETIC, "e >= lo && (std::is_same_v<View, GlobalView> ? e <= hi : e < hi)"),
       CPU, "fixed global index at the view's extent in bounds"),
-    m(51, "vm/cpu/memory.cpp",
-      "    tile.base += e * view.strides[d];\n    if (!offsets[d].slice) {\n      tile.empty = tile.empty || e < view.lo[d] || e >= view.hi[d];",
-      "    tile.base += e * view.strides[d];\n    if (!offsets[d].slice) {\n      tile.empty = tile.empty || e < view.lo[d] - 1 || e >= view.hi[d];",
+    m(51, "vm/cpu/memory.cpp", TILE_ARITHMETIC,
+      mutant_inside(TILE_ARITHMETIC, "(std::is_same_v<View, GlobalView> ? e >= lo - 1 : e >= lo) && e < hi"),
       CPU, "fixed global index -1 in bounds"),
-    m(52, "vm/cpu/memory.cpp",
-      "    out.strides.push_back(view.strides[d]);\n    out.lo.push_back(std::max<int64_t>(0, view.lo[d] - e));",
-      "    out.strides.push_back(view.strides[d]);\n    out.lo.push_back(std::max<int64_t>(0, view.lo[d] - e - 1));", CPU,
-      "SliceGlobal lower bound one too low"),
-    m(53, "vm/cpu/memory.cpp",
-      "    out.strides.push_back(view.strides[d]);\n    out.lo.push_back(std::max<int64_t>(0, view.lo[d] - e));\n    out.hi.push_back(std::min<int64_t>(n, view.hi[d] - e));",
-      "    out.strides.push_back(view.strides[d]);\n    out.lo.push_back(std::max<int64_t>(0, view.lo[d] - e));\n    out.hi.push_back(n);", CPU, "SliceGlobal ignores the parent's upper bound"),
+    m(52, "vm/cpu/memory.cpp", SLICE_RESULT,
+      SLICE_RESULT.replace("  return out;", "  if constexpr (std::is_same_v<View, GlobalView>)\n"
+                           "    for (int64_t &lo : out.lo)\n      lo = std::max<int64_t>(0, lo - 1);\n"
+                           "  return out;"),
+      CPU, "SliceGlobal lower bound one too low"),
+    m(53, "vm/cpu/memory.cpp", SLICE_RESULT,
+      SLICE_RESULT.replace("  return out;", "  if constexpr (std::is_same_v<View, GlobalView>)\n"
+                           "    out.hi = out.shape;\n  return out;"),
+      CPU, "SliceGlobal ignores the parent's upper bound"),
     m(54, "vm/cpu/memory.cpp", "    (reach < 0 ? min : max) += reach;", "    max += reach;", CPU,
       "negative strides extend the footprint upwards"),
     m(55, "vm/cpu/exec_conversion.cpp", "  if (shift + n > 64)\n    v |= words[w + 1] << (64 - shift);",
@@ -178,9 +207,8 @@ MUTATIONS = [
       CPU, "float Reduce prod starts at 2"),
     m(57, "vm/cpu/exec_contraction.cpp", "    for (int64_t j = 1; j < len; ++j) {",
       "    for (int64_t j = 2; j < len; ++j) {", CPU, "Reduce skips the second element"),
-    m(58, "vm/cpu/memory.cpp",
-      "    out.origin[size_t(view.dims[d])] += e;\n    if (!offsets[d].slice) {\n      out.empty = out.empty || e < view.lo[d] || e >= view.hi[d];",
-      "    out.origin[size_t(view.dims[d])] += e;\n    if (!offsets[d].slice) {\n      out.empty = out.empty || e < view.lo[d] || e > view.hi[d];",
+    m(58, "vm/cpu/memory.cpp", SLICE_ARITHMETIC,
+      mutant_inside(SLICE_ARITHMETIC, "e >= lo && (std::is_same_v<View, SharedView> ? e <= hi : e < hi)"),
       CPU, "SliceShared fixed index at the extent in bounds"),
     m(59, "vm/cpu/exec_control.cpp", "  for (int64_t i = start; !done && (step > 0 ? i < stop : i > stop); i += step) {",
       "  for (int64_t i = start; !done && (step > 0 ? i <= stop : i > stop); i += step) {", CPU,
@@ -199,11 +227,11 @@ MUTATIONS = [
     m(64, "vm/cpu/exec_views.cpp", "  for (size_t d = shape.size(); d-- > dim + 1;)",
       "  for (size_t d = shape.size(); d-- > dim + 2;)", CPU, "Iota coordinate ignores a dimension"),
     # ---- jit/ -------------------------------------------------------------------------------
-    m(70, "jit/lower_memory.cpp",
+    m(70, "jit/emit_memory.cpp",
       "  uint64_t mask = ((uint64_t(1) << layout.swizzleBits()) - 1) << layout.swizzleBase();",
       "  uint64_t mask = ((uint64_t(1) << layout.swizzleBits()) - 1) << (layout.swizzleBase() + 1);",
       JIT, "swizzle mask shifted by one bit"),
-    m(71, "jit/lower_memory.cpp", "      q[d] = b.CreateUDiv(c[d], n);\n      r[d] = b.CreateURem(c[d], n);",
+    m(71, "jit/emit_memory.cpp", "      q[d] = b.CreateUDiv(c[d], n);\n      r[d] = b.CreateURem(c[d], n);",
       "      q[d] = b.CreateUDiv(c[d], n);\n      r[d] = b.CreateUDiv(c[d], n);", JIT,
       "tiled shared layout: inner index is the quotient"),
     m(72, "jit/lower_memory_global.cpp",
@@ -228,11 +256,11 @@ MUTATIONS = [
       "            ok, b_.CreateAnd(b_.CreateICmpSGE(x[k], g_.lo[k]), b_.CreateICmpSLT(x[k], g_.hi[k])));",
       "            ok, b_.CreateAnd(b_.CreateICmpSGE(x[k], g_.lo[k]), b_.CreateICmpSLE(x[k], g_.hi[k])));",
       JIT, "CopyAsync element at the extent in bounds"),
-    m(78, "jit/lower_memory_async.cpp", "  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});",
-      "  callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});", JIT,
+    m(78, "jit/lower_memory_async.cpp", "  cg.callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});",
+      "  cg.callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});", JIT,
       "CopyAsyncWaitAll does not wait"),
-    m(79, "jit/lower_memory_ldmatrix.cpp", "  llvm::Value *matrix = b.CreateLShr(lane, constI32(3)); // 0..3",
-      "  llvm::Value *matrix = b.CreateLShr(lane, constI32(2)); // 0..3", JIT,
+    m(79, "jit/lower_memory_ldmatrix.cpp", "  llvm::Value *matrix = b.CreateLShr(lane, cg.constI32(3)); // 0..3",
+      "  llvm::Value *matrix = b.CreateLShr(lane, cg.constI32(2)); // 0..3", JIT,
       "ldmatrix: lanes grouped by 4 instead of 8"),
     m(80, "jit/lower_contraction.cpp",
       "    llvm::Value *hi = shfl32(b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty()));",
@@ -242,8 +270,8 @@ MUTATIONS = [
       "      words[size_t(byte / 4 + 1)] = b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty());",
       "      words[size_t(byte / 4 + 1)] = b.CreateTrunc(b.CreateLShr(bits, 16), b.getInt32Ty());", JIT,
       "8-byte elements split at bit 16"),
-    m(82, "jit/lower_memory_ldmatrix.cpp", "  llvm::Value *warp = b.CreateLShr(tid(), constI32(5));",
-      "  llvm::Value *warp = b.CreateLShr(tid(), constI32(4));", JIT, "ldmatrix: warp of 16 lanes"),
+    m(82, "jit/lower_memory_ldmatrix.cpp", "  llvm::Value *warp = b.CreateLShr(cg.tid(), cg.constI32(5));",
+      "  llvm::Value *warp = b.CreateLShr(cg.tid(), cg.constI32(4));", JIT, "ldmatrix: warp of 16 lanes"),
     # ---- vm/cuda/ ---------------------------------------------------------------------------
     m(90, "vm/cuda/launch_args.cpp", "  return (n / 8) * bits + ((n % 8) * bits + 7) / 8;",
       "  return (n / 8) * bits + ((n % 8) * bits) / 8;", CUDA, "storage bytes round down"),
