@@ -22,11 +22,15 @@
 // Runs that could take unbounded time or memory are not started (the module is still loaded and
 // queried): a `while` loop, a `for` loop whose trip count cannot be computed from the parameters
 // before the run or that runs more than 2^12 times (nested: the product), a grid of more than 64
-// blocks, or an AllocateGlobal workspace beyond 16 MiB. Such programs are the interpreter's
+// blocks, an AllocateGlobal workspace beyond 16 MiB, or more than 2^21 element operations in
+// all: each instruction the blocks execute counts the elements of its largest tensor (register
+// tensors: threads x locals, replicas included; shared tensors: their shape), a Dot or Wgmma
+// M x N x K, times the trip counts of its loops. Such programs are the interpreter's
 // documented cost, not a defect.
 #include "isa/bytecode.h"
 #include "isa/convert.h"
 #include "isa/scalar_eval.h"
+#include "loader/checker.h"
 #include "vm/include/tilusvm.h"
 
 #include <xxhash.h>
@@ -44,6 +48,7 @@ constexpr size_t kHeaderBytes = 32;
 constexpr uint64_t kMaxWork = uint64_t(1) << 12;
 constexpr int64_t kMaxBlocks = 64;
 constexpr uint64_t kMaxWorkspaceBytes = uint64_t(16) << 20;
+constexpr uint64_t kMaxElementWork = uint64_t(1) << 21;
 
 [[noreturn]] void failure(const char *what) {
   std::fprintf(stderr, "fuzz_capi: %s (last error: %s)\n", what, tilusvm_last_error());
@@ -140,7 +145,8 @@ Launch buildArgs(tilusvm_module module, const char *program, size_t count, ArgBy
 /// file comment). Top-level scalar assignments made once are evaluated like parameters.
 class WorkBound {
 public:
-  WorkBound(const tilus::Program &program, const Launch &launch) : p_(program) {
+  WorkBound(const tilus::Program &program, const tilus::ProgramInfo &info, const Launch &launch)
+      : p_(program), info_(info) {
     for (size_t i = 0; i < program.params.size() && i < launch.args.size(); ++i)
       known_[program.params[i]] = launch.args[i].scalar_bits;
     for (const tilus::Stmt &s : program.body)
@@ -150,17 +156,18 @@ public:
   bool bounded() {
     using namespace tilus;
     auto grid = evaluateGrid(p_, [&](VarId v) { return known_.count(v) ? known_[v] : 0; });
+    uint64_t blocks = kMaxBlocks; // an unknown grid counts as the largest one that runs
     if (grid.ok()) {
-      int64_t blocks = 1; // each factor in [1, kMaxBlocks]: no overflow
+      blocks = 1; // each factor in [1, kMaxBlocks]: no overflow
       for (int64_t d : *grid) {
         if (d > kMaxBlocks)
           return false;
-        blocks *= std::max<int64_t>(d, 1); // a dimension below 1 fails the launch
+        blocks *= uint64_t(std::max<int64_t>(d, 1)); // a dimension below 1 fails the launch
       }
       if (blocks > kMaxBlocks)
         return false;
     }
-    if (!block(p_.body, 1, true))
+    if (!block(p_.body, 1, true) || elementWork_ > kMaxElementWork / blocks)
       return false;
     for (const Instruction &inst : p_.instructions) {
       if (inst.opcode != Opcode::AllocateGlobal)
@@ -235,6 +242,11 @@ private:
       case StmtKind::While:
         return false;
       case StmtKind::Instruction:
+        // work <= kMaxWork and cost <= 2^62: the product and the sum stay below 2^64 once the
+        // sum is capped
+        elementWork_ = std::min(elementWork_ + work * std::min(cost(s.index), kMaxElementWork),
+                                kMaxElementWork + 1);
+        break;
       case StmtKind::Break:
       case StmtKind::Continue:
       case StmtKind::Assert:
@@ -244,7 +256,45 @@ private:
     return true;
   }
 
+  /// Elements of a register tensor (threads x locals) or a shared tensor (its shape); 1 for
+  /// anything else.
+  uint64_t elements(tilus::VarId v) const {
+    using namespace tilus;
+    if (v == kNoId || v >= info_.vars.size())
+      return 1;
+    const VarType &t = info_.vars[v];
+    uint64_t n = 1;
+    if (t.kind == VarKind::Register && t.layout)
+      n = uint64_t(t.layout->numThreads()) * uint64_t(t.layout->numLocals());
+    else if (t.kind == VarKind::Shared)
+      for (int64_t d : t.shape)
+        n = std::min(n * uint64_t(std::max<int64_t>(d, 1)), kMaxElementWork + 1);
+    return n;
+  }
+
+  /// The element operations of one execution of an instruction by one block.
+  uint64_t cost(uint32_t index) const {
+    using namespace tilus;
+    const Instruction &inst = p_.instructions[index];
+    uint64_t c = 1;
+    for (VarId r : inst.results)
+      c = std::max(c, elements(r));
+    for (const Argument &a : inst.args)
+      c = std::max(c, elements(a.var));
+    if ((inst.opcode == Opcode::Dot || inst.opcode == Opcode::Wgmma) && !inst.results.empty()) {
+      VarId a = inst.arg(ArgName::a).var;
+      uint64_t k = a != kNoId && a < info_.vars.size() && !info_.vars[a].shape.empty()
+                       ? uint64_t(std::max<int64_t>(info_.vars[a].shape.back(), 1))
+                       : 1;
+      c = std::max(c, std::min(elements(inst.results[0]) * std::min(k, kMaxElementWork),
+                               kMaxElementWork + 1));
+    }
+    return c;
+  }
+
   const tilus::Program &p_;
+  const tilus::ProgramInfo &info_;
+  uint64_t elementWork_ = 0;
   std::map<tilus::VarId, uint64_t> known_;
   std::map<tilus::VarId, int> assigned_;
 };
@@ -271,6 +321,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Expected<Module> decoded = decodeModule(bytes); // the IR, to bound the work of a run
   if (!decoded)
     failure("a module the C API loaded does not decode");
+  Expected<VerifiedModule> verified = checkModule(*decoded); // the tensors' sizes
+  if (!verified)
+    failure("a module the C API loaded does not check");
   size_t count = 0;
   checkStatus(tilusvm_module_program_count(module, &count));
   if (count != decoded->programs.size())
@@ -296,7 +349,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (i >= 2 || found != i)
       continue;
     Launch launch = buildArgs(module, name, params, argBytes);
-    if (!WorkBound(decoded->programs[i], launch).bounded())
+    if (!WorkBound(decoded->programs[i], verified->programs[i], launch).bounded())
       continue;
     std::vector<std::vector<uint8_t>> before = launch.buffers;
     int ran = checkStatus(
