@@ -126,27 +126,41 @@ bool ProgramChecker::visitCopyAsync(const Instruction &inst, Results &) {
   return checkTransfer(inst, ArgName::s, VarKind::Shared, ArgName::g, VarKind::Global, true);
 }
 
+/// The global or shared tensor of LoadScalar / StoreScalar (argument `which`) whose offset has
+/// one fixed index per entry; nullptr after a failure (`op` and `relation` start the message:
+/// "LoadScalar" "of", "StoreScalar" "into").
+const VarType *ProgramChecker::scalarElement(const Instruction &inst, ArgName which, const char *op,
+                                             const char *relation) {
+  const Argument &x = inst.arg(which);
+  VarKind kind = x.var != kNoId ? info_.vars[x.var].kind : VarKind::Scalar;
+  if (kind != VarKind::Global && kind != VarKind::Shared) {
+    fail(ErrorCode::Scope, std::string(op) + " " + relation + " " +
+                               (x.var != kNoId ? varName(x.var) : std::string("a scalar")) +
+                               ": expected a global or shared tensor");
+    return nullptr;
+  }
+  for (const OffsetEntry &e : inst.arg(ArgName::offset).offsets)
+    if (e.slice) {
+      fail(ErrorCode::OffsetRank,
+           std::string(op) + " offset entries must be fixed indices `e`, not slices `e:`");
+      return nullptr;
+    }
+  return &info_.vars[x.var];
+}
+
 /// LoadScalar (docs/isa.md): one element of a global or shared tensor, every offset entry a
 /// fixed index, converted to a scalar type. The result depends on memory, so it is neither
 /// constant nor parameter-only (ExprFacts): it never takes part in a bounds proof or a grid.
 bool ProgramChecker::visitLoadScalar(const Instruction &inst, Results &r) {
-  const Argument &x = inst.arg(ArgName::x);
-  VarKind kind = x.var != kNoId ? info_.vars[x.var].kind : VarKind::Scalar;
-  if (kind != VarKind::Global && kind != VarKind::Shared)
-    return fail(ErrorCode::Scope, "LoadScalar of " +
-                                      (x.var != kNoId ? varName(x.var) : std::string("a scalar")) +
-                                      ": expected a global or shared tensor");
-  const VarType &memory = info_.vars[x.var];
-  for (const OffsetEntry &e : inst.arg(ArgName::offset).offsets)
-    if (e.slice)
-      return fail(ErrorCode::OffsetRank,
-                  "LoadScalar offset entries must be fixed indices `e`, not slices `e:`");
+  const VarType *memory = scalarElement(inst, ArgName::x, "LoadScalar", "of");
+  if (!memory)
+    return false;
   DataType dtype = inst.arg(ArgName::dtype).dtype;
   if (!dtype.isArithmetic())
     return fail(ErrorCode::DtypeMismatch, std::string("LoadScalar dtype=") + dtype.name() +
                                               ": a scalar is bool, an 8- to 64-bit integer or "
                                               "f16, bf16, f32, f64");
-  if (!checkAccess(inst, memory, x.var, {}, "the scalar"))
+  if (!checkAccess(inst, *memory, inst.arg(ArgName::x).var, {}, "the scalar"))
     return false;
   r[0] = VarType{VarKind::Scalar, dtype};
   return true;
@@ -155,24 +169,16 @@ bool ProgramChecker::visitLoadScalar(const Instruction &inst, Results &r) {
 /// StoreScalar (docs/isa.md): one element of a global or shared tensor of at least 8 bits, every
 /// offset entry a fixed index, written with a scalar expression's value.
 bool ProgramChecker::visitStoreScalar(const Instruction &inst, Results &) {
-  const Argument &dst = inst.arg(ArgName::dst);
-  VarKind kind = dst.var != kNoId ? info_.vars[dst.var].kind : VarKind::Scalar;
-  if (kind != VarKind::Global && kind != VarKind::Shared)
-    return fail(ErrorCode::Scope,
-                "StoreScalar into " +
-                    (dst.var != kNoId ? varName(dst.var) : std::string("a scalar")) +
-                    ": expected a global or shared tensor");
-  const VarType &memory = info_.vars[dst.var];
-  for (const OffsetEntry &e : inst.arg(ArgName::offset).offsets)
-    if (e.slice)
-      return fail(ErrorCode::OffsetRank,
-                  "StoreScalar offset entries must be fixed indices `e`, not slices `e:`");
-  if (memory.dtype.storageBits() < 8)
+  const VarType *memory = scalarElement(inst, ArgName::dst, "StoreScalar", "into");
+  if (!memory)
+    return false;
+  VarId dst = inst.arg(ArgName::dst).var;
+  if (memory->dtype.storageBits() < 8)
     return fail(ErrorCode::DtypeMismatch,
-                "StoreScalar into " + varName(dst.var) + " of " + memory.dtype.name() +
+                "StoreScalar into " + varName(dst) + " of " + memory->dtype.name() +
                     ": a sub-byte element shares its byte with its neighbours; use StoreGlobal "
                     "or StoreShared of a tile");
-  return checkAccess(inst, memory, dst.var, {}, "the scalar");
+  return checkAccess(inst, *memory, dst, {}, "the scalar");
 }
 
 bool ProgramChecker::visitCopyAsyncWaitGroup(const Instruction &inst, Results &) {

@@ -223,6 +223,8 @@ private:
   bool checkSliceRank(const Instruction &inst, const VarType &parent, size_t sliceDims);
 
   // --- check_memory.cpp ---
+  const VarType *scalarElement(const Instruction &inst, ArgName which, const char *op,
+                               const char *relation);
   bool checkAccess(const Instruction &inst, const VarType &memory, VarId memoryVar,
                    const std::vector<int64_t> &tileShape, const char *tileName);
   /// LoadGlobal / LoadShared: the tile of memory argument `memory` (of kind `kind`) in the
