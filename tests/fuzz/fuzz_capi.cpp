@@ -31,9 +31,8 @@
 #include "isa/convert.h"
 #include "isa/scalar_eval.h"
 #include "loader/checker.h"
+#include "tests/fuzz/seal.h"
 #include "vm/include/tilusvm.h"
-
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -44,7 +43,8 @@
 
 namespace {
 
-constexpr size_t kHeaderBytes = 32;
+using fuzzing::seal;
+using tilus::bytecode::kHeaderBytes;
 constexpr uint64_t kMaxWork = uint64_t(1) << 12;
 constexpr int64_t kMaxBlocks = 64;
 constexpr uint64_t kMaxWorkspaceBytes = uint64_t(16) << 20;
@@ -61,15 +61,6 @@ int checkStatus(int status) {
   if (status != TILUSVM_OK && tilusvm_last_error()[0] == '\0')
     failure("a failure without a message");
   return status;
-}
-
-void seal(std::vector<uint8_t> &b) {
-  uint64_t total = b.size();
-  uint64_t hash = XXH3_64bits(b.data() + kHeaderBytes, b.size() - kHeaderBytes);
-  for (int i = 0; i < 8; ++i) {
-    b[16 + i] = uint8_t(total >> (8 * i));
-    b[24 + i] = uint8_t(hash >> (8 * i));
-  }
 }
 
 struct ArgBytes {

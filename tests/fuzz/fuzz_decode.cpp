@@ -12,11 +12,10 @@
 //   - a re-encoded module decodes again to the same bytes and the same content hash;
 // and then runs the checker on the module, which must return (a VerifiedModule or diagnostics).
 #include "isa/bytecode.h"
+#include "tests/fuzz/seal.h"
 #ifndef TILUSVM_FUZZ_DECODE_ONLY
 #include "loader/checker.h"
 #endif
-
-#include <xxhash.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,16 +23,8 @@
 
 namespace {
 
-constexpr size_t kHeaderBytes = 32;
-
-void seal(std::vector<uint8_t> &b) {
-  uint64_t total = b.size();
-  uint64_t hash = XXH3_64bits(b.data() + kHeaderBytes, b.size() - kHeaderBytes);
-  for (int i = 0; i < 8; ++i) {
-    b[16 + i] = uint8_t(total >> (8 * i));
-    b[24 + i] = uint8_t(hash >> (8 * i));
-  }
-}
+using fuzzing::seal;
+using tilus::bytecode::kHeaderBytes;
 
 [[noreturn]] void failure(const char *what) {
   std::fprintf(stderr, "fuzz_decode: %s\n", what);
