@@ -15,7 +15,10 @@
 // Vector shared accesses: runs of consecutive slots along a unit-stride dimension become LLVM
 // vector loads/stores when the address is provably aligned (known bits; allocations are
 // 128-byte aligned); for tiled and swizzled layouts when the layout keeps such runs contiguous
-// (contiguousRuns, an exhaustive check over the root's shape).
+// (contiguousRuns, an exhaustive check over the root's shape). Sub-byte elements group into runs
+// of whole bytes (lower_memory_packed.cpp) under the same conditions, their first bit provably
+// a multiple of 8 * unit; a run's bytes hold no other element, so its store leaves neighbouring
+// elements (which other threads update atomically, element by element) alone.
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
 
@@ -221,6 +224,93 @@ Status MemoryLowering::visitStoreScalar(const Instruction &inst) {
 
 namespace {
 
+/// The widest and narrowest slot groups of one vector access to shared memory (width 1: none):
+/// byte-sized types as global accesses, bit-packed types in runs of whole bytes; bool never.
+std::pair<int, int> sharedGroupWidths(DataType t, int64_t locals) {
+  int bits = t.storageBits();
+  if (t.isBool())
+    return {1, 1};
+  if (bits < 8)
+    return {packedMaxWidth(bits, locals), packedMinWidth(bits)};
+  return {bits % 8 == 0 ? vectorWidth(bits / 8, locals) : 1, minVectorWidth(std::max(1, bits / 8))};
+}
+
+/// The byte alignment that a group of `count` elements needs: its size, or a packed run's unit.
+int64_t groupAlignment(DataType t, int64_t count) {
+  int bits = t.storageBits();
+  if (bits < 8)
+    return packedRun(bits, count).unit;
+  return int64_t(bits / 8) * count;
+}
+
+/// The byte address (ptr addrspace(3)) of the first byte of a packed run at element offset
+/// `elem` (i64, its first bit a multiple of 8) in shared root `root`.
+llvm::Value *packedSharedAddress(Codegen &cg, VarId root, llvm::Value *elem, int bits) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Value *bit = b.CreateMul(b.CreateTrunc(elem, b.getInt32Ty()), b.getInt32(uint32_t(bits)));
+  llvm::Value *byte =
+      b.CreateAdd(cg.constI32(cg.info.vars[root].sharedByteOffset), b.CreateLShr(bit, 3));
+  return b.CreateGEP(b.getInt8Ty(), cg.sharedBase(), byte);
+}
+
+/// The LLVM type of one `unit`-byte access of a packed run: i8, i16, i32 or <n x i32>.
+llvm::Type *packedUnitType(llvm::IRBuilder<> &b, int unit) {
+  if (unit < 4)
+    return b.getIntNTy(unsigned(unit * 8));
+  if (unit == 4)
+    return b.getInt32Ty();
+  return llvm::FixedVectorType::get(b.getInt32Ty(), unsigned(unit / 4));
+}
+
+/// The `count` elements of the packed run at element offset `elem` of shared root `root`.
+std::vector<llvm::Value *> loadPackedShared(Codegen &cg, VarId root, llvm::Value *elem, DataType t,
+                                            int64_t count) {
+  llvm::IRBuilder<> &b = cg.b;
+  int bits = t.storageBits();
+  PackedRun run = packedRun(bits, count);
+  llvm::Value *addr = packedSharedAddress(cg, root, elem, bits);
+  llvm::Type *type = packedUnitType(b, run.unit);
+  std::vector<llvm::Value *> pieces;
+  for (int at = 0; at < run.bytes; at += run.unit) {
+    llvm::Value *p = b.CreateGEP(b.getInt8Ty(), addr, b.getInt32(uint32_t(at)));
+    llvm::Value *v = b.CreateAlignedLoad(type, p, llvm::Align(uint64_t(run.unit)));
+    if (run.unit < 4)
+      pieces.push_back(b.CreateZExt(v, b.getInt32Ty()));
+    else if (run.unit == 4)
+      pieces.push_back(v);
+    else
+      for (int w = 0; w < run.unit / 4; ++w)
+        pieces.push_back(b.CreateExtractElement(v, uint64_t(w)));
+  }
+  return unpackRun(b, pieces, std::min(32, run.unit * 8), bits, count);
+}
+
+/// Store `values` as the packed run at element offset `elem` of shared root `root`.
+void storePackedShared(Codegen &cg, VarId root, llvm::Value *elem, DataType t,
+                       const std::vector<llvm::Value *> &values) {
+  llvm::IRBuilder<> &b = cg.b;
+  int bits = t.storageBits();
+  PackedRun run = packedRun(bits, int64_t(values.size()));
+  llvm::Value *addr = packedSharedAddress(cg, root, elem, bits);
+  llvm::Type *type = packedUnitType(b, run.unit);
+  std::vector<llvm::Value *> pieces = packRun(b, values, std::min(32, run.unit * 8), bits);
+  size_t next = 0;
+  for (int at = 0; at < run.bytes; at += run.unit) {
+    llvm::Value *p = b.CreateGEP(b.getInt8Ty(), addr, b.getInt32(uint32_t(at)));
+    llvm::Value *v;
+    if (run.unit < 4) {
+      v = b.CreateTrunc(pieces[next++], type);
+    } else if (run.unit == 4) {
+      v = pieces[next++];
+    } else {
+      v = llvm::PoisonValue::get(type);
+      for (int w = 0; w < run.unit / 4; ++w)
+        v = b.CreateInsertElement(v, pieces[next++], uint64_t(w));
+    }
+    b.CreateAlignedStore(v, p, llvm::Align(uint64_t(run.unit)));
+  }
+}
+
 /// `g` as one vector group when `vector`, else its slots one by one.
 void keepOrSplit(std::vector<SlotGroup> &groups, const SlotGroup &g, bool vector) {
   if (vector) {
@@ -265,13 +355,13 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
       }
       out.elem[size_t(i)] = cg.sharedOffset(tile.root, coords);
     }
-    int bits = t.storageBits();
-    int width = (bits % 8 == 0 && !t.isBool()) ? vectorWidth(bits / 8, map.locals()) : 1;
+    auto [width, minWidth] = sharedGroupWidths(t, map.locals());
     std::vector<bool> all(static_cast<size_t>(rank), true);
     const llvm::DataLayout &dl = cg.mod.getDataLayout();
     int64_t rootOffset = cg.info.vars[tile.root].sharedByteOffset;
-    for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, bits / 8)), all)) {
-      bool ok = g.count > 1 && rootOffset % (int64_t(bits / 8) * g.count) == 0;
+    for (const SlotGroup &g : groupSlots(map, width, minWidth, all)) {
+      // a run that starts at a multiple of its count starts at a multiple of its bytes
+      bool ok = g.count > 1 && rootOffset % groupAlignment(t, g.count) == 0;
       if (ok) {
         int r = tile.dims[size_t(g.dim)];
         unsigned tz = llvm::computeKnownBits(start[size_t(g.dim)], dl).countMinTrailingZeros();
@@ -298,21 +388,24 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
       c += loc[k] * stride[size_t(k)];
     out.elem[size_t(i)] = addFolded(b, base, b.getInt64(uint64_t(c)));
   }
-  // Vector groups: unit stride and a provably aligned byte address.
+  // Vector groups: unit stride and a provably aligned byte address (a packed run: its first
+  // bit a multiple of 8 * unit).
   int bits = t.storageBits();
   std::vector<bool> unit(static_cast<size_t>(rank));
   for (int k = 0; k < rank; ++k)
     unit[size_t(k)] = stride[size_t(k)] == 1;
-  int width = (bits % 8 == 0 && !t.isBool()) ? vectorWidth(bits / 8, map.locals()) : 1;
+  auto [width, minWidth] = sharedGroupWidths(t, map.locals());
   const llvm::DataLayout &dl = cg.mod.getDataLayout();
   int64_t rootOffset = cg.info.vars[tile.root].sharedByteOffset;
-  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, bits / 8)), unit)) {
+  for (const SlotGroup &g : groupSlots(map, width, minWidth, unit)) {
     bool aligned = g.count == 1;
     if (!aligned) {
-      int64_t vecBytes = int64_t(bits / 8) * g.count;
+      int64_t vecBytes = groupAlignment(t, g.count);
       llvm::KnownBits known = llvm::computeKnownBits(out.elem[size_t(g.first)], dl);
       int64_t alignElems = int64_t(1) << std::min<unsigned>(known.countMinTrailingZeros(), 20);
-      aligned = (alignElems * (bits / 8)) % vecBytes == 0 && rootOffset % vecBytes == 0;
+      // bits of the first element's offset (bytes times 8 for byte-sized types)
+      int64_t alignBits = alignElems * (bits < 8 ? bits : bits / 8 * 8);
+      aligned = alignBits % (vecBytes * 8) == 0 && rootOffset % vecBytes == 0;
     }
     keepOrSplit(out.groups, g, aligned);
   }
@@ -337,6 +430,12 @@ Status MemoryLowering::visitLoadShared(const Instruction &inst) {
   for (const SlotGroup &g : ss.groups) {
     if (g.count == 1) {
       slots[size_t(g.first)] = cg.loadElement(root, ss.elem[size_t(g.first)], t);
+      continue;
+    }
+    if (t.storageBits() < 8) {
+      std::vector<llvm::Value *> run =
+          loadPackedShared(cg, tile.root, ss.elem[size_t(g.first)], t, g.count);
+      std::copy(run.begin(), run.end(), slots.begin() + g.first);
       continue;
     }
     int bytes = t.storageBits() / 8;
@@ -370,6 +469,12 @@ Status MemoryLowering::visitStoreShared(const Instruction &inst) {
     for (const SlotGroup &g : ss.groups) {
       if (g.count == 1) {
         cg.storeElement(root, ss.elem[size_t(g.first)], t, slots[size_t(g.first)]);
+        continue;
+      }
+      if (t.storageBits() < 8) {
+        std::vector<llvm::Value *> values(slots.begin() + g.first,
+                                          slots.begin() + g.first + g.count);
+        storePackedShared(cg, tile.root, ss.elem[size_t(g.first)], t, values);
         continue;
       }
       int bytes = t.storageBits() / 8;

@@ -11,8 +11,15 @@
 // group in bounds and address aligned" (the pointer's alignment is only known at run time); a
 // normally untaken branch handles partial or misaligned groups element by element. Single
 // elements are predicated accesses too, so the common path has no branch, and inline PTX keeps
-// LLVM from splitting the vectors again. Sub-byte elements go through loadElement /
-// storeElement (lower_memory.cpp).
+// LLVM from splitting the vectors again.
+//
+// Sub-byte (bit-packed) elements group the same way into runs of whole bytes
+// (lower_memory_packed.cpp): a run of consecutive elements along a unit stride whose element
+// count times N is a multiple of 8 is moved as predicated accesses of 1 to 16 bytes when its
+// first bit is byte-aligned, its bytes suitably aligned and the whole run in bounds; its bytes
+// hold no other element, so a store never touches a neighbour's bits. Otherwise (and for
+// single elements) loadElement / storeElement (emit_memory.cpp) read the words that hold the
+// element and update its bits atomically.
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
 
@@ -85,6 +92,28 @@ llvm::Value *alignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *ad
 }
 
 namespace {
+
+/// "ptr + (bit >> 3) is a multiple of `unit` bytes and bit % 8 == 0" for the first bit `bit` =
+/// elem * bits of a packed run: the constant true when the pointer's alignment and the zero low
+/// bits of elem prove it, otherwise a run-time test.
+llvm::Value *packedAlignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *addr,
+                               llvm::Value *elem, llvm::Value *bit, int bits, int unit) {
+  const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
+  unsigned need = 3 + unsigned(std::countr_zero(unsigned(unit)));
+  bool ptrAligned = ptr->getPointerAlignment(dl).value() >= uint64_t(unit);
+  if (ptrAligned &&
+      std::min(64u, trailingZeros(elem, dl) + unsigned(std::countr_zero(unsigned(bits)))) >= need)
+    return b.getTrue();
+  if (ptrAligned) // the bit offset alone decides
+    return b.CreateICmpEQ(b.CreateAnd(bit, b.getInt64((uint64_t(1) << need) - 1)), b.getInt64(0));
+  llvm::Value *byteAligned = b.CreateICmpEQ(b.CreateAnd(bit, b.getInt64(7)), b.getInt64(0));
+  if (unit == 1)
+    return byteAligned;
+  llvm::Value *addrAligned = b.CreateICmpEQ(
+      b.CreateAnd(b.CreatePtrToInt(addr, b.getInt64Ty()), b.getInt64(uint64_t(unit - 1))),
+      b.getInt64(0));
+  return b.CreateAnd(byteAligned, addrAligned);
+}
 
 /// Per-thread addressing of a global tile for a register layout.
 struct GlobalAccess {
@@ -293,6 +322,18 @@ std::vector<llvm::Value *> elementsToWords(Codegen &cg, const std::vector<llvm::
 
 bool nativeAccess(DataType t) { return t.storageBits() % 8 == 0 && t.storageBits() <= 64; }
 
+/// Bit-packed elements (N < 8 bits; bool is a byte).
+bool packedAccess(DataType t) { return t.storageBits() < 8; }
+
+/// The widest and narrowest slot groups worth one vector access for elements of type t (width
+/// 1: no groups).
+std::pair<int, int> groupWidths(DataType t, int64_t locals) {
+  if (packedAccess(t))
+    return {packedMaxWidth(t.storageBits(), locals), packedMinWidth(t.storageBits())};
+  int es = t.storageBits() / 8;
+  return {nativeAccess(t) ? vectorWidth(es, locals) : 1, minVectorWidth(std::max(1, es))};
+}
+
 /// Which tile dimensions have the constant stride 1.
 std::vector<bool> unitStrides(const GlobalAccess &a) {
   std::vector<bool> unit;
@@ -308,6 +349,7 @@ std::vector<bool> unitStrides(const GlobalAccess &a) {
 struct GroupTests {
   llvm::Value *addr = nullptr;
   int bytes = 0;
+  int unit = 0; // bytes per access (bytes, or a packed run's unit)
   llvm::Value *othersIn = nullptr, *runIn = nullptr, *aligned = nullptr;
   llvm::Value *fast = nullptr; // the vector path: all in bounds and aligned
   /// The element path: in bounds in the other dimensions, but cut along g.dim or misaligned.
@@ -317,20 +359,58 @@ struct GroupTests {
 };
 
 GroupTests groupTests(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, const LayoutMap &map,
-                      const SlotGroup &g, int es) {
+                      const SlotGroup &g, DataType t) {
   llvm::IRBuilder<> &b = cg.b;
   int rank = map.rank();
   const int64_t *first = map.localPart(g.first);
   const int64_t *last = map.localPart(g.first + g.count - 1);
   GroupTests tests;
   llvm::Value *elem = elementOffset(b, a, first, rank);
-  tests.addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateMul(elem, cg.constI64(es)));
-  tests.bytes = es * int(g.count);
-  tests.aligned = alignedTest(b, ptr, tests.addr, elem, es, tests.bytes);
+  if (packedAccess(t)) {
+    int bits = t.storageBits();
+    llvm::Value *bit = b.CreateMul(elem, cg.constI64(bits));
+    PackedRun run = packedRun(bits, g.count);
+    tests.addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateAShr(bit, 3));
+    tests.bytes = run.bytes;
+    tests.unit = run.unit;
+    tests.aligned = packedAlignedTest(b, ptr, tests.addr, elem, bit, bits, run.unit);
+  } else {
+    int es = t.storageBits() / 8;
+    tests.addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateMul(elem, cg.constI64(es)));
+    tests.bytes = es * int(g.count);
+    tests.unit = tests.bytes;
+    tests.aligned = alignedTest(b, ptr, tests.addr, elem, es, tests.bytes);
+  }
   tests.othersIn = inBoundsExcept(b, a, first, rank, g.dim);
   tests.runIn = b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
   tests.fast = b.CreateAnd(tests.othersIn, b.CreateAnd(tests.runIn, tests.aligned));
   return tests;
+}
+
+/// The accesses of a packed run: `run.bytes / run.unit` loads of `unit` bytes, predicated on
+/// `pred`, and the run's elements cut out of them.
+std::vector<llvm::Value *> loadPackedRun(llvm::IRBuilder<> &b, const GroupTests &tests,
+                                         llvm::Value *pred, int bits, int64_t count) {
+  std::vector<llvm::Value *> pieces;
+  for (int at = 0; at < tests.bytes; at += tests.unit) {
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, b.getInt64(uint64_t(at)));
+    for (llvm::Value *w : asmLoadGlobal(b, addr, pred, tests.unit))
+      pieces.push_back(tests.unit >= 4 ? w : b.CreateZExt(w, b.getInt32Ty()));
+  }
+  return unpackRun(b, pieces, std::min(32, tests.unit * 8), bits, count);
+}
+
+/// The elements of a packed run packed into its bytes and stored as `unit`-byte accesses.
+void storePackedRun(llvm::IRBuilder<> &b, const GroupTests &tests, llvm::Value *pred, int bits,
+                    const std::vector<llvm::Value *> &values) {
+  std::vector<llvm::Value *> pieces = packRun(b, values, std::min(32, tests.unit * 8), bits);
+  size_t perAccess = size_t(std::max(1, tests.unit / 4));
+  for (int at = 0, k = 0; at < tests.bytes; at += tests.unit, ++k) {
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, b.getInt64(uint64_t(at)));
+    std::vector<llvm::Value *> words(pieces.begin() + ptrdiff_t(size_t(k) * perAccess),
+                                     pieces.begin() + ptrdiff_t(size_t(k + 1) * perAccess));
+    asmStoreGlobal(b, addr, pred, words, tests.unit);
+  }
 }
 
 } // namespace
@@ -348,7 +428,7 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
   int rank = map.rank();
   std::vector<bool> unit = unitStrides(a);
   int es = t.storageBits() / 8;
-  int width = nativeAccess(t) ? vectorWidth(es, map.locals()) : 1;
+  auto [width, minWidth] = groupWidths(t, map.locals());
   auto elementLoad = [&](int64_t i, llvm::Value *extra) {
     const int64_t *loc = map.localPart(i);
     llvm::Value *ok = inBounds(b, a, loc, rank);
@@ -360,17 +440,19 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
     return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
   };
-  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
+  for (const SlotGroup &g : groupSlots(map, width, minWidth, unit)) {
     if (g.count == 1) {
       slots[size_t(g.first)] = elementLoad(g.first, nullptr);
       continue;
     }
-    // One vector load when the whole group is in bounds and aligned; the elements one by one
-    // (a branch that is normally not taken) when only part of it is in bounds or the address
-    // is misaligned.
-    GroupTests tests = groupTests(cg, a, tile.ptr, map, g, es);
-    std::vector<llvm::Value *> fastVals = wordsToElements(
-        cg, asmLoadGlobal(b, tests.addr, tests.fast, tests.bytes), tests.bytes, t, g.count);
+    // One vector load (a packed run: one per `unit` bytes) when the whole group is in bounds
+    // and aligned; the elements one by one (a branch that is normally not taken) when only part
+    // of it is in bounds or the address is misaligned.
+    GroupTests tests = groupTests(cg, a, tile.ptr, map, g, t);
+    std::vector<llvm::Value *> fastVals =
+        packedAccess(t) ? loadPackedRun(b, tests, tests.fast, t.storageBits(), g.count)
+                        : wordsToElements(cg, asmLoadGlobal(b, tests.addr, tests.fast, tests.bytes),
+                                          tests.bytes, t, g.count);
     std::vector<llvm::Value *> merged = cg.emitIf(tests.slow(b), "ldg.elem", fastVals, [&] {
       std::vector<llvm::Value *> slowVals;
       for (int64_t j = 0; j < g.count; ++j)
@@ -402,7 +484,7 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
   int rank = map.rank();
   std::vector<bool> unit = unitStrides(a);
   int es = t.storageBits() / 8;
-  int width = nativeAccess(t) ? vectorWidth(es, map.locals()) : 1;
+  auto [width, minWidth] = groupWidths(t, map.locals());
   auto elementStore = [&](int64_t i) {
     const int64_t *loc = map.localPart(i);
     llvm::Value *ok = inBounds(b, a, loc, rank);
@@ -417,14 +499,17 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
     asmStoreGlobal(b, addr, ok, elementsToWords(cg, {slots[size_t(i)]}, t), es);
   };
-  for (const SlotGroup &g : groupSlots(map, width, minVectorWidth(std::max(1, es)), unit)) {
+  for (const SlotGroup &g : groupSlots(map, width, minWidth, unit)) {
     if (g.count == 1) {
       elementStore(g.first);
       continue;
     }
-    GroupTests tests = groupTests(cg, a, tile.ptr, map, g, es);
+    GroupTests tests = groupTests(cg, a, tile.ptr, map, g, t);
     std::vector<llvm::Value *> values(slots.begin() + g.first, slots.begin() + g.first + g.count);
-    asmStoreGlobal(b, tests.addr, tests.fast, elementsToWords(cg, values, t), tests.bytes);
+    if (packedAccess(t))
+      storePackedRun(b, tests, tests.fast, t.storageBits(), values);
+    else
+      asmStoreGlobal(b, tests.addr, tests.fast, elementsToWords(cg, values, t), tests.bytes);
     cg.emitIf(tests.slow(b), "stg.elem", [&] {
       for (int64_t j = 0; j < g.count; ++j)
         elementStore(g.first + j);

@@ -84,4 +84,27 @@ int vectorWidth(int bytes, int64_t locals);
 /// Whether v is the constant 1.
 bool isConstOne(llvm::Value *v);
 
+/// A run of consecutive bit-packed elements (N < 8 bits) that starts on a byte boundary and
+/// covers whole bytes (lower_memory_packed.cpp): `bytes` in all, moved as accesses of `unit`
+/// bytes (the largest power of two dividing `bytes`, at most 16).
+struct PackedRun {
+  int bytes = 0;
+  int unit = 0;
+};
+/// The run of `count` elements of `bits` bits (count * bits a multiple of 8).
+PackedRun packedRun(int bits, int64_t count);
+/// The narrowest run of whole bytes, in elements of `bits` bits: 8 / (the largest power of two
+/// dividing bits).
+int packedMinWidth(int bits);
+/// The widest run worth grouping: at most `locals` elements and at most 16 bytes times the odd
+/// part of `bits` (so at most that many accesses: a u4 run of 32, a u3 run of 128 = 3 x 16 bytes).
+int packedMaxWidth(int bits, int64_t locals);
+/// The `count` elements (iN, N = bits) of a run from its bytes given as `pieces`: i32 values that
+/// hold `pieceBits` (8, 16 or 32) bits each, in address order (little-endian).
+std::vector<llvm::Value *> unpackRun(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &pieces,
+                                     int pieceBits, int bits, int64_t count);
+/// The inverse: the elements (iN) packed into i32 pieces of `pieceBits` bits each.
+std::vector<llvm::Value *> packRun(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &values,
+                                   int pieceBits, int bits);
+
 } // namespace tilus::jit
