@@ -214,6 +214,108 @@ TEST_CASE("16-byte per-thread chunks become ld.global.v4 / st.global.v4") {
   CHECK_FALSE(contains(ks.ptx, "ld.global.v"));
 }
 
+namespace {
+
+/// A copy of a 1-D tensor of type T through registers of layout LAYOUT (per thread `locals`
+/// elements), one block per 256 * locals elements.
+VerifiedModule packedCopy(const std::string &t, const std::string &layout, int locals) {
+  std::string tile = std::to_string(256 * locals);
+  return buildSource("def copy<cdiv(n, " + tile + ")>(" + t + "* x_ptr, " + t +
+                     "* y_ptr, i32 n) threads=256:\n" + "    bi = BlockIndices()\n" +
+                     "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=" + layout +
+                     ", offset=[bi * " + tile + ":])\n" +
+                     "    StoreGlobal(x, ViewGlobal(y_ptr, shape=[n]), offset=[bi * " + tile +
+                     ":])\n");
+}
+
+/// A global -> shared -> global round trip of a [32, 64] tile of type T, 16 consecutive
+/// elements per thread.
+VerifiedModule packedShared(const std::string &t) {
+  return buildSource("def sh<1>(" + t + "* x_ptr, " + t + "* y_ptr) threads=128:\n" +
+                     "    s = AllocateShared(" + t + ", shape=[32, 64])\n" +
+                     "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[32, 64]), layout=spatial(32, "
+                     "4).local(1, 16))\n" +
+                     "    StoreShared(x, s)\n" + "    Synchronize()\n" +
+                     "    y = LoadShared(s, layout=spatial(32, 4).local(1, 16))\n" +
+                     "    StoreGlobal(y, ViewGlobal(y_ptr, shape=[32, 64]))\n");
+}
+
+} // namespace
+
+TEST_CASE("sub-byte tiles load and store whole bytes with vector accesses") {
+  // 32 consecutive u4 per thread are 16 bytes: one predicated ld.global.v4.b32 (the element
+  // path behind it reads plain 32-bit words and stores with atomics)
+  std::string u4 = ptxOf(packedCopy("u4", "spatial(256).local(32)", 32), "copy").ptx;
+  CHECK(occurrences(u4, "@p ld.global.v4.b32") == 1);
+  CHECK(occurrences(u4, "@p st.global.v4.b32") == 1);
+  CHECK(occurrences(u4, "@p ld.global") == 1);
+  // f4e2m1 is packed the same way
+  std::string f4 = ptxOf(packedCopy("f4e2m1", "spatial(256).local(32)", 32), "copy").ptx;
+  CHECK(occurrences(f4, "@p ld.global.v4.b32") == 1);
+  CHECK(occurrences(f4, "@p st.global.v4.b32") == 1);
+  // u2 x 64 and u1 x 128 are 16 bytes too
+  std::string u2 = ptxOf(packedCopy("u2", "spatial(256).local(64)", 64), "copy").ptx;
+  CHECK(occurrences(u2, "@p ld.global.v4.b32") == 1);
+  CHECK(occurrences(u2, "@p st.global.v4.b32") == 1);
+  std::string u1 = ptxOf(packedCopy("u1", "spatial(256).local(128)", 128), "copy").ptx;
+  CHECK(occurrences(u1, "@p ld.global.v4.b32") == 1);
+  CHECK(occurrences(u1, "@p st.global.v4.b32") == 1);
+  // u3 x 128 = 48 bytes and f6e3m2 x 64 = 48 bytes: three 16-byte accesses each
+  std::string u3 = ptxOf(packedCopy("u3", "spatial(256).local(128)", 128), "copy").ptx;
+  CHECK(occurrences(u3, "@p ld.global.v4.b32") == 3);
+  CHECK(occurrences(u3, "@p st.global.v4.b32") == 3);
+  std::string f6 = ptxOf(packedCopy("f6e3m2", "spatial(256).local(64)", 64), "copy").ptx;
+  CHECK(occurrences(f6, "@p ld.global.v4.b32") == 3);
+  CHECK(occurrences(f6, "@p st.global.v4.b32") == 3);
+  // u3 x 32 = 12 bytes: three 4-byte accesses; i7 x 8 = 7 bytes: seven single bytes
+  std::string u3w = ptxOf(packedCopy("u3", "spatial(256).local(32)", 32), "copy").ptx;
+  CHECK(occurrences(u3w, "@p ld.global.b32") == 3);
+  CHECK(occurrences(u3w, "@p st.global.b32") == 3);
+  CHECK_FALSE(contains(u3w, "ld.global.v"));
+  std::string i7 = ptxOf(packedCopy("i7", "spatial(256).local(8)", 8), "copy").ptx;
+  CHECK(occurrences(i7, "@p ld.global.u8") == 7);
+  CHECK(occurrences(i7, "@p st.global.u8") == 7);
+  // shared memory: 16 consecutive u4 of a row-major tile are one 8-byte access
+  std::string sh = ptxOf(packedShared("u4"), "sh").ptx;
+  CHECK(occurrences(sh, "ld.shared.v2.u32") == 1);
+  CHECK(occurrences(sh, "st.shared.v2.u32") == 1);
+  CHECK_FALSE(contains(sh, "atom.shared"));
+}
+
+TEST_CASE("sub-byte tiles that do not cover whole bytes of one thread stay element by element") {
+  // consecutive slots 256 elements apart: no run
+  std::string strided = ptxOf(packedCopy("u4", "local(32).spatial(256)", 32), "copy").ptx;
+  CHECK_FALSE(contains(strided, "@p ld.global"));
+  CHECK_FALSE(contains(strided, "@p st.global"));
+  CHECK(contains(strided, "atom.global.and.b32"));
+  // 4 consecutive u3 are 12 bits: they share bytes with the neighbouring thread's elements
+  std::string u3 = ptxOf(packedCopy("u3", "spatial(256).local(4)", 4), "copy").ptx;
+  CHECK_FALSE(contains(u3, "@p ld.global"));
+  CHECK_FALSE(contains(u3, "@p st.global"));
+  CHECK(contains(u3, "atom.global.or.b32"));
+  // a single u4 per thread: half a byte
+  std::string one = ptxOf(packedCopy("u4", "spatial(256)", 1), "copy").ptx;
+  CHECK_FALSE(contains(one, "@p ld.global"));
+  CHECK_FALSE(contains(one, "@p st.global"));
+}
+
+TEST_CASE("sub-byte vector accesses: ptxas accepts the kernels" * needsPtxas()) {
+  std::vector<std::string> ptx = {
+      ptxOf(packedCopy("u4", "spatial(256).local(32)", 32), "copy").ptx,
+      ptxOf(packedCopy("u3", "spatial(256).local(128)", 128), "copy").ptx,
+      ptxOf(packedCopy("i7", "spatial(256).local(8)", 8), "copy").ptx,
+      ptxOf(packedCopy("u1", "spatial(256).local(16)", 16), "copy").ptx,
+      ptxOf(packedShared("u4"), "sh").ptx,
+      ptxOf(packedShared("u3"), "sh").ptx,
+  };
+  std::string log;
+  for (const std::string &p : ptx) {
+    bool ok = runPtxas(p, 90, log);
+    INFO(log);
+    CHECK(ok);
+  }
+}
+
 TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, bf16") {
   // jit/lower_elementwise.cpp fastExp2: the non-ftz f32 instruction where subnormal results
   // matter (f32, bf16), the ftz one for f16; Exp of f32 and everything of f64 stay exact
