@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <tuple>
 
@@ -619,6 +621,147 @@ def packed<4>(i3* a_ptr, u5* b_ptr, f4e2m1* c_ptr, i3* d_ptr, u5* e_ptr, f4e2m1*
                {"f_ptr", DataType::f(2, 1), 1024, Fill::Random},
                {"g_ptr", DataType::i32(), 1024, Fill::Zero}};
   runCase(c);
+}
+
+/// Element k of a bit-packed buffer (ISA section 2: bits [k N, (k + 1) N), LSB first).
+uint64_t packedElement(const std::vector<uint8_t> &bytes, int64_t k, int n) {
+  uint64_t v = 0;
+  for (int b = 0; b < n; ++b) {
+    int64_t bit = k * n + b;
+    v |= uint64_t((bytes[size_t(bit / 8)] >> (bit % 8)) & 1) << b;
+  }
+  return v;
+}
+
+/// `count` random codes of `bits` bits.
+std::vector<uint64_t> randomCodes(int64_t count, int bits, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> out(static_cast<size_t>(count));
+  for (uint64_t &v : out)
+    v = rng() & ((uint64_t(1) << bits) - 1);
+  return out;
+}
+
+/// Compares element k of an output buffer with the reference `want(k)` for k below `elements`,
+/// reporting the first few differences.
+void checkPacked(const char *side, const std::string &what, const std::vector<uint8_t> &out,
+                 int bits, int64_t elements, const std::function<uint64_t(int64_t)> &want) {
+  int64_t bad = 0;
+  for (int64_t k = 0; k < elements; ++k) {
+    uint64_t got = packedElement(out, k, bits), expect = want(k);
+    if (got != expect && bad++ < 5)
+      FAIL_CHECK(side << " " << what << "[" << k << "] = " << got << ", expected " << expect);
+  }
+  CHECK_MESSAGE(bad == 0, side << " " << what << ": " << bad << " elements differ");
+}
+
+// The vector paths of sub-byte tiles (runs of whole bytes, lower_memory_packed.cpp) at every
+// width from 1 to 7 bits, against a plain reference as well as the interpreter. 1-D: runs of
+// 32 and of 8 elements per thread at offsets shifted by 0, 1 and 8 elements (aligned runs,
+// runs that do not start on a byte, runs on bytes but misaligned for their access), a length
+// that ends inside the last tile; stores to shifted offsets drop what falls outside and leave
+// every element around the view (the extra elements of each buffer) alone. 2-D: a ragged
+// [37, n] tensor (rows of 301 elements start at odd bit offsets) through shared memory of three
+// layouts (row-major: vector runs of 16 and 32; tiled with rows of 16 contiguous elements and
+// swizzled: runs of 16, element by element for 32).
+DIFF_CASE("sub-byte vector loads and stores: widths 1-7, ragged and misaligned tiles, shared") {
+  const char *source1 = R"(
+def vec1<cdiv(n, 2048)>(DT* x_ptr, DT* y_ptr, DT* z_ptr, DT* w_ptr, DT* v_ptr, i32 n, i32 shift) threads=64:
+    bi = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[n])
+    x = LoadGlobal(gx, layout=spatial(64).local(32), offset=[bi * 2048:])
+    StoreGlobal(x, ViewGlobal(y_ptr, shape=[n]), offset=[bi * 2048:])
+    u = LoadGlobal(gx, layout=spatial(64).local(32), offset=[bi * 2048 + shift:])
+    StoreGlobal(u, ViewGlobal(z_ptr, shape=[n]), offset=[bi * 2048:])
+    StoreGlobal(x, ViewGlobal(w_ptr, shape=[n]), offset=[bi * 2048 + shift:])
+    e = LoadGlobal(gx, layout=local(4).spatial(64).local(8), offset=[bi * 2048 + shift:])
+    StoreGlobal(e, ViewGlobal(v_ptr, shape=[n]), offset=[bi * 2048 + shift:])
+)";
+  const char *source2 = R"(
+def tile2<cdiv(m, 16), cdiv(n, 128)>(DT* x_ptr, DT* y_ptr, DT* s_ptr, i32 m, i32 n) threads=64:
+    bi, bj = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[m, n])
+    x = LoadGlobal(gx, layout=spatial(8, 8).local(2, 16), offset=[bi * 16:, bj * 128:])
+    StoreGlobal(x, ViewGlobal(y_ptr, shape=[m, n]), offset=[bi * 16:, bj * 128:])
+    s = AllocateShared(DT, shape=[16, 128], layout=SLAYOUT)
+    StoreShared(x, s)
+    Synchronize()
+    r = LoadShared(s, layout=spatial(16, 4).local(1, 32))
+    StoreGlobal(r, ViewGlobal(s_ptr, shape=[m, n]), offset=[bi * 16:, bj * 128:])
+)";
+  auto substitute = [](std::string text, const std::string &key, const std::string &value) {
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1))
+      text.replace(at, key.size(), value);
+    return text;
+  };
+  const int64_t extra = 100; // elements of each buffer past the view
+  uint64_t seed = 1;
+  for (const char *dtype : {"u1", "i2", "u3", "u4", "f4e2m1", "i5", "f6e3m2", "u6", "i7"}) {
+    DataType t = *DataType::parse(dtype);
+    int bits = t.bits;
+    int64_t n = 3 * 2048 - 45;
+    for (int64_t shift : {0, 1, 8}) {
+      Case c;
+      c.name = std::string("subbyte_vec1_") + dtype + "_" + std::to_string(shift);
+      c.source = substitute(source1, "DT", dtype);
+      c.scalars = {{"n", uint64_t(n)}, {"shift", uint64_t(shift)}};
+      std::vector<std::vector<uint64_t>> given;
+      for (int b = 0; b < 5; ++b)
+        given.push_back(randomCodes(n + extra, bits, seed++));
+      c.buffers = {{"x_ptr", t, n + extra, Fill::Given, 0, 0, given[0]},
+                   {"y_ptr", t, n + extra, Fill::Given, 0, 0, given[1]},
+                   {"z_ptr", t, n + extra, Fill::Given, 0, 0, given[2]},
+                   {"w_ptr", t, n + extra, Fill::Given, 0, 0, given[3]},
+                   {"v_ptr", t, n + extra, Fill::Given, 0, 0, given[4]}};
+      c.check = [given, bits, n, shift](const char *side,
+                                        const std::vector<std::vector<uint8_t>> &buffers) {
+        const std::vector<uint64_t> &x = given[0];
+        int64_t all = n + extra;
+        checkPacked(side, "y", buffers[1], bits, all,
+                    [&](int64_t k) { return k < n ? x[size_t(k)] : given[1][size_t(k)]; });
+        checkPacked(side, "z", buffers[2], bits, all, [&](int64_t k) {
+          if (k >= n)
+            return given[2][size_t(k)];
+          return k + shift < n ? x[size_t(k + shift)] : 0;
+        });
+        checkPacked(side, "w", buffers[3], bits, all, [&](int64_t k) {
+          return k >= shift && k < n ? x[size_t(k - shift)] : given[3][size_t(k)];
+        });
+        checkPacked(side, "v", buffers[4], bits, all, [&](int64_t k) {
+          return k >= shift && k < n ? x[size_t(k)] : given[4][size_t(k)];
+        });
+      };
+      runCase(c);
+    }
+    const char *layouts[] = {"row_major(16, 128)", "row_major(16, 8).row_major(1, 16)",
+                             "swizzle(row_major(16, 128), 2, 4, 3)"};
+    int which = 0;
+    for (const char *layout : layouts) {
+      for (int64_t cols : {301, 256}) {
+        int64_t rows = 37, all = rows * cols + extra;
+        Case c;
+        c.name = std::string("subbyte_tile2_") + dtype + "_" + std::to_string(which) + "_" +
+                 std::to_string(cols);
+        c.source = substitute(substitute(source2, "DT", dtype), "SLAYOUT", layout);
+        c.scalars = {{"m", uint64_t(rows)}, {"n", uint64_t(cols)}};
+        std::vector<std::vector<uint64_t>> given;
+        for (int b = 0; b < 3; ++b)
+          given.push_back(randomCodes(all, bits, seed++));
+        c.buffers = {{"x_ptr", t, all, Fill::Given, 0, 0, given[0]},
+                     {"y_ptr", t, all, Fill::Given, 0, 0, given[1]},
+                     {"s_ptr", t, all, Fill::Given, 0, 0, given[2]}};
+        c.check = [given, bits, rows, cols, all](const char *side,
+                                                 const std::vector<std::vector<uint8_t>> &buffers) {
+          for (int b = 1; b <= 2; ++b)
+            checkPacked(side, b == 1 ? "y" : "s", buffers[size_t(b)], bits, all, [&](int64_t k) {
+              return k < rows * cols ? given[0][size_t(k)] : given[size_t(b)][size_t(k)];
+            });
+        };
+        runCase(c);
+      }
+      ++which;
+    }
+  }
 }
 
 DIFF_CASE("shared layouts (row/column major, strided, tiled, swizzled, packed)") {
