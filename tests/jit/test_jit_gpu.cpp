@@ -657,7 +657,8 @@ void checkPacked(const char *side, const std::string &what, const std::vector<ui
 
 // The vector paths of sub-byte tiles (runs of whole bytes, lower_memory_packed.cpp) at every
 // width from 1 to 7 bits, against a plain reference as well as the interpreter. 1-D: runs of
-// 32 and of 8 elements per thread at offsets shifted by 0, 1 and 8 elements (aligned runs,
+// 32, 8 and 128 (replicated four times: several 16-byte accesses per run, stored by the
+// primary owner) elements per thread at offsets shifted by 0, 1 and 8 elements (aligned runs,
 // runs that do not start on a byte, runs on bytes but misaligned for their access), a length
 // that ends inside the last tile; stores to shifted offsets drop what falls outside and leave
 // every element around the view (the extra elements of each buffer) alone. 2-D: a ragged
@@ -666,7 +667,7 @@ void checkPacked(const char *side, const std::string &what, const std::vector<ui
 // swizzled: runs of 16, element by element for 32).
 DIFF_CASE("sub-byte vector loads and stores: widths 1-7, ragged and misaligned tiles, shared") {
   const char *source1 = R"(
-def vec1<cdiv(n, 2048)>(DT* x_ptr, DT* y_ptr, DT* z_ptr, DT* w_ptr, DT* v_ptr, i32 n, i32 shift) threads=64:
+def vec1<cdiv(n, 2048)>(DT* x_ptr, DT* y_ptr, DT* z_ptr, DT* w_ptr, DT* v_ptr, DT* q_ptr, i32 n, i32 shift) threads=64:
     bi = BlockIndices()
     gx = ViewGlobal(x_ptr, shape=[n])
     x = LoadGlobal(gx, layout=spatial(64).local(32), offset=[bi * 2048:])
@@ -676,6 +677,8 @@ def vec1<cdiv(n, 2048)>(DT* x_ptr, DT* y_ptr, DT* z_ptr, DT* w_ptr, DT* v_ptr, i
     StoreGlobal(x, ViewGlobal(w_ptr, shape=[n]), offset=[bi * 2048 + shift:])
     e = LoadGlobal(gx, layout=local(4).spatial(64).local(8), offset=[bi * 2048 + shift:])
     StoreGlobal(e, ViewGlobal(v_ptr, shape=[n]), offset=[bi * 2048 + shift:])
+    q = LoadGlobal(gx, layout=replicate(4).spatial(16).local(128), offset=[bi * 2048 + shift:])
+    StoreGlobal(q, ViewGlobal(q_ptr, shape=[n]), offset=[bi * 2048 + shift:])
 )";
   const char *source2 = R"(
 def tile2<cdiv(m, 16), cdiv(n, 128)>(DT* x_ptr, DT* y_ptr, DT* s_ptr, i32 m, i32 n) threads=64:
@@ -706,13 +709,14 @@ def tile2<cdiv(m, 16), cdiv(n, 128)>(DT* x_ptr, DT* y_ptr, DT* s_ptr, i32 m, i32
       c.source = substitute(source1, "DT", dtype);
       c.scalars = {{"n", uint64_t(n)}, {"shift", uint64_t(shift)}};
       std::vector<std::vector<uint64_t>> given;
-      for (int b = 0; b < 5; ++b)
+      for (int b = 0; b < 6; ++b)
         given.push_back(randomCodes(n + extra, bits, seed++));
       c.buffers = {{"x_ptr", t, n + extra, Fill::Given, 0, 0, given[0]},
                    {"y_ptr", t, n + extra, Fill::Given, 0, 0, given[1]},
                    {"z_ptr", t, n + extra, Fill::Given, 0, 0, given[2]},
                    {"w_ptr", t, n + extra, Fill::Given, 0, 0, given[3]},
-                   {"v_ptr", t, n + extra, Fill::Given, 0, 0, given[4]}};
+                   {"v_ptr", t, n + extra, Fill::Given, 0, 0, given[4]},
+                   {"q_ptr", t, n + extra, Fill::Given, 0, 0, given[5]}};
       c.check = [given, bits, n, shift](const char *side,
                                         const std::vector<std::vector<uint8_t>> &buffers) {
         const std::vector<uint64_t> &x = given[0];
@@ -727,9 +731,10 @@ def tile2<cdiv(m, 16), cdiv(n, 128)>(DT* x_ptr, DT* y_ptr, DT* s_ptr, i32 m, i32
         checkPacked(side, "w", buffers[3], bits, all, [&](int64_t k) {
           return k >= shift && k < n ? x[size_t(k - shift)] : given[3][size_t(k)];
         });
-        checkPacked(side, "v", buffers[4], bits, all, [&](int64_t k) {
-          return k >= shift && k < n ? x[size_t(k)] : given[4][size_t(k)];
-        });
+        for (size_t b : {size_t(4), size_t(5)})
+          checkPacked(side, b == 4 ? "v" : "q", buffers[b], bits, all, [&](int64_t k) {
+            return k >= shift && k < n ? x[size_t(k)] : given[b][size_t(k)];
+          });
       };
       runCase(c);
     }
