@@ -173,6 +173,10 @@ public:
   /// applies. Bit-exact with convert().
   std::optional<std::vector<llvm::Value *>> dequantize(const std::vector<llvm::Value *> &slots,
                                                        DataType from, DataType to);
+  /// dequantize() of integers of up to 8 bits into f16 / bf16 with two codes per mask and fma,
+  /// read where they lie in the words they come from (emit_dequant_pairs.cpp).
+  std::optional<std::vector<llvm::Value *>> dequantizePairs(const std::vector<llvm::Value *> &slots,
+                                                            DataType from, DataType to);
 
   // ---- control flow inside a lowering (codegen.cpp) -------------------------------------------
   /// Emits `then` in a block that runs only when `cond` (i1) holds (blocks `name` and

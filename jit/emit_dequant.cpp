@@ -88,6 +88,8 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
   }
   if (!dequantizable(from, to, opts.smVersion) || slots.empty())
     return std::nullopt;
+  if (std::optional<std::vector<llvm::Value *>> pairs = dequantizePairs(slots, from, to))
+    return pairs; // integers: two codes per mask and fma where they lie (emit_dequant_pairs.cpp)
   llvm::Type *i16 = b.getInt16Ty();
   llvm::Type *i32 = b.getInt32Ty();
   bool intoBf16 = to == DataType::bf16();

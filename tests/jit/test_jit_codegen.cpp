@@ -316,6 +316,33 @@ TEST_CASE("sub-byte vector accesses: ptxas accepts the kernels" * needsPtxas()) 
   }
 }
 
+TEST_CASE("integer dequantisation reads two codes per prmt, mask and fma.rn.f16x2") {
+  // 32 u4 codes from four loaded words into f16: each pair of codes is one prmt of its word,
+  // one mask with the magic exponent (and / or, one lop3 in SASS) and one packed fma
+  // (jit/emit_dequant_pairs.cpp); no per-code bit-field extracts or shifts remain
+  VerifiedModule m =
+      buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
+                  "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
+                  "1).local(1, 4))\n"
+                  "    a = View(w, dtype=u4, layout=spatial(32, 1).local(1, 32))\n"
+                  "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n");
+  PtxKernel k = ptxOf(m, "dq");
+  CHECK(occurrences(k.ptx, "prmt.b32") == 16);
+  CHECK(occurrences(k.ptx, "fma.rn.f16x2") == 16);
+  CHECK_FALSE(contains(k.ptx, "bfe."));
+  CHECK_FALSE(contains(k.ptx, "cvt.rn.f16.u"));
+  // signed codes: the sign bias is folded into the same mask (an xor), still one fma per pair
+  VerifiedModule s =
+      buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
+                  "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
+                  "1).local(1, 4))\n"
+                  "    a = View(w, dtype=i4, layout=spatial(32, 1).local(1, 32))\n"
+                  "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n");
+  PtxKernel ks = ptxOf(s, "dq");
+  CHECK(occurrences(ks.ptx, "prmt.b32") == 16);
+  CHECK(occurrences(ks.ptx, "fma.rn.f16x2") == 16);
+}
+
 TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, bf16") {
   // jit/lower_elementwise.cpp fastExp2: the non-ftz f32 instruction where subnormal results
   // matter (f32, bf16), the ftz one for f16; Exp of f32 and everything of f64 stay exact

@@ -322,6 +322,56 @@ DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit 
   }
 }
 
+DIFF_CASE("integer dequantisation of codes read in place from loaded and carried words") {
+  // jit/emit_dequant_pairs.cpp traces each code to the word or byte it lies in and reads a
+  // pair with one prmt, one mask and one fma, at whatever bit offset the code has there; 32
+  // codes per thread from n 32-bit words (every offset mod 8 for odd n), from 4n bytes, and
+  // from words carried through a loop (the roots are then loop values) must all give
+  // isa/convert's result in f16, bf16 and f32.
+  std::vector<DataType> types;
+  for (int n = 1; n <= 8; ++n)
+    types.push_back(DataType::u(n));
+  for (int n = 2; n <= 8; ++n)
+    types.push_back(DataType::i(n));
+  for (DataType t : types) {
+    std::string T = name(t), N = std::to_string(t.bits), B = std::to_string(4 * t.bits);
+    Case c;
+    c.name = "dequant_words_" + T;
+    c.source =
+        "def dequant<1>(u32* a_ptr, f16* h_ptr, bf16* b_ptr, f32* f_ptr, f16* y_ptr, f16* l_ptr) "
+        "threads=32:\n"
+        "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, " +
+        N + "]), layout=spatial(32, 1).local(1, " + N +
+        "))\n"
+        "    a = View(w, dtype=" +
+        T +
+        ", layout=spatial(32, 1).local(1, 32))\n"
+        "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n"
+        "    StoreGlobal(Cast(a, bf16), ViewGlobal(b_ptr, shape=[32, 32]))\n"
+        "    StoreGlobal(Cast(a, f32), ViewGlobal(f_ptr, shape=[32, 32]))\n"
+        "    yb = View(w, dtype=u8, layout=spatial(32, 1).local(1, " +
+        B +
+        "))\n"
+        "    StoreGlobal(Cast(View(yb, dtype=" +
+        T +
+        ", layout=spatial(32, 1).local(1, 32)), f16), ViewGlobal(y_ptr, shape=[32, 32]))\n"
+        "    gl = ViewGlobal(l_ptr, shape=[4, 32, 32])\n"
+        "    cur = Cast(w, u32)\n"
+        "    for i in range(4):\n"
+        "        StoreGlobal(Cast(View(cur, dtype=" +
+        T +
+        ", layout=spatial(32, 1).local(1, 32)), f16), gl, offset=[i, 0:, 0:])\n"
+        "        cur = Add(cur, 2654435769)\n";
+    c.buffers = {{"a_ptr", DataType::u(32), 32 * int64_t(t.bits), Fill::Random},
+                 {"h_ptr", DataType::f16(), 1024, Fill::Zero},
+                 {"b_ptr", DataType::bf16(), 1024, Fill::Zero},
+                 {"f_ptr", DataType::f32(), 1024, Fill::Zero},
+                 {"y_ptr", DataType::f16(), 1024, Fill::Zero},
+                 {"l_ptr", DataType::f16(), 4096, Fill::Zero}};
+    runCase(c);
+  }
+}
+
 DIFF_CASE("chains of float operations on NaNs of any payload give canonical NaNs") {
   // jit/nan_canonical.h drops the canonical NaN selects whose NaN only reaches other float
   // operations; every result that is stored, viewed as bits, reduced across lanes or fed to

@@ -1,0 +1,222 @@
+// Dequantisation of low-bit integers from where their codes lie: two codes per 32-bit lane pair
+// with one mask, one magic number and one packed fused multiply-add.
+//
+// A register slot of a sub-byte type is, in the IR that View and the loads emit, a chain of
+// shifts, masks, truncations and extensions of a wider value (a loaded 32-bit word, a byte of a
+// loop-carried register). traceCode walks that chain back to its root and the bit offset of the
+// code in it. For a pair of slots (k, k + 1) the two codes are then placed, unshifted when they
+// fit, in the low and high half of one 32-bit value Y (code 0 at bit p0, code 1 at bit 16 + p1;
+// the byte moves become `prmt` or nothing), and
+//
+//     lanes = (Y & M) ^ (K | magic)        M: the two code fields; K: the sign bias of signed
+//                                          types (code ^ 2^(N-1) makes it non-negative);
+//                                          magic: 1024.0 (0x6400) in both halves
+//     value = lanes * 2^-p - (2^(10-p) + bias)   one fma.rn.f16x2 (sub.f16x2 when p0 = p1 = 0)
+//
+// so that a lane holding the code c' at bit p reads 1024 + c' 2^p (the mantissa's unit is 1 at
+// exponent 10) and the fma leaves c' - bias. Every step is exact: the code fits the mantissa
+// (p + N <= 10), the scaling is by a power of two, and the result is a small integer, so the one
+// rounding of the fma rounds an exact value. bf16 works alike with 128.0 (0x4300, 7 mantissa
+// bits, p + N <= 7). LLVM folds the byte re-assembly (e.g. the bytes of a loop-carried word)
+// back into the word, and ptxas forms `prmt` and `lop3` from the rest: three instructions per
+// pair of codes instead of a shift, a bit-field extract and an or per code.
+#include "jit/codegen.h"
+
+#include "isa/convert.h"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <cmath>
+
+namespace tilus::jit {
+
+namespace {
+
+/// Where a code's bits lie: bits [offset, offset + n) of root.
+struct CodeBits {
+  llvm::Value *root = nullptr;
+  unsigned offset = 0;
+};
+
+unsigned widthOf(llvm::Value *v) { return v->getType()->getIntegerBitWidth(); }
+
+/// Follows the shifts, masks, truncations and extensions that select an n-bit code from a wider
+/// value. Stops at the first value that is not such an operation (any integer value is a valid
+/// root: the code is bits [offset, offset + n) of it).
+CodeBits traceCode(llvm::Value *v, unsigned n) {
+  CodeBits at{v, 0};
+  uint64_t need = bitMask(int(n));
+  for (int depth = 0; depth < 16; ++depth) {
+    auto *inst = llvm::dyn_cast<llvm::Instruction>(at.root);
+    if (!inst || !inst->getType()->isIntegerTy())
+      break;
+    llvm::Value *x = inst->getNumOperands() > 0 ? inst->getOperand(0) : nullptr;
+    auto constOperand = [&](unsigned i) -> std::optional<uint64_t> {
+      auto *c = llvm::dyn_cast<llvm::ConstantInt>(inst->getOperand(i));
+      if (!c || c->getBitWidth() > 64)
+        return std::nullopt;
+      return c->getZExtValue();
+    };
+    bool moved = false;
+    switch (inst->getOpcode()) {
+    case llvm::Instruction::Trunc:
+      if (x->getType()->isIntegerTy()) {
+        at.root = x;
+        moved = true;
+      }
+      break;
+    case llvm::Instruction::ZExt:
+      if (x->getType()->isIntegerTy() && at.offset + n <= widthOf(x)) {
+        at.root = x;
+        moved = true;
+      }
+      break;
+    case llvm::Instruction::LShr:
+      if (std::optional<uint64_t> c = constOperand(1); c && at.offset + *c + n <= widthOf(x)) {
+        at.offset += unsigned(*c);
+        at.root = x;
+        moved = true;
+      }
+      break;
+    case llvm::Instruction::Shl:
+      if (std::optional<uint64_t> c = constOperand(1); c && at.offset >= *c) {
+        at.offset -= unsigned(*c);
+        at.root = x;
+        moved = true;
+      }
+      break;
+    case llvm::Instruction::And:
+      for (unsigned i = 0; i < 2 && !moved; ++i)
+        if (std::optional<uint64_t> c = constOperand(i);
+            c && at.offset + n <= 64 && ((*c >> at.offset) & need) == need) {
+          at.root = inst->getOperand(1 - i);
+          moved = true;
+        }
+      break;
+    case llvm::Instruction::Or:
+      for (unsigned i = 0; i < 2 && !moved; ++i)
+        if (std::optional<uint64_t> c = constOperand(i); c && *c == 0) {
+          at.root = inst->getOperand(1 - i);
+          moved = true;
+        }
+      break;
+    default:
+      break;
+    }
+    if (!moved)
+      break;
+  }
+  return at;
+}
+
+} // namespace
+
+std::optional<std::vector<llvm::Value *>>
+Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
+  bool intoBf16 = to == DataType::bf16();
+  if (from.isFloat() || from.isBool() || from.bits > 8 || (to != DataType::f16() && !intoBf16))
+    return std::nullopt;
+  int n = from.bits;
+  // mantissa bits of the target: a code at bit p fits when p + n <= room
+  int room = intoBf16 ? 7 : 10;
+  if (n > room)
+    return std::nullopt; // 8-bit integers into bf16: emit_dequant.cpp goes through f32
+  // fma.rn.bf16x2 with these constants: sm_90 (sm_80 aligns every code to bit 0, a plain sub)
+  bool scaled = !intoBf16 || opts.smVersion >= 90;
+  double base = intoBf16 ? 128.0 : 1024.0;
+  uint32_t magic = intoBf16 ? 0x4300u : 0x6400u;
+  uint32_t signBias = from.isSigned() ? (1u << (n - 1)) : 0u;
+  llvm::Type *i16 = b.getInt16Ty();
+  llvm::Type *i32 = b.getInt32Ty();
+  llvm::Type *lane = elemType(to);
+  auto *pairType = llvm::FixedVectorType::get(lane, 2);
+
+  // A code read in place: bits [8 byte + p, 8 byte + p + n) of a 32-bit word, inside the bytes
+  // `byte` and `byte + 1` that one half of a `prmt` takes.
+  struct Placed {
+    llvm::Value *word = nullptr;
+    int byte = 0, p = 0;
+  };
+  auto place = [&](llvm::Value *slot) -> std::optional<Placed> {
+    CodeBits c = traceCode(slot, unsigned(n));
+    unsigned width = widthOf(c.root);
+    llvm::Value *word = c.root;
+    unsigned off = c.offset;
+    if (width > 32) {
+      if (off / 32 != (off + unsigned(n) - 1) / 32)
+        return std::nullopt;
+      word = b.CreateTrunc(b.CreateLShr(word, uint64_t(off / 32 * 32)), i32);
+      off %= 32;
+    } else if (width < 32) {
+      word = b.CreateZExt(word, i32);
+    }
+    int byte = int(off / 8), p = int(off % 8);
+    if (p + n > room || (!scaled && p != 0) || (p + n > 8 && byte == 3))
+      return std::nullopt;
+    return Placed{word, byte, p};
+  };
+  // A code that cannot be read in place: shifted to bit 0 of a 16-bit half.
+  auto shifted = [&](llvm::Value *slot) -> llvm::Value * {
+    CodeBits c = traceCode(slot, unsigned(n));
+    llvm::Value *v = c.offset ? b.CreateLShr(c.root, uint64_t(c.offset)) : c.root;
+    return b.CreateZExt(b.CreateZExtOrTrunc(v, i16), i32);
+  };
+  llvm::Value *zero = b.getInt32(0);
+  auto prmt = [&](llvm::Value *x, llvm::Value *y, uint32_t selector) -> llvm::Value * {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
+  };
+  // the prmt selector nibbles of one half: bytes `byte` and `byte + 1` of operand `which`
+  auto halfSelector = [](const Placed &c, int which) {
+    uint32_t lo = uint32_t(4 * which + c.byte), hi = uint32_t(4 * which + std::min(c.byte + 1, 3));
+    return lo | hi << 4;
+  };
+
+  std::vector<llvm::Value *> out;
+  out.reserve(slots.size());
+  for (size_t k = 0; k < slots.size(); k += 2) {
+    bool pair = k + 1 < slots.size();
+    std::optional<Placed> c0 = place(slots[k]);
+    std::optional<Placed> c1 = pair ? place(slots[k + 1]) : std::nullopt;
+    int p0 = c0 ? c0->p : 0, p1 = c1 ? c1->p : 0;
+    llvm::Value *y = nullptr;
+    if (c0 && c1) {
+      // both halves from one prmt (of one word, or of two)
+      bool same = c0->word == c1->word;
+      y = prmt(c0->word, same ? zero : c1->word,
+               halfSelector(*c0, 0) | halfSelector(*c1, same ? 0 : 1) << 8);
+    } else {
+      // the low half: code 0 in place (the high half selects zeros: byte 0 of operand 2) or
+      // shifted to bit 0; the high half alike
+      y = c0 ? prmt(c0->word, zero, halfSelector(*c0, 0) | 0x4400u) : shifted(slots[k]);
+      if (pair)
+        y = b.CreateOr(y, c1 ? prmt(c1->word, zero, 0x44u | halfSelector(*c1, 0) << 8)
+                             : b.CreateShl(shifted(slots[k + 1]), 16));
+    }
+    uint32_t field = uint32_t(bitMask(n));
+    uint32_t mask = field << p0 | (pair ? field << (16 + p1) : 0u);
+    uint32_t flip = signBias << p0 | (pair ? signBias << (16 + p1) : 0u);
+    llvm::Value *lanes =
+        b.CreateXor(b.CreateAnd(y, b.getInt32(mask)), b.getInt32(flip | magic | magic << 16));
+    llvm::Value *x = b.CreateBitCast(lanes, pairType);
+    llvm::Value *r = nullptr;
+    if (p0 == 0 && p1 == 0) {
+      r = b.CreateFSub(x, llvm::ConstantFP::get(pairType, base + double(signBias)));
+    } else {
+      auto constPair = [&](double lo, double hi) {
+        return llvm::ConstantVector::get(
+            {llvm::ConstantFP::get(lane, lo), llvm::ConstantFP::get(lane, hi)});
+      };
+      llvm::Value *scale = constPair(std::ldexp(1.0, -p0), std::ldexp(1.0, -p1));
+      llvm::Value *shift = constPair(-(std::ldexp(base, -p0) + double(signBias)),
+                                     -(std::ldexp(base, -p1) + double(signBias)));
+      r = b.CreateIntrinsic(llvm::Intrinsic::fma, {pairType}, {x, scale, shift});
+    }
+    out.push_back(b.CreateExtractElement(r, uint64_t(0)));
+    if (pair)
+      out.push_back(b.CreateExtractElement(r, uint64_t(1)));
+  }
+  return out;
+}
+
+} // namespace tilus::jit
