@@ -338,15 +338,22 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
     std::memcpy(&v, out.data(), 4);
     return v;
   };
-  // Llama-70B shapes: N = 57344 has 3584 column tiles (no split); N = 8192 and 10240 split
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 1);
-  CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 4);
-  CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 4);
-  CHECK(constant({{"N", "8192"}, {"K", "28672"}}, "SPLITK") == 4);
-  CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 4);
-  CHECK(constant({{"N", "28672"}, {"K", "8192"}}, "SPLITK") == 2);
+  // Llama-70B shapes (two atoms per warp by default: 32 rows of N per warp): N = 57344 has
+  // 1792 column tiles (two splits), N = 8192 and 10240 about 256 (eight), 28672 896 (four)
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "AN") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 2);
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 8);
+  CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 8);
+  CHECK(constant({{"N", "8192"}, {"K", "28672"}}, "SPLITK") == 8);
+  CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 8);
+  CHECK(constant({{"N", "28672"}, {"K", "8192"}}, "SPLITK") == 4);
   CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
-  // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 128 tiles)
+  // one atom where N is not a multiple of 32: 16 rows per warp
+  CHECK(constant({{"N", "1040"}, {"K", "4096"}}, "AN") == 1);
+  // one atom per warp: 3584 column tiles at N = 57344 (no split), 512 at N = 8192 (four)
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 4);
+  // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 64 tiles)
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
   // a split that does not divide the steps of K falls back to 1
   CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 1);
