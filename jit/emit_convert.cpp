@@ -9,13 +9,18 @@
 // (sign, significand, exponent) value: integers wider than 24 bits -> bf16, every conversion
 // into or out of the 8-bit-and-narrower float formats (fNeEmM, OCP e4m3, e5m2), f64 -> bf16 on
 // sm_80. Low-precision sources are first decoded exactly into f32.
-// float -> int is explicit (NaN -> 0, saturation at powers of two, then truncation), because
-// the rounding and NaN behaviour of the hardware's saturating cvt differ between widths.
+// On sm_90, f32, f16 and bf16 into OCP e4m3 and e5m2 use the hardware's saturating pair
+// conversion instead (quantizeFp8 below).
+// f32, f16 and bf16 -> integers of at most 32 bits use the hardware's `cvt.rzi` (below); f64
+// sources and 64-bit targets are explicit (NaN -> 0, saturation at powers of two, then
+// truncation), because there the hardware gives NaN the value 2^(N-1) instead of 0.
 // Every float result that is NaN is the canonical NaN of its type, except a conversion of a
 // type to itself, which keeps the pattern (isa/convert.h).
 #include "jit/codegen.h"
 
 #include "isa/convert.h"
+
+#include <llvm/IR/InlineAsm.h>
 
 #include <cmath>
 
@@ -40,7 +45,88 @@ int styleCode(DataType t) {
   return 2;
 }
 
+/// Whether the hardware converts `from` into the OCP FP8 type `to` (sm_90).
+bool hardwareFp8(DataType from, DataType to, int smVersion) {
+  bool fp8 = to.isFloat() && to.bits == 8 &&
+             (to.floatStyle() == FloatStyle::OcpE4M3 || to.floatStyle() == FloatStyle::Ieee);
+  bool source = from == DataType::f32() || from == DataType::f16() || from == DataType::bf16();
+  return smVersion >= 90 && fp8 && source;
+}
+
+/// A call of inline PTX without side effects (hoisted, merged and deleted like arithmetic).
+llvm::Value *pureAsm(llvm::IRBuilder<> &b, llvm::Type *result, const std::string &text,
+                     const char *constraints, llvm::ArrayRef<llvm::Value *> args) {
+  std::vector<llvm::Type *> params;
+  for (llvm::Value *a : args)
+    params.push_back(a->getType());
+  auto *type = llvm::FunctionType::get(result, params, false);
+  llvm::CallInst *r = b.CreateCall(llvm::InlineAsm::get(type, text, constraints, false), args);
+  r->setDoesNotAccessMemory();
+  r->setDoesNotThrow();
+  return r;
+}
+
 } // namespace
+
+std::optional<std::vector<llvm::Value *>>
+Codegen::quantizeFp8(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
+  // PTX ISA, cvt: `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, a, b` puts a's code in d[15:8] and
+  // b's in d[7:0] (`.f16x2` source: the upper half's code in d[15:8]); rounding is to nearest
+  // even from the exact source value; with .satfinite an input whose magnitude is above
+  // MAX_NORM (448, 57344) gives the sign-preserved MAX_NORM, infinities included, and a NaN
+  // input gives a NaN code of the format (pattern unspecified). The ISA (section 2) asks for
+  // exactly this rounding and saturation: a magnitude in (MAX_NORM, midpoint above it] rounds
+  // down to MAX_NORM, anything above rounds past it and saturates; a NaN must become the
+  // canonical 0x7F (e4m3) / 0x7E (e5m2), which the bit operations below make of every NaN code
+  // (finite results never have them: e4m3's magnitudes stop at 0x7E, e5m2's at 0x7B). Zero keeps
+  // its sign, f32 subnormals round to a signed zero. bf16 widens exactly to f32 first. Four
+  // codes are fixed at a time, on the 32-bit word of two conversions.
+  if (!hardwareFp8(from, to, opts.smVersion) || slots.empty())
+    return std::nullopt;
+  bool e4m3 = to.floatStyle() == FloatStyle::OcpE4M3;
+  std::string cvt = std::string("cvt.rn.satfinite.") + (e4m3 ? "e4m3x2" : "e5m2x2");
+  llvm::Type *i16 = b.getInt16Ty(), *i32 = b.getInt32Ty(), *f32 = b.getFloatTy();
+  auto pair = [&](llvm::Value *lo, llvm::Value *hi) -> llvm::Value * {
+    if (from == DataType::f16()) {
+      llvm::Value *h = llvm::ConstantFP::get(b.getHalfTy(), 0.0);
+      llvm::Value *v = llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getHalfTy(), 2));
+      v = b.CreateInsertElement(v, lo, uint64_t(0));
+      v = b.CreateInsertElement(v, hi ? hi : h, uint64_t(1));
+      return pureAsm(b, i16, cvt + ".f16x2 $0, $1;", "=h,r", {b.CreateBitCast(v, i32)});
+    }
+    auto widen = [&](llvm::Value *x) {
+      return from == DataType::f32() ? x : b.CreateFPExt(x, f32);
+    };
+    llvm::Value *h = hi ? widen(hi) : llvm::ConstantFP::get(f32, 0.0);
+    return pureAsm(b, i16, cvt + ".f32 $0, $1, $2;", "=h,f,f", {h, widen(lo)});
+  };
+  // NaN codes to the canonical one, on four codes: t has bit 7 of a byte set exactly where the
+  // code is NaN (e4m3: magnitude 0x7F; e5m2: magnitude above 0x7C); e4m3 clears the sign of
+  // those bytes, e5m2 replaces them by 0x7E (prmt replicates each byte's bit 7 over the byte).
+  auto canonical = [&](llvm::Value *word) -> llvm::Value * {
+    llvm::Value *t = b.CreateAdd(b.CreateAnd(word, b.getInt32(0x7F7F7F7F)),
+                                 b.getInt32(e4m3 ? 0x01010101 : 0x03030303));
+    if (e4m3)
+      return b.CreateAnd(word, b.CreateNot(b.CreateAnd(t, b.getInt32(0x80808080u))));
+    llvm::Value *nan = pureAsm(b, i32, "prmt.b32 $0, $1, 0, 0xBA98;", "=r,r", {t});
+    return b.CreateOr(b.CreateAnd(word, b.CreateNot(nan)),
+                      b.CreateAnd(nan, b.getInt32(0x7E7E7E7E)));
+  };
+  std::vector<llvm::Value *> out;
+  out.reserve(slots.size());
+  for (size_t k = 0; k < slots.size(); k += 4) {
+    size_t n = std::min<size_t>(4, slots.size() - k);
+    llvm::Value *word = b.CreateZExt(pair(slots[k], n > 1 ? slots[k + 1] : nullptr), i32);
+    if (n > 2)
+      word = b.CreateOr(
+          word,
+          b.CreateShl(b.CreateZExt(pair(slots[k + 2], n > 3 ? slots[k + 3] : nullptr), i32), 16));
+    word = canonical(word);
+    for (size_t j = 0; j < n; ++j)
+      out.push_back(b.CreateTrunc(b.CreateLShr(word, uint64_t(8 * j)), b.getInt8Ty()));
+  }
+  return out;
+}
 
 llvm::Value *Codegen::convert(llvm::Value *v, DataType from, DataType to) {
   if (from == to)
@@ -92,6 +178,30 @@ llvm::Value *Codegen::convert(llvm::Value *v, DataType from, DataType to) {
     return fromBits(b.CreateTrunc(bits, b.getIntNTy(to.bits)), to);
   }
   // ---- native float -> integer
+  if (!to.isFloat() && from != DataType::f64() && to.bits <= 32) {
+    // PTX ISA, cvt: float -> integer saturates to the destination's range by default, and a
+    // NaN gives 0 unless the source is f64 or the destination 64-bit: exactly the ISA's
+    // truncation, saturation and NaN -> 0. Widths other than 8, 16 and 32 convert into 32 bits
+    // (saturating there) and are clamped to their own range; f16 and bf16 widen exactly first.
+    llvm::Value *x = from == DataType::f32() ? v : b.CreateFPExt(v, b.getFloatTy());
+    bool s = to.isSigned();
+    int n = to.bits;
+    bool native = n == 8 || n == 16 || n == 32;
+    std::string text = std::string("cvt.rzi.") + (s ? "s" : "u") + std::to_string(native ? n : 32) +
+                       ".f32 $0, $1;";
+    llvm::Value *r = pureAsm(b, b.getInt32Ty(), text, "=r,f", {x});
+    if (!native) {
+      llvm::Type *i32 = b.getInt32Ty();
+      if (s) {
+        r = callIntrinsic(llvm::Intrinsic::smin, {i32}, {r, b.getInt32(uint32_t(bitMask(n - 1)))});
+        r = callIntrinsic(llvm::Intrinsic::smax, {i32},
+                          {r, b.getInt32(uint32_t(0) - (uint32_t(1) << (n - 1)))});
+      } else {
+        r = callIntrinsic(llvm::Intrinsic::umin, {i32}, {r, b.getInt32(uint32_t(bitMask(n)))});
+      }
+    }
+    return b.CreateTrunc(r, target);
+  }
   if (!to.isFloat()) {
     llvm::Value *x = v;
     if (from == DataType::f16() || from == DataType::bf16())
@@ -124,6 +234,8 @@ llvm::Value *Codegen::convert(llvm::Value *v, DataType from, DataType to) {
     return b.CreateTrunc(r, target);
   }
   // ---- native float -> float
+  if (hardwareFp8(from, to, opts.smVersion))
+    return (*quantizeFp8({v}, from, to))[0];
   if (!isNativeFloat(to)) { // into a low-precision format
     llvm::Value *bits;
     if (from == DataType::f64()) {

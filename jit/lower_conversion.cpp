@@ -1,5 +1,6 @@
 // The conversions of register tensors: Cast (dtype conversion slot by slot, with the packed
-// dequantisation fast paths of emit_dequant.cpp), View, Permute (free: the slots are the same)
+// dequantisation fast paths of emit_dequant.cpp and the paired FP8 conversion of
+// emit_convert.cpp), View, Permute (free: the slots are the same)
 // and ConvertLayout (through the scratch area of shared memory).
 //
 // ConvertLayout: when every thread already owns the elements it needs in the new layout (the
@@ -28,6 +29,10 @@ Status ConversionLowering::visitCast(const Instruction &inst) {
     cg.writeRegister(r, *fast);
     return Status::success();
   }
+  if (std::optional<std::vector<llvm::Value *>> fast = cg.quantizeFp8(*xs, from, rt)) {
+    cg.writeRegister(r, *fast);
+    return Status::success();
+  }
   std::vector<llvm::Value *> out;
   for (llvm::Value *x : *xs)
     out.push_back(cg.convert(x, from, rt));
@@ -47,6 +52,13 @@ Status ConversionLowering::visitView(const Instruction &inst) {
                     "View of " + std::to_string(na * sa) + " bits per thread into " +
                         std::to_string(nr * sr));
   std::vector<llvm::Value *> in = cg.readRegister(a);
+  if (sa == sr && !da.isBool() && !dr.isBool()) { // slot j is slot j, its bits reinterpreted
+    std::vector<llvm::Value *> out(in.size());
+    for (size_t k = 0; k < in.size(); ++k)
+      out[k] = da == dr ? in[k] : cg.fromBits(cg.toBits(in[k], da), dr);
+    cg.writeRegister(r, out);
+    return Status::success();
+  }
   std::vector<llvm::Value *> inBits(in.size());
   for (size_t k = 0; k < in.size(); ++k) {
     llvm::Value *bits = da.isBool() ? b.CreateZExt(in[k], b.getInt8Ty()) : cg.toBits(in[k], da);
