@@ -335,34 +335,22 @@ double tl_expm1(double x) {
 namespace {
 
 inline float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-inline float rintf(float x) { return __builtin_rintf(x); }
 
-/// 2^k as a float for k in [-126, 127].
-inline float pow2f(int k) { return bitCast<float>(uint32_t(k + 127) << 23); }
-
-/// e^(gh + gl) for |gh| <= 0.36 and gl a tail below ulp(gh), in [0.7, 1.42], within about
-/// 0.5 ulp: e^g - 1 = g + g^2 (1/2 + g (1/6 + ...)) by Taylor to g^8 (the first omitted term is
-/// below 2^-27), then 1 + that with the two roundings compensated.
-float expTailf(float gh, float gl) {
-  float h = 0x1.a01a02p-16f; // 1/8!
-  h = fmaf(h, gh, 0x1.a01a02p-13f);
-  h = fmaf(h, gh, 0x1.6c16c2p-10f);
-  h = fmaf(h, gh, 0x1.111112p-7f);
-  h = fmaf(h, gh, 0x1.555556p-5f);
-  h = fmaf(h, gh, 0x1.555556p-3f);
-  h = fmaf(h, gh, 0.5f);
-  float t = gh * gh * h + gl * (1.0f + gh); // e^g - 1 - gh, |t| < 0.07
-  float s = gh + t;
-  float e1 = (gh - s) + t; // |gh| >= |t|: fast two-sum
-  float y = 1.0f + s;
-  float e2 = ((1.0f - y) + s) + e1;
-  return y + e2;
+/// The IEEE maximum / minimum of x and a number, NaN when x is NaN: one `max.NaN.f32` /
+/// `min.NaN.f32` on the device (any NaN gives the hardware's NaN, whatever its payload).
+inline float maxOrNaN(float x, float lo) {
+#ifdef __NVPTX__
+  return __nvvm_fmax_nan_f(x, lo);
+#else
+  return x != x ? x : (x < lo ? lo : x);
+#endif
 }
-
-/// y 2^k with one rounding for |k| <= 300, y in [0.5, 2].
-inline float scale2f(float y, int k) {
-  int k1 = k / 2;
-  return (y * pow2f(k1)) * pow2f(k - k1);
+inline float minOrNaN(float x, float hi) {
+#ifdef __NVPTX__
+  return __nvvm_fmin_nan_f(x, hi);
+#else
+  return x != x ? x : (x > hi ? hi : x);
+#endif
 }
 
 } // namespace
@@ -370,18 +358,36 @@ inline float scale2f(float y, int k) {
 extern "C" {
 
 float tl_expf(float x) {
-  if (x != x)
-    return bitCast<float>(uint32_t(0x7FC00000));
-  if (x > 89.0f)
-    return __builtin_inff();
-  if (x < -104.0f)
-    return 0.0f;
-  float j = rintf(x * 0x1.715476p+0f);
-  float gh = fmaf(j, -0x1.62e4p-1f, x); // exact: j ln2_hi has at most 24 bits
-  float lo = j * 0x1.7f7d1cp-20f;       // j (ln2 - ln2_hi)
-  float g = gh - lo;
-  float gl = (gh - g) - lo;
-  return scale2f(expTailf(g, gl), int(j));
+  // e^x = 2^j e^r, r = x - j ln2, j = round(x log2(e)), in f32 without branches (19 instructions).
+  // Inputs below -104 give 0 (e^-104 < 2^-150, half the smallest subnormal) and above 89 give
+  // inf (e^88.73 > max f32), so x is clamped to [-104, 89] first; NaN stays NaN.
+  float xc = minOrNaN(maxOrNaN(x, -104.0f), 89.0f);
+  // j = round-to-nearest-even(xc log2(e)) in the low bits of t (1.5 2^23 + j, j in [-150, 128])
+  float t = fmaf(xc, 0x1.715476p+0f, 0x1.8p23f);
+  float j = t - 0x1.8p23f; // exact
+  // r = xc - j ln2 with ln2 = hi + lo (hi has 15 significant bits): xc - j hi is exact (for
+  // |xc| >= 1 a multiple of 2^-23 below 0.36 in magnitude; for |xc| < 1, j is 0 or +-1 and
+  // Sterbenz applies), and the second step rounds once: |r - (xc - j ln2)| <= 2^-26 (|lo| < 2^-19
+  // is exact to 2^-44), |r| <= ln2 / 2 + 2^-17
+  float r = fmaf(j, -0x1.62e4p-1f, xc);
+  r = fmaf(j, -0x1.7f7d1cp-20f, r);
+  // e^r = 1 + r q(r), q of degree 5 (Chebyshev fit of (e^r - 1) / r on [-0.347, 0.347], error
+  // below 2^-26.4 of q), Horner with fused multiply-adds
+  float q = 0x1.6d431cp-10f;
+  q = fmaf(q, r, 0x1.123d88p-7f);
+  q = fmaf(q, r, 0x1.5554eap-5f);
+  q = fmaf(q, r, 0x1.55547cp-3f);
+  q = fmaf(q, r, 0.5f);
+  q = fmaf(q, r, 1.0f);
+  float p = fmaf(q, r, 1.0f); // in [0.70, 1.42]
+  // p 2^j as (p 2^j1) 2^j2 with j1 = floor(j / 2), j2 = j - j1 in [-76, 64]: both powers are
+  // normal, the first product is exact, the second rounds once (subnormal results, overflow to
+  // inf). t's bits are 0x4B400000 + j, whose multiples of 2^23 drop the constant.
+  uint32_t u = bitCast<uint32_t>(t);
+  uint32_t h = (u >> 1) << 23;                            // j1 << 23
+  float s1 = bitCast<float>(h + 0x3F800000u);             // 2^j1
+  float s2 = bitCast<float>((u << 23) - h + 0x3F800000u); // 2^j2
+  return (p * s1) * s2;
 }
 
 // ---- logarithms ---------------------------------------------------------------------------------
