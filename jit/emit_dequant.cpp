@@ -34,6 +34,7 @@
 // zero keeps its sign (x - x is +0; -0 * 2^k is -0). tests/jit checks every code of every type
 // on the GPU against isa/convert.
 #include "jit/codegen.h"
+#include "jit/nan_canonical.h"
 
 #include "isa/convert.h"
 
@@ -194,7 +195,14 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
                                : b.CreateICmpUGT(magnitude, llvm::ConstantInt::get(codeType, 0x7C));
       llvm::Value *nan =
           b.CreateBitCast(llvm::ConstantInt::get(codeType, intoBf16 ? 0x7FC0 : 0x7E00), pairType);
-      r = b.CreateSelect(isNaN, nan, r);
+      auto *select = llvm::cast<llvm::SelectInst>(b.CreateSelect(isNaN, nan, r));
+      // where the hardware converts and where e5m2 is f16's high byte, a NaN code already gives
+      // a NaN (of another payload): the select only canonicalizes, and nan_canonical.cpp may
+      // drop it where no payload can be seen (an mma operand); the bit tricks of e4m3 give a
+      // finite value for its NaN codes, so there the select stays
+      if (hardware || from.floatStyle() == FloatStyle::Ieee)
+        markNaNCanonicalization(select);
+      r = select;
     }
     out.push_back(b.CreateExtractElement(r, uint64_t(0)));
     if (pair)

@@ -18,11 +18,16 @@ namespace tilus::jit {
 
 namespace {
 
-/// `select(fcmp uno v, v), K, v)` with K a NaN constant: the form canonicalizeNaN emits.
+constexpr const char *kMarked = "tilus.nan.canonicalization";
+
+/// `select(fcmp uno v, v), K, v)` with K a NaN constant: the form canonicalizeNaN emits; or a
+/// select marked by markNaNCanonicalization.
 bool isCanonicalization(const llvm::Instruction *i) {
   const auto *s = llvm::dyn_cast<llvm::SelectInst>(i);
   if (!s)
     return false;
+  if (s->getMetadata(kMarked))
+    return true;
   const auto *nan = llvm::dyn_cast<llvm::ConstantFP>(s->getTrueValue());
   const auto *cmp = llvm::dyn_cast<llvm::FCmpInst>(s->getCondition());
   const llvm::Value *v = s->getFalseValue();
@@ -30,11 +35,28 @@ bool isCanonicalization(const llvm::Instruction *i) {
          cmp->getOperand(0) == v && cmp->getOperand(1) == v;
 }
 
+/// Inline PTX whose result is the same for every NaN operand: the float -> integer `cvt.rzi`
+/// (NaN gives 0) and the FP8 pair conversions of Codegen::quantizeFp8, whose NaN codes are
+/// replaced by the canonical code right after (emit_convert.cpp).
+bool hidesNaN(const llvm::Instruction *i) {
+  const auto *call = llvm::dyn_cast<llvm::CallInst>(i);
+  const auto *asmCallee =
+      call ? llvm::dyn_cast<llvm::InlineAsm>(call->getCalledOperand()) : nullptr;
+  if (!asmCallee)
+    return false;
+  const std::string &text = asmCallee->getAsmString();
+  for (const char *op : {"cvt.rzi.", "cvt.rn.satfinite.e4m3x2.", "cvt.rn.satfinite.e5m2x2."})
+    if (text.rfind(op, 0) == 0)
+      return true;
+  return false;
+}
+
 /// An operation through which a NaN operand leaves a NaN, with a non-NaN result never depending
-/// on the NaN's payload: float arithmetic and conversions, the exponential, square root and the
-/// PTX max/min, the f16/bf16/f32 mma (a NaN in A, B or C makes the D elements it reaches NaN),
-/// and the moves that carry its bits whole (select as the value, bit casts between types of one
-/// width and element count, vector and aggregate element moves, shfl.sync).
+/// on the NaN's payload: float arithmetic and conversions, the exponential, square root, absolute
+/// value and the PTX max/min, the device library's math functions of one argument (NaN in, NaN
+/// out), the f16/bf16/f32 mma (a NaN in A, B or C makes the D elements it reaches NaN), and the
+/// moves that carry its bits whole (select as the value, bit casts between types of one width and
+/// element count, vector and aggregate element moves, shfl.sync).
 bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   switch (i->getOpcode()) {
   case llvm::Instruction::FAdd:
@@ -75,6 +97,7 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   }
   switch (call->getIntrinsicID()) {
   case llvm::Intrinsic::sqrt:
+  case llvm::Intrinsic::fabs:
   case llvm::Intrinsic::nvvm_ex2_approx_f:
   case llvm::Intrinsic::nvvm_ex2_approx_ftz_f:
     return true;
@@ -84,66 +107,85 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
     break;
   }
   const llvm::Function *callee = call->getCalledFunction();
-  return callee && callee->getName().starts_with("llvm.nvvm.mma.") &&
-         operand->getType()->isFPOrFPVectorTy();
+  if (!callee)
+    return false;
+  llvm::StringRef name = callee->getName();
+  for (const char *math :
+       {"tl_expf", "tl_exp", "tl_exp2", "tl_log", "tl_log2", "tl_sin", "tl_cos", "tl_tanh"})
+    if (name == math)
+      return true;
+  return name.starts_with("llvm.nvvm.mma.") && operand->getType()->isFPOrFPVectorTy();
 }
 
-/// Whether the payload of a NaN in a value can be seen: a depth-first walk over its uses
-/// through operations that pass a NaN on (passesNaN) and phis (loops: a value in progress is
-/// assumed unseen, the greatest fixed point, so an answer that relied on such an assumption is kept
-/// only for the value the walk started from; "seen" is always final). Bounded: past kBudget steps,
-/// seen.
-class PayloadWalk {
+/// The canonicalizations whose NaN payload can be seen. A value's payload is seen when one of
+/// its users is something other than a comparison, a canonicalization, a conversion that hides
+/// NaNs (hidesNaN), a phi or an operation that passes a NaN on (passesNaN), or when it is one of
+/// the latter two and its result's payload is seen. Computed as a least fixed point over the
+/// values a NaN can travel through from the canonicalizations (linear in their uses): forward,
+/// the carriers and the users that see; backward, "seen" from each user to its operands. A phi
+/// cycle with nothing that sees stays unseen (the greatest fixed point of "unseen").
+class PayloadFlow {
 public:
-  bool unseen(const llvm::Value *v) {
-    steps = 0;
-    bool assumed = false;
-    return visit(v, assumed, 0);
+  explicit PayloadFlow(llvm::Function &f) {
+    std::vector<const llvm::Value *> work;
+    auto reach = [&](const llvm::Value *v) {
+      if (index.try_emplace(v, values.size()).second) {
+        values.push_back(v);
+        feeds.emplace_back();
+        seen.push_back(false);
+        work.push_back(v);
+      }
+    };
+    for (llvm::BasicBlock &block : f)
+      for (llvm::Instruction &i : block)
+        if (isCanonicalization(&i))
+          reach(&i);
+    while (!work.empty()) {
+      const llvm::Value *v = work.back();
+      work.pop_back();
+      for (const llvm::User *u : v->users()) {
+        const auto *i = llvm::dyn_cast<llvm::Instruction>(u);
+        if (i && (llvm::isa<llvm::FCmpInst>(i) || isCanonicalization(i) || hidesNaN(i)))
+          continue; // a comparison sees no payload; a canonicalization replaces it
+        if (i && (llvm::isa<llvm::PHINode>(i) || passesNaN(i, v))) {
+          reach(i);
+          feeds[index[i]].push_back(index[v]); // i seen -> v seen
+        } else {
+          seen[index[v]] = true;
+        }
+      }
+    }
+    for (size_t k = 0; k < values.size(); ++k)
+      if (seen[k])
+        work.push_back(values[k]);
+    while (!work.empty()) {
+      size_t k = index[work.back()];
+      work.pop_back();
+      for (size_t from : feeds[k])
+        if (!seen[from]) {
+          seen[from] = true;
+          work.push_back(values[from]);
+        }
+    }
+  }
+
+  bool unseen(const llvm::Value *v) const {
+    auto found = index.find(v);
+    return found != index.end() && !seen[found->second];
   }
 
 private:
-  enum class State : uint8_t { InProgress, Seen, Unseen };
-  static constexpr int kBudget = 4096;
-  static constexpr int kDepth = 256;
-  llvm::DenseMap<const llvm::Value *, State> state;
-  int steps = 0;
-
-  bool visit(const llvm::Value *v, bool &assumed, int depth) {
-    auto found = state.find(v);
-    if (found != state.end()) {
-      if (found->second == State::InProgress)
-        assumed = true;
-      return found->second != State::Seen;
-    }
-    if (++steps > kBudget || depth > kDepth)
-      return false;
-    state[v] = State::InProgress;
-    bool unseen = true, mine = false;
-    for (const llvm::User *u : v->users()) {
-      const auto *i = llvm::dyn_cast<llvm::Instruction>(u);
-      if (!i)
-        unseen = false;
-      else if (llvm::isa<llvm::FCmpInst>(i) || isCanonicalization(i))
-        continue; // a comparison sees no payload; a canonicalization replaces it
-      else if (llvm::isa<llvm::PHINode>(i) || passesNaN(i, v))
-        unseen = visit(i, mine, depth + 1);
-      else
-        unseen = false;
-      if (!unseen)
-        break;
-    }
-    if (!unseen)
-      state[v] = State::Seen;
-    else if (!mine)
-      state[v] = State::Unseen;
-    else
-      state.erase(v); // unseen if the values in progress are: decided again when asked
-    assumed = assumed || mine;
-    return unseen;
-  }
+  llvm::DenseMap<const llvm::Value *, size_t> index;
+  std::vector<const llvm::Value *> values;
+  std::vector<std::vector<size_t>> feeds; // per value: the operands whose payload it carries
+  std::vector<bool> seen;
 };
 
 } // namespace
+
+void markNaNCanonicalization(llvm::SelectInst *select) {
+  select->setMetadata(kMarked, llvm::MDNode::get(select->getContext(), {}));
+}
 
 size_t dropUnseenNaNCanonicalizations(llvm::Function &f) {
   // values first in SSA form (Codegen keeps a variable assigned more than once in an alloca)
@@ -155,11 +197,11 @@ size_t dropUnseenNaNCanonicalizations(llvm::Function &f) {
     llvm::DominatorTree dt(f);
     llvm::PromoteMemToReg(allocas, dt);
   }
-  PayloadWalk walk;
+  PayloadFlow flow(f);
   std::vector<llvm::SelectInst *> unseen;
   for (llvm::BasicBlock &block : f)
     for (llvm::Instruction &i : block)
-      if (isCanonicalization(&i) && walk.unseen(&i))
+      if (isCanonicalization(&i) && flow.unseen(&i))
         unseen.push_back(llvm::cast<llvm::SelectInst>(&i));
   for (llvm::SelectInst *s : unseen) {
     s->replaceAllUsesWith(s->getFalseValue());

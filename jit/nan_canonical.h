@@ -9,14 +9,17 @@
 
 namespace llvm {
 class Function;
+class SelectInst;
 } // namespace llvm
 
 namespace tilus::jit {
 
 /// Replace by v every canonicalization `select(fcmp uno v, v), <canonical NaN>, v)` of `f`
-/// whose value reaches only comparisons and other canonicalizations, through operations that
-/// leave a NaN for a NaN operand and never a different non-NaN result because of its payload
-/// (float arithmetic and conversions, ex2.approx, sqrt, the PTX max/min of emit_scalar.cpp,
+/// whose value reaches only comparisons, other canonicalizations and conversions whose result is
+/// the same for every NaN (float -> integer `cvt.rzi`, NaN -> 0; the FP8 pair conversions, whose
+/// NaN codes are made canonical), through operations that leave a NaN for a NaN operand and never
+/// a different non-NaN result because of its payload (float arithmetic and conversions,
+/// ex2.approx, sqrt, the PTX max/min of emit_scalar.cpp, the device library's math functions,
 /// f16/bf16/f32 mma) and moves that carry its bits whole (select as the value passed, phis,
 /// same-width bit casts, vector and aggregate element moves, shfl.sync). Every non-NaN value of
 /// the program keeps its bits and every NaN stays a NaN; a NaN's payload reaches memory, an
@@ -24,5 +27,10 @@ namespace tilus::jit {
 /// f's allocas to SSA values first (mem2reg, as the pipeline would); decided on that IR, then
 /// applied; returns the number removed.
 size_t dropUnseenNaNCanonicalizations(llvm::Function &f);
+
+/// Marks a select as a canonicalization that dropUnseenNaNCanonicalizations may drop like the
+/// `select(fcmp uno v, v), NaN, v)` form: its true value is a canonical NaN and, wherever its
+/// condition holds, its false value is a NaN already (element-wise for vectors).
+void markNaNCanonicalization(llvm::SelectInst *select);
 
 } // namespace tilus::jit
