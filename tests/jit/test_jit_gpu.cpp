@@ -150,7 +150,8 @@ std::vector<uint64_t> exp2SweepF32() {
 /// rounded result of long double libm on each side: within `gpuUlps` on the GPU (the ISA's 2
 /// ulp; 1 where jit/lower_elementwise.cpp proves it), within 1 in the interpreter (f64 math
 /// rounded once).
-Case expSweepCase(DataType t, std::vector<uint64_t> codes, bool withExp, double gpuUlps) {
+Case expSweepCase(DataType t, std::vector<uint64_t> codes, bool withExp, double gpuUlps,
+                  double gpuExpUlps = 0) {
   std::string T = name(t);
   int64_t n = int64_t(codes.size());
   std::stringstream s;
@@ -169,11 +170,12 @@ Case expSweepCase(DataType t, std::vector<uint64_t> codes, bool withExp, double 
   c.buffers = {{"x_ptr", t, n, Fill::Given, 0, 0, codes},
                {"y_ptr", t, n, Fill::Zero, 2.0},
                {"z_ptr", t, withExp ? n : 1, Fill::Zero, 2.0}};
-  c.check = [t, codes, withExp, gpuUlps](const char *side,
-                                         const std::vector<std::vector<uint8_t>> &buffers) {
-    double bound = std::string(side) == "gpu" ? gpuUlps : 1.0;
+  c.check = [t, codes, withExp, gpuUlps,
+             gpuExpUlps](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
     size_t bytes = size_t(t.bits / 8);
     for (int which = 0; which < (withExp ? 2 : 1); ++which) {
+      double gpu = which && gpuExpUlps > 0 ? gpuExpUlps : gpuUlps;
+      double bound = std::string(side) == "gpu" ? gpu : 1.0;
       std::string what = std::string(side) + " " + (which ? "Exp" : "Exp2") + " " + t.name();
       const std::vector<uint8_t> &out = buffers[size_t(1 + which)];
       double worst = 0;
@@ -272,6 +274,82 @@ Case maxMinCase(DataType t) {
   return c;
 }
 
+/// f32 inputs at every rounding decision of the conversions into f8e4m3, f8e5m2 and the
+/// integers: every f16 value widened; for each FP8 type every value, every midpoint between
+/// neighbouring values (0 and the least subnormal included) and the f32 on either side of each,
+/// both signs; the overflow thresholds (max, the midpoint above it, twice it) with their
+/// neighbours; integers from -300 to 300 and the edges of 16 and 32-bit ranges with the f32 on
+/// either side and the halves between them; f32 subnormals, zeros, infinities and NaNs of
+/// several payloads and both signs.
+std::vector<uint64_t> conversionBoundariesF32() {
+  std::vector<uint64_t> codes;
+  auto around = [&](float x) {
+    for (float v : {x, -x}) {
+      uint32_t u = std::bit_cast<uint32_t>(v);
+      codes.push_back(u);
+      if ((u & 0x7FFFFFFFu) != 0)
+        codes.push_back(u - 1);
+      if ((u & 0x7FFFFFFFu) < 0x7F800000u)
+        codes.push_back(u + 1);
+    }
+  };
+  for (uint64_t h = 0; h < 65536; ++h)
+    codes.push_back(std::bit_cast<uint32_t>(float(toDouble(h, DataType::f16()))));
+  for (DataType t : {DataType::f8e4m3(), DataType::f8e5m2()}) {
+    double previous = 0;
+    for (uint64_t c = 0; c < 128; ++c) { // the non-negative codes in increasing order
+      double v = toDouble(c, t);
+      if (std::isnan(v) || std::isinf(v))
+        break;
+      around(float(v));
+      around(float((previous + v) / 2)); // exact in f32: at most 5 significant bits
+      previous = v;
+    }
+    double max = toDouble(maxFinite(t), t);
+    double step = max - toDouble(maxFinite(t) - 1, t);
+    for (double v : {max + step / 2, max + step, 2 * max, 1e30})
+      around(float(v));
+  }
+  for (int k = -300; k <= 300; ++k) {
+    around(float(k));
+    around(float(k) + 0.5f);
+  }
+  for (double v : {32767.0, 32768.0, 65535.0, 65536.0, 2147483648.0, 4294967296.0, 1e10})
+    around(float(v));
+  for (uint32_t u : {0x00000001u, 0x00400000u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu})
+    around(std::bit_cast<float>(u));
+  for (uint32_t u : {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00000u,
+                     0x7F800001u, 0xFF800001u, 0x7FBFFFFFu, 0xFFFFFFFFu, 0x7FC12345u})
+    codes.push_back(u);
+  return codes;
+}
+
+/// Cast of every given input of `from` into each of `targets`, `locals` slots per thread (4:
+/// pairs of slots; 3: a lone last slot too), bit for bit against the interpreter.
+Case conversionCase(const std::string &name, DataType from, const std::vector<uint64_t> &codes,
+                    const std::vector<DataType> &targets, int locals) {
+  int64_t n = int64_t(codes.size()), block = 256 * locals;
+  std::stringstream s;
+  s << "def convert<cdiv(n, " << block << ")>(" << from.name() << "* x_ptr";
+  for (size_t k = 0; k < targets.size(); ++k)
+    s << ", " << targets[k].name() << "* o" << k;
+  s << ", i32 n) threads=256:\n"
+    << "    bi = BlockIndices()\n"
+    << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(256).local(" << locals
+    << "), offset=[bi * " << block << ":])\n";
+  for (size_t k = 0; k < targets.size(); ++k)
+    s << "    StoreGlobal(Cast(x, " << targets[k].name() << "), ViewGlobal(o" << k
+      << ", shape=[n]), offset=[bi * " << block << ":])\n";
+  Case c;
+  c.name = name;
+  c.source = s.str();
+  c.scalars = {{"n", uint64_t(n)}};
+  c.buffers = {{"x_ptr", from, n, Fill::Given, 0, 0, codes}};
+  for (size_t k = 0; k < targets.size(); ++k)
+    c.buffers.push_back({"o" + std::to_string(k), targets[k], n, Fill::Zero});
+  return c;
+}
+
 } // namespace
 
 DIFF_CASE("elementwise arithmetic and comparisons of every arithmetic dtype") {
@@ -284,6 +362,71 @@ DIFF_CASE("Cast between all pairs of a broad set of types") {
     runCase(castCase(from, Fill::Random));
     if (from.isFloat())
       runCase(castCase(from, Fill::Moderate));
+  }
+}
+
+DIFF_CASE("f32/f16/bf16 into FP8 and integers at every rounding boundary") {
+  // sm_90: cvt.rn.satfinite.{e4m3x2,e5m2x2} with the canonical NaN fix-up (jit/emit_convert.cpp
+  // quantizeFp8); every target: cvt.rzi saturating float -> integer (NaN -> 0). Bit for bit
+  // against the interpreter (isa/convert.h), which rounds once from the exact value.
+  const std::vector<DataType> targets = {DataType::f8e4m3(), DataType::f8e5m2(), DataType::i(8),
+                                         DataType::u(8),     DataType::i(16),    DataType::u(16),
+                                         DataType::i(32),    DataType::u(32),    DataType::i(4),
+                                         DataType::u(3),     DataType::u(1),     DataType::i(2)};
+  std::vector<uint64_t> f32 = conversionBoundariesF32();
+  runCase(conversionCase("convert_f32_pairs", DataType::f32(), f32, targets, 4));
+  runCase(conversionCase("convert_f32_odd", DataType::f32(), f32, targets, 3));
+  std::vector<uint64_t> every16(65536);
+  for (uint64_t u = 0; u < every16.size(); ++u)
+    every16[u] = u;
+  runCase(conversionCase("convert_f16", DataType::f16(), every16, targets, 4));
+  runCase(conversionCase("convert_f16_odd", DataType::f16(), every16, targets, 3));
+  runCase(conversionCase("convert_bf16", DataType::bf16(), every16, targets, 4));
+}
+
+DIFF_CASE("FP8 weights with NaN codes through the dequantisation into mma.sync") {
+  // Cast(f8e4m3 / f8e5m2 -> f16) feeding only a Dot: jit/nan_canonical.cpp drops the NaN select
+  // of the dequantisation there; the NaNs must still reach the results as the canonical NaN
+  for (DataType t : {DataType::f8e4m3(), DataType::f8e5m2()}) {
+    Case c;
+    c.name = "dequant_mma_" + t.name();
+    c.source = "def dequant_mma<1>(" + t.name() +
+               "* a_ptr, f16* b_ptr, f32* c_ptr, f32* d_ptr) threads=32:\n"
+               "    a = Cast(LoadGlobal(ViewGlobal(a_ptr, shape=[16, 64]), layout=local(1, 4)"
+               ".column_local(2, 2).spatial(8, 4).local(1, 2)), f16)\n"
+               "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[64, 8]), layout=local(4, 1)"
+               ".local(2, 1).column_spatial(4, 8).local(2, 1))\n"
+               "    c = LoadGlobal(ViewGlobal(c_ptr, shape=[16, 8]), layout=local(2, 1)"
+               ".spatial(8, 4).local(1, 2))\n"
+               "    StoreGlobal(Dot(a, b, c), ViewGlobal(d_ptr, shape=[16, 8]))\n";
+    // codes k mod 256 row by row: the NaN codes fall in some rows only
+    c.buffers = {{"a_ptr", t, 16 * 64, Fill::Codes},
+                 {"b_ptr", DataType::f16(), 64 * 8, Fill::Moderate},
+                 {"c_ptr", DataType::f32(), 16 * 8, Fill::Moderate},
+                 {"d_ptr", DataType::f32(), 16 * 8, Fill::Zero, 0, 1e-5}};
+    c.check = [t](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+      // a row of D is NaN exactly when its row of A has a NaN code (or an infinity meets a
+      // zero product of the other sign, which Moderate b never gives with e4m3); every NaN
+      // is the canonical 0x7FC00000
+      int nanRows = 0;
+      for (int i = 0; i < 16; ++i) {
+        bool nanCode = false;
+        for (int k = 0; k < 64; ++k)
+          nanCode = nanCode || std::isnan(toDouble(buffers[0][size_t(i * 64 + k)], t));
+        for (int j = 0; j < 8; ++j) {
+          uint32_t bits = 0;
+          std::memcpy(&bits, buffers[3].data() + size_t(i * 8 + j) * 4, 4);
+          float v = std::bit_cast<float>(bits);
+          if (std::isnan(v) && bits != 0x7FC00000u)
+            FAIL_CHECK(side << " row " << i << ": NaN 0x" << std::hex << bits);
+          if (nanCode && !std::isnan(v))
+            FAIL_CHECK(side << " row " << i << " has a NaN weight but gives " << v);
+        }
+        nanRows += nanCode;
+      }
+      CHECK(nanRows > 0);
+    };
+    runCase(c);
   }
 }
 
@@ -434,6 +577,23 @@ DIFF_CASE("math functions within 2 ulp, special values") {
   runCase(expSweepCase(DataType::f16(), every16, true, 1.0));
   runCase(expSweepCase(DataType::bf16(), every16, true, 1.0));
   runCase(expSweepCase(DataType::f32(), exp2SweepF32(), false, 2.0));
+  // Exp of f32 (the device library's branchless tl_expf, within 0.976 ulp of exp: so within 1
+  // ulp of the correctly rounded result): every input with a subnormal result, the overflow
+  // threshold, the neighbourhood of the host's worst case, every 4099th pattern
+  std::vector<uint64_t> expCodes;
+  auto range = [&](float from, float to) {
+    for (uint32_t u = std::bit_cast<uint32_t>(from); u <= std::bit_cast<uint32_t>(to); ++u)
+      expCodes.push_back(u);
+  };
+  range(-0x1.5cp+6f, -0x1.ap+6f);          // -87 .. -104
+  range(0x1.6p+6f, 0x1.64p+6f);            // 88 .. 89
+  range(-0x1.86ed5ep+5f, -0x1.86fd5ep+5f); // around -48.87
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 4099)
+    expCodes.push_back(u);
+  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 89.0f, -104.0f, 88.72283f, 0x1p-149f,
+                  -0x1p-149f, 0x1p-25f, -0x1p-25f, 0x1p-24f, -0x1p-24f})
+    expCodes.push_back(std::bit_cast<uint32_t>(x));
+  runCase(expSweepCase(DataType::f32(), expCodes, true, 2.0, 1.0));
 }
 
 DIFF_CASE("View between packed types") {
@@ -1305,6 +1465,14 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                  {"q_ptr", DataType::f8e4m3(), 3 * 2048, Fill::Zero, 0, 0.13},
                  {"s_ptr", f32, 3, Fill::Zero, 0, 1e-5}};
     runCase(c);
+    // bf16, a row of two chunks per thread that ends inside the second (N = 1000, T = 64)
+    Case r{"swiglu_quant_ragged", programText("layers/swiglu_quant.tasm")};
+    r.defines = {{"AT", "bf16"}, {"QT", "f8e4m3"}, {"N", "1000"}, {"T", "64"}};
+    r.scalars = {{"m", 5}};
+    r.buffers = {{"x_ptr", DataType::bf16(), 5 * 2000, Fill::Moderate},
+                 {"q_ptr", DataType::f8e4m3(), 5 * 1000, Fill::Zero, 0, 0.13},
+                 {"s_ptr", f32, 5, Fill::Zero, 0, 1e-5}};
+    runCase(r);
   }
 }
 
