@@ -132,37 +132,58 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
   llvm::Type *lane = elemType(to);
   auto *pairType = llvm::FixedVectorType::get(lane, 2);
 
-  // A code read in place: bits [8 byte + p, 8 byte + p + n) of a 32-bit word, inside the bytes
-  // `byte` and `byte + 1` that one half of a `prmt` takes.
+  // Where every code lies: bits [8 byte + p, 8 byte + p + n) of a 32-bit word, inside the bytes
+  // `byte` and `byte + 1` that one half of a `prmt` takes. The words are keyed by their root and
+  // 32-bit part, so that the codes of one word share it, and for signed types the word is
+  // xor-ed once with the sign bits of all its codes (the bias that makes them non-negative).
+  struct Word {
+    llvm::Value *root = nullptr;
+    unsigned part = 0;
+    uint32_t flip = 0;
+    llvm::Value *value = nullptr;
+  };
   struct Placed {
-    llvm::Value *word = nullptr;
+    size_t word = 0;
     int byte = 0, p = 0;
   };
-  auto place = [&](llvm::Value *slot) -> std::optional<Placed> {
-    CodeBits c = traceCode(slot, unsigned(n));
-    unsigned width = widthOf(c.root);
-    llvm::Value *word = c.root;
-    unsigned off = c.offset;
-    if (width > 32) {
+  std::vector<Word> words;
+  std::vector<std::optional<Placed>> placed(slots.size());
+  for (size_t k = 0; k < slots.size(); ++k) {
+    CodeBits c = traceCode(slots[k], unsigned(n));
+    unsigned off = c.offset, part = 0;
+    if (widthOf(c.root) > 32) {
       if (off / 32 != (off + unsigned(n) - 1) / 32)
-        return std::nullopt;
-      word = b.CreateTrunc(b.CreateLShr(word, uint64_t(off / 32 * 32)), i32);
+        continue;
+      part = off / 32;
       off %= 32;
-    } else if (width < 32) {
-      word = b.CreateZExt(word, i32);
     }
     int byte = int(off / 8), p = int(off % 8);
     if (p + n > room || (!scaled && p != 0) || (p + n > 8 && byte == 3))
-      return std::nullopt;
-    return Placed{word, byte, p};
-  };
-  // A code that cannot be read in place: shifted to bit 0 of a 16-bit half.
+      continue;
+    size_t w = 0;
+    while (w < words.size() && !(words[w].root == c.root && words[w].part == part))
+      ++w;
+    if (w == words.size())
+      words.push_back(Word{c.root, part, 0, nullptr});
+    words[w].flip |= signBias << off;
+    placed[k] = Placed{w, byte, p};
+  }
+  for (Word &w : words) {
+    llvm::Value *v = w.root;
+    if (widthOf(v) > 32)
+      v = b.CreateTrunc(w.part ? b.CreateLShr(v, uint64_t(32 * w.part)) : v, i32);
+    else if (widthOf(v) < 32)
+      v = b.CreateZExt(v, i32);
+    w.value = w.flip ? b.CreateXor(v, b.getInt32(w.flip)) : v;
+  }
+  // A code that cannot be read in place: shifted to bit 0 of a 16-bit half (not yet biased).
   auto shifted = [&](llvm::Value *slot) -> llvm::Value * {
     CodeBits c = traceCode(slot, unsigned(n));
     llvm::Value *v = c.offset ? b.CreateLShr(c.root, uint64_t(c.offset)) : c.root;
     return b.CreateZExt(b.CreateZExtOrTrunc(v, i16), i32);
   };
   llvm::Value *zero = b.getInt32(0);
+  llvm::Value *magicByte = b.getInt32(magic >> 8);
   auto prmt = [&](llvm::Value *x, llvm::Value *y, uint32_t selector) -> llvm::Value * {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
   };
@@ -171,33 +192,47 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
     uint32_t lo = uint32_t(4 * which + c.byte), hi = uint32_t(4 * which + std::min(c.byte + 1, 3));
     return lo | hi << 4;
   };
+  auto inByte = [&](const std::optional<Placed> &c) { return c && c->p + n <= 8; };
 
   std::vector<llvm::Value *> out;
   out.reserve(slots.size());
   for (size_t k = 0; k < slots.size(); k += 2) {
     bool pair = k + 1 < slots.size();
-    std::optional<Placed> c0 = place(slots[k]);
-    std::optional<Placed> c1 = pair ? place(slots[k + 1]) : std::nullopt;
+    const std::optional<Placed> &c0 = placed[k];
+    std::optional<Placed> c1 = pair ? placed[k + 1] : std::nullopt;
     int p0 = c0 ? c0->p : 0, p1 = c1 ? c1->p : 0;
-    llvm::Value *y = nullptr;
-    if (c0 && c1) {
-      // both halves from one prmt (of one word, or of two)
-      bool same = c0->word == c1->word;
-      y = prmt(c0->word, same ? zero : c1->word,
-               halfSelector(*c0, 0) | halfSelector(*c1, same ? 0 : 1) << 8);
-    } else {
-      // the low half: code 0 in place (the high half selects zeros: byte 0 of operand 2) or
-      // shifted to bit 0; the high half alike
-      y = c0 ? prmt(c0->word, zero, halfSelector(*c0, 0) | 0x4400u) : shifted(slots[k]);
-      if (pair)
-        y = b.CreateOr(y, c1 ? prmt(c1->word, zero, 0x44u | halfSelector(*c1, 0) << 8)
-                             : b.CreateShl(shifted(slots[k + 1]), 16));
-    }
     uint32_t field = uint32_t(bitMask(n));
-    uint32_t mask = field << p0 | (pair ? field << (16 + p1) : 0u);
-    uint32_t flip = signBias << p0 | (pair ? signBias << (16 + p1) : 0u);
-    llvm::Value *lanes =
-        b.CreateXor(b.CreateAnd(y, b.getInt32(mask)), b.getInt32(flip | magic | magic << 16));
+    llvm::Value *lanes = nullptr;
+    if (inByte(c0) && (!pair || (inByte(c1) && c1->word == c0->word))) {
+      // each code's byte in the low byte of its half, the magic exponent byte above it, all
+      // from one prmt; one mask then clears the neighbouring codes (none for 8-bit codes)
+      uint32_t sel0 = uint32_t(c0->byte) | 4u << 4;
+      uint32_t sel1 = pair ? uint32_t(c1->byte) | 4u << 4 : 0x44u;
+      llvm::Value *y = prmt(words[c0->word].value, magicByte, sel0 | sel1 << 8);
+      uint32_t mask = field << p0 | 0xFF00u | (pair ? field << (16 + p1) : 0u) | 0xFF000000u;
+      lanes = mask == 0xFFFFFFFFu ? y : b.CreateAnd(y, b.getInt32(mask));
+    } else {
+      llvm::Value *y = nullptr;
+      if (c0 && c1) {
+        // both halves from one prmt (of one word, or of two)
+        bool same = c0->word == c1->word;
+        y = prmt(words[c0->word].value, same ? zero : words[c1->word].value,
+                 halfSelector(*c0, 0) | halfSelector(*c1, same ? 0 : 1) << 8);
+      } else {
+        // the low half: code 0 in place (the high half selects zeros: byte 0 of operand 2) or
+        // shifted to bit 0; the high half alike
+        y = c0 ? prmt(words[c0->word].value, zero, halfSelector(*c0, 0) | 0x4400u)
+               : shifted(slots[k]);
+        if (pair)
+          y = b.CreateOr(y,
+                         c1 ? prmt(words[c1->word].value, zero, 0x44u | halfSelector(*c1, 0) << 8)
+                            : b.CreateShl(shifted(slots[k + 1]), 16));
+      }
+      uint32_t mask = field << p0 | (pair ? field << (16 + p1) : 0u);
+      // the codes read in place are biased already (their word was xor-ed)
+      uint32_t flip = (c0 ? 0u : signBias) | (pair && !c1 ? signBias << 16 : 0u);
+      lanes = b.CreateXor(b.CreateAnd(y, b.getInt32(mask)), b.getInt32(flip | magic | magic << 16));
+    }
     llvm::Value *x = b.CreateBitCast(lanes, pairType);
     llvm::Value *r = nullptr;
     if (p0 == 0 && p1 == 0) {

@@ -348,8 +348,13 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "28672"}, {"K", "8192"}}, "SPLITK") == 4);
   CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
-  // one atom where N is not a multiple of 32: 16 rows per warp
+  // one atom where N is not a multiple of 32, for integers wider than 5 bits and for floats
   CHECK(constant({{"N", "1040"}, {"K", "4096"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "AN") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "SPLITK") == 1);
   // one atom per warp: 3584 column tiles at N = 57344 (no split), 512 at N = 8192 (four)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 1);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 4);
