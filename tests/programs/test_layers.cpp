@@ -235,6 +235,11 @@ TEST_CASE("swiglu_quant.tasm: f8e4m3 and i8 with per-token scales, ragged rows")
       checkSwiglu(t, fp8, 256, 3);
       checkSwiglu(t, fp8, 44, 4); // not a multiple of 8: element path; a zero row
       checkSwiglu(t, fp8, 8, 1);
+      checkSwiglu(t, fp8, 1000, 3); // four chunks of 256 (T = 32), the last one partial
+      checkSwiglu(t, fp8, 300, 2);  // two chunks, element path
     }
   }
+  // a row too long for shared memory (4 C 8 T bytes above 160 KiB): the registers-only design
+  for (bool fp8 : {true, false})
+    checkSwiglu(Half{false}, fp8, 41000, 2);
 }
