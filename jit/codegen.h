@@ -177,6 +177,9 @@ public:
   /// read where they lie in the words they come from (emit_dequant_pairs.cpp).
   std::optional<std::vector<llvm::Value *>> dequantizePairs(const std::vector<llvm::Value *> &slots,
                                                             DataType from, DataType to);
+  /// The same for the generic floats with E <= 4 (emit_dequant_pairs.cpp).
+  std::optional<std::vector<llvm::Value *>>
+  dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType from, DataType to);
   /// Register slots of f32, f16 or bf16 converted to f8e4m3 / f8e5m2 two at a time by the
   /// hardware's saturating pair conversion on sm_90 (emit_convert.cpp); nullopt elsewhere.
   /// Bit-exact with the ISA's conversion.

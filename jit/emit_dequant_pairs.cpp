@@ -115,7 +115,9 @@ CodeBits traceCode(llvm::Value *v, unsigned n) {
 std::optional<std::vector<llvm::Value *>>
 Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
   bool intoBf16 = to == DataType::bf16();
-  if (from.isFloat() || from.isBool() || from.bits > 8 || (to != DataType::f16() && !intoBf16))
+  if (from.isFloat())
+    return dequantizeFloatPairs(slots, from, to);
+  if (from.isBool() || from.bits > 8 || (to != DataType::f16() && !intoBf16))
     return std::nullopt;
   int n = from.bits;
   // mantissa bits of the target: a code at bit p fits when p + n <= room
@@ -247,6 +249,125 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
                                      -(std::ldexp(base, -p1) + double(signBias)));
       r = b.CreateIntrinsic(llvm::Intrinsic::fma, {pairType}, {x, scale, shift});
     }
+    out.push_back(b.CreateExtractElement(r, uint64_t(0)));
+    if (pair)
+      out.push_back(b.CreateExtractElement(r, uint64_t(1)));
+  }
+  return out;
+}
+
+std::optional<std::vector<llvm::Value *>>
+Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
+  // Generic floats (no infinities, no NaN) with E <= 4: the code's E + M bits go to the bottom
+  // of the target's exponent field and the top of its mantissa, its sign to bit 15; read as the
+  // target type that is the value times 2^(bias - targetBias), and one mul.f16x2 (bf16x2 on
+  // sm_90) by 2^(targetBias - bias) restores it, exactly (emit_dequant.cpp). Here each code is
+  // first brought to the top of a byte of its word (one shift per word and distinct position,
+  // shared by all the codes there), one prmt puts the byte of code 0 in the high byte of the low
+  // half and that of code 1 in the high byte of the high half, so both signs are at bits 15 and
+  // 31 already, and one shift right by 15 - T - E moves both E + M fields into place:
+  //     h = (Y & 0x80008000) | ((Y >> (15 - T - E)) & emFields)       T: target mantissa bits
+  bool intoBf16 = to == DataType::bf16();
+  if (from.floatStyle() != FloatStyle::Finite || from.bits > 8 || from.exponent > 4 ||
+      (to != DataType::f16() && !intoBf16))
+    return std::nullopt;
+  int n = from.bits, e = from.exponent, m = from.mantissa;
+  if (intoBf16 && (m > 7 || opts.smVersion < 90))
+    return std::nullopt; // mul.bf16x2 is sm_90 (emit_dequant.cpp keeps the generic path)
+  int targetMantissa = intoBf16 ? 7 : 10, targetBias = intoBf16 ? 127 : 15;
+  int bias = (1 << (e - 1)) - 1;
+  int down = 15 - targetMantissa - e; // from "sign at bit 15" to the exponent/mantissa place
+  llvm::Type *i16 = b.getInt16Ty();
+  llvm::Type *i32 = b.getInt32Ty();
+  llvm::Type *lane = elemType(to);
+  auto *pairType = llvm::FixedVectorType::get(lane, 2);
+  uint32_t emField = uint32_t(bitMask(n - 1)) << (targetMantissa - m);
+
+  // Each code traced to its word; `lift` = how far the word is shifted left so that the code
+  // ends at the top of a byte (negative: right), that byte's index in the shifted word.
+  struct Copy {
+    llvm::Value *root = nullptr;
+    unsigned part = 0;
+    int lift = 0;
+    llvm::Value *value = nullptr;
+  };
+  struct Placed {
+    size_t copy = 0;
+    int byte = 0;
+  };
+  std::vector<Copy> copies;
+  std::vector<std::optional<Placed>> placed(slots.size());
+  for (size_t k = 0; k < slots.size(); ++k) {
+    CodeBits c = traceCode(slots[k], unsigned(n));
+    unsigned off = c.offset, part = 0;
+    if (widthOf(c.root) > 32) {
+      if (off / 32 != (off + unsigned(n) - 1) / 32)
+        continue;
+      part = off / 32;
+      off %= 32;
+    }
+    int top = int(off) + n; // the bit above the code
+    int byte = (top - 1) / 8, lift = 8 * byte + 8 - top;
+    size_t i = 0;
+    while (i < copies.size() &&
+           !(copies[i].root == c.root && copies[i].part == part && copies[i].lift == lift))
+      ++i;
+    if (i == copies.size())
+      copies.push_back(Copy{c.root, part, lift, nullptr});
+    placed[k] = Placed{i, byte};
+  }
+  for (Copy &c : copies) {
+    llvm::Value *v = c.root;
+    if (widthOf(v) > 32)
+      v = b.CreateTrunc(c.part ? b.CreateLShr(v, uint64_t(32 * c.part)) : v, i32);
+    else if (widthOf(v) < 32)
+      v = b.CreateZExt(v, i32);
+    if (c.lift > 0)
+      v = b.CreateShl(v, uint64_t(c.lift));
+    else if (c.lift < 0)
+      v = b.CreateLShr(v, uint64_t(-c.lift));
+    c.value = v;
+  }
+  // a code that was not traced: its half built from the code at bit 0 (as emit_dequant.cpp)
+  auto loose = [&](llvm::Value *slot) -> llvm::Value * {
+    llvm::Value *code = b.CreateZExt(slot, i16);
+    llvm::Value *em = b.CreateShl(b.CreateAnd(code, b.getInt16(uint16_t(bitMask(n - 1)))),
+                                  uint64_t(targetMantissa - m));
+    llvm::Value *sign =
+        b.CreateShl(b.CreateAnd(code, b.getInt16(uint16_t(1u << (n - 1)))), uint64_t(16 - n));
+    return b.CreateZExt(b.CreateOr(em, sign), i32);
+  };
+  auto prmt = [&](llvm::Value *x, llvm::Value *y, uint32_t selector) -> llvm::Value * {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
+  };
+  llvm::Value *fix = llvm::ConstantFP::get(pairType, std::ldexp(1.0, targetBias - bias));
+
+  std::vector<llvm::Value *> out;
+  out.reserve(slots.size());
+  for (size_t k = 0; k < slots.size(); k += 2) {
+    bool pair = k + 1 < slots.size();
+    const std::optional<Placed> &c0 = placed[k];
+    std::optional<Placed> c1 = pair ? placed[k + 1] : std::nullopt;
+    llvm::Value *bits = nullptr;
+    if (c0 && (!pair || c1)) {
+      // byte of code 0 -> byte 1 (and byte 0, ignored), byte of code 1 -> byte 3 (and 2)
+      uint32_t b0 = uint32_t(c0->byte), b1 = pair ? uint32_t(c1->byte) : b0;
+      bool same = !pair || c1->copy == c0->copy;
+      if (!same)
+        b1 += 4;
+      llvm::Value *y =
+          prmt(copies[c0->copy].value, same ? copies[c0->copy].value : copies[c1->copy].value,
+               b0 | b0 << 4 | b1 << 8 | b1 << 12);
+      llvm::Value *sign = b.CreateAnd(y, b.getInt32(0x80008000u));
+      llvm::Value *em =
+          b.CreateAnd(b.CreateLShr(y, uint64_t(down)), b.getInt32(emField | emField << 16));
+      bits = b.CreateOr(sign, em);
+    } else {
+      bits = loose(slots[k]);
+      if (pair)
+        bits = b.CreateOr(bits, b.CreateShl(loose(slots[k + 1]), 16));
+    }
+    llvm::Value *r = b.CreateFMul(b.CreateBitCast(bits, pairType), fix);
     out.push_back(b.CreateExtractElement(r, uint64_t(0)));
     if (pair)
       out.push_back(b.CreateExtractElement(r, uint64_t(1)));

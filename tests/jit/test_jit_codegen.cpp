@@ -341,6 +341,19 @@ TEST_CASE("integer dequantisation reads two codes per prmt, mask and fma.rn.f16x
   PtxKernel ks = ptxOf(s, "dq");
   CHECK(occurrences(ks.ptx, "prmt.b32") == 16);
   CHECK(occurrences(ks.ptx, "fma.rn.f16x2") == 16);
+  // generic floats: one prmt, one shift right and one mul.f16x2 per pair (plus one shift per
+  // word that brings its even codes to the top of their bytes)
+  VerifiedModule f =
+      buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
+                  "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
+                  "1).local(1, 4))\n"
+                  "    a = View(w, dtype=f4e2m1, layout=spatial(32, 1).local(1, 32))\n"
+                  "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n");
+  PtxKernel kf = ptxOf(f, "dq");
+  CHECK(occurrences(kf.ptx, "prmt.b32") == 16);
+  CHECK(occurrences(kf.ptx, "mul.rn.f16x2") == 16);
+  CHECK(occurrences(kf.ptx, "shr.u32") == 16);
+  CHECK_FALSE(contains(kf.ptx, "bfe."));
 }
 
 TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, bf16") {

@@ -465,17 +465,20 @@ DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit 
   }
 }
 
-DIFF_CASE("integer dequantisation of codes read in place from loaded and carried words") {
+DIFF_CASE("dequantisation of codes read in place from loaded and carried words") {
   // jit/emit_dequant_pairs.cpp traces each code to the word or byte it lies in and reads a
-  // pair with one prmt, one mask and one fma, at whatever bit offset the code has there; 32
-  // codes per thread from n 32-bit words (every offset mod 8 for odd n), from 4n bytes, and
-  // from words carried through a loop (the roots are then loop values) must all give
-  // isa/convert's result in f16, bf16 and f32.
+  // pair with one prmt (integers: one mask and one fma; floats: a shift, masks and one mul),
+  // at whatever bit offset the code has there; 32 codes per thread from n 32-bit words (every
+  // offset mod 8 for odd n), from 4n bytes, and from words carried through a loop (the roots
+  // are then loop values) must all give isa/convert's result in f16, bf16 and f32.
   std::vector<DataType> types;
   for (int n = 1; n <= 8; ++n)
     types.push_back(DataType::u(n));
   for (int n = 2; n <= 8; ++n)
     types.push_back(DataType::i(n));
+  for (int e = 1; e <= 4; ++e)
+    for (int m = 1; e + m + 1 <= 8; ++m)
+      types.push_back(DataType::f(e, m));
   for (DataType t : types) {
     std::string T = name(t), N = std::to_string(t.bits), B = std::to_string(4 * t.bits);
     Case c;
