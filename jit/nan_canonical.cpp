@@ -117,16 +117,63 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   return name.starts_with("llvm.nvvm.mma.") && operand->getType()->isFPOrFPVectorTy();
 }
 
+bool isShared(const llvm::Value *pointer) {
+  return pointer->getType()->isPointerTy() && pointer->getType()->getPointerAddressSpace() == 3;
+}
+
+/// Whether shared memory can be read other than by plain LLVM loads of addrspace(3): inline PTX
+/// that touches shared memory (ldmatrix, wgmma, shared atomics, mbarriers; not the cp.async
+/// copies, which only write it from global memory), LLVM atomics or memory intrinsics on it,
+/// and shared pointers turned into generic ones.
+bool sharedReadOpaquely(llvm::Function &f) {
+  for (llvm::BasicBlock &block : f)
+    for (llvm::Instruction &i : block) {
+      if (const auto *call = llvm::dyn_cast<llvm::CallInst>(&i)) {
+        if (const auto *a = llvm::dyn_cast<llvm::InlineAsm>(call->getCalledOperand())) {
+          const std::string &text = a->getAsmString();
+          bool copy = text.find("cp.async.ca.shared.global") != std::string::npos ||
+                      text.find("cp.async.cg.shared.global") != std::string::npos;
+          if (!copy && (text.find("shared") != std::string::npos ||
+                        text.find("ldmatrix") != std::string::npos ||
+                        text.find("wgmma") != std::string::npos))
+            return true;
+        } else if (llvm::isa<llvm::MemIntrinsic>(call)) {
+          return true;
+        }
+      } else if (llvm::isa<llvm::AtomicRMWInst>(i) || llvm::isa<llvm::AtomicCmpXchgInst>(i)) {
+        return true;
+      } else if (const auto *cast = llvm::dyn_cast<llvm::AddrSpaceCastInst>(&i)) {
+        if (isShared(cast->getPointerOperand()))
+          return true;
+      } else if (const auto *cast = llvm::dyn_cast<llvm::IntToPtrInst>(&i)) {
+        if (!isShared(cast))
+          return true;
+      }
+    }
+  return false;
+}
+
 /// The canonicalizations whose NaN payload can be seen. A value's payload is seen when one of
 /// its users is something other than a comparison, a canonicalization, a conversion that hides
 /// NaNs (hidesNaN), a phi or an operation that passes a NaN on (passesNaN), or when it is one of
-/// the latter two and its result's payload is seen. Computed as a least fixed point over the
-/// values a NaN can travel through from the canonicalizations (linear in their uses): forward,
-/// the carriers and the users that see; backward, "seen" from each user to its operands. A phi
-/// cycle with nothing that sees stays unseen (the greatest fixed point of "unseen").
+/// the latter two and its result's payload is seen. Shared memory is one more carrier when
+/// plain loads are its only readers: a value stored there is seen when any shared load's result
+/// is (every thread of the block runs the same loads; shared memory ends with the block).
+/// Computed as a least fixed point over the values a NaN can travel through from the
+/// canonicalizations (linear in their uses): forward, the carriers and the users that see;
+/// backward, "seen" from each user to its operands. A phi cycle with nothing that sees stays
+/// unseen (the greatest fixed point of "unseen").
 class PayloadFlow {
 public:
   explicit PayloadFlow(llvm::Function &f) {
+    bool sharedCarries = !sharedReadOpaquely(f);
+    const llvm::Value *shared = &f; // the node standing for all of shared memory
+    std::vector<const llvm::Value *> sharedLoads;
+    for (llvm::BasicBlock &block : f)
+      for (llvm::Instruction &i : block)
+        if (const auto *load = llvm::dyn_cast<llvm::LoadInst>(&i);
+            load && isShared(load->getPointerOperand()))
+          sharedLoads.push_back(load);
     std::vector<const llvm::Value *> work;
     auto reach = [&](const llvm::Value *v) {
       if (index.try_emplace(v, values.size()).second) {
@@ -143,10 +190,24 @@ public:
     while (!work.empty()) {
       const llvm::Value *v = work.back();
       work.pop_back();
+      if (v == shared) { // every shared load reads what the stores left
+        for (const llvm::Value *load : sharedLoads) {
+          reach(load);
+          feeds[index[load]].push_back(index[shared]);
+        }
+        continue;
+      }
       for (const llvm::User *u : v->users()) {
         const auto *i = llvm::dyn_cast<llvm::Instruction>(u);
         if (i && (llvm::isa<llvm::FCmpInst>(i) || isCanonicalization(i) || hidesNaN(i)))
           continue; // a comparison sees no payload; a canonicalization replaces it
+        const auto *store = llvm::dyn_cast_or_null<llvm::StoreInst>(i);
+        if (sharedCarries && store && store->getValueOperand() == v &&
+            isShared(store->getPointerOperand())) {
+          reach(shared);
+          feeds[index[shared]].push_back(index[v]);
+          continue;
+        }
         if (i && (llvm::isa<llvm::PHINode>(i) || passesNaN(i, v))) {
           reach(i);
           feeds[index[i]].push_back(index[v]); // i seen -> v seen

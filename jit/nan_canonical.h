@@ -21,7 +21,8 @@ namespace tilus::jit {
 /// a different non-NaN result because of its payload (float arithmetic and conversions,
 /// ex2.approx, sqrt, the PTX max/min of emit_scalar.cpp, the device library's math functions,
 /// f16/bf16/f32 mma) and moves that carry its bits whole (select as the value passed, phis,
-/// same-width bit casts, vector and aggregate element moves, shfl.sync). Every non-NaN value of
+/// same-width bit casts, vector and aggregate element moves, shfl.sync; shared memory, from
+/// its stores to all its loads, when only plain loads read it). Every non-NaN value of
 /// the program keeps its bits and every NaN stays a NaN; a NaN's payload reaches memory, an
 /// integer operation or any other use only through a canonicalization that is kept. Promotes
 /// f's allocas to SSA values first (mem2reg, as the pipeline would); decided on that IR, then

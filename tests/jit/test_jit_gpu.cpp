@@ -561,6 +561,40 @@ DIFF_CASE("chains of float operations on NaNs of any payload give canonical NaNs
   }
 }
 
+DIFF_CASE("NaNs through shared memory: parked values, scratch reductions and layout changes") {
+  // jit/nan_canonical.cpp treats shared memory as a carrier when only plain loads read it: a
+  // NaN parked there may keep its payload when every load of it leads to a canonicalization,
+  // and must be canonical as soon as one load's value is stored (second program)
+  for (DataType t : {DataType::f16(), DataType::f32(), DataType::f64()}) {
+    std::string T = name(t);
+    for (bool raw : {false, true}) {
+      Case c;
+      c.name = "nan_shared_" + T + (raw ? "_raw" : "");
+      c.source = "def parked<1>(" + T + "* a_ptr, " + T + "* b_ptr, " + T +
+                 "* c_ptr) threads=64:\n"
+                 "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[256]), layout=spatial(64).local(4))\n"
+                 "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[256]), layout=spatial(64).local(4))\n"
+                 "    gc = ViewGlobal(c_ptr, shape=[4, 256])\n"
+                 "    sh = AllocateShared(" +
+                 T +
+                 ", shape=[256])\n"
+                 "    StoreShared(Mul(a, b), sh)\n"
+                 "    Synchronize()\n"
+                 "    p = LoadShared(sh, layout=local(4).spatial(64))\n"
+                 "    StoreGlobal(Add(p, 1.0), gc, offset=[0, 0:])\n"
+                 "    StoreGlobal(Reduce(Sub(a, b), dim=0, op=max, keepdim=True), gc, "
+                 "offset=[1, 0:])\n"
+                 "    StoreGlobal(ConvertLayout(Div(a, b), layout=local(4).spatial(64)), gc, "
+                 "offset=[2, 0:])\n" +
+                 (raw ? "    StoreGlobal(p, gc, offset=[3, 0:])\n" : "");
+      c.buffers = {{"a_ptr", t, 256, Fill::Special},
+                   {"b_ptr", t, 256, Fill::Special},
+                   {"c_ptr", t, 4 * 256, Fill::Zero}};
+      runCase(c);
+    }
+  }
+}
+
 DIFF_CASE("float Max and Min of every pair of special values (-0 < +0, NaN payloads)") {
   // f32 and f64 lower to PTX max/min (jit/emit_scalar.cpp), f16 and bf16 to compares and selects
   for (DataType t : {DataType::f16(), DataType::bf16(), DataType::f32(), DataType::f64()})
