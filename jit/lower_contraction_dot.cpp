@@ -226,8 +226,10 @@ std::vector<llvm::Value *> dotMma(Codegen &cg, const DotOperands &op, const MmaP
         out[size_t(oc * 4 + j)] = b.CreateExtractValue(res, j);
     }
   }
+  // the tensor cores' NaN (f32 0x7FFFFFFF) is not the ISA's canonical NaN: canonicalized once
+  // per result (jit/nan_canonical.h drops it where the NaN's bits cannot be seen)
   for (llvm::Value *&v : out)
-    v = cg.convert(v, kind.acc, op.dd);
+    v = cg.canonicalizeNaN(cg.convert(v, kind.acc, op.dd), op.dd);
   return out;
 }
 

@@ -154,8 +154,9 @@ Status ContractionLowering::visitWgmmaWaitGroup(const Instruction &inst) {
                   "~{memory}", {});
   for (VarId v : wgmmaAccumulators_) {
     std::vector<llvm::Value *> slots = cg.readRegister(v);
+    // the tensor cores' NaN is not the ISA's canonical NaN (dropped where it cannot be seen)
     for (llvm::Value *&s : slots)
-      s = emitVolatileAsm(cg, s->getType(), "", "=f,0", {s});
+      s = cg.canonicalizeNaN(emitVolatileAsm(cg, s->getType(), "", "=f,0", {s}), DataType::f32());
     cg.writeRegister(v, slots);
   }
   return Status::success();

@@ -280,11 +280,11 @@ TEST_CASE("a16wx with split-K through the C API: prepared, captured with the run
                                    ptrArg(dz), ptrArg(dc),  i32Arg(m)};
   std::vector<tilusvm_arg> args2 = {ptrArg(da), ptrArg(dwq), ptrArg(ds),
                                     ptrArg(dz), ptrArg(dc2), i32Arg(m)};
-  // f32 sums [N / 16, 1, 16, 16] (32768 bytes), then at the next multiple of 256 one i32 ticket
-  // per tile (32 x 4 bytes)
+  // f32 sums [N / 32, 1, 32, 16] (two atoms of 16 rows per warp by default: 32768 bytes), then
+  // at the next multiple of 256 one i32 ticket per tile (16 x 4 bytes)
   uint64_t need = 0;
   REQUIRE(tilusvm_kernel_workspace_size(matmul, args.data(), args.size(), &need) == TILUSVM_OK);
-  CHECK(need == 32768 + 128);
+  CHECK(need == 32768 + 64);
   DeviceArray callerWorkspace = DeviceArray::from(std::vector<uint8_t>(size_t(need), 0xab));
   settleUploads();
 
