@@ -14,6 +14,8 @@
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <unordered_map>
+
 namespace tilus::jit {
 
 // ---- Reduce -------------------------------------------------------------------------------------
@@ -144,20 +146,30 @@ Status ContractionLowering::visitReduce(const Instruction &inst) {
   // Which of its own slots each result slot combines; must not depend on the thread.
   std::vector<std::vector<int64_t>> parts(size_t(result.locals()));
   if (shuffle) {
+    // Per thread: the result slots by the row-major index they hold, then each source slot
+    // joins the result slots that hold its reduced index (linear in slots, not quadratic).
     std::vector<int64_t> x(size_t(source.rank())), y(size_t(result.rank()) + 1);
+    std::unordered_map<int64_t, std::vector<int64_t>> slotsAt;
+    std::vector<std::vector<int64_t>> mine(size_t(result.locals()));
     for (int64_t t = 0; t < source.threads() && shuffle; ++t) {
-      for (int64_t i = 0; i < result.locals() && shuffle; ++i) {
+      slotsAt.clear();
+      for (int64_t i = 0; i < result.locals(); ++i) {
         result.apply(t, i, y.data());
-        std::vector<int64_t> mine;
-        for (int64_t j = 0; j < source.locals(); ++j) {
-          source.apply(t, j, x.data());
-          std::vector<int64_t> red = reducedIndex(x.data(), source.rank(), dim, keepDim);
-          if (std::equal(red.begin(), red.end(), y.begin()))
-            mine.push_back(j);
-        }
-        if (mine.empty() || (t > 0 && mine != parts[size_t(i)]))
+        slotsAt[result.linear(y.data())].push_back(i);
+        mine[size_t(i)].clear();
+      }
+      for (int64_t j = 0; j < source.locals(); ++j) {
+        source.apply(t, j, x.data());
+        std::vector<int64_t> red = reducedIndex(x.data(), source.rank(), dim, keepDim);
+        auto found = slotsAt.find(result.linear(red.data()));
+        if (found != slotsAt.end())
+          for (int64_t i : found->second)
+            mine[size_t(i)].push_back(j);
+      }
+      for (int64_t i = 0; i < result.locals() && shuffle; ++i) {
+        if (mine[size_t(i)].empty() || (t > 0 && mine[size_t(i)] != parts[size_t(i)]))
           shuffle = false;
-        parts[size_t(i)] = mine;
+        parts[size_t(i)] = mine[size_t(i)];
       }
     }
   }
