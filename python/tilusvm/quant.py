@@ -57,7 +57,8 @@ def a16wx_defines(weight_type, n, k, group_size, activation="f16", zero_point=No
 
 
 def check_shape(t, n, k, group_size):
-    """a16wx.tasm's preconditions with its default tuning (KS = 8, AN = 1, one warp)."""
+    """a16wx.tasm's preconditions with its default tuning (KS = 8, one warp; two atoms of 16
+    rows per warp where N is a multiple of 32, one otherwise)."""
     if t.kind == "bool" or t.bits > 8:
         raise ValueError(f"weight type {t.name}: a16wx takes types of 1 to 8 bits")
     if k <= 0 or n <= 0 or group_size <= 0:

@@ -251,8 +251,8 @@ TEST_CASE("a captured graph of several launches replays 100 times with changing 
 
 TEST_CASE("a16wx with split-K through the C API: prepared, captured with the runtime's and a "
           "caller's workspace, replayed against the interpreter") {
-  // programs/quant/a16wx.tasm at K = 1024, N = 512: 32 column tiles, so each tile of C is split
-  // over SPLITK = 8 blocks (docs/quant.md) that meet in requires_clean workspaces.
+  // programs/quant/a16wx.tasm at K = 1024, N = 512: 16 column tiles of 32 rows, each tile of C
+  // split over SPLITK = 8 blocks (docs/quant.md) that meet in requires_clean workspaces.
   const cuda::DriverApi &api = runtime().api();
   cuda::ContextGuard guard(api, runtime().context());
   REQUIRE_OK(guard.status());
@@ -260,7 +260,8 @@ TEST_CASE("a16wx with split-K through the C API: prepared, captured with the run
   Stream stream;
   const int k = 1024, n = 512, m = 16, groups = k / 128;
   cuda::LoadedModule loaded = loadProgramFile(
-      "quant/a16wx.tasm", {{"WT", "u4"}, {"N", "512"}, {"K", "1024"}, {"G", "128"}, {"ZERO", "1"}});
+      "quant/a16wx.tasm",
+      {{"WT", "u4"}, {"N", "512"}, {"K", "1024"}, {"G", "128"}, {"ZERO", "1"}, {"SPLITK", "8"}});
   std::vector<uint8_t> bytes = encodeModule(loaded.verified.module);
   tilusvm_module module = nullptr;
   REQUIRE(tilusvm_module_load(bytes.data(), bytes.size(), &module) == TILUSVM_OK);

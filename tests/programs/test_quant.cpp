@@ -338,16 +338,19 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
     std::memcpy(&v, out.data(), 4);
     return v;
   };
-  // Llama-70B shapes (two atoms per warp by default: 32 rows of N per warp): N = 57344 has
-  // 1792 column tiles (two splits), N = 8192 and 10240 about 256 (eight), 28672 896 (four)
+  // Llama-70B shapes (two atoms per warp by default: 32 rows of N per warp). The split is the
+  // largest power of two up to 8 with at most 2048 blocks and at least 16 steps of K per block:
+  // N = 57344 has 1792 column tiles (no split); N = 8192 and 10240 have 256 and 320 (four, as
+  // K = 8192 has 64 steps of 128); K = 28672 (224 steps) lets N = 8192 take eight
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "AN") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 2);
-  CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 8);
-  CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 8);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 4);
   CHECK(constant({{"N", "8192"}, {"K", "28672"}}, "SPLITK") == 8);
-  CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 8);
-  CHECK(constant({{"N", "28672"}, {"K", "8192"}}, "SPLITK") == 4);
-  CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
+  CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "28672"}, {"K", "8192"}}, "SPLITK") == 2);
+  // few tiles but a short K: 32 steps allow two splits of 16
+  CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 2);
   // one atom where N is not a multiple of 32, for integers wider than 5 bits and for floats
   CHECK(constant({{"N", "1040"}, {"K", "4096"}}, "AN") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "AN") == 2);
@@ -358,8 +361,10 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // one atom per warp: 3584 column tiles at N = 57344 (no split), 512 at N = 8192 (four)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 1);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 4);
-  // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 64 tiles)
-  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
+  // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 64 tiles), still at
+  // least 16 steps per block
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WARPS", "4"}}, "SPLITK") == 8);
   // a split that does not divide the steps of K falls back to 1
   CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 1);
   // an explicit SPLITK must divide the steps of K (8 steps of 32 here)
