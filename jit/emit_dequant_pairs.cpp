@@ -110,6 +110,33 @@ CodeBits traceCode(llvm::Value *v, unsigned n) {
   return at;
 }
 
+/// A code within one 32-bit part of its root: bits [offset, offset + n) of part `part`.
+struct WordCode {
+  llvm::Value *root = nullptr;
+  unsigned part = 0, offset = 0;
+};
+
+std::optional<WordCode> wordCode(llvm::Value *slot, int n) {
+  CodeBits c = traceCode(slot, unsigned(n));
+  WordCode w{c.root, 0, c.offset};
+  if (widthOf(c.root) > 32) {
+    if (c.offset / 32 != (c.offset + unsigned(n) - 1) / 32)
+      return std::nullopt; // the code straddles two 32-bit parts
+    w.part = c.offset / 32;
+    w.offset = c.offset % 32;
+  }
+  return w;
+}
+
+/// Part `part` of `root` as an i32.
+llvm::Value *wordValue(llvm::IRBuilder<> &b, llvm::Value *root, unsigned part) {
+  if (widthOf(root) > 32)
+    return b.CreateTrunc(part ? b.CreateLShr(root, uint64_t(32 * part)) : root, b.getInt32Ty());
+  if (widthOf(root) < 32)
+    return b.CreateZExt(root, b.getInt32Ty());
+  return root;
+}
+
 } // namespace
 
 std::optional<std::vector<llvm::Value *>>
@@ -151,31 +178,22 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
   std::vector<Word> words;
   std::vector<std::optional<Placed>> placed(slots.size());
   for (size_t k = 0; k < slots.size(); ++k) {
-    CodeBits c = traceCode(slots[k], unsigned(n));
-    unsigned off = c.offset, part = 0;
-    if (widthOf(c.root) > 32) {
-      if (off / 32 != (off + unsigned(n) - 1) / 32)
-        continue;
-      part = off / 32;
-      off %= 32;
-    }
-    int byte = int(off / 8), p = int(off % 8);
+    std::optional<WordCode> c = wordCode(slots[k], n);
+    if (!c)
+      continue;
+    int byte = int(c->offset / 8), p = int(c->offset % 8);
     if (p + n > room || (!scaled && p != 0) || (p + n > 8 && byte == 3))
       continue;
     size_t w = 0;
-    while (w < words.size() && !(words[w].root == c.root && words[w].part == part))
+    while (w < words.size() && !(words[w].root == c->root && words[w].part == c->part))
       ++w;
     if (w == words.size())
-      words.push_back(Word{c.root, part, 0, nullptr});
-    words[w].flip |= signBias << off;
+      words.push_back(Word{c->root, c->part, 0, nullptr});
+    words[w].flip |= signBias << c->offset;
     placed[k] = Placed{w, byte, p};
   }
   for (Word &w : words) {
-    llvm::Value *v = w.root;
-    if (widthOf(v) > 32)
-      v = b.CreateTrunc(w.part ? b.CreateLShr(v, uint64_t(32 * w.part)) : v, i32);
-    else if (widthOf(v) < 32)
-      v = b.CreateZExt(v, i32);
+    llvm::Value *v = wordValue(b, w.root, w.part);
     w.value = w.flip ? b.CreateXor(v, b.getInt32(w.flip)) : v;
   }
   // A code that cannot be read in place: shifted to bit 0 of a 16-bit half (not yet biased).
@@ -298,30 +316,21 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
   std::vector<Copy> copies;
   std::vector<std::optional<Placed>> placed(slots.size());
   for (size_t k = 0; k < slots.size(); ++k) {
-    CodeBits c = traceCode(slots[k], unsigned(n));
-    unsigned off = c.offset, part = 0;
-    if (widthOf(c.root) > 32) {
-      if (off / 32 != (off + unsigned(n) - 1) / 32)
-        continue;
-      part = off / 32;
-      off %= 32;
-    }
-    int top = int(off) + n; // the bit above the code
+    std::optional<WordCode> c = wordCode(slots[k], n);
+    if (!c)
+      continue;
+    int top = int(c->offset) + n; // the bit above the code
     int byte = (top - 1) / 8, lift = 8 * byte + 8 - top;
     size_t i = 0;
     while (i < copies.size() &&
-           !(copies[i].root == c.root && copies[i].part == part && copies[i].lift == lift))
+           !(copies[i].root == c->root && copies[i].part == c->part && copies[i].lift == lift))
       ++i;
     if (i == copies.size())
-      copies.push_back(Copy{c.root, part, lift, nullptr});
+      copies.push_back(Copy{c->root, c->part, lift, nullptr});
     placed[k] = Placed{i, byte};
   }
   for (Copy &c : copies) {
-    llvm::Value *v = c.root;
-    if (widthOf(v) > 32)
-      v = b.CreateTrunc(c.part ? b.CreateLShr(v, uint64_t(32 * c.part)) : v, i32);
-    else if (widthOf(v) < 32)
-      v = b.CreateZExt(v, i32);
+    llvm::Value *v = wordValue(b, c.root, c.part);
     if (c.lift > 0)
       v = b.CreateShl(v, uint64_t(c.lift));
     else if (c.lift < 0)
