@@ -301,8 +301,8 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
   auto *pairType = llvm::FixedVectorType::get(lane, 2);
   uint32_t emField = uint32_t(bitMask(n - 1)) << (targetMantissa - m);
 
-  // Each code traced to its word; `lift` = how far the word is shifted left so that the code
-  // ends at the top of a byte (negative: right), that byte's index in the shifted word.
+  // Each code traced to its word; `lift` (0 to 7) = how far the word is shifted left so that
+  // the code ends at the top of a byte, `byte` that byte's index in the shifted word.
   struct Copy {
     llvm::Value *root = nullptr;
     unsigned part = 0;
