@@ -347,6 +347,7 @@ std::vector<bool> unitStrides(const GlobalAccess &a) {
 /// (the thread's row of a partial tile is out as a whole), so only a group cut by the bounds of
 /// g.dim, or misaligned, takes the element path.
 struct GroupTests {
+  llvm::Value *elem = nullptr; // element offset of the group's first element
   llvm::Value *addr = nullptr;
   int bytes = 0;
   int unit = 0; // bytes per access (bytes, or a packed run's unit)
@@ -366,6 +367,7 @@ GroupTests groupTests(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, cons
   const int64_t *last = map.localPart(g.first + g.count - 1);
   GroupTests tests;
   llvm::Value *elem = elementOffset(b, a, first, rank);
+  tests.elem = elem;
   if (packedAccess(t)) {
     int bits = t.storageBits();
     llvm::Value *bit = b.CreateMul(elem, cg.constI64(bits));
@@ -385,6 +387,16 @@ GroupTests groupTests(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, cons
   tests.runIn = b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
   tests.fast = b.CreateAnd(tests.othersIn, b.CreateAnd(tests.runIn, tests.aligned));
   return tests;
+}
+
+/// Element j of a group on its element path: in bounds when the others are (tests.othersIn) and
+/// lo <= first + j < hi along g.dim (the group's elements differ only there, by unit steps), at
+/// element offset elem + j. Equal to inBounds / elementOffset of the element's own slot, from
+/// the group's terms.
+llvm::Value *groupElementIn(llvm::IRBuilder<> &b, const GlobalAccess &a, const LayoutMap &map,
+                            const SlotGroup &g, const GroupTests &tests, int64_t j) {
+  const int64_t *loc = map.localPart(g.first + j);
+  return b.CreateAnd(tests.othersIn, inBoundsAlong(b, a, loc, g.dim));
 }
 
 /// The accesses of a packed run: `run.bytes / run.unit` loads of `unit` bytes, predicated on
@@ -455,8 +467,17 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
                                           tests.bytes, t, g.count);
     std::vector<llvm::Value *> merged = cg.emitIf(tests.slow(b), "ldg.elem", fastVals, [&] {
       std::vector<llvm::Value *> slowVals;
-      for (int64_t j = 0; j < g.count; ++j)
-        slowVals.push_back(elementLoad(g.first + j, nullptr));
+      for (int64_t j = 0; j < g.count; ++j) {
+        llvm::Value *ok = groupElementIn(b, a, map, g, tests, j);
+        if (!nativeAccess(t)) {
+          llvm::Value *elem = b.CreateAdd(tests.elem, cg.constI64(j));
+          slowVals.push_back(
+              guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); }));
+          continue;
+        }
+        llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, cg.constI64(j * es));
+        slowVals.push_back(wordsToElements(cg, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0]);
+      }
       return slowVals;
     });
     std::copy(merged.begin(), merged.end(), slots.begin() + g.first);
@@ -511,8 +532,20 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     else
       asmStoreGlobal(b, tests.addr, tests.fast, elementsToWords(cg, values, t), tests.bytes);
     cg.emitIf(tests.slow(b), "stg.elem", [&] {
-      for (int64_t j = 0; j < g.count; ++j)
-        elementStore(g.first + j);
+      for (int64_t j = 0; j < g.count; ++j) {
+        llvm::Value *ok = groupElementIn(b, a, map, g, tests, j);
+        llvm::Value *value = slots[size_t(g.first + j)];
+        if (!nativeAccess(t)) {
+          llvm::Value *elem = b.CreateAdd(tests.elem, cg.constI64(j));
+          guarded(cg, ok, nullptr, [&]() -> llvm::Value * {
+            cg.storeElement(tile.ptr, elem, t, value);
+            return nullptr;
+          });
+          continue;
+        }
+        llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, cg.constI64(j * es));
+        asmStoreGlobal(b, addr, ok, elementsToWords(cg, {value}, t), es);
+      }
     });
   }
   return Status::success();
