@@ -212,11 +212,22 @@ Status AtomicLowering::visitAtomic(const Instruction &inst) {
       llvm::Value *p = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(e, cg.constI64(es)));
       return b.CreatePtrToInt(p, b.getInt64Ty());
     };
+    // The dimensions without local terms (every slot's index 0 there) are tested once, with
+    // `valid`; each element adds only the tests of the others.
+    std::vector<bool> varies(size_t(rank), false);
+    for (const LayoutTerm &term : map.localTerms())
+      varies[size_t(term.dim)] = true;
+    std::vector<int64_t> zero(size_t(rank), 0);
+    llvm::Value *fixedIn = valid;
+    for (int k = 0; k < rank; ++k)
+      if (!varies[size_t(k)])
+        fixedIn = b.CreateAnd(fixedIn, inDim(zero.data(), k));
     auto element = [&](int64_t i) {
       const int64_t *loc = map.localPart(i);
-      llvm::Value *ok = valid;
+      llvm::Value *ok = fixedIn;
       for (int k = 0; k < rank; ++k)
-        ok = b.CreateAnd(ok, inDim(loc, k));
+        if (varies[size_t(k)])
+          ok = b.CreateAnd(ok, inDim(loc, k));
       llvm::Value *old = emitAtomic(cg, inst.opcode, t, true, address(loc), ok, values[size_t(i)],
                                     compares.empty() ? nullptr : compares[size_t(i)], wantOld);
       if (wantOld)

@@ -121,7 +121,30 @@ struct GlobalAccess {
   std::vector<llvm::Value *> lo, hi; // bounds on Loc_k (thread part subtracted)
   std::vector<llvm::Value *> stride;
   llvm::Value *valid;
+  /// Whether some local term indexes dimension k (otherwise Loc_k is 0 in every slot), and
+  /// `valid` with the bounds of the dimensions that have none (inBounds tests them once).
+  std::vector<bool> varies;
+  llvm::Value *fixedIn = nullptr;
 };
+
+/// lo_d <= loc_d < hi_d in one dimension.
+llvm::Value *inBoundsAlong(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc, int d) {
+  llvm::Value *c = b.getInt64(uint64_t(loc[d]));
+  return b.CreateAnd(b.CreateICmpSLE(a.lo[size_t(d)], c), b.CreateICmpSGT(a.hi[size_t(d)], c));
+}
+
+/// Sets a.varies and a.fixedIn (after a.valid is final).
+void fixBounds(llvm::IRBuilder<> &b, GlobalAccess &a, const LayoutMap &map) {
+  int rank = map.rank();
+  a.varies.assign(size_t(rank), false);
+  for (const LayoutTerm &term : map.localTerms())
+    a.varies[size_t(term.dim)] = true;
+  std::vector<int64_t> zero(size_t(rank), 0);
+  a.fixedIn = a.valid;
+  for (int k = 0; k < rank; ++k)
+    if (!a.varies[size_t(k)])
+      a.fixedIn = b.CreateAnd(a.fixedIn, inBoundsAlong(b, a, zero.data(), k));
+}
 
 GlobalAccess globalAccess(Codegen &cg, const GlobalTile &tile, const LayoutMap &map) {
   llvm::IRBuilder<> &b = cg.b;
@@ -139,27 +162,19 @@ GlobalAccess globalAccess(Codegen &cg, const GlobalTile &tile, const LayoutMap &
 }
 
 llvm::Value *inBounds(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc, int rank) {
-  llvm::Value *ok = a.valid;
-  for (int k = 0; k < rank; ++k) {
-    llvm::Value *c = b.getInt64(uint64_t(loc[k]));
-    ok = b.CreateAnd(
-        ok, b.CreateAnd(b.CreateICmpSLE(a.lo[size_t(k)], c), b.CreateICmpSGT(a.hi[size_t(k)], c)));
-  }
+  llvm::Value *ok = a.fixedIn;
+  for (int k = 0; k < rank; ++k)
+    if (a.varies[size_t(k)])
+      ok = b.CreateAnd(ok, inBoundsAlong(b, a, loc, k));
   return ok;
-}
-
-/// lo_d <= loc_d < hi_d in one dimension.
-llvm::Value *inBoundsAlong(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc, int d) {
-  llvm::Value *c = b.getInt64(uint64_t(loc[d]));
-  return b.CreateAnd(b.CreateICmpSLE(a.lo[size_t(d)], c), b.CreateICmpSGT(a.hi[size_t(d)], c));
 }
 
 /// The view is valid and loc is in bounds in every dimension but `skip`.
 llvm::Value *inBoundsExcept(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t *loc,
                             int rank, int skip) {
-  llvm::Value *ok = a.valid;
+  llvm::Value *ok = a.fixedIn;
   for (int k = 0; k < rank; ++k)
-    if (k != skip)
+    if (k != skip && a.varies[size_t(k)])
       ok = b.CreateAnd(ok, inBoundsAlong(b, a, loc, k));
   return ok;
 }
@@ -436,6 +451,7 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
   DataType t = tile.dtype;
   GlobalAccess a = globalAccess(cg, tile, map);
+  fixBounds(b, a, map);
   std::vector<llvm::Value *> slots(size_t(map.locals()));
   int rank = map.rank();
   std::vector<bool> unit = unitStrides(a);
@@ -502,6 +518,7 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     v = cg.convert(v, st, t);
   GlobalAccess a = globalAccess(cg, tile, map);
   a.valid = b.CreateAnd(a.valid, cg.isPrimary(map));
+  fixBounds(b, a, map);
   int rank = map.rank();
   std::vector<bool> unit = unitStrides(a);
   int es = t.storageBits() / 8;
