@@ -321,10 +321,12 @@ void keepOrSplit(std::vector<SlotGroup> &groups, const SlotGroup &g, bool vector
     groups.push_back(SlotGroup{g.first + j, 1, -1});
 }
 
-/// Element offsets of every slot of `map` in a shared tile, and the slot groups that can be
-/// accessed as one aligned vector.
+/// Element offsets of the slots of `map` in a shared tile that the accesses use (the first slot
+/// of each group), and the slot groups that can be accessed as one aligned vector. The offsets
+/// are emitted in slot order, only for the slots that begin a group (the others' offsets would
+/// be dead code for the optimiser to delete).
 struct SharedSlots {
-  std::vector<llvm::Value *> elem; // per slot, i64 element offset within the root
+  std::vector<llvm::Value *> elem; // per slot that begins a group, i64 element offset
   std::vector<SlotGroup> groups;
 };
 
@@ -344,16 +346,9 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
     // dimension that starts at a multiple of w contiguous and w-aligned (checked once over the
     // root's shape) and the run provably starts at such a multiple (known bits).
     std::vector<llvm::Value *> start(static_cast<size_t>(rank)); // root coordinate of Loc = 0
-    for (int64_t i = 0; i < map.locals(); ++i) {
-      std::vector<llvm::Value *> coords = tile.origin;
-      const int64_t *loc = map.localPart(i);
-      for (int k = 0; k < rank; ++k) {
-        size_t r = size_t(tile.dims[size_t(k)]);
-        llvm::Value *base = addFolded(b, coords[r], s[size_t(k)]);
-        start[size_t(k)] = base;
-        coords[r] = addFolded(b, base, b.getInt64(uint64_t(loc[k])));
-      }
-      out.elem[size_t(i)] = cg.sharedOffset(tile.root, coords);
+    for (int k = 0; k < rank; ++k) {
+      size_t r = size_t(tile.dims[size_t(k)]);
+      start[size_t(k)] = addFolded(b, tile.origin[r], s[size_t(k)]);
     }
     auto [width, minWidth] = sharedGroupWidths(t, map.locals());
     std::vector<bool> all(static_cast<size_t>(rank), true);
@@ -371,6 +366,16 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
       }
       keepOrSplit(out.groups, g, ok);
     }
+    for (const SlotGroup &g : out.groups) {
+      std::vector<llvm::Value *> coords = tile.origin;
+      const int64_t *loc = map.localPart(g.first);
+      for (int k = 0; k < rank; ++k) {
+        size_t r = size_t(tile.dims[size_t(k)]);
+        llvm::Value *base = addFolded(b, coords[r], s[size_t(k)]);
+        coords[r] = addFolded(b, base, b.getInt64(uint64_t(loc[k])));
+      }
+      out.elem[size_t(g.first)] = cg.sharedOffset(tile.root, coords);
+    }
     return out;
   }
   llvm::Value *base = b.getInt64(0);
@@ -381,13 +386,16 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
     stride[size_t(k)] = strides[size_t(tile.dims[size_t(k)])];
     base = addFolded(b, base, mulFolded(b, s[size_t(k)], b.getInt64(uint64_t(stride[size_t(k)]))));
   }
-  for (int64_t i = 0; i < map.locals(); ++i) {
-    const int64_t *loc = map.localPart(i);
-    int64_t c = 0;
-    for (int k = 0; k < rank; ++k)
-      c += loc[k] * stride[size_t(k)];
-    out.elem[size_t(i)] = addFolded(b, base, b.getInt64(uint64_t(c)));
-  }
+  auto elemAt = [&](int64_t i) {
+    if (!out.elem[size_t(i)]) {
+      const int64_t *loc = map.localPart(i);
+      int64_t c = 0;
+      for (int k = 0; k < rank; ++k)
+        c += loc[k] * stride[size_t(k)];
+      out.elem[size_t(i)] = addFolded(b, base, b.getInt64(uint64_t(c)));
+    }
+    return out.elem[size_t(i)];
+  };
   // Vector groups: unit stride and a provably aligned byte address (a packed run: its first
   // bit a multiple of 8 * unit).
   int bits = t.storageBits();
@@ -401,13 +409,15 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
     bool aligned = g.count == 1;
     if (!aligned) {
       int64_t vecBytes = groupAlignment(t, g.count);
-      llvm::KnownBits known = llvm::computeKnownBits(out.elem[size_t(g.first)], dl);
+      llvm::KnownBits known = llvm::computeKnownBits(elemAt(g.first), dl);
       int64_t alignElems = int64_t(1) << std::min<unsigned>(known.countMinTrailingZeros(), 20);
       // bits of the first element's offset (bytes times 8 for byte-sized types)
       int64_t alignBits = alignElems * (bits < 8 ? bits : bits / 8 * 8);
       aligned = alignBits % (vecBytes * 8) == 0 && rootOffset % vecBytes == 0;
     }
     keepOrSplit(out.groups, g, aligned);
+    for (int64_t j = 0; j < (aligned ? 1 : g.count); ++j)
+      elemAt(g.first + j);
   }
   return out;
 }
