@@ -49,6 +49,14 @@ llvm::Value *sum(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
 llvm::Value *product(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
   return mulFolded(b, x, y);
 }
+/// x && y, without an instruction when either is the constant true.
+llvm::Value *both(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(x); c && c->isOne())
+    return y;
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(y); c && c->isOne())
+    return x;
+  return b.CreateAnd(x, y);
+}
 
 } // namespace
 
@@ -143,7 +151,7 @@ void fixBounds(llvm::IRBuilder<> &b, GlobalAccess &a, const LayoutMap &map) {
   a.fixedIn = a.valid;
   for (int k = 0; k < rank; ++k)
     if (!a.varies[size_t(k)])
-      a.fixedIn = b.CreateAnd(a.fixedIn, inBoundsAlong(b, a, zero.data(), k));
+      a.fixedIn = both(b, a.fixedIn, inBoundsAlong(b, a, zero.data(), k));
 }
 
 GlobalAccess globalAccess(Codegen &cg, const GlobalTile &tile, const LayoutMap &map) {
@@ -165,7 +173,7 @@ llvm::Value *inBounds(llvm::IRBuilder<> &b, const GlobalAccess &a, const int64_t
   llvm::Value *ok = a.fixedIn;
   for (int k = 0; k < rank; ++k)
     if (a.varies[size_t(k)])
-      ok = b.CreateAnd(ok, inBoundsAlong(b, a, loc, k));
+      ok = both(b, ok, inBoundsAlong(b, a, loc, k));
   return ok;
 }
 
@@ -175,7 +183,7 @@ llvm::Value *inBoundsExcept(llvm::IRBuilder<> &b, const GlobalAccess &a, const i
   llvm::Value *ok = a.fixedIn;
   for (int k = 0; k < rank; ++k)
     if (k != skip && a.varies[size_t(k)])
-      ok = b.CreateAnd(ok, inBoundsAlong(b, a, loc, k));
+      ok = both(b, ok, inBoundsAlong(b, a, loc, k));
   return ok;
 }
 
@@ -301,7 +309,9 @@ std::vector<llvm::Value *> wordsToElements(Codegen &cg, const std::vector<llvm::
       v = b.CreateOr(lo, b.CreateShl(hi, 32));
     } else {
       llvm::Value *w = words[size_t(byte / 4)];
-      v = b.CreateTrunc(b.CreateLShr(w, uint64_t((byte % 4) * 8)), b.getIntNTy(unsigned(es * 8)));
+      if (byte % 4 != 0)
+        w = b.CreateLShr(w, uint64_t((byte % 4) * 8));
+      v = b.CreateTrunc(w, b.getIntNTy(unsigned(es * 8)));
     }
     out.push_back(t.isBool() ? b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0))
                              : cg.fromBits(v, t));
@@ -329,8 +339,13 @@ std::vector<llvm::Value *> elementsToWords(Codegen &cg, const std::vector<llvm::
       words[size_t(byte / 4 + 1)] = b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty());
       continue;
     }
-    llvm::Value *w = b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), uint64_t((byte % 4) * 8));
-    words[size_t(byte / 4)] = b.CreateOr(words[size_t(byte / 4)], w);
+    llvm::Value *w = b.CreateZExt(bits, b.getInt32Ty());
+    if (byte % 4 != 0)
+      w = b.CreateShl(w, uint64_t((byte % 4) * 8));
+    llvm::Value *&word = words[size_t(byte / 4)];
+    word = llvm::isa<llvm::ConstantInt>(word) && llvm::cast<llvm::ConstantInt>(word)->isZero()
+               ? w
+               : b.CreateOr(word, w);
   }
   return words;
 }
@@ -370,7 +385,7 @@ struct GroupTests {
   llvm::Value *fast = nullptr; // the vector path: all in bounds and aligned
   /// The element path: in bounds in the other dimensions, but cut along g.dim or misaligned.
   llvm::Value *slow(llvm::IRBuilder<> &b) const {
-    return b.CreateAnd(othersIn, b.CreateNot(b.CreateAnd(runIn, aligned)));
+    return both(b, othersIn, b.CreateNot(both(b, runIn, aligned)));
   }
 };
 
@@ -400,7 +415,7 @@ GroupTests groupTests(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, cons
   }
   tests.othersIn = inBoundsExcept(b, a, first, rank, g.dim);
   tests.runIn = b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
-  tests.fast = b.CreateAnd(tests.othersIn, b.CreateAnd(tests.runIn, tests.aligned));
+  tests.fast = both(b, tests.othersIn, both(b, tests.runIn, tests.aligned));
   return tests;
 }
 
@@ -411,7 +426,7 @@ GroupTests groupTests(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, cons
 llvm::Value *groupElementIn(llvm::IRBuilder<> &b, const GlobalAccess &a, const LayoutMap &map,
                             const SlotGroup &g, const GroupTests &tests, int64_t j) {
   const int64_t *loc = map.localPart(g.first + j);
-  return b.CreateAnd(tests.othersIn, inBoundsAlong(b, a, loc, g.dim));
+  return both(b, tests.othersIn, inBoundsAlong(b, a, loc, g.dim));
 }
 
 /// The accesses of a packed run: `run.bytes / run.unit` loads of `unit` bytes, predicated on
