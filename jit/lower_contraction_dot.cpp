@@ -27,6 +27,8 @@
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <map>
+
 namespace tilus::jit {
 
 namespace {
@@ -209,16 +211,24 @@ std::vector<llvm::Value *> dotMma(Codegen &cg, const DotOperands &op, const MmaP
   auto slice = [](const std::vector<llvm::Value *> &v, int64_t first, int n) {
     return std::vector<llvm::Value *>(v.begin() + first, v.begin() + first + n);
   };
+  // Each operand register is packed once and shared by every mma that reads it (an A fragment
+  // feeds every n tile, a B fragment every m tile).
+  std::map<int64_t, llvm::Value *> packedA, packedB; // by first slot
+  auto packed = [&](std::map<int64_t, llvm::Value *> &cache, const std::vector<llvm::Value *> &v,
+                    int64_t first, unsigned p, DataType t) {
+    llvm::Value *&reg = cache[first];
+    if (!reg)
+      reg = packRegister(cg, ft->getParamType(p), slice(v, first, perReg), t);
+    return reg;
+  };
   for (int64_t oc = 0; oc < plan.outerC; ++oc) {
     for (const auto &[sa, sb] : plan.steps[size_t(oc)]) {
       std::vector<llvm::Value *> args;
       unsigned p = 0;
       for (int j = 0; j < 4; ++j, ++p)
-        args.push_back(packRegister(cg, ft->getParamType(p),
-                                    slice(op.a, sa * aSlots + j * perReg, perReg), op.ta->dtype));
+        args.push_back(packed(packedA, op.a, sa * aSlots + j * perReg, p, op.ta->dtype));
       for (int j = 0; j < 2; ++j, ++p)
-        args.push_back(packRegister(cg, ft->getParamType(p),
-                                    slice(op.b, sb * bSlots + j * perReg, perReg), op.tb->dtype));
+        args.push_back(packed(packedB, op.b, sb * bSlots + j * perReg, p, op.tb->dtype));
       for (int j = 0; j < 4; ++j)
         args.push_back(out[size_t(oc * 4 + j)]);
       llvm::Value *res = b.CreateCall(ft, callee, args);
