@@ -1,9 +1,12 @@
 // Every program under programs/gemm/ on the CPU interpreter against a plain C++ reference of the
 // contract they share: matmul(AT* a_ptr, AT* b_ptr, CT* c_ptr, i32 m, i32 n, i32 k) computes
 // C[m, n] = A[m, k] @ B[k, n], all row-major, for any m, n, k >= 1, with AT in {f16, bf16} and
-// CT in {AT, f32}. The inputs are multiples of 1/8 in [-2, 2] (exact in f16 and bf16), so every
-// product and every partial sum up to the k used here is exact in f32: an f32 C must equal the
-// reference exactly and a 16-bit C must be its correctly rounded value (round to nearest even).
+// CT in {AT, f32}, and the FP8 cases (AT f8e4m3 or f8e5m2, CT f16, bf16 or f32) for the programs
+// that declare FP8 in their header line "# AT in {...}" (without one a program is taken to support
+// f16 and bf16). The inputs are multiples of 1/8 in [-2, 2] (exact in f16, bf16 and f8e4m3;
+// multiples of 1/4 in [-2, 2] for f8e5m2), so every product and every partial sum up to the k used
+// here is exact in f32: an f32 C must equal the reference exactly and a 16-bit C must be its
+// correctly rounded value (round to nearest even).
 #include "assembler/assembler.h"
 #include "layout_strip.h"
 #include "loader/checker.h"
@@ -57,6 +60,20 @@ uint16_t toBf16(double v) {
   return uint16_t(rounded >> 16);
 }
 
+/// OCP FP8 bits of v (f8e4m3: 3 mantissa bits, bias 7; f8e5m2: 2, bias 15); v must be exactly
+/// representable and normal or 0.
+uint8_t toFp8(double v, int mantissaBits, int bias) {
+  if (v == 0)
+    return 0;
+  uint8_t sign = v < 0 ? 0x80 : 0;
+  double mag = std::fabs(v);
+  int e = std::ilogb(mag);
+  double frac = std::ldexp(mag, mantissaBits - e) - std::ldexp(1.0, mantissaBits);
+  REQUIRE(frac == std::floor(frac));
+  REQUIRE(e + bias >= 1);
+  return uint8_t(sign | ((e + bias) << mantissaBits) | int(frac));
+}
+
 std::string readFile(const std::filesystem::path &path) {
   std::ifstream in(path);
   REQUIRE(in.good());
@@ -73,6 +90,33 @@ std::vector<std::filesystem::path> gemmPrograms() {
       files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   return files;
+}
+
+/// The element types AT that the program declares in a header line "# AT in {f16, bf16, ...}";
+/// f16 and bf16 when it has none.
+std::vector<std::string> declaredTypes(const std::string &text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string marker = "# AT in {";
+    if (line.rfind(marker, 0) != 0)
+      continue;
+    size_t end = line.find('}');
+    REQUIRE(end != std::string::npos);
+    std::vector<std::string> types;
+    std::istringstream list(line.substr(marker.size(), end - marker.size()));
+    for (std::string t; std::getline(list, t, ',');) {
+      t.erase(0, t.find_first_not_of(' '));
+      t.erase(t.find_last_not_of(' ') + 1);
+      types.push_back(t);
+    }
+    return types;
+  }
+  return {"f16", "bf16"};
+}
+
+bool declares(const std::filesystem::path &file, const std::string &at) {
+  std::vector<std::string> types = declaredTypes(readFile(file));
+  return std::find(types.begin(), types.end(), at) != types.end();
 }
 
 struct Shape {
@@ -98,17 +142,27 @@ void runGemm(const std::filesystem::path &file, const std::string &at, const std
   REQUIRE(vm.module.programs[index].params.size() == 6);
 
   const bool bf16 = at == "bf16";
+  const bool e4m3 = at == "f8e4m3", e5m2 = at == "f8e5m2";
+  const int aBytes1 = e4m3 || e5m2 ? 1 : 2;
   const int cBytes = ct == "f32" ? 4 : 2;
   for (const Shape &s : shapes) {
     INFO("m=" << s.m << " n=" << s.n << " k=" << s.k);
     std::mt19937 rng(unsigned(s.m * 1009 + s.n * 31 + s.k));
     std::vector<double> a(size_t(s.m * s.k)), b(size_t(s.k * s.n));
-    std::vector<uint8_t> aBytes(a.size() * 2), bBytes(b.size() * 2);
+    std::vector<uint8_t> aBytes(a.size() * size_t(aBytes1)), bBytes(b.size() * size_t(aBytes1));
     auto fill = [&](std::vector<double> &v, std::vector<uint8_t> &bytes) {
       for (size_t i = 0; i < v.size(); ++i) {
-        v[i] = double(int(rng() % 33) - 16) / 8.0;
-        uint16_t h = bf16 ? toBf16(v[i]) : toF16(v[i]);
-        std::memcpy(&bytes[2 * i], &h, 2);
+        if (e5m2) {
+          v[i] = double(int(rng() % 17) - 8) / 4.0;
+          bytes[i] = toFp8(v[i], 2, 15);
+        } else if (e4m3) {
+          v[i] = double(int(rng() % 33) - 16) / 8.0;
+          bytes[i] = toFp8(v[i], 3, 7);
+        } else {
+          v[i] = double(int(rng() % 33) - 16) / 8.0;
+          uint16_t h = bf16 ? toBf16(v[i]) : toF16(v[i]);
+          std::memcpy(&bytes[2 * i], &h, 2);
+        }
       }
     };
     fill(a, aBytes);
@@ -150,18 +204,51 @@ TEST_CASE("gemm: the reference's own rounding (f16, bf16) on hand-computed value
   CHECK(toBf16(1.0 + 1.0 / 256) == 0x3F80); // a tie rounds to even
   CHECK(toBf16(1.0 + 3.0 / 256) == 0x3F82);
   CHECK(toBf16(-3.0) == 0xC040);
+  CHECK(toFp8(1.0, 3, 7) == 0x38);    // e4m3: exponent 7, mantissa 0
+  CHECK(toFp8(-1.875, 3, 7) == 0xBF); // 1.111b
+  CHECK(toFp8(0.125, 3, 7) == 0x20);  // 2^-3: exponent 4
+  CHECK(toFp8(1.75, 2, 15) == 0x3F);  // e5m2: exponent 15, mantissa 11b
+  CHECK(toFp8(-0.25, 2, 15) == 0xB4); // 2^-2: exponent 13
+  CHECK(toFp8(2.0, 2, 15) == 0x40);
 }
 
-TEST_CASE("gemm: every program of programs/gemm, f16 and bf16, 16-bit and f32 C, ragged shapes") {
+TEST_CASE("gemm: every program of programs/gemm that declares f16 or bf16, 16-bit and f32 C, "
+          "ragged shapes") {
   std::vector<std::filesystem::path> files = gemmPrograms();
   REQUIRE(!files.empty());
   // one element; fewer rows, columns and k than one tile and one mma atom; several tiles with
   // partial ones at every edge (k not a multiple of the k step either)
   const std::vector<Shape> shapes = {{1, 1, 1}, {37, 45, 29}, {300, 130, 70}};
   for (const std::filesystem::path &file : files) {
-    runGemm(file, "f16", "f16", shapes);
-    runGemm(file, "bf16", "bf16", {{37, 45, 29}, {300, 130, 70}});
-    runGemm(file, "f16", "f32", {{300, 130, 70}});
-    runGemm(file, "bf16", "f32", {{1, 1, 1}, {37, 45, 29}});
+    if (declares(file, "f16")) {
+      runGemm(file, "f16", "f16", shapes);
+      runGemm(file, "f16", "f32", {{300, 130, 70}});
+    }
+    if (declares(file, "bf16")) {
+      runGemm(file, "bf16", "bf16", {{37, 45, 29}, {300, 130, 70}});
+      runGemm(file, "bf16", "f32", {{1, 1, 1}, {37, 45, 29}});
+    }
   }
+}
+
+TEST_CASE(
+    "gemm: the programs of programs/gemm that declare FP8, f8e4m3 and f8e5m2, ragged shapes") {
+  // one element; fewer rows, columns and k than a tile and an atom (rows of an odd length: not
+  // whole 32-bit words); several tiles in m, n and k with partial ones at every edge, rows of
+  // whole words (n % 4 == 0) but not of 16 bytes, and rows of an odd length
+  const std::vector<Shape> shapes = {{1, 1, 1}, {37, 45, 29}, {150, 264, 300}, {130, 301, 260}};
+  int programs = 0;
+  for (const std::filesystem::path &file : gemmPrograms()) {
+    if (declares(file, "f8e4m3")) {
+      ++programs;
+      runGemm(file, "f8e4m3", "f16", shapes);
+      runGemm(file, "f8e4m3", "f32", {{1, 1, 1}, {150, 264, 300}});
+      runGemm(file, "f8e4m3", "bf16", {{37, 45, 29}, {130, 301, 260}});
+    }
+    if (declares(file, "f8e5m2")) {
+      runGemm(file, "f8e5m2", "f16", {{37, 45, 29}, {150, 264, 300}});
+      runGemm(file, "f8e5m2", "f32", {{1, 1, 1}, {130, 301, 260}});
+    }
+  }
+  CHECK(programs >= 1); // programs/gemm/wgmma_fp8.tasm
 }
