@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Benchmarks the dense GEMMs of programs/gemm on the GPU against PyTorch in the same run.
+
+For every square shape N^3 (4096 and 8192 by default): programs/gemm/wgmma_fp8.tasm with f8e4m3
+A and B and an f16 C against torch._scaled_mm (e4m3 A row-major, B column-major as _scaled_mm
+requires, scales 1.0, out_dtype f16), and programs/gemm/wgmma.tasm and programs/gemm/mma_sync.tasm
+with f16 and bf16 (C of the same type) against torch.matmul (cuBLAS). The kernels are timed by
+`vm-run --bench --json` (median of CUDA-event-timed launches after a warm-up), the baselines by the
+same method in this process. Prints shape, program, AT, ms, TFLOP/s, baseline ms and the
+baseline's time over the program's (>= 1: the program is at least as fast).
+
+    python3 scripts/bench_gemm.py [--build DIR] [--sizes 4096,8192] [--iters N] [--json FILE]
+                                  [--only wgmma_fp8,wgmma,mma_sync] [-D NAME=VALUE]... [--dry-run]
+
+Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
+(BUILD_DIR, default build). --dry-run assembles every program and prints the vm-run commands
+without a GPU or PyTorch.
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+from bench_common import print_columns, torch_bench
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (program, AT, CT, baseline)
+CASES = [
+    ("wgmma_fp8", "f8e4m3", "f16", "torch._scaled_mm"),
+    ("wgmma", "f16", "f16", "torch.matmul"),
+    ("wgmma", "bf16", "bf16", "torch.matmul"),
+    ("mma_sync", "f16", "f16", "torch.matmul"),
+    ("mma_sync", "bf16", "bf16", "torch.matmul"),
+]
+
+
+def baseline_ms(torch, name, at, n, iters):
+    """Median milliseconds of PyTorch's GEMM of the case at N^3."""
+    if name == "torch._scaled_mm":
+        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
+        one = torch.tensor(1.0, device="cuda")
+        return torch_bench(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
+                                                    out_dtype=torch.float16), iters=iters)
+    dt = torch.float16 if at == "f16" else torch.bfloat16
+    a = torch.randn(n, n, device="cuda", dtype=dt)
+    b = torch.randn(n, n, device="cuda", dtype=dt)
+    c = torch.empty(n, n, device="cuda", dtype=dt)
+    return torch_bench(lambda: torch.matmul(a, b, out=c), iters=iters)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.environ.get("BUILD_DIR", "build"))
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--only", default="", help="comma-separated program names (default: all)")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--json", default="", help="write the rows to this file")
+    ap.add_argument("-D", action="append", default=[], help="tuning constant NAME=VALUE")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="assemble every program and print the commands; needs no GPU")
+    args = ap.parse_args()
+
+    asm = os.path.join(args.build, "tools", "tilus-asm")
+    run = os.path.join(args.build, "tools", "vm-run")
+    sizes = [int(x) for x in args.sizes.split(",")]
+    only = set(args.only.split(",")) if args.only else None
+    cases = [c for c in CASES if only is None or c[0] in only]
+    work = tempfile.mkdtemp(prefix="bench_gemm_")
+
+    torch = None
+    device = "dry run"
+    if not args.dry_run:
+        import torch
+        if not torch.cuda.is_available():
+            print("bench_gemm: no CUDA device (use --dry-run here)", file=sys.stderr)
+            return 1
+        device = torch.cuda.get_device_name()
+
+    rows = []
+    failed = False
+    for prog, at, ct, base in cases:
+        src = os.path.join(ROOT, "programs", "gemm", prog + ".tasm")
+        tbc = os.path.join(work, f"{prog}_{at}_{ct}.tbc")
+        cmd = [asm, src, "-o", tbc, "-D", f"AT={at}", "-D", f"CT={ct}"]
+        for d in args.D:
+            cmd += ["-D", d]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if args.dry_run:
+            print(shlex.join(cmd) + ("" if r.returncode == 0 else "   # FAILED"))
+        if r.returncode != 0:
+            print(r.stderr.strip(), file=sys.stderr)
+            failed = True
+            continue
+        for n in sizes:
+            row = {"program": prog, "at": at, "ct": ct, "n": n, "baseline": base}
+            cmd = [run, tbc, "--kernel", "matmul", "--device", "cuda",
+                   "--arg", "a_ptr=rand:1", "--arg", "b_ptr=rand:2",
+                   "--arg", f"m={n}", "--arg", f"n={n}", "--arg", f"k={n}",
+                   "--bench", "--iters", str(args.iters), "--json"]
+            if args.dry_run:
+                print("  " + shlex.join(cmd))
+                continue
+            print(f"{prog} AT={at} CT={ct} N={n}", file=sys.stderr, flush=True)
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            try:
+                ms = json.loads(p.stdout)["bench"]["median_ms"]
+            except (ValueError, KeyError, TypeError):
+                row["error"] = (p.stderr or p.stdout).strip()[-500:]
+                rows.append(row)
+                failed = True
+                continue
+            bms = baseline_ms(torch, base, at, n, args.iters)
+            flops = 2.0 * n * n * n
+            row.update({"ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "baseline_ms": bms,
+                        "baseline_tflops": flops / (bms * 1e-3) / 1e12, "ratio": bms / ms})
+            rows.append(row)
+
+    if args.dry_run:
+        print(f"dry run: {len(cases)} programs assembled" + (" (some FAILED)" if failed else ""))
+        return 1 if failed else 0
+
+    print(f"device: {device}; tuning: {' '.join(args.D) or 'defaults'}")
+    table = [["shape", "program", "AT", "ms", "TFLOP/s", "baseline", "baseline ms", "ratio"]]
+    for r in rows:
+        shape = f"{r['n']}^3"
+        if "error" in r:
+            table.append([shape, r["program"], r["at"], "failed: " + r["error"].splitlines()[-1][:60],
+                          "", r["baseline"], "", ""])
+            continue
+        table.append([shape, r["program"], r["at"], f"{r['ms']:.4f}", f"{r['tflops']:.0f}",
+                      r["baseline"], f"{r['baseline_ms']:.4f}", f"{r['ratio']:.2f}"])
+    print_columns(table)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "tuning": args.D, "rows": rows}, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
