@@ -215,8 +215,9 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
 /// the end of the CGSCC function pipeline), DSE, BDCE, ADCE, MemCpyOpt, MergedLoadStoreMotion, both
 /// JumpThreading runs, the first CorrelatedValuePropagation, ConstraintElimination,
 /// VectorCombine, Float2Int, LoopSink, InstSimplify, the second TailCallElim,
-/// LibCallsShrinkWrap, AggressiveInstCombine and CalledValuePropagation (about 20 % of the
-/// optimisation time). Smaller pipelines (one or two
+/// LibCallsShrinkWrap and CalledValuePropagation (about 20 % of the optimisation time;
+/// AggressiveInstCombine stays: it folds the byte shuffles of the FP8 operand transposition in
+/// programs/gemm/wgmma_fp8.tasm). Smaller pipelines (one or two
 /// InstCombine rounds around LoopRotate and LICM) are twice as fast but lose the
 /// induction-variable reasoning that proves the bounds tests of unrolled tile loads true (IPSCCP
 /// after SROA, then InstCombine, then IndVarSimplify), and with it registers and loop
@@ -239,7 +240,8 @@ constexpr const char *kPipeline =
     "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
     "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
     "ch;no-speculate-unpredictables>,"
-    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,tailcallelim,"
+    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,aggressive-instcombine,"
+    "tailcallelim,"
     "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
     "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
     "ch;no-speculate-unpredictables>,reassociate,loop-mssa(loop-instsimplify,loop-simplifycfg,"
