@@ -349,8 +349,9 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "8192"}, {"K", "28672"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 4);
   CHECK(constant({{"N", "28672"}, {"K", "8192"}}, "SPLITK") == 2);
-  // few tiles but a short K: 32 steps allow two splits of 16
-  CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 2);
+  // fewer tiles than SMs: eight splits however short the walks (32 tiles, 32 steps of K)
+  CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
+  CHECK(constant({{"N", "512"}, {"K", "1024"}}, "SPLITK") == 8);
   // one atom where N is not a multiple of 32, for integers wider than 5 bits and for floats
   CHECK(constant({{"N", "1040"}, {"K", "4096"}}, "AN") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "AN") == 2);
@@ -361,9 +362,9 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // one atom per warp: 3584 column tiles at N = 57344 (no split), 512 at N = 8192 (four)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 1);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 4);
-  // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 64 tiles), still at
-  // least 16 steps per block
-  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 4);
+  // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 64 tiles, fewer than the
+  // SMs: eight splits)
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WARPS", "4"}}, "SPLITK") == 8);
   // a split that does not divide the steps of K falls back to 1
   CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 1);
