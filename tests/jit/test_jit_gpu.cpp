@@ -430,11 +430,11 @@ DIFF_CASE("FP8 weights with NaN codes through the dequantisation into mma.sync")
   }
 }
 
-DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit type") {
-  // Cast of packed low-bit integers, generic floats (E <= 4) and OCP FP8 (NaN codes included)
-  // to f16, bf16 and f32 (through f16) takes the two-lane path of
-  // jit/emit_dequant.cpp; every code of every such type, in several register layouts (pairs
-  // of slots from one byte, from two bytes, odd slot counts), must give isa/convert's result.
+namespace {
+
+/// The types with a two-lane dequantisation into f16: u1-u8, i2-i8 and every generic float
+/// with E <= 4 (OCP FP8 is added where a case covers it).
+std::vector<DataType> dequantisableTypes() {
   std::vector<DataType> types;
   for (int n = 1; n <= 8; ++n)
     types.push_back(DataType::u(n));
@@ -443,6 +443,17 @@ DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit 
   for (int e = 1; e <= 4; ++e)
     for (int m = 1; e + m + 1 <= 8; ++m)
       types.push_back(DataType::f(e, m));
+  return types;
+}
+
+} // namespace
+
+DIFF_CASE("fast dequantisation to f16 and bf16 over every code of every low-bit type") {
+  // Cast of packed low-bit integers, generic floats (E <= 4) and OCP FP8 (NaN codes included)
+  // to f16, bf16 and f32 (through f16) takes the two-lane path of
+  // jit/emit_dequant.cpp; every code of every such type, in several register layouts (pairs
+  // of slots from one byte, from two bytes, odd slot counts), must give isa/convert's result.
+  std::vector<DataType> types = dequantisableTypes();
   types.push_back(DataType::f8e5m2()); // f16 fast path; bf16 generic
   for (DataType t : types) {
     std::string T = name(t);
@@ -471,14 +482,7 @@ DIFF_CASE("dequantisation of codes read in place from loaded and carried words")
   // at whatever bit offset the code has there; 32 codes per thread from n 32-bit words (every
   // offset mod 8 for odd n), from 4n bytes, and from words carried through a loop (the roots
   // are then loop values) must all give isa/convert's result in f16, bf16 and f32.
-  std::vector<DataType> types;
-  for (int n = 1; n <= 8; ++n)
-    types.push_back(DataType::u(n));
-  for (int n = 2; n <= 8; ++n)
-    types.push_back(DataType::i(n));
-  for (int e = 1; e <= 4; ++e)
-    for (int m = 1; e + m + 1 <= 8; ++m)
-      types.push_back(DataType::f(e, m));
+  std::vector<DataType> types = dequantisableTypes();
   for (DataType t : types) {
     std::string T = name(t), N = std::to_string(t.bits), B = std::to_string(4 * t.bits);
     Case c;
