@@ -9,10 +9,10 @@
 //
 //  * integers uN, iN (N <= 8) -> f16: the code (biased by 2^(N-1) when signed, so it is
 //    non-negative) becomes the mantissa of 1024.0 (0x6400: exponent 10, so the mantissa's unit
-//    is 1), and one `sub.f16x2` of 1024 + bias leaves the integer:
-//        lanes = code0 | code1 << 16 | 0x64006400;   result = lanes - (1024 + bias, 1024 + bias)
-//    Into bf16 the same with 128.0 (0x4300, 7 mantissa bits) for N <= 7; 8-bit integers need
-//    8 mantissa bits and go through f32 (0x4B000000, 2^23) and an exact `cvt` to bf16.
+//    is 1), and one packed subtraction (or fma) leaves the integer; emit_dequant_pairs.cpp reads
+//    the codes where they lie in their words. Into bf16 the same with 128.0 (0x4300, 7 mantissa
+//    bits) for N <= 7; 8-bit integers need 8 mantissa bits and go through f32 (0x4B000000,
+//    2^23) and an exact `cvt` to bf16 (here).
 //  * floats with E <= 4 (the generic fNeEmM, and OCP e4m3 whose NaN codes are then replaced by
 //    the canonical NaN) -> f16: the E+M code bits are
 //    placed at the low end of f16's exponent and the top of its mantissa, the sign at bit 15;
@@ -90,33 +90,20 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
   if (!dequantizable(from, to, opts.smVersion) || slots.empty())
     return std::nullopt;
   if (std::optional<std::vector<llvm::Value *>> pairs = dequantizePairs(slots, from, to))
-    return pairs; // integers: two codes per mask and fma where they lie (emit_dequant_pairs.cpp)
+    return pairs; // integers and generic floats, read where they lie (emit_dequant_pairs.cpp)
   llvm::Type *i16 = b.getInt16Ty();
   llvm::Type *i32 = b.getInt32Ty();
   bool intoBf16 = to == DataType::bf16();
   llvm::Type *lane = elemType(to);
   auto *pairType = llvm::FixedVectorType::get(lane, 2);
   int n = from.bits;
-  uint64_t codeMask = bitMask(n);
 
   // Per slot: the 16 bits that go into one lane before the packed operation.
   std::function<llvm::Value *(llvm::Value *)> laneBits;
-  llvm::Value *fix = nullptr; // the packed operand of the one sub / mul
-  bool subtract = true;
-  if (!from.isFloat() && (!intoBf16 || n <= 7)) {
-    uint64_t magic = intoBf16 ? 0x4300 : 0x6400;
-    uint64_t bias = from.isSigned() ? (uint64_t(1) << (n - 1)) : 0;
-    laneBits = [&, magic, bias](llvm::Value *v) {
-      llvm::Value *code =
-          b.CreateZExt(b.CreateAnd(v, llvm::ConstantInt::get(v->getType(), codeMask)), i16);
-      if (bias)
-        code = b.CreateXor(code, b.getInt16(uint16_t(bias)));
-      return b.CreateOr(code, b.getInt16(uint16_t(magic)));
-    };
-    double base = intoBf16 ? 128.0 : 1024.0;
-    fix = llvm::ConstantFP::get(pairType, base + double(bias));
-  } else if (!from.isFloat()) {
-    // 8-bit integers into bf16: exact through f32 (2^23 + code), then cvt.rn.bf16.f32 (exact).
+  llvm::Value *fix = nullptr; // the packed operand of the one mul
+  if (!from.isFloat()) {
+    // integers that reach here are 8-bit into bf16 (dequantizePairs takes the others): exact
+    // through f32 (2^23 + code), then cvt.rn.bf16.f32 (exact).
     std::vector<llvm::Value *> out;
     uint32_t bias = from.isSigned() ? 128u : 0u;
     for (llvm::Value *v : slots) {
@@ -146,7 +133,6 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
           b.CreateShl(b.CreateAnd(code, b.getInt16(uint16_t(1u << (n - 1)))), uint64_t(16 - n));
       return b.CreateOr(em, sign);
     };
-    subtract = false;
     fix = llvm::ConstantFP::get(pairType, std::ldexp(1.0, targetBias - bias));
   }
 
@@ -179,7 +165,7 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
       if (pair)
         packed = b.CreateOr(lo, b.CreateShl(b.CreateZExt(laneBits(slots[k + 1]), i32), 16));
       llvm::Value *x = b.CreateBitCast(packed, pairType);
-      r = !fix ? x : subtract ? b.CreateFSub(x, fix) : b.CreateFMul(x, fix);
+      r = fix ? b.CreateFMul(x, fix) : x;
     }
     if (from.floatStyle() != FloatStyle::Finite && from.isFloat()) {
       // the FP8 NaN codes (e4m3: S.1111.111; e5m2: exponent 31, mantissa != 0) become the

@@ -116,8 +116,7 @@ struct WordCode {
   unsigned part = 0, offset = 0;
 };
 
-std::optional<WordCode> wordCode(llvm::Value *slot, int n) {
-  CodeBits c = traceCode(slot, unsigned(n));
+std::optional<WordCode> wordCode(const CodeBits &c, int n) {
   WordCode w{c.root, 0, c.offset};
   if (widthOf(c.root) > 32) {
     if (c.offset / 32 != (c.offset + unsigned(n) - 1) / 32)
@@ -176,9 +175,11 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
     int byte = 0, p = 0;
   };
   std::vector<Word> words;
+  std::vector<CodeBits> traced(slots.size());
   std::vector<std::optional<Placed>> placed(slots.size());
   for (size_t k = 0; k < slots.size(); ++k) {
-    std::optional<WordCode> c = wordCode(slots[k], n);
+    traced[k] = traceCode(slots[k], unsigned(n));
+    std::optional<WordCode> c = wordCode(traced[k], n);
     if (!c)
       continue;
     int byte = int(c->offset / 8), p = int(c->offset % 8);
@@ -197,8 +198,8 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
     w.value = w.flip ? b.CreateXor(v, b.getInt32(w.flip)) : v;
   }
   // A code that cannot be read in place: shifted to bit 0 of a 16-bit half (not yet biased).
-  auto shifted = [&](llvm::Value *slot) -> llvm::Value * {
-    CodeBits c = traceCode(slot, unsigned(n));
+  auto shifted = [&](size_t k) -> llvm::Value * {
+    const CodeBits &c = traced[k];
     llvm::Value *v = c.offset ? b.CreateLShr(c.root, uint64_t(c.offset)) : c.root;
     return b.CreateZExt(b.CreateZExtOrTrunc(v, i16), i32);
   };
@@ -241,12 +242,11 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
       } else {
         // the low half: code 0 in place (the high half selects zeros: byte 0 of operand 2) or
         // shifted to bit 0; the high half alike
-        y = c0 ? prmt(words[c0->word].value, zero, halfSelector(*c0, 0) | 0x4400u)
-               : shifted(slots[k]);
+        y = c0 ? prmt(words[c0->word].value, zero, halfSelector(*c0, 0) | 0x4400u) : shifted(k);
         if (pair)
           y = b.CreateOr(y,
                          c1 ? prmt(words[c1->word].value, zero, 0x44u | halfSelector(*c1, 0) << 8)
-                            : b.CreateShl(shifted(slots[k + 1]), 16));
+                            : b.CreateShl(shifted(k + 1), 16));
       }
       uint32_t mask = field << p0 | (pair ? field << (16 + p1) : 0u);
       // the codes read in place are biased already (their word was xor-ed)
@@ -295,8 +295,6 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
   int targetMantissa = intoBf16 ? 7 : 10, targetBias = intoBf16 ? 127 : 15;
   int bias = (1 << (e - 1)) - 1;
   int down = 15 - targetMantissa - e; // from "sign at bit 15" to the exponent/mantissa place
-  llvm::Type *i16 = b.getInt16Ty();
-  llvm::Type *i32 = b.getInt32Ty();
   llvm::Type *lane = elemType(to);
   auto *pairType = llvm::FixedVectorType::get(lane, 2);
   uint32_t emField = uint32_t(bitMask(n - 1)) << (targetMantissa - m);
@@ -314,11 +312,11 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
     int byte = 0;
   };
   std::vector<Copy> copies;
-  std::vector<std::optional<Placed>> placed(slots.size());
+  std::vector<Placed> placed(slots.size());
   for (size_t k = 0; k < slots.size(); ++k) {
-    std::optional<WordCode> c = wordCode(slots[k], n);
+    std::optional<WordCode> c = wordCode(traceCode(slots[k], unsigned(n)), n);
     if (!c)
-      continue;
+      return std::nullopt;        // straddles two 32-bit parts: emit_dequant.cpp's per-code path
     int top = int(c->offset) + n; // the bit above the code
     int byte = (top - 1) / 8, lift = 8 * byte + 8 - top;
     size_t i = 0;
@@ -331,21 +329,8 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
   }
   for (Copy &c : copies) {
     llvm::Value *v = wordValue(b, c.root, c.part);
-    if (c.lift > 0)
-      v = b.CreateShl(v, uint64_t(c.lift));
-    else if (c.lift < 0)
-      v = b.CreateLShr(v, uint64_t(-c.lift));
-    c.value = v;
+    c.value = c.lift ? b.CreateShl(v, uint64_t(c.lift)) : v;
   }
-  // a code that was not traced: its half built from the code at bit 0 (as emit_dequant.cpp)
-  auto loose = [&](llvm::Value *slot) -> llvm::Value * {
-    llvm::Value *code = b.CreateZExt(slot, i16);
-    llvm::Value *em = b.CreateShl(b.CreateAnd(code, b.getInt16(uint16_t(bitMask(n - 1)))),
-                                  uint64_t(targetMantissa - m));
-    llvm::Value *sign =
-        b.CreateShl(b.CreateAnd(code, b.getInt16(uint16_t(1u << (n - 1)))), uint64_t(16 - n));
-    return b.CreateZExt(b.CreateOr(em, sign), i32);
-  };
   auto prmt = [&](llvm::Value *x, llvm::Value *y, uint32_t selector) -> llvm::Value * {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
   };
@@ -355,27 +340,18 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
   out.reserve(slots.size());
   for (size_t k = 0; k < slots.size(); k += 2) {
     bool pair = k + 1 < slots.size();
-    const std::optional<Placed> &c0 = placed[k];
-    std::optional<Placed> c1 = pair ? placed[k + 1] : std::nullopt;
-    llvm::Value *bits = nullptr;
-    if (c0 && (!pair || c1)) {
-      // byte of code 0 -> byte 1 (and byte 0, ignored), byte of code 1 -> byte 3 (and 2)
-      uint32_t b0 = uint32_t(c0->byte), b1 = pair ? uint32_t(c1->byte) : b0;
-      bool same = !pair || c1->copy == c0->copy;
-      if (!same)
-        b1 += 4;
-      llvm::Value *y =
-          prmt(copies[c0->copy].value, same ? copies[c0->copy].value : copies[c1->copy].value,
-               b0 | b0 << 4 | b1 << 8 | b1 << 12);
-      llvm::Value *sign = b.CreateAnd(y, b.getInt32(0x80008000u));
-      llvm::Value *em =
-          b.CreateAnd(b.CreateLShr(y, uint64_t(down)), b.getInt32(emField | emField << 16));
-      bits = b.CreateOr(sign, em);
-    } else {
-      bits = loose(slots[k]);
-      if (pair)
-        bits = b.CreateOr(bits, b.CreateShl(loose(slots[k + 1]), 16));
-    }
+    const Placed &c0 = placed[k], &c1 = placed[pair ? k + 1 : k];
+    // byte of code 0 -> byte 1 (and byte 0, ignored), byte of code 1 -> byte 3 (and 2)
+    uint32_t b0 = uint32_t(c0.byte), b1 = uint32_t(c1.byte);
+    bool same = c1.copy == c0.copy;
+    if (!same)
+      b1 += 4;
+    llvm::Value *y =
+        prmt(copies[c0.copy].value, copies[c1.copy].value, b0 | b0 << 4 | b1 << 8 | b1 << 12);
+    llvm::Value *sign = b.CreateAnd(y, b.getInt32(0x80008000u));
+    llvm::Value *em =
+        b.CreateAnd(b.CreateLShr(y, uint64_t(down)), b.getInt32(emField | emField << 16));
+    llvm::Value *bits = b.CreateOr(sign, em);
     llvm::Value *r = b.CreateFMul(b.CreateBitCast(bits, pairType), fix);
     out.push_back(b.CreateExtractElement(r, uint64_t(0)));
     if (pair)

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import L2_BYTES, bits_of, print_columns, save_i32_npy, torch_bench
+from bench_common import L2_BYTES, bits_of, copy_bench, print_columns, save_i32_npy, torch_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -138,10 +138,7 @@ class CopyBaseline:
         if half not in self.cache:
             src = torch.empty(half, device="cuda", dtype=torch.uint8)
             dst = torch.empty_like(src)
-            # the best of three medians: a single median of fresh buffers can come out 30 %
-            # slow (seen in scripts/bench_quant.py)
-            self.cache[half] = min(torch_bench(lambda: dst.copy_(src), iters=self.args.iters)
-                                   for _ in range(3))
+            self.cache[half] = copy_bench(dst, src, iters=self.args.iters)
             del src, dst
             torch.cuda.empty_cache()
         return self.cache[half]

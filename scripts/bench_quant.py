@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import L2_BYTES, bits_of, print_columns, save_report, torch_bench
+from bench_common import L2_BYTES, bits_of, copy_bench, print_columns, save_report, torch_bench
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,10 +72,7 @@ def main():
         if half not in copy_cache:
             src = torch.empty(half, device="cuda", dtype=torch.uint8)
             dst = torch.empty_like(src)
-            # the best of three medians: one median of a fresh pair of buffers was seen 30 %
-            # slower than the same byte count's copy moments later
-            copy_cache[half] = min(torch_bench(lambda: dst.copy_(src), iters=args.iters)
-                                   for _ in range(3))
+            copy_cache[half] = copy_bench(dst, src, iters=args.iters)
             del src, dst
         return copy_cache[half]
 

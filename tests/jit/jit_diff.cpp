@@ -35,15 +35,6 @@ void putElement(std::vector<uint8_t> &bytes, int64_t k, int n, uint64_t value) {
   }
 }
 
-uint64_t getElement(const std::vector<uint8_t> &bytes, int64_t k, int n) {
-  uint64_t v = 0;
-  for (int b = 0; b < n; ++b) {
-    int64_t bit = k * n + b;
-    v |= uint64_t((bytes[size_t(bit / 8)] >> (bit % 8)) & 1) << b;
-  }
-  return v;
-}
-
 std::vector<uint64_t> specialValues(DataType t) {
   std::vector<uint64_t> out = {0, 1, bitMask(t.bits)};
   if (t.isInt()) {
@@ -258,6 +249,15 @@ void compareBuffer(const std::string &name, const BufferSpec &spec, const std::v
 }
 
 } // namespace
+
+uint64_t getElement(const std::vector<uint8_t> &bytes, int64_t k, int n) {
+  uint64_t v = 0;
+  for (int b = 0; b < n; ++b) {
+    int64_t bit = k * n + b;
+    v |= uint64_t((bytes[size_t(bit / 8)] >> (bit % 8)) & 1) << b;
+  }
+  return v;
+}
 
 namespace {
 Sides currentSides = Sides::Both;

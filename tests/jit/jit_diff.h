@@ -82,6 +82,10 @@ private:
 /// Run the case on the CPU and, in Sides::Both, on the GPU, and CHECK that they agree.
 void runCase(const Case &c);
 
+/// Element k of a bit-packed array (ISA section 2: bits [k N, (k + 1) N), LSB first), read
+/// bit by bit.
+uint64_t getElement(const std::vector<uint8_t> &bytes, int64_t k, int n);
+
 } // namespace tilus::jitdiff
 
 #define TILUS_DIFF_CASE_IMPL(fn, title)                                                            \

@@ -874,16 +874,6 @@ def packed<4>(i3* a_ptr, u5* b_ptr, f4e2m1* c_ptr, i3* d_ptr, u5* e_ptr, f4e2m1*
   runCase(c);
 }
 
-/// Element k of a bit-packed buffer (ISA section 2: bits [k N, (k + 1) N), LSB first).
-uint64_t packedElement(const std::vector<uint8_t> &bytes, int64_t k, int n) {
-  uint64_t v = 0;
-  for (int b = 0; b < n; ++b) {
-    int64_t bit = k * n + b;
-    v |= uint64_t((bytes[size_t(bit / 8)] >> (bit % 8)) & 1) << b;
-  }
-  return v;
-}
-
 /// `count` random codes of `bits` bits.
 std::vector<uint64_t> randomCodes(int64_t count, int bits, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -899,7 +889,7 @@ void checkPacked(const char *side, const std::string &what, const std::vector<ui
                  int bits, int64_t elements, const std::function<uint64_t(int64_t)> &want) {
   int64_t bad = 0;
   for (int64_t k = 0; k < elements; ++k) {
-    uint64_t got = packedElement(out, k, bits), expect = want(k);
+    uint64_t got = getElement(out, k, bits), expect = want(k);
     if (got != expect && bad++ < 5)
       FAIL_CHECK(side << " " << what << "[" << k << "] = " << got << ", expected " << expect);
   }
