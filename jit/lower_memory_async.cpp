@@ -12,9 +12,11 @@
 // tile's origin and the other strides). Each chunk is one `cp.async.{cg,ca}.shared.global`
 // whose src-size counts the chunk's in-bounds elements: a partial chunk at the end of a row and
 // a chunk outside the tensor (src-size 0) are zero-filled by the hardware, exactly the
-// "out-of-bounds reads as zero" rule. A chunk that starts below the valid range of its row
-// (negative offsets) and reaches into it is copied element by element; one wholly below it is
-// a src-size 0 copy like a chunk past the end.
+// "out-of-bounds reads as zero" rule. A chunk wholly below the valid range of its row is a
+// src-size 0 copy like a chunk past the end; a tile in which a chunk can start below the valid
+// range and reach into it (negative offsets that are not a multiple of the chunk: a
+// block-uniform test) is copied element by element as a whole, so that the chunk path stays
+// straight-line code (one cp.async per chunk, no branch).
 //
 // Otherwise (sub-byte or bool elements, strided or misaligned data) every thread copies
 // elements t, t + T, ... with ordinary bounds-checked loads and stores; they complete at once,
@@ -25,10 +27,17 @@
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/Support/KnownBits.h>
 
 namespace tilus::jit {
 
 namespace {
+
+/// The chunk path of partial tiles (CopyLowering::vectorPath) is a loop when a thread copies at
+/// least this many chunks: unrolled, the chunks' address terms are computed side by side, which
+/// raised the register count of the matrix programs; one or two chunks stay straight-line code
+/// (a loop of two raised it in others).
+constexpr int64_t kRolledChunks = 3;
 
 struct CopyPlan {
   std::vector<int64_t> shape; // tile shape (the shared view's)
@@ -52,8 +61,8 @@ void rolledLoop(Codegen &cg, llvm::Value *start, int64_t step, int64_t end, bool
 
 /// Emits `body(index)` for index = tid + k * threads, k = 0.. while index < count: unrolled
 /// when there are few iterations (and `unroll`), a loop that LLVM must not unroll otherwise
-/// (the element fallback of a vector copy: rarely run, and unrolled it would hold many
-/// addresses in registers across the caller's loop).
+/// (the chunk path of partial tiles and the element fallback of a vector copy: rarely run, and
+/// unrolled they would hold many addresses in registers across the caller's loop).
 template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, bool unroll, F &&body) {
   llvm::IRBuilder<> &b = cg.b;
   int64_t threads = int64_t(cg.info.threads);
@@ -120,11 +129,15 @@ public:
       elementPath(true);
       return;
     }
-    // Run-time test (block-uniform): every global chunk is aligned; otherwise element copies.
-    // Then a second one: the whole tile in bounds. Then no chunk needs a bounds test, a
-    // src-size or the below-the-range path: the interior tiles of a matrix program.
+    // Run-time test (block-uniform): every global chunk is aligned and none starts below the
+    // valid range of its row while reaching into it; otherwise element copies. Then a second
+    // one: the whole tile in bounds. Then no chunk needs a bounds test or a src-size: the
+    // interior tiles of a matrix program.
+    llvm::Value *chunked = globalChunksAligned();
+    if (llvm::Value *low = someChunkStartsLow())
+      chunked = b_.CreateAnd(chunked, b_.CreateNot(low));
     cg_.emitIfElse(
-        globalChunksAligned(), "cpasync",
+        chunked, "cpasync",
         [&] {
           cg_.emitIfElse(
               tileInBounds(), "cpasync.full", [&] { fullTilePath(); }, [&] { vectorPath(); });
@@ -133,14 +146,6 @@ public:
   }
 
 private:
-  /// v itself, through a volatile asm that stays in its block: what a rarely-run path derives
-  /// from v is then computed there, not hoisted into registers held across an enclosing loop.
-  llvm::Value *opaque(llvm::Value *v) {
-    auto *asmType = llvm::FunctionType::get(v->getType(), {v->getType()}, false);
-    llvm::InlineAsm *copy = llvm::InlineAsm::get(asmType, "mov.b64 $0, $1;", "=l,l", true);
-    return b_.CreateCall(copy, {v});
-  }
-
   /// Shared element offset of tile index x.
   llvm::Value *sharedElem(const std::vector<llvm::Value *> &x) {
     std::vector<llvm::Value *> coords = s_.origin;
@@ -246,6 +251,24 @@ private:
     return aligned;
   }
 
+  /// Whether a chunk of the tile starts below the valid range of the last dimension and reaches
+  /// into it (0 < lo < shape with lo not a multiple of the chunk: negative offsets, rare), which
+  /// a cp.async with a src-size cannot copy; nullptr when no chunk can (lo <= 0 or a multiple,
+  /// as the known bits show). Block-uniform: such tiles take the element path as a whole.
+  llvm::Value *someChunkStartsLow() {
+    llvm::Value *lo = g_.lo[rank_ - 1];
+    const llvm::DataLayout &dl = cg_.mod.getDataLayout();
+    int64_t vec = plan_.vec;
+    if (!llvm::computeKnownBits(lo, dl).getSignedMaxValue().isStrictlyPositive() ||
+        (int64_t(1) << std::min(trailingZeros(lo, dl), 62u)) % vec == 0)
+      return nullptr;
+    llvm::Value *inside = b_.CreateAnd(b_.CreateICmpSGT(lo, cg_.constI64(0)),
+                                       b_.CreateICmpSLT(lo, cg_.constI64(plan_.shape[rank_ - 1])));
+    llvm::Value *unaligned =
+        b_.CreateICmpNE(b_.CreateAnd(lo, cg_.constI64(vec - 1)), cg_.constI64(0));
+    return b_.CreateAnd(inside, unaligned);
+  }
+
   /// Whether every element of the tile is in bounds (lo <= 0 and shape <= hi everywhere).
   llvm::Value *tileInBounds() {
     llvm::Value *ok = g_.valid;
@@ -330,7 +353,9 @@ private:
     }
   }
 
-  /// One cp.async per chunk; src-size counts the chunk's in-bounds elements.
+  /// One cp.async per chunk; src-size counts the chunk's in-bounds elements. With
+  /// kRolledChunks or more chunks per thread, a loop over them that LLVM must not unroll:
+  /// partial tiles (the edge blocks, a last k tile) are the rare case.
   void vectorPath() {
     int64_t chunk = plan_.chunkBytes;
     int vec = plan_.vec;
@@ -346,7 +371,9 @@ private:
         b_.getVoidTy(), {b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt32Ty()}, false);
     llvm::InlineAsm *cpAsync = llvm::InlineAsm::get(asmType, asmText, "r,l,r,~{memory}", true);
     llvm::Value *lo = g_.lo[rank_ - 1], *hi = g_.hi[rank_ - 1];
-    forEachThreadItem(cg_, plan_.elements / vec, true, [&](llvm::Value *c) {
+    int64_t chunks = plan_.elements / vec;
+    int64_t perThread = (chunks + int64_t(cg_.info.threads) - 1) / int64_t(cg_.info.threads);
+    forEachThreadItem(cg_, chunks, perThread < kRolledChunks, [&](llvm::Value *c) {
       std::vector<llvm::Value *> x = unravel(b_, c, chunkShape);
       x[rank_ - 1] = b_.CreateMul(x[rank_ - 1], cg_.constI64(vec));
       llvm::Value *first = x[rank_ - 1];
@@ -359,34 +386,14 @@ private:
       llvm::Value *whollyBelow = b_.CreateICmpSLE(b_.CreateAdd(first, cg_.constI64(vec)), lo);
       count =
           b_.CreateSelect(b_.CreateAnd(rowOk, b_.CreateNot(whollyBelow)), count, cg_.constI64(0));
-      llvm::Value *startsLow = b_.CreateAnd(
-          rowOk, b_.CreateAnd(b_.CreateICmpSLT(first, lo),
-                              b_.CreateICmpSGT(b_.CreateAdd(first, cg_.constI64(vec)), lo)));
       llvm::Value *dst = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
       llvm::Value *src =
           b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(globalElem(x), cg_.constI64(bytes_)));
       src = b_.CreateSelect(b_.CreateICmpEQ(count, cg_.constI64(0)), g_.ptr, src);
-      // A chunk that starts below the valid range (rare) goes element by element, in a loop,
-      // so that the element coordinates are not hoisted out of an enclosing loop into
-      // registers; every other chunk is one cp.async of `count` elements.
-      cg_.emitIfElse(
-          b_.CreateNot(startsLow), "cp.chunk",
-          [&] {
-            llvm::Value *srcBytes =
-                b_.CreateTrunc(b_.CreateMul(count, cg_.constI64(bytes_)), b_.getInt32Ty());
-            b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dst, b_.getInt32Ty()),
-                                    b_.CreatePtrToInt(src, b_.getInt64Ty()), srcBytes});
-          },
-          [&] {
-            std::vector<llvm::Value *> xp(rank_);
-            for (size_t k = 0; k < rank_; ++k)
-              xp[k] = opaque(x[k]);
-            rolledLoop(cg_, cg_.constI64(0), 1, vec, false, [&](llvm::Value *j) {
-              std::vector<llvm::Value *> xe = xp;
-              xe[rank_ - 1] = b_.CreateAdd(xp[rank_ - 1], j);
-              copyElement(xe);
-            });
-          });
+      llvm::Value *srcBytes =
+          b_.CreateTrunc(b_.CreateMul(count, cg_.constI64(bytes_)), b_.getInt32Ty());
+      b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dst, b_.getInt32Ty()),
+                              b_.CreatePtrToInt(src, b_.getInt64Ty()), srcBytes});
     });
   }
 
