@@ -166,6 +166,7 @@ private:
   std::optional<RegisterLayout> derive(const Derivation &d, const RegisterLayout &from) const;
   void solveDot(const DotUse &u);
   void solveWgmma(const std::pair<uint32_t, VarId> &u);
+  bool wgmmaAccumulator(VarId root);
   bool pendingDerivation(VarId root);
   void solveFree();
   std::optional<std::pair<RegisterLayout, std::string>> broadcastUp(VarId root);
@@ -676,10 +677,12 @@ void Inference::closure() {
                 : std::string(what) + " through the " + opName(d.inst) + " at " + where(d.inst);
         assign(d.to, *l, rule);
         changed = true;
-      } else if (!from.layout && to.layout && d.kind == DeriveKind::Reduce && d.keep) {
+      } else if (!from.layout && to.layout && d.kind == DeriveKind::Reduce && d.keep &&
+                 !wgmmaAccumulator(find(d.from))) {
         // Backwards through a keepdim Reduce: the result's layout with the reduced dimension
         // held in local slots reduces to it (m = Reduce(AllocateRegister(...)) before a loop
-        // that updates m from another Reduce).
+        // that updates m from another Reduce). Not into a Wgmma accumulator, whose layout is
+        // a wgmma fragment (the Wgmma rule's).
         std::vector<int64_t> ones(t_[d.from].shape.size(), 1);
         if (size_t(d.dim) >= ones.size())
           continue;
@@ -817,6 +820,14 @@ void Inference::solveDot(const DotUse &u) {
     assign(u.b, best->b, how + ", operand b");
   if (!lc)
     assign(u.c, best->c, how + ", accumulator");
+}
+
+/// Whether the class `root` holds the accumulator of a Wgmma.
+bool Inference::wgmmaAccumulator(VarId root) {
+  for (const auto &u : wgmmas_)
+    if (find(u.second) == root)
+      return true;
+  return false;
 }
 
 /// An accumulator of a Wgmma without a layout takes the wgmma fragment layout with the most
