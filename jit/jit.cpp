@@ -13,6 +13,7 @@
 #include "jit/fatal_error.h"
 #include "jit/nan_canonical.h"
 #include "jit/source_hash.h"
+#include "jit/wgmma_zero_accumulator.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -337,6 +338,7 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
     return status;
   TILUSVM_TRY(materializeUsed(*c.module));
   jit::dropUnseenNaNCanonicalizations(*cg.kernel());
+  jit::foldZeroWgmmaAccumulators(*cg.kernel());
   annotateKernel(*c.module, cg.kernel(), info.threads);
   internalizeLibrary(*c.module, cg.kernel());
   std::string verifyErrors;

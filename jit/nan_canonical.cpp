@@ -56,7 +56,7 @@ bool hidesNaN(const llvm::Instruction *i) {
 /// value and the PTX max/min, the device library's math functions of one argument (NaN in, NaN
 /// out), the f16/bf16/f32 mma (a NaN in A, B or C makes the D elements it reaches NaN), and the
 /// moves that carry its bits whole (select as the value, bit casts between types of one width and
-/// element count, vector and aggregate element moves, shfl.sync).
+/// element count, vector and aggregate element moves, shfl.sync), and the wgmma accumulator.
 bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   switch (i->getOpcode()) {
   case llvm::Instruction::FAdd:
@@ -93,6 +93,13 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
     for (const char *op : {"max.f32 ", "max.f64 ", "min.f32 ", "min.f64 "})
       if (text.rfind(op, 0) == 0)
         return true;
+    // the wgmma accumulator (jit/lower_contraction_wgmma.cpp): a NaN in C makes the element of
+    // D it is added to NaN; the empty asm that pins the accumulator registers at a wait moves
+    // their bits whole
+    if (operand->getType()->isFloatingPointTy() &&
+        (text.find("wgmma.mma_async.") != std::string::npos ||
+         (text.empty() && asmCallee->getConstraintString() == "=f,0")))
+      return true;
     return false;
   }
   switch (call->getIntrinsicID()) {

@@ -1,0 +1,149 @@
+// IR passes around the wgmma inline PTX (jit/lower_contraction_wgmma.cpp), on hand-built LLVM
+// functions: jit::foldZeroWgmmaAccumulators turns a wgmma whose accumulator inputs are all +0.0
+// into the same instruction with scale-d 0 and no accumulator inputs, and leaves every other
+// wgmma alone; jit::dropUnseenNaNCanonicalizations treats the wgmma accumulator as a float use
+// (a NaN going in leaves a NaN whatever its payload), so a canonicalization whose value only
+// feeds the next wgmma is dropped, and one whose value reaches memory is kept.
+#include "jit/nan_canonical.h"
+#include "jit/wgmma_zero_accumulator.h"
+
+#include "test_helpers.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kQ = 4; // accumulator registers of the asm (m64n8: 4 per thread)
+
+struct Fixture {
+  llvm::LLVMContext ctx;
+  llvm::Module module{"wgmma", ctx};
+  llvm::Function *f = nullptr;
+  llvm::IRBuilder<> b{ctx};
+
+  Fixture() {
+    auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getInt64Ty(), b.getPtrTy(1)}, false);
+    f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "k", module);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  }
+
+  // The lowering's form: "=f" x kQ, "l,l,r", then the tied accumulator inputs.
+  llvm::CallInst *wgmma(const std::vector<llvm::Value *> &acc) {
+    std::string constraints;
+    for (int r = 0; r < kQ; ++r)
+      constraints += "=f,";
+    constraints += "l,l,r";
+    for (int r = 0; r < kQ; ++r)
+      constraints += "," + std::to_string(r);
+    std::vector<llvm::Type *> outs(kQ, b.getFloatTy());
+    std::vector<llvm::Type *> ins = {b.getInt64Ty(), b.getInt64Ty(), b.getInt32Ty()};
+    for (int r = 0; r < kQ; ++r)
+      ins.push_back(b.getFloatTy());
+    auto *type = llvm::FunctionType::get(llvm::StructType::get(ctx, outs), ins, false);
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $6, 0;\nwgmma.mma_async.sync.aligned."
+                       "m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, $4, $5, p, 1, 1, 0, 0;\n}";
+    auto *asmValue = llvm::InlineAsm::get(type, text, constraints, true);
+    std::vector<llvm::Value *> args = {f->getArg(0), f->getArg(0), b.getInt32(1)};
+    args.insert(args.end(), acc.begin(), acc.end());
+    return b.CreateCall(type, asmValue, args);
+  }
+
+  std::vector<llvm::Value *> results(llvm::Value *call) {
+    std::vector<llvm::Value *> out;
+    for (unsigned r = 0; r < kQ; ++r)
+      out.push_back(b.CreateExtractValue(call, {r}));
+    return out;
+  }
+
+  std::vector<llvm::CallInst *> wgmmas() {
+    std::vector<llvm::CallInst *> out;
+    for (llvm::Instruction &i : f->getEntryBlock())
+      if (auto *call = llvm::dyn_cast<llvm::CallInst>(&i))
+        if (llvm::isa<llvm::InlineAsm>(call->getCalledOperand()))
+          out.push_back(call);
+    return out;
+  }
+
+  void store(const std::vector<llvm::Value *> &values) {
+    for (size_t r = 0; r < values.size(); ++r)
+      b.CreateStore(values[r], b.CreateConstGEP1_64(b.getFloatTy(), f->getArg(1), r));
+  }
+};
+
+std::string constraintsOf(const llvm::CallInst *call) {
+  return llvm::cast<llvm::InlineAsm>(call->getCalledOperand())->getConstraintString();
+}
+
+} // namespace
+
+TEST_CASE("foldZeroWgmmaAccumulators: +0 accumulators become scale-d 0 without inputs") {
+  Fixture x;
+  llvm::Value *zero = llvm::ConstantFP::get(x.b.getFloatTy(), 0.0);
+  llvm::Value *negZero = llvm::ConstantFP::get(x.b.getFloatTy(), -0.0);
+  llvm::Value *one = llvm::ConstantFP::get(x.b.getFloatTy(), 1.0);
+  llvm::CallInst *first = x.wgmma({zero, zero, zero, zero});
+  llvm::CallInst *chained = x.wgmma(x.results(first));             // reads the first one's results
+  llvm::CallInst *negative = x.wgmma({zero, negZero, zero, zero}); // -0.0 + A B may differ
+  llvm::CallInst *mixed = x.wgmma({zero, zero, one, zero});
+  x.store(x.results(chained));
+  x.store(x.results(negative));
+  x.store(x.results(mixed));
+  x.b.CreateRetVoid();
+  (void)first;
+  CHECK(tilus::jit::foldZeroWgmmaAccumulators(*x.f) == 1);
+  std::vector<llvm::CallInst *> calls = x.wgmmas();
+  REQUIRE(calls.size() == 4);
+  // the folded one: the descriptors, scale-d 0, no accumulator operands, the same text
+  CHECK(calls[0]->arg_size() == 3);
+  auto *scale = llvm::dyn_cast<llvm::ConstantInt>(calls[0]->getArgOperand(2));
+  REQUIRE(scale != nullptr);
+  CHECK(scale->isZero());
+  CHECK(constraintsOf(calls[0]) == "=f,=f,=f,=f,l,l,r");
+  CHECK(llvm::cast<llvm::InlineAsm>(calls[0]->getCalledOperand())
+            ->getAsmString()
+            .find("wgmma.mma_async.sync.aligned.m64n8k16") != std::string::npos);
+  // the chained one now reads the folded one's results; the others are untouched
+  for (unsigned r = 0; r < kQ; ++r) {
+    auto *e = llvm::dyn_cast<llvm::ExtractValueInst>(calls[1]->getArgOperand(3 + r));
+    REQUIRE(e != nullptr);
+    CHECK(e->getAggregateOperand() == calls[0]);
+  }
+  for (size_t k : {size_t(1), size_t(2), size_t(3)}) {
+    CHECK(calls[k]->arg_size() == 3 + kQ);
+    CHECK(llvm::cast<llvm::ConstantInt>(calls[k]->getArgOperand(2))->isOne());
+  }
+}
+
+TEST_CASE("NaN canonicalizations that only feed a wgmma accumulator are dropped") {
+  Fixture x;
+  // v = canonicalize(a * b): into the wgmma only (dropped), and into memory too (kept)
+  llvm::Value *a = x.b.CreateLoad(x.b.getFloatTy(), x.f->getArg(1));
+  auto canonical = [&](llvm::Value *v) {
+    llvm::Value *isNaN = x.b.CreateFCmpUNO(v, v);
+    return x.b.CreateSelect(isNaN, llvm::ConstantFP::getNaN(x.b.getFloatTy()), v);
+  };
+  llvm::Value *onlyWgmma = canonical(x.b.CreateFMul(a, a));
+  llvm::Value *alsoStored = canonical(x.b.CreateFAdd(a, a));
+  llvm::CallInst *mma = x.wgmma({onlyWgmma, onlyWgmma, alsoStored, onlyWgmma});
+  std::vector<llvm::Value *> r = x.results(mma);
+  // the results canonicalized again before they are stored, as the lowering's wait does
+  std::vector<llvm::Value *> stored;
+  for (llvm::Value *v : r)
+    stored.push_back(canonical(v));
+  stored.push_back(alsoStored);
+  x.store(stored);
+  x.b.CreateRetVoid();
+  CHECK(tilus::jit::dropUnseenNaNCanonicalizations(*x.f) == 1);
+  std::vector<llvm::CallInst *> calls = x.wgmmas();
+  REQUIRE(calls.size() == 1);
+  CHECK(llvm::isa<llvm::BinaryOperator>(calls[0]->getArgOperand(3))); // the fmul, unwrapped
+  CHECK(llvm::isa<llvm::SelectInst>(calls[0]->getArgOperand(5)));     // kept: it reaches memory
+}
