@@ -1624,6 +1624,32 @@ void libraryPrograms() {
                  {"c_ptr", a, m * 64, Fill::Zero, 0, 1e-2}};
     runCase(c);
   }
+  for (auto [wt, bits, at, m, zero] :
+       {std::tuple{"u4", 4, "f16", 5, "0"}, std::tuple{"i6", 6, "bf16", 130, "1"},
+        std::tuple{"f8e4m3", 8, "f16", 64, "1"}, std::tuple{"u3", 3, "f16", 200, "0"},
+        std::tuple{"u1", 1, "bf16", 1, "1"}}) {
+    // the prefill kernel: wgmma on activation tiles and weights dequantised in shared memory
+    // (its own packed layout), m within one 128-row tile and past it, with and without zero
+    // points (their group sums by a second n = 8 wgmma with a tile of ones)
+    std::map<std::string, std::string> d = {{"WT", wt},      {"AT", at},  {"N", "256"},
+                                            {"K", "256"},    {"G", "64"}, {"ZERO", zero},
+                                            {"PREFILL", "1"}};
+    DataType w = *DataType::parse(wt), a = *DataType::parse(at);
+    int64_t wbytes = 256 * 256 * bits / 8;
+    std::string name = std::string("a16wx_prefill_") + wt + "_m" + std::to_string(m);
+    Case p{name + "_pack", programText("quant/a16wx.tasm"), "pack", d};
+    p.buffers = {{"w_ptr", w, 256 * 256, Fill::Random},
+                 {"wq_ptr", DataType::u(8), wbytes, Fill::Zero}};
+    runCase(p);
+    Case c{name, programText("quant/a16wx.tasm"), "matmul", d};
+    c.scalars = {{"m", uint64_t(m)}};
+    c.buffers = {{"a_ptr", a, m * 256, Fill::Moderate},
+                 {"wq_ptr", DataType::u(8), wbytes, Fill::Moderate},
+                 {"s_ptr", a, 4 * 256, Fill::Positive},
+                 {"z_ptr", a, 4 * 256, Fill::Moderate},
+                 {"c_ptr", a, m * 256, Fill::Zero, 0, 1e-2}};
+    runCase(c);
+  }
   {
     Case c{"f32_u2", programText("variants/matmul_f32_u2.tasm")};
     c.buffers = {{"a_ptr", DataType::f32(), 128 * 128, Fill::Moderate},

@@ -279,6 +279,24 @@ TEST_CASE("a16wx: m = 1, m past one row tile, other tile constants, several warp
   runConfig(Config{i6, true, 64, 256, 256, 17, false, {{"WARPS", "2"}, {"AN", "2"}}});
 }
 
+TEST_CASE("a16wx: the prefill kernel (PREFILL = 1: wgmma, weights dequantised in shared memory)") {
+  // 128 columns per block, tiles of 64 k, groups of 64 to 256, m within one 128-row tile and
+  // past it, zero points, bf16; every family of weight types
+  const std::map<std::string, std::string> prefill = {{"PREFILL", "1"}};
+  for (const WeightType &t :
+       {intType("u1", false, 1), intType("u2", false, 2), intType("u3", false, 3),
+        intType("u4", false, 4), intType("i4", true, 4), intType("u5", false, 5),
+        intType("i6", true, 6), intType("u7", false, 7), intType("i8", true, 8),
+        floatType("f4e2m1", 2, 1), floatType("f6e3m2", 3, 2), floatType("f8e4m3", 4, 3),
+        floatType("f8e5m2", 5, 2)})
+    runConfig(Config{t, false, 128, 256, 128, 5, false, prefill});
+  WeightType u4 = intType("u4", false, 4);
+  runConfig(Config{u4, false, 256, 256, 64, 130, false, prefill});
+  runConfig(Config{u4, true, 128, 192, 64, 1, true, prefill});
+  runConfig(Config{intType("u8", false, 8), false, 128, 512, 256, 7, true, prefill});
+  runConfig(Config{intType("i4", true, 4), true, 128, 256, 256, 3, true, prefill});
+}
+
 TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for every family") {
   // KS = 2: steps of 32 values of k, so K = 256 has 8 steps to split. Every run also checks,
   // in checked mode, that the workspace is zero again afterwards (requires_clean) and that
