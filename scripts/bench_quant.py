@@ -7,7 +7,8 @@ device-to-device copy bandwidth it reaches (a copy that moves as many bytes, rea
 as the kernel reads: weights, scales, zero points, activations; timed with PyTorch here), and
 its speed-up over cuBLAS f16 (torch.matmul of A[M, K] by an f16 W[K, N]) at the same M. The
 "split" column is the number of split-K blocks per tile of C that the launch used (the grid's
-third dimension: the default SPLITK for M <= SPLITM, docs/quant.md); -D SPLITK=1 turns it off.
+third dimension: the default SPLIT1 for M = 1 and SPLITK for 1 < M <= SPLITM, docs/quant.md);
+-D SPLITK=1 -D SPLIT1=1 turns it off.
 
     python3 scripts/bench_quant.py [--build DIR] [--wt u4,i4] [--m 1,16] [--shapes 8192x57344]
                                    [--prefill u4:4096:8192x8192] [--json FILE] [-D NAME=VALUE]...

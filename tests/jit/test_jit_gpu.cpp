@@ -1606,7 +1606,11 @@ void libraryPrograms() {
                                             {"K", "256"}, {"G", "64"},       {"ZERO", "1"},
                                             {"KS", "2"},  {"SPLITK", splitk}};
     if (m == 13)
-      d["BM"] = "8"; // two row tiles under SPLITM
+      d["BM"] = "8";                         // two row tiles under SPLITM
+    if (m == 1 && std::string(wt) == "u4") { // m = 1 takes SPLIT1 (here 4) instead of SPLITK
+      d["SPLITK"] = "1";
+      d["SPLIT1"] = splitk;
+    }
     DataType w = *DataType::parse(wt), a = *DataType::parse(at);
     int64_t wbytes = 64 * 256 * bits / 8;
     std::string name = std::string("a16wx_splitk") + splitk + "_" + wt + "_m" + std::to_string(m);

@@ -313,6 +313,16 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
   // ragged m (one tile of 16 rows, 5 or 16 of them used), bf16, zero points, G = K and groups
   // that a split cuts in the middle (G = 128, K / SPLITK = 64; G = 32 with SPLITK = 2)
   runConfig(Config{u4, false, 32, 256, 128, 5, false, split2});
+  // m = 1 takes SPLIT1 blocks per tile, other m <= SPLITM take SPLITK (here one: the kernel
+  // has the workspace for m = 1 and stores directly otherwise)
+  const std::map<std::string, std::string> split1Only = {
+      {"KS", "2"}, {"SPLITK", "1"}, {"SPLIT1", "4"}};
+  const std::map<std::string, std::string> split1And2 = {
+      {"KS", "2"}, {"SPLITK", "2"}, {"SPLIT1", "8"}};
+  for (int64_t m : {1, 5})
+    runConfig(Config{u4, false, 32, 256, 128, m, false, split1Only});
+  for (int64_t m : {1, 3})
+    runConfig(Config{i6, true, 32, 256, 64, m, true, split1And2});
   runConfig(Config{u4, true, 32, 256, 256, 16, true, split8});
   runConfig(Config{i6, false, 48, 256, 32, 3, true, split2});
   runConfig(Config{i6, true, 32, 256, 64, 7, false, split4});
@@ -384,6 +394,19 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // SMs: eight splits)
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WARPS", "4"}}, "SPLITK") == 8);
+  // m = 1 at N = 57344 (no split for m > 1): two blocks per tile for 1-, 2-, 5- to 8-bit
+  // integers and for floats, one for 3- and 4-bit integers; where SPLITK splits, the same
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u1"}}, "SPLIT1") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u2"}}, "SPLIT1") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u3"}}, "SPLIT1") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i4"}}, "SPLIT1") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "SPLIT1") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLIT1") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "SPLIT1") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WT", "u5"}}, "SPLIT1") == 4);
+  // ... but not below 32 steps of K (16 per block)
+  CHECK(constant({{"N", "57344"}, {"K", "2048"}, {"WT", "u5"}}, "SPLIT1") == 1);
   // a split that does not divide the steps of K falls back to 1
   CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 1);
   // an explicit SPLITK must divide the steps of K (8 steps of 32 here)
