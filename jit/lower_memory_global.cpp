@@ -29,11 +29,18 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <string_view>
 
 namespace tilus::jit {
 
 namespace {
+/// Instructions whose vector groups hold at least this many slots in all take the groups'
+/// element paths as one inline-PTX statement per group (asmLoadElements, asmStoreElements).
+/// Below it the element code stays IR: there it is small, and LLVM shares its bounds tests
+/// with the vector path's (the asm statement takes the bounds as registers instead: up to
+/// three more registers in programs/vector_add.tasm and layers/swiglu_quant.tasm).
+constexpr int64_t kAsmElementPaths = 16;
 
 /// Concatenation by appends (GCC 12 warns falsely about `"x" + std::string` chains).
 std::string cat(std::initializer_list<std::string_view> parts) {
@@ -133,6 +140,9 @@ struct GlobalAccess {
   /// `valid` with the bounds of the dimensions that have none (inBounds tests them once).
   std::vector<bool> varies;
   llvm::Value *fixedIn = nullptr;
+  /// lo and hi saturated to [-1, 2^31 - 1] as i32 (narrowBounds), for the element paths'
+  /// comparisons with non-negative constants; nullptr where not computed.
+  std::vector<llvm::Value *> lo32, hi32;
 };
 
 /// lo_d <= loc_d < hi_d in one dimension.
@@ -429,6 +439,168 @@ llvm::Value *groupElementIn(llvm::IRBuilder<> &b, const GlobalAccess &a, const L
   return both(b, tests.othersIn, inBoundsAlong(b, a, loc, g.dim));
 }
 
+/// The PTX register type of an element of `es` bytes in inline assembly: its constraint letter
+/// and the width of the LLVM integer that carries it (bytes go in 16-bit registers).
+std::pair<const char *, int> elementRegister(int es) {
+  switch (es) {
+  case 1:
+  case 2:
+    return {"h", 16};
+  case 4:
+    return {"r", 32};
+  }
+  return {"l", 64};
+}
+
+/// Sets a.lo32 and a.hi32 for the dimensions that groups of more than one slot run along: i32
+/// copies of the bounds that compare with the constants 0 <= k < 2^31 - 1 as the i64 bounds do,
+/// computed once per instruction (two registers where the i64 bounds would take four).
+void narrowBounds(Codegen &cg, GlobalAccess &a, const std::vector<SlotGroup> &groups) {
+  llvm::IRBuilder<> &b = cg.b;
+  IrArithmetic ir{cg};
+  a.lo32.assign(a.lo.size(), nullptr);
+  a.hi32.assign(a.hi.size(), nullptr);
+  auto narrow = [&](llvm::Value *v) {
+    llvm::Value *sat = ir.min(ir.max(v, cg.constI64(-1)), cg.constI64(INT32_MAX));
+    return b.CreateTrunc(sat, b.getInt32Ty());
+  };
+  for (const SlotGroup &g : groups) {
+    size_t d = size_t(g.dim);
+    if (g.count == 1 || a.lo32[d])
+      continue;
+    a.lo32[d] = narrow(a.lo[d]);
+    a.hi32[d] = narrow(a.hi[d]);
+  }
+}
+
+/// The bounds of a group's element path in inline PTX: element j is in bounds when
+/// lo <= c + j < hi for the group's bounds `lo`, `hi` (i64) along g.dim and c = Loc(first) there
+/// (the other dimensions are in bounds on the element path: tests.othersIn). A constant bound
+/// is decided at compile time; the others are asm operands (`operands`, from number `first`).
+struct ElementBounds {
+  std::optional<int64_t> lo, hi; // the constant bounds
+  int loOperand = -1, hiOperand = -1;
+  std::vector<llvm::Value *> operands;
+
+  /// With `c` = Loc(first) along g.dim. A bound that holds for the whole group (the tests the
+  /// vector path makes of its first and last element) is passed as the saturated constant, so
+  /// that where LLVM proves those tests (a loop variable's range) the operand is a constant.
+  ElementBounds(llvm::IRBuilder<> &b, const GlobalAccess &a, const SlotGroup &g, int64_t c,
+                int first) {
+    size_t d = size_t(g.dim);
+    for (int side = 0; side < 2; ++side) {
+      llvm::Value *v = side ? a.hi[d] : a.lo[d];
+      std::optional<int64_t> &k = side ? hi : lo;
+      if (auto *known = llvm::dyn_cast<llvm::ConstantInt>(v)) {
+        k = known->getSExtValue();
+        continue;
+      }
+      llvm::Value *whole = side ? b.CreateICmpSGT(v, b.getInt64(uint64_t(c + g.count - 1)))
+                                : b.CreateICmpSLE(v, b.getInt64(uint64_t(c)));
+      (side ? hiOperand : loOperand) = first + int(operands.size());
+      operands.push_back(b.CreateSelect(whole, b.getInt32(side ? INT32_MAX : uint32_t(-1)),
+                                        side ? a.hi32[d] : a.lo32[d]));
+    }
+  }
+
+  /// The PTX that sets predicate p for element index k (= c + j) and the access's guard ("@p ",
+  /// or "" when the element is in bounds for certain); nullopt when it is out for certain.
+  std::optional<std::pair<std::string, std::string>> test(int64_t k) const {
+    if ((lo && *lo > k) || (hi && *hi <= k))
+      return std::nullopt;
+    std::string at = std::to_string(k);
+    if (loOperand >= 0 && hiOperand >= 0)
+      return std::pair{
+          cat({"setp.le.s32 q, $", std::to_string(loOperand), ", ", at, "; setp.gt.and.s32 p, $",
+               std::to_string(hiOperand), ", ", at, ", q; "}),
+          std::string("@p ")};
+    if (loOperand >= 0)
+      return std::pair{cat({"setp.le.s32 p, $", std::to_string(loOperand), ", ", at, "; "}),
+                       std::string("@p ")};
+    if (hiOperand >= 0)
+      return std::pair{cat({"setp.gt.s32 p, $", std::to_string(hiOperand), ", ", at, "; "}),
+                       std::string("@p ")};
+    return std::pair{std::string(), std::string()};
+  }
+};
+
+/// The element path of a native group (elements of es bytes at `addr`) as one inline-PTX
+/// statement: element j is loaded when it is in bounds (ElementBounds) and is 0 otherwise. One
+/// call instead of a bounds test and an access per element in the IR: the same PTX (the tests
+/// and a predicated access per element) for a fraction of the optimiser's and backend's time.
+std::vector<llvm::Value *> asmLoadElements(llvm::IRBuilder<> &b, llvm::Value *addr,
+                                           const GlobalAccess &a, const LayoutMap &map,
+                                           const SlotGroup &g, int es) {
+  auto [reg, regBits] = elementRegister(es);
+  std::string type = es == 1 ? "u8" : cat({"b", std::to_string(es * 8)});
+  std::string mov = cat({"mov.b", std::to_string(regBits), " $"});
+  int n = int(g.count);
+  int64_t c = map.localPart(g.first)[g.dim];
+  ElementBounds bounds(b, a, g, c, n + 1);
+  std::string text = "{ .reg .pred p, q; ";
+  std::string constraints;
+  for (int j = 0; j < n; ++j) {
+    std::string out = std::to_string(j);
+    text += cat({mov, out, ", 0; "});
+    if (auto test = bounds.test(c + j))
+      text += cat({test->first, test->second, "ld.global.", type, " $", out, ", [$",
+                   std::to_string(n), "+", std::to_string(j * es), "]; "});
+    constraints += cat({"=", reg, ","});
+  }
+  text += "}";
+  constraints += "l";
+  std::vector<llvm::Type *> params = {b.getInt64Ty()};
+  std::vector<llvm::Value *> args = {b.CreatePtrToInt(addr, b.getInt64Ty())};
+  for (llvm::Value *v : bounds.operands) {
+    constraints += ",r";
+    params.push_back(b.getInt32Ty());
+    args.push_back(v);
+  }
+  llvm::Type *regType = b.getIntNTy(unsigned(regBits));
+  auto *ret = llvm::StructType::get(b.getContext(), std::vector<llvm::Type *>(size_t(n), regType));
+  auto *asmType = llvm::FunctionType::get(ret, params, false);
+  llvm::Value *r = b.CreateCall(llvm::InlineAsm::get(asmType, text, constraints, true), args);
+  std::vector<llvm::Value *> out;
+  for (int j = 0; j < n; ++j)
+    out.push_back(
+        b.CreateTrunc(b.CreateExtractValue(r, unsigned(j)), b.getIntNTy(unsigned(es * 8))));
+  return out;
+}
+
+/// The store counterpart: element j (`bits[j]`, es bytes) is stored when it is in bounds.
+void asmStoreElements(llvm::IRBuilder<> &b, llvm::Value *addr, const GlobalAccess &a,
+                      const LayoutMap &map, const SlotGroup &g, int es,
+                      const std::vector<llvm::Value *> &bits) {
+  auto [reg, regBits] = elementRegister(es);
+  std::string type = es == 1 ? "u8" : cat({"b", std::to_string(es * 8)});
+  int64_t c = map.localPart(g.first)[g.dim];
+  ElementBounds bounds(b, a, g, c, 1);
+  int values = 1 + int(bounds.operands.size()); // operand number of the first value
+  std::string text = "{ .reg .pred p, q; ";
+  std::string constraints = "l";
+  std::vector<llvm::Type *> params = {b.getInt64Ty()};
+  std::vector<llvm::Value *> args = {b.CreatePtrToInt(addr, b.getInt64Ty())};
+  for (llvm::Value *v : bounds.operands) {
+    constraints += ",r";
+    params.push_back(b.getInt32Ty());
+    args.push_back(v);
+  }
+  llvm::Type *regType = b.getIntNTy(unsigned(regBits));
+  for (size_t j = 0; j < bits.size(); ++j) {
+    if (auto test = bounds.test(c + int64_t(j))) {
+      text += cat({test->first, test->second, "st.global.", type, " [$0+",
+                   std::to_string(int64_t(j) * es), "], $", std::to_string(values), "; "});
+      constraints += cat({",", reg});
+      params.push_back(regType);
+      args.push_back(b.CreateZExt(bits[j], regType));
+      ++values;
+    }
+  }
+  text += "}";
+  auto *asmType = llvm::FunctionType::get(b.getVoidTy(), params, false);
+  b.CreateCall(llvm::InlineAsm::get(asmType, text, constraints, true), args);
+}
+
 /// The accesses of a packed run: `run.bytes / run.unit` loads of `unit` bytes, predicated on
 /// `pred`, and the run's elements cut out of them.
 std::vector<llvm::Value *> loadPackedRun(llvm::IRBuilder<> &b, const GroupTests &tests,
@@ -483,7 +655,14 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
     return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
   };
-  for (const SlotGroup &g : groupSlots(map, width, minWidth, unit)) {
+  std::vector<SlotGroup> groups = groupSlots(map, width, minWidth, unit);
+  int64_t grouped = 0;
+  for (const SlotGroup &g : groups)
+    grouped += g.count > 1 ? g.count : 0;
+  bool asmPath = nativeAccess(t) && grouped >= kAsmElementPaths;
+  if (asmPath)
+    narrowBounds(cg, a, groups);
+  for (const SlotGroup &g : groups) {
     if (g.count == 1) {
       slots[size_t(g.first)] = elementLoad(g.first, nullptr);
       continue;
@@ -498,6 +677,12 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
                                           tests.bytes, t, g.count);
     std::vector<llvm::Value *> merged = cg.emitIf(tests.slow(b), "ldg.elem", fastVals, [&] {
       std::vector<llvm::Value *> slowVals;
+      if (asmPath) {
+        for (llvm::Value *v : asmLoadElements(b, tests.addr, a, map, g, es))
+          slowVals.push_back(t.isBool() ? b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0))
+                                        : cg.fromBits(v, t));
+        return slowVals;
+      }
       for (int64_t j = 0; j < g.count; ++j) {
         llvm::Value *ok = groupElementIn(b, a, map, g, tests, j);
         if (!nativeAccess(t)) {
@@ -552,7 +737,14 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
     asmStoreGlobal(b, addr, ok, elementsToWords(cg, {slots[size_t(i)]}, t), es);
   };
-  for (const SlotGroup &g : groupSlots(map, width, minWidth, unit)) {
+  std::vector<SlotGroup> groups = groupSlots(map, width, minWidth, unit);
+  int64_t grouped = 0;
+  for (const SlotGroup &g : groups)
+    grouped += g.count > 1 ? g.count : 0;
+  bool asmPath = nativeAccess(t) && grouped >= kAsmElementPaths;
+  if (asmPath)
+    narrowBounds(cg, a, groups);
+  for (const SlotGroup &g : groups) {
     if (g.count == 1) {
       elementStore(g.first);
       continue;
@@ -564,6 +756,15 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     else
       asmStoreGlobal(b, tests.addr, tests.fast, elementsToWords(cg, values, t), tests.bytes);
     cg.emitIf(tests.slow(b), "stg.elem", [&] {
+      if (asmPath) {
+        std::vector<llvm::Value *> bits;
+        for (int64_t j = 0; j < g.count; ++j) {
+          llvm::Value *v = slots[size_t(g.first + j)];
+          bits.push_back(t.isBool() ? b.CreateZExt(v, b.getInt8Ty()) : cg.toBits(v, t));
+        }
+        asmStoreElements(b, tests.addr, a, map, g, es, bits);
+        return;
+      }
       for (int64_t j = 0; j < g.count; ++j) {
         llvm::Value *ok = groupElementIn(b, a, map, g, tests, j);
         llvm::Value *value = slots[size_t(g.first + j)];

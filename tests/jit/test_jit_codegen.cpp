@@ -316,6 +316,53 @@ TEST_CASE("sub-byte vector accesses: ptxas accepts the kernels" * needsPtxas()) 
   }
 }
 
+TEST_CASE("element paths of wide tiles are one inline-PTX statement per vector group") {
+  // 32 consecutive f16 per thread: four 16-byte groups, each a predicated ld.global.v4.b32 with
+  // its element path (misaligned or cut groups) behind it as one asm statement: eight bounds
+  // tests (setp.le / setp.gt.and against the group's element indices) and predicated
+  // ld.global.b16 (jit/lower_memory_global.cpp asmLoadElements, asmStoreElements)
+  std::string wide = ptxOf(packedCopy("f16", "spatial(256).local(32)", 32), "copy").ptx;
+  CHECK(occurrences(wide, "@p ld.global.v4.b32") == 4);
+  CHECK(occurrences(wide, "@p st.global.v4.b32") == 4);
+  CHECK(occurrences(wide, "setp.gt.and.s32") == 64);
+  CHECK(occurrences(wide, "@p ld.global.b16") == 32);
+  CHECK(occurrences(wide, "@p st.global.b16") == 32);
+  for (int k = 0; k < 32; ++k) // the element index of each test is an immediate
+    CHECK(contains(wide, ", " + std::to_string(k) + ", q;"));
+  // 8-byte elements: 16 groups of two
+  std::string f64 = ptxOf(packedCopy("f64", "spatial(256).local(32)", 32), "copy").ptx;
+  CHECK(occurrences(f64, "@p ld.global.b64") == 32);
+  CHECK(occurrences(f64, "@p st.global.b64") == 32);
+  CHECK(occurrences(f64, "setp.gt.and.s32") == 64);
+  // below 16 grouped slots per instruction the element code stays LLVM IR
+  std::string narrow = ptxOf(packedCopy("f16", "spatial(256).local(8)", 8), "copy").ptx;
+  CHECK(occurrences(narrow, "@p ld.global.v4.b32") == 1);
+  CHECK_FALSE(contains(narrow, "setp.gt.and.s32"));
+  // a bound known at compile time is decided there: every thread's tile (a replicated layout)
+  // starts at the view's lower bound 0, so only the upper bound n is tested
+  VerifiedModule fixed = buildSource(
+      "def copy<1>(f16* x_ptr, f16* y_ptr, i32 n) threads=32:\n"
+      "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=replicate(32).local(32))\n"
+      "    StoreGlobal(x, ViewGlobal(y_ptr, shape=[n]))\n");
+  std::string f = ptxOf(fixed, "copy").ptx;
+  CHECK(occurrences(f, "@p ld.global.b16") == 32);
+  CHECK_FALSE(contains(f, "setp.gt.and.s32"));
+  CHECK(occurrences(f, "setp.gt.s32 p, ") == 64);
+}
+
+TEST_CASE("element paths of wide tiles: ptxas accepts the kernels" * needsPtxas()) {
+  for (const char *t : {"u8", "bool", "f16", "bf16", "f32", "i64", "f64"}) {
+    CAPTURE(t);
+    for (int sm : {80, 90}) {
+      std::string log;
+      bool ok =
+          runPtxas(ptxOf(packedCopy(t, "spatial(256).local(32)", 32), "copy", sm).ptx, sm, log);
+      INFO(log);
+      CHECK(ok);
+    }
+  }
+}
+
 TEST_CASE("integer dequantisation reads two codes per prmt, mask and fma.rn.f16x2") {
   // 32 u4 codes from four loaded words into f16: each pair of codes is one prmt of its word,
   // one mask with the magic exponent (and / or, one lop3 in SASS) and one packed fma

@@ -848,6 +848,52 @@ def store_tile<10, 10>(i32* v_ptr, i32* z_ptr) threads=32:
   }
 }
 
+DIFF_CASE("element paths of wide tiles: ragged and misaligned rows of 1-, 2-, 4- and 8-byte "
+          "elements") {
+  // 32 consecutive elements per thread, at least 16 slots of vector groups per instruction: the
+  // element paths of misaligned and cut groups are one inline-PTX statement per group
+  // (jit/lower_memory_global.cpp asmLoadElements, asmStoreElements). The views start at element
+  // o of their buffers (o odd: every group misaligned) and hold n elements (cut groups at the
+  // end); block 0's tile starts 8 elements below the view (a lower bound inside groups) and the
+  // last block lies past the end. y outside the view keeps its random contents.
+  const char *source = R"(
+const T = u8
+def copy<cdiv(n + 8, 1024) + 1>(T* x_ptr, T* y_ptr, i32 n, i32 o) threads=32:
+    bi = BlockIndices()
+    gx = SliceGlobal(ViewGlobal(x_ptr, shape=[2112]), offset=[o:], shape=[n])
+    gy = SliceGlobal(ViewGlobal(y_ptr, shape=[2112]), offset=[o:], shape=[n])
+    t = LoadGlobal(gx, layout=spatial(32).local(32), offset=[bi * 1024 - 8:])
+    StoreGlobal(t, gy, offset=[bi * 1024 - 8:])
+)";
+  const std::pair<int64_t, int64_t> shapes[] = {{1500, 0}, {2001, 3}, {17, 1}, {2040, 2}};
+  for (const char *t : {"u8", "bool", "f16", "f32", "f64"}) {
+    DataType dtype = *DataType::parse(t);
+    size_t bytes = size_t(dtype.storageBits() / 8);
+    for (const auto &[n, o] : shapes) {
+      Case c;
+      c.name =
+          std::string("element_paths_") + t + "_" + std::to_string(n) + "_" + std::to_string(o);
+      c.source = source;
+      c.defines = {{"T", t}};
+      c.scalars = {{"n", uint64_t(n)}, {"o", uint64_t(o)}};
+      Fill fill = dtype.isBool() ? Fill::Index : Fill::Random;
+      c.buffers = {{"x_ptr", dtype, 2112, fill}, {"y_ptr", dtype, 2112, Fill::Random}};
+      c.check = [n, o, bytes, dtype](const char *side,
+                                     const std::vector<std::vector<uint8_t>> &buffers) {
+        int64_t bad = 0;
+        for (int64_t k = o; k < o + n; ++k) {
+          const uint8_t *x = buffers[0].data() + size_t(k) * bytes;
+          const uint8_t *y = buffers[1].data() + size_t(k) * bytes;
+          bool same = dtype.isBool() ? *y == (*x != 0) : std::memcmp(x, y, bytes) == 0;
+          if (!same && bad++ < 5)
+            FAIL_CHECK(side << " " << dtype.name() << ": element " << k << " not copied");
+        }
+      };
+      runCase(c);
+    }
+  }
+}
+
 DIFF_CASE("packed sub-byte loads and stores shared by many threads") {
   Case c;
   c.name = "packed";
