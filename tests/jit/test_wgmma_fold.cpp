@@ -41,8 +41,10 @@ struct Fixture {
     for (int r = 0; r < kQ; ++r)
       constraints += "=f,";
     constraints += "l,l,r";
-    for (int r = 0; r < kQ; ++r)
-      constraints += "," + std::to_string(r);
+    for (int r = 0; r < kQ; ++r) { // appends: GCC 12 warns falsely about "," + std::string
+      constraints += ',';
+      constraints += std::to_string(r);
+    }
     std::vector<llvm::Type *> outs(kQ, b.getFloatTy());
     std::vector<llvm::Type *> ins = {b.getInt64Ty(), b.getInt64Ty(), b.getInt32Ty()};
     for (int r = 0; r < kQ; ++r)
