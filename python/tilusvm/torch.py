@@ -25,23 +25,28 @@ _lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=None)
-def _program(activation, weight_type, n, k, group_size, zero_point, bm):
-    """The a16wx module for one shape (assembled once per process)."""
+def _program(activation, weight_type, n, k, group_size, zero_point, bm, prefill):
+    """The a16wx module for one shape (assembled once per process): the decode kernel with
+    `bm` rows per block, or the prefill kernel (docs/quant.md)."""
     defines = quant.a16wx_defines(weight_type, n, k, group_size, activation, zero_point)
-    defines["BM"] = bm
+    if prefill:
+        defines["PREFILL"] = 1
+    else:
+        defines["BM"] = bm
     return load(quant.a16wx_path(), defines=defines)
 
 
-def _module_for(activation, weight_type, n, k, group_size, zero_point, bm=16):
+def _module_for(activation, weight_type, n, k, group_size, zero_point, bm=16, prefill=False):
     with _lock:
-        return _program(activation, weight_type, n, k, group_size, bool(zero_point), bm)
+        return _program(activation, weight_type, n, k, group_size, bool(zero_point), bm,
+                        bool(prefill))
 
 
 # ---- the custom operator --------------------------------------------------------------------
 
-def _matmul_impl(x: torch.Tensor, wq: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor,
-                 weight_type: str, group_size: int, n: int) -> torch.Tensor:
-    """C[..., N] = x[..., K] @ ((W - Z) * S) by a16wx's matmul, on x's device."""
+def _matmul(x, wq, scales, zeros, weight_type, group_size, n, prefill):
+    """C[..., N] = x[..., K] @ ((W - Z) * S) by a16wx's matmul (the decode or the prefill
+    kernel, whose packed layout `wq` must be), on x's device."""
     k = x.shape[-1]
     activation = _TORCH_AT.get(x.dtype)
     if activation is None:
@@ -54,7 +59,7 @@ def _matmul_impl(x: torch.Tensor, wq: torch.Tensor, scales: torch.Tensor, zeros:
     out = torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device)  # C[m, N] in memory
     if m > 0:
         module = _module_for(activation, weight_type, n, k, group_size, zeros.numel() > 0,
-                             8 if m <= 8 else 16)
+                             8 if m <= 8 else 16, prefill)
         kernel = module["matmul"]
         if out.is_cuda and torch.cuda.is_current_stream_capturing():
             # Split-K shapes need a workspace (docs/quant.md). A captured launch cannot grow the
@@ -69,6 +74,18 @@ def _matmul_impl(x: torch.Tensor, wq: torch.Tensor, scales: torch.Tensor, zeros:
     return out
 
 
+def _matmul_impl(x: torch.Tensor, wq: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor,
+                 weight_type: str, group_size: int, n: int) -> torch.Tensor:
+    """C[..., N] = x[..., K] @ ((W - Z) * S) by a16wx's decode kernel, on x's device."""
+    return _matmul(x, wq, scales, zeros, weight_type, group_size, n, False)
+
+
+def _prefill_impl(x: torch.Tensor, wq: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor,
+                  weight_type: str, group_size: int, n: int) -> torch.Tensor:
+    """The same with a16wx's prefill kernel (-D PREFILL=1) and its packed layout of W."""
+    return _matmul(x, wq, scales, zeros, weight_type, group_size, n, True)
+
+
 def _matmul_fake(x, wq, scales, zeros, weight_type, group_size, n):
     return x.new_empty((*x.shape[:-1], n))
 
@@ -81,20 +98,22 @@ _SCHEMA = ("(Tensor x, Tensor wq, Tensor scales, Tensor zeros, str weight_type, 
 # implementation serves CPU and CUDA tensors; the fake one gives torch.compile and meta
 # tensors the output's shape and dtype.
 _lib = torch.library.Library("tilusvm", "DEF")
-_lib.define("a16wx_matmul" + _SCHEMA)
-for _key in ("CPU", "CUDA"):
-    _lib.impl("a16wx_matmul", _matmul_impl, _key)
-if hasattr(torch.library, "register_fake"):  # PyTorch 2.4 and later
-    torch.library.register_fake("tilusvm::a16wx_matmul", _matmul_fake, lib=_lib)
-elif hasattr(torch.library, "impl_abstract"):  # PyTorch 2.2 and 2.3
-    torch.library.impl_abstract("tilusvm::a16wx_matmul", _matmul_fake, lib=_lib)
-else:  # older PyTorch: a meta kernel (and its autograd key, which 1.x does not fall through)
-    _lib.impl("a16wx_matmul", _matmul_fake, "Meta")
-    try:
-        _lib.impl("a16wx_matmul", _matmul_fake, "AutogradMeta")
-    except RuntimeError:
-        pass
+for _name, _impl in (("a16wx_matmul", _matmul_impl), ("a16wx_prefill_matmul", _prefill_impl)):
+    _lib.define(_name + _SCHEMA)
+    for _key in ("CPU", "CUDA"):
+        _lib.impl(_name, _impl, _key)
+    if hasattr(torch.library, "register_fake"):  # PyTorch 2.4 and later
+        torch.library.register_fake("tilusvm::" + _name, _matmul_fake, lib=_lib)
+    elif hasattr(torch.library, "impl_abstract"):  # PyTorch 2.2 and 2.3
+        torch.library.impl_abstract("tilusvm::" + _name, _matmul_fake, lib=_lib)
+    else:  # older PyTorch: a meta kernel (and its autograd key, which 1.x does not fall through)
+        _lib.impl(_name, _matmul_fake, "Meta")
+        try:
+            _lib.impl(_name, _matmul_fake, "AutogradMeta")
+        except RuntimeError:
+            pass
 a16wx_matmul = torch.ops.tilusvm.a16wx_matmul
+a16wx_prefill_matmul = torch.ops.tilusvm.a16wx_prefill_matmul
 
 
 # ---- quantisation in PyTorch (tilusvm.quant's formulas) ----------------------------------
@@ -184,21 +203,36 @@ class QuantizedLinear(nn.Module):
     for unsigned types one zero point) per `group_size` inputs and output. Activations are
     float16 or bfloat16 (`dtype`); the weights are quantised by :meth:`quantize_` or
     :meth:`from_linear`. in_features and group_size must be multiples of 128 (in_features of
-    group_size), out_features of 16."""
+    group_size), out_features of 16.
+
+    With ``prefill=True`` the layer also keeps the weights in the prefill kernel's layout
+    (``wq_prefill``: as many bytes again) and runs inputs of at least `prefill_from` rows
+    through it (wgmma: Hopper GPUs and the CPU interpreter; out_features a multiple of 128)."""
 
     def __init__(self, in_features, out_features, weight_type="u4", group_size=128, bias=False,
-                 dtype=torch.float16, device=None, zero_point=None):
+                 dtype=torch.float16, device=None, zero_point=None, prefill=False,
+                 prefill_from=128):
         super().__init__()
         t = _dtypes.dtype(weight_type)
         quant.check_shape(t, out_features, in_features, group_size)
         if dtype not in _TORCH_AT:
             raise TypeError(f"dtype must be torch.float16 or torch.bfloat16, got {dtype}")
+        if prefill:
+            if out_features % 128 != 0:
+                raise ValueError(f"prefill=True needs out_features a multiple of 128, got "
+                                 f"{out_features}")
+            dev = torch.device(device) if device is not None else torch.device("cpu")
+            if dev.type == "cuda" and torch.cuda.get_device_capability(dev) != (9, 0):
+                raise ValueError("prefill=True needs a Hopper GPU (sm_90a: wgmma); this one is "
+                                 f"sm_{''.join(map(str, torch.cuda.get_device_capability(dev)))}")
+        self.prefill_from = int(prefill_from)
         self.in_features, self.out_features = in_features, out_features
         self.weight_type, self.group_size = t.name, group_size
         self.zero_point = quant.uses_zero_point(t) if zero_point is None else bool(zero_point)
         groups = in_features // group_size
         self.register_buffer("wq", torch.zeros(t.storage_bytes(in_features * out_features),
                                                dtype=torch.uint8, device=device))
+        self.register_buffer("wq_prefill", torch.zeros_like(self.wq) if prefill else None)
         self.register_buffer("scales", torch.ones(groups, out_features, dtype=dtype,
                                                   device=device))
         self.register_buffer("zeros", torch.zeros(groups if self.zero_point else 0,
@@ -207,13 +241,14 @@ class QuantizedLinear(nn.Module):
                                  requires_grad=False) if bias else None
 
     @classmethod
-    def from_linear(cls, linear, weight_type="u4", group_size=128, zero_point=None):
+    def from_linear(cls, linear, weight_type="u4", group_size=128, zero_point=None,
+                    prefill=False, prefill_from=128):
         """A QuantizedLinear holding `linear`'s weights (and bias) quantised, on its device."""
         w = linear.weight
         dtype = w.dtype if w.dtype in _TORCH_AT else torch.float16
         q = cls(linear.in_features, linear.out_features, weight_type, group_size,
                 bias=linear.bias is not None, dtype=dtype, device=w.device,
-                zero_point=zero_point)
+                zero_point=zero_point, prefill=prefill, prefill_from=prefill_from)
         q.quantize_(w)
         if linear.bias is not None:
             q.bias.data.copy_(linear.bias.detach().to(dtype))
@@ -235,6 +270,11 @@ class QuantizedLinear(nn.Module):
         module = _module_for(_TORCH_AT[self.scales.dtype], self.weight_type, self.out_features,
                              self.in_features, self.group_size, self.zero_point)
         module["pack"](packed, self.wq)
+        if self.wq_prefill is not None:
+            prefill = _module_for(_TORCH_AT[self.scales.dtype], self.weight_type,
+                                  self.out_features, self.in_features, self.group_size,
+                                  self.zero_point, prefill=True)
+            prefill["pack"](packed, self.wq_prefill)
         self.scales.copy_(scales)
         if self.zero_point:
             self.zeros.copy_(zeros)
@@ -271,8 +311,13 @@ class QuantizedLinear(nn.Module):
             raise ValueError(f"input of {x.shape[-1]} features; expected {self.in_features}")
         if x.dtype != self.scales.dtype:
             raise TypeError(f"input of dtype {x.dtype}; this layer takes {self.scales.dtype}")
-        y = a16wx_matmul(x, self.wq, self.scales, self.zeros, self.weight_type,
-                         self.group_size, self.out_features)
+        rows = x.numel() // self.in_features
+        if self.wq_prefill is not None and rows >= self.prefill_from:
+            y = a16wx_prefill_matmul(x, self.wq_prefill, self.scales, self.zeros,
+                                     self.weight_type, self.group_size, self.out_features)
+        else:
+            y = a16wx_matmul(x, self.wq, self.scales, self.zeros, self.weight_type,
+                             self.group_size, self.out_features)
         if self.bias is not None:
             y = y + self.bias
         return y
@@ -280,4 +325,5 @@ class QuantizedLinear(nn.Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"weight_type={self.weight_type}, group_size={self.group_size}, "
-                f"zero_point={self.zero_point}, bias={self.bias is not None}")
+                f"zero_point={self.zero_point}, bias={self.bias is not None}, "
+                f"prefill={self.wq_prefill is not None}")

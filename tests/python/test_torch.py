@@ -75,6 +75,22 @@ class TestTorchCpu(unittest.TestCase):
         # quantisation error of i6 is small against the original layer too
         self.assertLess(relative_error(y, linear(x.float())), 0.05)
 
+    def test_quantized_linear_prefill_on_the_cpu(self):
+        from tilusvm.torch import QuantizedLinear
+        torch.manual_seed(2)
+        q = QuantizedLinear(256, 128, "u4", 128, prefill=True)
+        q.quantize_(torch.randn(128, 256))
+        self.assertEqual(q.wq_prefill.numel(), q.wq.numel())
+        # its own layout of the same codes (column-major bit streams, not mma fragments)
+        self.assertFalse(torch.equal(q.wq_prefill, q.wq))
+        for rows in (130, 3):  # the prefill kernel from 128 rows, the decode kernel below
+            x = torch.randn(rows, 256).half()
+            y = q(x)
+            self.assertEqual(y.shape, (rows, 128))
+            self.assertLess(relative_error(y, reference(q, x)), 2e-3, rows)
+        with self.assertRaisesRegex(ValueError, "multiple of 128"):
+            QuantizedLinear(256, 64, "u4", 128, prefill=True)
+
     def test_fake_implementation_gives_the_shape(self):
         from tilusvm.torch import a16wx_matmul
         x = torch.empty(2, 5, 256, dtype=torch.float16, device="meta")
@@ -181,6 +197,23 @@ class TestTorchCuda(unittest.TestCase):
 
     def test_quantized_linear_bf16(self):
         self.check_layer("u4", torch.bfloat16)
+
+    @unittest.skipUnless(torch is not None and torch.cuda.is_available() and
+                         torch.cuda.get_device_capability() == (9, 0),
+                         "the prefill kernel needs a Hopper GPU (sm_90a)")
+    def test_quantized_linear_prefill(self):
+        from tilusvm.torch import QuantizedLinear
+        for weight_type, dtype in (("u4", torch.float16), ("i6", torch.bfloat16)):
+            torch.manual_seed(3)
+            linear = torch.nn.Linear(1024, 512, bias=False, device="cuda", dtype=dtype)
+            q = QuantizedLinear.from_linear(linear, weight_type, 128, prefill=True)
+            for shape in ((300, 1024), (2, 200, 1024), (5, 1024)):
+                x = torch.randn(shape, device="cuda", dtype=dtype)
+                y = q(x)
+                # one rounding to the activation type (a bias would add a second one)
+                self.assertLess(relative_error(y, reference(q, x)),
+                                4e-3 if dtype == torch.bfloat16 else 2e-3,
+                                f"{weight_type} {shape}")
 
     @needs_numpy
     def test_gpu_quantisation_and_packing_match_numpy(self):
