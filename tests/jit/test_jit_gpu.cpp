@@ -1561,6 +1561,28 @@ DIFF_CASE("the library's programs through unspecialised kernels (TILUSVM_SPECIAL
 
 namespace {
 
+/// programs/quant/a16wx.tasm with the defines `d` (WT, AT, N, K, G set): pack random codes,
+/// then matmul of m rows with scales and zero points, `launches` times in a row (a split-K
+/// workspace left dirty by one launch shows in the next), JIT against the interpreter.
+void a16wxCases(const std::string &name, const std::map<std::string, std::string> &d, int64_t m,
+                int launches) {
+  DataType w = *DataType::parse(d.at("WT")), a = *DataType::parse(d.at("AT"));
+  int64_t n = std::stoll(d.at("N")), k = std::stoll(d.at("K")), groups = k / std::stoll(d.at("G"));
+  int64_t wbytes = n * k * w.storageBits() / 8;
+  Case p{name + "_pack", programText("quant/a16wx.tasm"), "pack", d};
+  p.buffers = {{"w_ptr", w, n * k, Fill::Random}, {"wq_ptr", DataType::u(8), wbytes, Fill::Zero}};
+  runCase(p);
+  Case c{name, programText("quant/a16wx.tasm"), "matmul", d};
+  c.scalars = {{"m", uint64_t(m)}};
+  c.launches = launches;
+  c.buffers = {{"a_ptr", a, m * k, Fill::Moderate},
+               {"wq_ptr", DataType::u(8), wbytes, Fill::Moderate},
+               {"s_ptr", a, groups * n, Fill::Positive},
+               {"z_ptr", a, groups * n, Fill::Moderate},
+               {"c_ptr", a, m * n, Fill::Zero, 0, 1e-2}};
+  runCase(c);
+}
+
 void libraryPrograms() {
   {
     Case c{"vector_add", programText("vector_add.tasm")};
@@ -1618,32 +1640,19 @@ void libraryPrograms() {
                  {"c_ptr", DataType::bf16(), 256 * 256, Fill::Zero, 0, 1e-2}};
     runCase(c);
   }
-  for (auto [wt, bits, at, m] : {std::tuple{"u4", 4, "f16", 5}, std::tuple{"i6", 6, "bf16", 16},
-                                 std::tuple{"f4e2m1", 4, "f16", 1}, std::tuple{"u3", 3, "f16", 17},
-                                 std::tuple{"f8e4m3", 8, "bf16", 3}}) {
+  for (auto [wt, at, m] :
+       {std::tuple{"u4", "f16", 5}, std::tuple{"i6", "bf16", 16}, std::tuple{"f4e2m1", "f16", 1},
+        std::tuple{"u3", "f16", 17}, std::tuple{"f8e4m3", "bf16", 3}}) {
     // the low-bit GEMM: pack, then matmul with scales and zero points
     std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},   {"N", "64"},
                                             {"K", "256"}, {"G", "128"}, {"ZERO", "1"}};
     if (std::string(wt) == "u4" || std::string(wt) == "u3") // warps sharing the activations
       d["WARPS"] = std::string(wt) == "u4" ? "4" : "2";
-    DataType w = *DataType::parse(wt), a = *DataType::parse(at);
-    int64_t wbytes = 64 * 256 * bits / 8;
-    Case p{std::string("a16wx_pack_") + wt, programText("quant/a16wx.tasm"), "pack", d};
-    p.buffers = {{"w_ptr", w, 64 * 256, Fill::Random},
-                 {"wq_ptr", DataType::u(8), wbytes, Fill::Zero}};
-    runCase(p);
-    Case c{std::string("a16wx_matmul_") + wt, programText("quant/a16wx.tasm"), "matmul", d};
-    c.scalars = {{"m", uint64_t(m)}};
-    c.buffers = {{"a_ptr", a, m * 256, Fill::Moderate},
-                 {"wq_ptr", DataType::u(8), wbytes, Fill::Moderate},
-                 {"s_ptr", a, 2 * 64, Fill::Positive},
-                 {"z_ptr", a, 2 * 64, Fill::Moderate},
-                 {"c_ptr", a, m * 64, Fill::Zero, 0, 1e-2}};
-    runCase(c);
+    a16wxCases(std::string("a16wx_") + wt, d, m, 1);
   }
-  for (auto [wt, bits, at, m, splitk] :
-       {std::tuple{"u4", 4, "f16", 1, "4"}, std::tuple{"i6", 6, "bf16", 13, "2"},
-        std::tuple{"f8e4m3", 8, "f16", 16, "8"}, std::tuple{"u4", 4, "f16", 40, "4"}}) {
+  for (auto [wt, at, m, splitk] :
+       {std::tuple{"u4", "f16", 1, "4"}, std::tuple{"i6", "bf16", 13, "2"},
+        std::tuple{"f8e4m3", "f16", 16, "8"}, std::tuple{"u4", "f16", 40, "4"}}) {
     // split-K: SPLITK blocks per tile of C combine f32 partial sums with AtomicAdd in a
     // requires_clean workspace, the last block (by ticket) rounds and stores; m = 40 is past
     // SPLITM (one block per tile, same kernel). KS = 2: 8 steps of K to split. Three launches:
@@ -1657,48 +1666,19 @@ void libraryPrograms() {
       d["SPLITK"] = "1";
       d["SPLIT1"] = splitk;
     }
-    DataType w = *DataType::parse(wt), a = *DataType::parse(at);
-    int64_t wbytes = 64 * 256 * bits / 8;
-    std::string name = std::string("a16wx_splitk") + splitk + "_" + wt + "_m" + std::to_string(m);
-    Case p{name + "_pack", programText("quant/a16wx.tasm"), "pack", d};
-    p.buffers = {{"w_ptr", w, 64 * 256, Fill::Random},
-                 {"wq_ptr", DataType::u(8), wbytes, Fill::Zero}};
-    runCase(p);
-    Case c{name, programText("quant/a16wx.tasm"), "matmul", d};
-    c.scalars = {{"m", uint64_t(m)}};
-    c.launches = 3;
-    c.buffers = {{"a_ptr", a, m * 256, Fill::Moderate},
-                 {"wq_ptr", DataType::u(8), wbytes, Fill::Moderate},
-                 {"s_ptr", a, 4 * 64, Fill::Positive},
-                 {"z_ptr", a, 4 * 64, Fill::Moderate},
-                 {"c_ptr", a, m * 64, Fill::Zero, 0, 1e-2}};
-    runCase(c);
+    a16wxCases(std::string("a16wx_splitk") + splitk + "_" + wt + "_m" + std::to_string(m), d, m, 3);
   }
-  for (auto [wt, bits, at, m, zero] :
-       {std::tuple{"u4", 4, "f16", 5, "0"}, std::tuple{"i6", 6, "bf16", 130, "1"},
-        std::tuple{"f8e4m3", 8, "f16", 64, "1"}, std::tuple{"u3", 3, "f16", 200, "0"},
-        std::tuple{"u1", 1, "bf16", 1, "1"}}) {
+  for (auto [wt, at, m, zero] :
+       {std::tuple{"u4", "f16", 5, "0"}, std::tuple{"i6", "bf16", 130, "1"},
+        std::tuple{"f8e4m3", "f16", 64, "1"}, std::tuple{"u3", "f16", 200, "0"},
+        std::tuple{"u1", "bf16", 1, "1"}}) {
     // the prefill kernel: wgmma on activation tiles and weights dequantised in shared memory
     // (its own packed layout), m within one 128-row tile and past it, with and without zero
     // points (their group sums by a second n = 8 wgmma with a tile of ones)
     std::map<std::string, std::string> d = {{"WT", wt},      {"AT", at},  {"N", "256"},
                                             {"K", "256"},    {"G", "64"}, {"ZERO", zero},
                                             {"PREFILL", "1"}};
-    DataType w = *DataType::parse(wt), a = *DataType::parse(at);
-    int64_t wbytes = 256 * 256 * bits / 8;
-    std::string name = std::string("a16wx_prefill_") + wt + "_m" + std::to_string(m);
-    Case p{name + "_pack", programText("quant/a16wx.tasm"), "pack", d};
-    p.buffers = {{"w_ptr", w, 256 * 256, Fill::Random},
-                 {"wq_ptr", DataType::u(8), wbytes, Fill::Zero}};
-    runCase(p);
-    Case c{name, programText("quant/a16wx.tasm"), "matmul", d};
-    c.scalars = {{"m", uint64_t(m)}};
-    c.buffers = {{"a_ptr", a, m * 256, Fill::Moderate},
-                 {"wq_ptr", DataType::u(8), wbytes, Fill::Moderate},
-                 {"s_ptr", a, 4 * 256, Fill::Positive},
-                 {"z_ptr", a, 4 * 256, Fill::Moderate},
-                 {"c_ptr", a, m * 256, Fill::Zero, 0, 1e-2}};
-    runCase(c);
+    a16wxCases(std::string("a16wx_prefill_") + wt + "_m" + std::to_string(m), d, m, 1);
   }
   {
     Case c{"f32_u2", programText("variants/matmul_f32_u2.tasm")};
