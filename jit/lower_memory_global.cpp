@@ -7,11 +7,13 @@
 //
 // Consecutive local slots that hold consecutive elements of a dimension with a constant unit
 // stride form groups of 4, 8 or 16 bytes. Each group is one predicated inline-PTX access
-// (`@p ld.global.v4.b32`, destination zeroed first; `@p st.global.v4.b32`) predicated on "whole
-// group in bounds and address aligned" (the pointer's alignment is only known at run time); a
-// normally untaken branch handles partial or misaligned groups element by element. Single
-// elements are predicated accesses too, so the common path has no branch, and inline PTX keeps
-// LLVM from splitting the vectors again.
+// (`@%p ld.global.v4.b32`, destination zeroed first; `@%p st.global.v4.b32`; the predicate is a
+// `.pred` operand of the statement) predicated on "whole group in bounds and address aligned"
+// (the pointer's alignment is only known at run time); a normally untaken branch handles
+// partial or misaligned groups element by element (in instructions with kAsmElementPaths
+// grouped slots or more as one inline-PTX statement per group). Single elements are predicated
+// accesses too, so the common path has no branch, and inline PTX keeps LLVM from splitting the
+// vectors again.
 //
 // Sub-byte (bit-packed) elements group the same way into runs of whole bytes
 // (lower_memory_packed.cpp): a run of consecutive elements along a unit stride whose element
@@ -29,6 +31,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -143,6 +146,8 @@ struct GlobalAccess {
   /// lo and hi saturated to [-1, 2^31 - 1] as i32 (narrowBounds), for the element paths'
   /// comparisons with non-negative constants; nullptr where not computed.
   std::vector<llvm::Value *> lo32, hi32;
+  /// The alignment tests of the groups so far (groupAligned), in the instruction's main line.
+  std::map<std::vector<int64_t>, llvm::Value *> aligned;
 };
 
 /// lo_d <= loc_d < hi_d in one dimension.
@@ -238,9 +243,8 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
     text = load;
     constraints += "l";
   } else {
-    text = cat({"{ .reg .pred p; setp.ne.b32 p, $", std::to_string(words + 1), ", 0; ", zero, "@p ",
-                load, " }"});
-    constraints += "l,r";
+    text = cat({"{ ", zero, "@$", std::to_string(words + 1), " ", load, " }"});
+    constraints += "l,b";
   }
   llvm::Type *wordType = narrow ? b.getInt16Ty() : b.getInt32Ty();
   llvm::Type *ret = wordType;
@@ -249,8 +253,8 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
   std::vector<llvm::Type *> params = {b.getInt64Ty()};
   std::vector<llvm::Value *> args = {b.CreatePtrToInt(addr, b.getInt64Ty())};
   if (!always) {
-    params.push_back(b.getInt32Ty());
-    args.push_back(b.CreateZExt(pred, b.getInt32Ty()));
+    params.push_back(b.getInt1Ty());
+    args.push_back(pred);
   }
   auto *asmType = llvm::FunctionType::get(ret, params, false);
   llvm::InlineAsm *ia = llvm::InlineAsm::get(asmType, text, constraints, /*hasSideEffects=*/true);
@@ -277,14 +281,13 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
   }
   std::string store = cat({"st.global.", vec, type, " [$", std::to_string(first - 1), "], ",
                            n == 1 ? regs : cat({"{", regs, "}"}), ";"});
-  std::string text =
-      always ? store : cat({"{ .reg .pred p; setp.ne.b32 p, $0, 0; @p ", store, " }"});
-  std::string constraints = always ? "l" : "r,l";
+  std::string text = always ? store : cat({"@$0 ", store});
+  std::string constraints = always ? "l" : "b,l";
   std::vector<llvm::Type *> params;
   std::vector<llvm::Value *> args;
   if (!always) {
-    params.push_back(b.getInt32Ty());
-    args.push_back(b.CreateZExt(pred, b.getInt32Ty()));
+    params.push_back(b.getInt1Ty());
+    args.push_back(pred);
   }
   params.push_back(b.getInt64Ty());
   args.push_back(b.CreatePtrToInt(addr, b.getInt64Ty()));
@@ -399,7 +402,28 @@ struct GroupTests {
   }
 };
 
-GroupTests groupTests(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, const LayoutMap &map,
+/// alignedTest of a group's address, shared by the groups whose addresses differ from an
+/// earlier group's by a constant multiple of `bytes` (the same local part in the dimensions of
+/// run-time stride): one test per row of a tile instead of one per group.
+llvm::Value *groupAligned(llvm::IRBuilder<> &b, GlobalAccess &a, llvm::Value *ptr,
+                          llvm::Value *addr, llvm::Value *elem, const int64_t *loc, int rank,
+                          int es, int bytes) {
+  std::vector<int64_t> key = {bytes};
+  int64_t constant = 0;
+  for (int k = 0; k < rank; ++k) {
+    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(a.stride[size_t(k)]))
+      constant += loc[k] * c->getSExtValue();
+    else
+      key.push_back(loc[k]);
+  }
+  key.push_back(((constant * es) % bytes + bytes) % bytes);
+  llvm::Value *&test = a.aligned[key];
+  if (!test)
+    test = alignedTest(b, ptr, addr, elem, es, bytes);
+  return test;
+}
+
+GroupTests groupTests(Codegen &cg, GlobalAccess &a, llvm::Value *ptr, const LayoutMap &map,
                       const SlotGroup &g, DataType t) {
   llvm::IRBuilder<> &b = cg.b;
   int rank = map.rank();
@@ -421,7 +445,7 @@ GroupTests groupTests(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, cons
     tests.addr = b.CreateGEP(b.getInt8Ty(), ptr, b.CreateMul(elem, cg.constI64(es)));
     tests.bytes = es * int(g.count);
     tests.unit = tests.bytes;
-    tests.aligned = alignedTest(b, ptr, tests.addr, elem, es, tests.bytes);
+    tests.aligned = groupAligned(b, a, ptr, tests.addr, elem, first, rank, es, tests.bytes);
   }
   tests.othersIn = inBoundsExcept(b, a, first, rank, g.dim);
   tests.runIn = b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
