@@ -141,7 +141,8 @@ llvm::Value *Codegen::sharedElementAddress(VarId root, llvm::Value *elem, DataTy
 namespace {
 
 /// The aligned 32-bit words holding bits [bit, bit + n) of the bytes at `ptr`: their addresses
-/// and the offset of `bit` within the first word.
+/// and the offset of `bit` within the first word. For N dividing 8 an element lies within one
+/// byte and so within the first word (the loads and stores then leave the second one alone).
 struct PackedWords {
   llvm::Value *first; // ptr
   llvm::Value *last;  // ptr
@@ -184,6 +185,8 @@ llvm::Value *Codegen::loadElement(llvm::Value *ptr, llvm::Value *elem, DataType 
   PackedWords w = packedWords(b, ptr, bit, sb);
   llvm::Value *lo =
       b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.first, llvm::Align(4)), b.getInt64Ty());
+  if (8 % sb == 0) // within one byte, so within one word
+    return b.CreateTrunc(b.CreateLShr(lo, w.shift), elemType(t));
   llvm::Value *hi =
       b.CreateZExt(b.CreateAlignedLoad(b.getInt32Ty(), w.last, llvm::Align(4)), b.getInt64Ty());
   llvm::Value *pair = b.CreateOr(lo, b.CreateSelect(w.same, constI64(0), b.CreateShl(hi, 32)));
@@ -215,6 +218,8 @@ void Codegen::storeElement(llvm::Value *ptr, llvm::Value *elem, DataType t, llvm
                       llvm::AtomicOrdering::Monotonic);
   };
   update(w.first, mask, bits);
+  if (8 % sb == 0) // within one byte, so within one word
+    return;
   // The high part is empty when the element does not cross into the next word.
   update(w.last, b.CreateSelect(w.same, constI64(0), b.CreateLShr(mask, 32)),
          b.CreateSelect(w.same, constI64(0), b.CreateLShr(bits, 32)));
