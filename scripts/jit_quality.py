@@ -61,6 +61,19 @@ def emit(tool, path, kernel, spec, runs):
     return ptx, dict(zip(["setup", "ir", "opt", "ptx", "total"], med))
 
 
+def statements(line):
+    """The instructions of one PTX line: none for labels, directives, comments and braces; each
+    statement of an inline-asm block written on one line (`{ .reg .pred p; setp...; @p ld...; }`)."""
+    if not line or line.endswith(":") or line.startswith(("//", ".", "}")):
+        return []
+    if not line.startswith("{"):
+        return [line]
+    if ";" not in line:  # an operand list of a statement that spans lines
+        return []
+    parts = [p.strip() for p in line.strip("{} ").split(";")]
+    return [p for p in parts if p and not p.startswith(".")]
+
+
 def loops(ptx):
     """Each backward branch's loop: instruction count and counts by opcode."""
     lines = [l.strip() for l in ptx.splitlines()]
@@ -74,12 +87,11 @@ def loops(ptx):
         if not m or m.group(1) not in labels or labels[m.group(1)] > j:
             continue
         ops = collections.Counter()
-        for body in lines[labels[m.group(1)]:j + 1]:
-            if not body or body.endswith(":") or body.startswith(("//", ".", "{", "}")):
-                continue
-            body = re.sub(r"^@!?%\w+\s+", "", body)
-            op = body.split()[0].rstrip(";")
-            ops[op] += 1
+        for line in lines[labels[m.group(1)]:j + 1]:
+            for body in statements(line):
+                body = re.sub(r"^@!?%?\w+\s+", "", body)
+                op = body.split()[0].rstrip(";")
+                ops[op] += 1
         result.append({"label": m.group(1), "instructions": sum(ops.values()),
                        "ops": dict(sorted(ops.items()))})
     return result
