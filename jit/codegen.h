@@ -262,6 +262,11 @@ public:
                       int elemBytes);
   llvm::Value *loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
                                   DataType t);
+  /// The address of row-major element `linear` (i64) of a tensor staged at `byteOffset`, and
+  /// the load of one element from such an address (addresses of further elements: constant
+  /// byte offsets from it, one GEP each).
+  llvm::Value *scratchAddress(llvm::Value *linear, int64_t byteOffset, int elemBytes);
+  llvm::Value *loadScratchAt(llvm::Value *addr, int elemBytes, DataType t);
   /// Every local slot of `map` read back from a tensor of its shape staged at offset 0.
   std::vector<llvm::Value *> loadScratchSlots(const LayoutMap &map, int elemBytes, DataType t);
   /// A `runtime` error unless the scratch area holds a tensor of `shape` at `elemBytes` per

@@ -19,15 +19,14 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
   for (int d = 0; d < map.rank(); ++d)
     threadLinear =
         addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
-  llvm::Value *base = b.CreateGEP(b.getInt8Ty(), scratchBase(), constI64(byteOffset));
   emitIf(isPrimary(map), "stage", [&] {
+    // the thread's first element, then each slot at a constant offset from it
+    llvm::Value *first = scratchAddress(threadLinear, byteOffset, elemBytes);
     for (int64_t i = 0; i < map.locals(); ++i) {
       int64_t c = 0;
       for (int d = 0; d < map.rank(); ++d)
         c += map.localPart(i)[d] * strides[size_t(d)];
-      llvm::Value *linear = addFolded(b, threadLinear, constI64(c));
-      llvm::Value *addr =
-          b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(linear, constI64(elemBytes)));
+      llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), first, constI64(c * elemBytes));
       llvm::Value *value = slots[size_t(i)];
       if (t.isBool() || t.isSubByte())
         value = b.CreateZExt(toBits(value, t), b.getInt8Ty());
@@ -36,10 +35,12 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
   });
 }
 
-llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
-                                         DataType t) {
+llvm::Value *Codegen::scratchAddress(llvm::Value *linear, int64_t byteOffset, int elemBytes) {
   llvm::Value *base = b.CreateGEP(b.getInt8Ty(), scratchBase(), constI64(byteOffset));
-  llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(linear, constI64(elemBytes)));
+  return b.CreateGEP(b.getInt8Ty(), base, mulFolded(b, linear, constI64(elemBytes)));
+}
+
+llvm::Value *Codegen::loadScratchAt(llvm::Value *addr, int elemBytes, DataType t) {
   if (t.isBool() || t.isSubByte()) {
     llvm::Value *byte = b.CreateAlignedLoad(b.getInt8Ty(), addr, llvm::Align(1));
     if (t.isBool())
@@ -49,18 +50,28 @@ llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset
   return b.CreateAlignedLoad(elemType(t), addr, llvm::Align(uint64_t(elemBytes)));
 }
 
+llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset, int elemBytes,
+                                         DataType t) {
+  return loadScratchAt(scratchAddress(linear, byteOffset, elemBytes), elemBytes, t);
+}
+
 std::vector<llvm::Value *> Codegen::loadScratchSlots(const LayoutMap &map, int elemBytes,
                                                      DataType t) {
+  // sum_d (S_d + Loc_d(i)) stride_d: the thread's part once, each slot's a constant offset
   const std::vector<llvm::Value *> &s = threadPart(map);
   std::vector<int64_t> strides = rowMajorStrides(map.shape());
+  llvm::Value *threadLinear = constI64(0);
+  for (int d = 0; d < map.rank(); ++d)
+    threadLinear =
+        addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
+  llvm::Value *first = scratchAddress(threadLinear, 0, elemBytes);
   std::vector<llvm::Value *> out(size_t(map.locals()));
   for (int64_t i = 0; i < map.locals(); ++i) {
-    llvm::Value *linear = constI64(0);
-    for (int d = 0; d < map.rank(); ++d) {
-      llvm::Value *x = addFolded(b, s[size_t(d)], constI64(map.localPart(i)[d]));
-      linear = addFolded(b, linear, mulFolded(b, x, constI64(strides[size_t(d)])));
-    }
-    out[size_t(i)] = loadScratchElement(linear, 0, elemBytes, t);
+    int64_t c = 0;
+    for (int d = 0; d < map.rank(); ++d)
+      c += map.localPart(i)[d] * strides[size_t(d)];
+    out[size_t(i)] =
+        loadScratchAt(b.CreateGEP(b.getInt8Ty(), first, constI64(c * elemBytes)), elemBytes, t);
   }
   return out;
 }

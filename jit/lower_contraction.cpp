@@ -196,38 +196,49 @@ Status ContractionLowering::visitReduce(const Instruction &inst) {
   std::vector<int64_t> strides = rowMajorStrides(source.shape());
   int64_t length = source.shape()[size_t(dim)];
   const std::vector<llvm::Value *> &s = cg.threadPart(result);
+  // Row-major offset of the first element (index 0 along dim) of result element (t, i):
+  // sum over the kept dimensions of (S(t) + Loc(i)) times the source's stride, the thread's
+  // part once and each slot's as a constant.
+  std::vector<std::pair<int, int>> kept; // (source dimension, result dimension)
+  for (int d = 0, rd = 0; d < source.rank(); ++d) {
+    if (d == dim) {
+      rd += keepDim ? 1 : 0;
+      continue;
+    }
+    kept.emplace_back(d, rd++);
+  }
+  llvm::Value *threadLinear = cg.constI64(0);
+  for (auto [d, rd] : kept)
+    threadLinear =
+        addFolded(b, threadLinear, mulFolded(b, s[size_t(rd)], cg.constI64(strides[size_t(d)])));
+  llvm::Value *threadFirst = cg.scratchAddress(threadLinear, 0, elemBytes);
   std::vector<llvm::Value *> out(size_t(result.locals()));
   for (int64_t i = 0; i < result.locals(); ++i) {
-    // Row-major offset of the first element (index 0 along dim) of this result element.
-    llvm::Value *base = cg.constI64(0);
-    int rd = 0;
-    for (int d = 0; d < source.rank(); ++d) {
-      if (d == dim) {
-        if (keepDim)
-          ++rd;
-        continue;
-      }
-      llvm::Value *x = addFolded(b, s[size_t(rd)], cg.constI64(result.localPart(i)[rd]));
-      base = addFolded(b, base, mulFolded(b, x, cg.constI64(strides[size_t(d)])));
-      ++rd;
-    }
-    llvm::Value *first = toAcc(cg, acc, cg.loadScratchElement(base, 0, elemBytes, t), t);
+    int64_t c = 0;
+    for (auto [d, rd] : kept)
+      c += result.localPart(i)[rd] * strides[size_t(d)];
+    int64_t step = strides[size_t(dim)];
+    auto element = [&](int64_t j) { // element j along dim, a constant offset from threadFirst
+      llvm::Value *addr =
+          b.CreateGEP(b.getInt8Ty(), threadFirst, cg.constI64((c + j * step) * elemBytes));
+      return toAcc(cg, acc, cg.loadScratchAt(addr, elemBytes, t), t);
+    };
+    llvm::Value *first = element(0);
     if (length <= 16) {
       llvm::Value *v = first;
-      for (int64_t j = 1; j < length; ++j) {
-        llvm::Value *e = b.CreateAdd(base, cg.constI64(j * strides[size_t(dim)]));
-        v = combine(cg, acc, v, toAcc(cg, acc, cg.loadScratchElement(e, 0, elemBytes, t), t));
-      }
+      for (int64_t j = 1; j < length; ++j)
+        v = combine(cg, acc, v, element(j));
       out[size_t(i)] = fromAcc(cg, acc, v, rt);
       continue;
     }
-    auto element = [&](llvm::Value *j, const std::vector<llvm::Value *> &v) {
-      llvm::Value *e = b.CreateAdd(base, b.CreateMul(j, cg.constI64(strides[size_t(dim)])));
+    llvm::Value *base = addFolded(b, threadLinear, cg.constI64(c));
+    auto loopElement = [&](llvm::Value *j, const std::vector<llvm::Value *> &v) {
+      llvm::Value *e = b.CreateAdd(base, b.CreateMul(j, cg.constI64(step)));
       return std::vector<llvm::Value *>{
           combine(cg, acc, v[0], toAcc(cg, acc, cg.loadScratchElement(e, 0, elemBytes, t), t))};
     };
-    llvm::Value *last =
-        cg.emitCountedLoop("reduce", cg.constI64(1), cg.constI64(length), 1, {first}, element)[0];
+    llvm::Value *last = cg.emitCountedLoop("reduce", cg.constI64(1), cg.constI64(length), 1,
+                                           {first}, loopElement)[0];
     out[size_t(i)] = fromAcc(cg, acc, last, rt);
   }
   cg.barrier();
