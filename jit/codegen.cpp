@@ -654,7 +654,19 @@ Codegen::emitLoop(const llvm::Twine &name, llvm::Value *start, llvm::Value *step
 // ---- dispatch ----------------------------------------------------------------------------------
 
 Status Codegen::lowerInstruction(const Instruction &inst) {
-  return visitInstruction(inst.opcode, *router_, inst);
+  if (!countIr_)
+    return visitInstruction(inst.opcode, *router_, inst);
+  auto instructions = [&] {
+    int64_t n = 0;
+    for (const llvm::BasicBlock &block : *fn_)
+      n += int64_t(block.size());
+    return n;
+  };
+  int64_t before = instructions();
+  Status status = visitInstruction(inst.opcode, *router_, inst);
+  irCounts_.push_back(
+      {size_t(&inst - prog.instructions.data()), inst.spec().name, instructions() - before});
+  return status;
 }
 
 Status InstructionRouter::visitInvalid(const Instruction &inst) {

@@ -99,6 +99,17 @@ public:
   /// Build the kernel function.
   Status run();
 
+  /// The IR instructions that lowering each program instruction added (TILUSVM_JIT_TIMING=2):
+  /// switched on by countIr(true) before run(), then one entry per lowered instruction, in
+  /// program order.
+  struct IrCount {
+    size_t index;     // in Program::instructions
+    const char *name; // the opcode's assembly name
+    int64_t instructions;
+  };
+  void countIr(bool on) { countIr_ = on; }
+  const std::vector<IrCount> &irCounts() const { return irCounts_; }
+
   llvm::Function *kernel() const { return fn_; }
 
   // ---- the builder and the inputs (used by every lowerer) ------------------------------------
@@ -292,6 +303,8 @@ private:
   Status lowerIf(const Stmt &stmt);
   Status lowerWhile(const Stmt &stmt);
 
+  bool countIr_ = false;
+  std::vector<IrCount> irCounts_;
   InstructionRouter *router_ = nullptr; // during run()
   llvm::Function *fn_ = nullptr;
   llvm::BasicBlock *entry_ = nullptr;

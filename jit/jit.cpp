@@ -31,9 +31,11 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <mutex>
 
 namespace tilus {
@@ -71,13 +73,44 @@ double threadMs() {
   return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
 }
 
-/// TILUSVM_JIT_TIMING=1: one line per compilation on stderr with the time of each phase.
-bool timingEnabled() {
-  static const bool enabled = [] {
+/// TILUSVM_JIT_TIMING=1: one line per compilation on stderr with the time of each phase; =2
+/// adds a line with the IR that the program's instructions lowered to (irReport).
+int timingLevel() {
+  static const int level = [] {
     const char *v = std::getenv("TILUSVM_JIT_TIMING");
-    return v && *v && std::string(v) != "0";
+    if (!v || !*v || std::string(v) == "0")
+      return 0;
+    return std::string(v) == "2" ? 2 : 1;
   }();
-  return enabled;
+  return level;
+}
+
+bool timingEnabled() { return timingLevel() > 0; }
+
+/// "jit: NAME IR before optimisation: N instructions; by opcode: Reduce 4100, ...; largest:
+/// #69 Reduce 2893, ..." (the ten largest opcodes and instructions).
+void irReport(const std::string &name, const std::vector<jit::Codegen::IrCount> &counts) {
+  std::map<std::string, int64_t> byOpcode;
+  int64_t total = 0;
+  for (const jit::Codegen::IrCount &c : counts) {
+    byOpcode[c.name] += c.instructions;
+    total += c.instructions;
+  }
+  std::vector<std::pair<std::string, int64_t>> opcodes(byOpcode.begin(), byOpcode.end());
+  std::stable_sort(opcodes.begin(), opcodes.end(),
+                   [](const auto &x, const auto &y) { return x.second > y.second; });
+  std::vector<jit::Codegen::IrCount> largest = counts;
+  std::stable_sort(largest.begin(), largest.end(),
+                   [](const auto &x, const auto &y) { return x.instructions > y.instructions; });
+  std::string line = "jit: " + name + " IR before optimisation: " + std::to_string(total) +
+                     " instructions; by opcode:";
+  for (size_t k = 0; k < opcodes.size() && k < 10; ++k)
+    line += (k ? ", " : " ") + opcodes[k].first + " " + std::to_string(opcodes[k].second);
+  line += "; largest:";
+  for (size_t k = 0; k < largest.size() && k < 10; ++k)
+    line += (k ? ", #" : " #") + std::to_string(largest[k].index) + " " + largest[k].name + " " +
+            std::to_string(largest[k].instructions);
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 Status jitError(const std::string &message) { return Status::error(ErrorCode::Jit, message); }
@@ -333,9 +366,12 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   c.module->setDataLayout((*tm)->createDataLayout());
   double t1 = threadMs();
   jit::Codegen cg(*c.module, program, info, options);
+  cg.countIr(timingLevel() >= 2);
   Status status = cg.run();
   if (!status.ok())
     return status;
+  if (timingLevel() >= 2)
+    irReport(cg.kernel()->getName().str(), cg.irCounts());
   TILUSVM_TRY(materializeUsed(*c.module));
   jit::dropUnseenNaNCanonicalizations(*cg.kernel());
   jit::foldZeroWgmmaAccumulators(*cg.kernel());

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""TILUSVM_JIT_TIMING (docs/jit.md, "JIT time"): with 1, one line per compilation with the thread
+CPU time of each phase; with 2, also the IR that the program's instructions lowered to, by
+opcode and the largest instructions, whose numbers add up to the total.
+
+Usage: test_jit_timing.py TILUS_ASM"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+PROGRAM = """def copy<cdiv(n, 1024)>(f16* x_ptr, f16* y_ptr, i32 n) threads=32:
+    bi = BlockIndices()
+    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(32).local(32), offset=[bi * 1024:])
+    StoreGlobal(Add(x, x), ViewGlobal(y_ptr, shape=[n]), offset=[bi * 1024:])
+"""
+PHASES = re.compile(r"^jit: copy sm_90: setup [\d.]+ ms, IR [\d.]+ ms, optimisation [\d.]+ ms, "
+                    r"PTX [\d.]+ ms, total [\d.]+ ms \(thread CPU time\)$")
+IR = re.compile(r"^jit: copy IR before optimisation: (\d+) instructions; by opcode: (.*); "
+                r"largest: (.*)$")
+
+
+def run(tool, source, level):
+    env = dict(os.environ, TILUSVM_JIT_TIMING=level)
+    r = subprocess.run([tool, source, "--emit", "ptx", "-o", os.devnull], capture_output=True,
+                       text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"tilus-asm failed with TILUSVM_JIT_TIMING={level}: {r.stderr}")
+    return [line for line in r.stderr.splitlines() if line]
+
+
+def main():
+    tool = sys.argv[1]
+    failures = []
+    with tempfile.TemporaryDirectory() as d:
+        source = os.path.join(d, "copy.tasm")
+        with open(source, "w") as f:
+            f.write(PROGRAM)
+        if run(tool, source, "0"):
+            failures.append("TILUSVM_JIT_TIMING=0 printed something")
+        one = run(tool, source, "1")
+        if len(one) != 1 or not PHASES.match(one[0]):
+            failures.append(f"TILUSVM_JIT_TIMING=1: {one}")
+        two = run(tool, source, "2")
+        if len(two) != 2 or not IR.match(two[0]) or not PHASES.match(two[1]):
+            failures.append(f"TILUSVM_JIT_TIMING=2: {two}")
+        else:
+            total, by_opcode, largest = IR.match(two[0]).groups()
+            opcodes = {}
+            for item in by_opcode.split(", "):
+                name, count = item.split(" ")
+                opcodes[name] = int(count)
+            # the program's instructions in order: BlockIndices, ViewGlobal, LoadGlobal, Add,
+            # ViewGlobal, StoreGlobal (six, under the ten listed)
+            if set(opcodes) != {"BlockIndices", "ViewGlobal", "LoadGlobal", "Add", "StoreGlobal"}:
+                failures.append(f"opcodes {sorted(opcodes)}")
+            if sum(opcodes.values()) != int(total):
+                failures.append(f"by opcode {opcodes} does not add up to {total}")
+            instructions = {}
+            for item in largest.split(", "):
+                index, name, count = item.split(" ")
+                instructions[int(index.lstrip("#"))] = (name, int(count))
+            want = {0: "BlockIndices", 1: "ViewGlobal", 2: "LoadGlobal", 3: "Add", 4: "ViewGlobal",
+                    5: "StoreGlobal"}
+            if {k: v[0] for k, v in instructions.items()} != want:
+                failures.append(f"instructions {instructions}")
+            if sum(v[1] for v in instructions.values()) != int(total):
+                failures.append(f"by instruction {instructions} does not add up to {total}")
+            counts = [v[1] for v in instructions.values()]
+            listed = [int(item.split(" ")[2]) for item in largest.split(", ")]
+            if listed != sorted(counts, reverse=True):
+                failures.append(f"largest not in decreasing order: {largest}")
+            # 32 f16 per thread: the loads and stores are the bulk, not the scalar set-up
+            if not instructions[2][1] > instructions[0][1] or not instructions[5][1] > 50:
+                failures.append(f"implausible counts {instructions}")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{'FAILED' if failures else 'passed'}: TILUSVM_JIT_TIMING output")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
