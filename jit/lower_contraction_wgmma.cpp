@@ -1,8 +1,12 @@
 // wgmma (docs/isa.md, "wgmma"), sm_90a only: Wgmma issues, per k step and per m64 atom of the
-// calling thread's warpgroup, one wgmma.mma_async with both operands in shared memory through
-// matrix descriptors (the checker's WgmmaPlan: mode, LBO, SBO and the start relative to the
-// operand view's origin), accumulating in place into the thread's slots of c (the fragment
-// layout puts atom r's registers at slots [r n / 2, (r + 1) n / 2) in PTX order).
+// calling thread's warpgroup, one wgmma.mma_async with its shared operands read through matrix
+// descriptors (the checker's WgmmaPlan: mode, LBO, SBO and the start relative to the operand
+// view's origin), accumulating in place into the thread's slots of c (the fragment layout puts
+// atom r's registers at slots [r n / 2, (r + 1) n / 2) in PTX order). A register A operand is
+// passed as four 32-bit registers per atom and k step, packed from the thread's slots of a (the
+// A fragment layout puts register j of atom r, k step s at slots (r ksteps + s) 4e + j e + l,
+// e = 32 / element bits, element l in bits [l bits, (l + 1) bits)); the asm's operands are then
+// "r,r,r,r" (A), "l" (descriptor B), "r" (scale-d) before the tied accumulators.
 //
 // The accumulators are written by the tensor cores until wgmma.wait_group: the asm statements
 // tie them as outputs to inputs, and WgmmaWaitGroup(0) passes every accumulator issued so far
@@ -53,6 +57,21 @@ llvm::Value *originAddress(Codegen &cg, VarId v) {
                              cg.b.getInt32Ty());
 }
 
+/// The 32-bit register of `count` elements of type t at slots [first, first + count), the
+/// first in the lowest bits.
+llvm::Value *packRegister(Codegen &cg, const std::vector<llvm::Value *> &slots, int64_t first,
+                          int64_t count, DataType t) {
+  llvm::IRBuilder<> &b = cg.b;
+  llvm::Value *packed = nullptr;
+  for (int64_t l = 0; l < count; ++l) {
+    llvm::Value *raw = b.CreateZExt(cg.toBits(slots[size_t(first + l)], t), b.getInt32Ty());
+    if (l != 0)
+      raw = b.CreateShl(raw, cg.constI32(int32_t(l * t.storageBits())));
+    packed = packed ? b.CreateOr(packed, raw) : raw;
+  }
+  return packed;
+}
+
 const char *ptxType(DataType t) {
   if (t == DataType::f16())
     return "f16";
@@ -78,36 +97,62 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
   llvm::Value *wg = b.CreateLShr(cg.tid(), cg.constI32(7));
   llvm::Value *wgI = b.CreateUDiv(wg, cg.constI32(plan.wgN));
   llvm::Value *wgJ = b.CreateURem(wg, cg.constI32(plan.wgN));
-  llvm::Value *originA = originAddress(cg, va);
+  llvm::Value *originA = plan.registerA ? nullptr : originAddress(cg, va);
   llvm::Value *originB = originAddress(cg, vb);
+  std::vector<llvm::Value *> slotsA;
+  if (plan.registerA)
+    slotsA = cg.readRegister(va);
   int64_t q = plan.n / 2; // accumulator registers per atom
   std::string regs;
   for (int64_t r = 0; r < q; ++r) {
     regs += r ? ", $" : "$";
     regs += std::to_string(r);
   }
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(q + 2) +
+  // operands after the accumulators: descriptor A or four A registers, descriptor B, scale-d
+  int64_t fixedA = plan.registerA ? 4 : 1;
+  // (appends: GCC 12 warns falsely about string literal + std::string)
+  std::string operandA = plan.registerA ? "{" : "";
+  for (int64_t j = 0; j < fixedA; ++j) {
+    operandA += j ? ", $" : "$";
+    operandA += std::to_string(q + j);
+  }
+  if (plan.registerA)
+    operandA += "}";
+  // imm-trans-a exists only for shared 16-bit A; imm-trans-b only for 16-bit types
+  std::string transposes;
+  if (!fp8) {
+    transposes = plan.registerA ? ", " : ", 0, ";
+    transposes += plan.transB ? "1" : "0";
+  }
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(q + fixedA + 1) +
                      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(plan.n) + "k" +
                      std::to_string(plan.atomK) + ".f32." + ptxType(ta) + "." + ptxType(tb) + " {" +
-                     regs + "}, $" + std::to_string(q) + ", $" + std::to_string(q + 1) +
-                     ", p, 1, 1" + (fp8 ? "" : std::string(", 0, ") + (plan.transB ? "1" : "0")) +
-                     ";\n}";
+                     regs + "}, " + operandA + ", $" + std::to_string(q + fixedA) + ", p, 1, 1" +
+                     transposes + ";\n}";
   std::string constraints;
   for (int64_t r = 0; r < q; ++r)
     constraints += "=f,";
-  constraints += "l,l,r";
+  constraints += plan.registerA ? "r,r,r,r,l,r" : "l,l,r";
   for (int64_t r = 0; r < q; ++r) {
     constraints += ',';
     constraints += std::to_string(r);
   }
+  int64_t perRegister = 32 / ta.storageBits(); // A elements per 32-bit register
   std::vector<llvm::Type *> outTypes(size_t(q), b.getFloatTy());
   llvm::Type *ret = llvm::StructType::get(ctx, outTypes);
   for (int64_t s = 0; s < plan.ksteps; ++s) {
     llvm::Value *descB = descriptor(cg, plan.b, plan.wgN, plan.ksteps, s, wgJ, originB);
     for (int64_t r = 0; r < plan.tilesM; ++r) {
-      llvm::Value *descA = descriptor(cg, plan.a, plan.wgM, plan.tilesM * plan.ksteps,
-                                      r * plan.ksteps + s, wgI, originA);
-      std::vector<llvm::Value *> args = {descA, descB, cg.constI32(1)};
+      std::vector<llvm::Value *> args;
+      if (plan.registerA)
+        for (int64_t j = 0; j < 4; ++j)
+          args.push_back(packRegister(cg, slotsA, ((r * plan.ksteps + s) * 4 + j) * perRegister,
+                                      perRegister, ta));
+      else
+        args.push_back(descriptor(cg, plan.a, plan.wgM, plan.tilesM * plan.ksteps,
+                                  r * plan.ksteps + s, wgI, originA));
+      args.push_back(descB);
+      args.push_back(cg.constI32(1));
       for (int64_t j = 0; j < q; ++j)
         args.push_back(slots[size_t(r * q + j)]);
       llvm::Value *out = emitVolatileAsm(cg, ret, text, constraints, args);

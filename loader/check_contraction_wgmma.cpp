@@ -1,5 +1,6 @@
-// Typing rules of wgmma (docs/isa.md, "wgmma"): Wgmma(a, b, c, out=c) with a [M, K] and b [K, N]
-// in shared memory and the accumulator c [M, N] in registers, issued by the block's warpgroups.
+// Typing rules of wgmma (docs/isa.md, "wgmma"): Wgmma(a, b, c, out=c) with a [M, K] in shared
+// memory or registers, b [K, N] in shared memory and the accumulator c [M, N] in registers,
+// issued by the block's warpgroups.
 //
 // The accumulator layout must be the wgmma fragment layout of some grid of warpgroups:
 //   spatial(wgM, wgN).local(tilesM, 1).spatial(4, 1).local(1, n / 8).local(2, 1).spatial(8, 4)
@@ -7,6 +8,9 @@
 // (thread t of warpgroup (i, j) holds, for atom r, rows 64 (i tilesM + r) + 16 (t / 32 % 4) +
 // t % 32 / 4 + 8 h and columns j n + 8 q + 2 (t % 4) + l at local slot r n / 2 + 4 q + 2 h + l,
 // which is the PTX D fragment of wgmma.m64nNk16 in register order).
+//
+// A register a must have the wgmma A fragment layout of the accumulator's grid, which must have
+// every warpgroup along M (isa/wgmma_fragment.h, wgmmaAFragment); its plan has no descriptors.
 //
 // Each shared operand must be a matrix-descriptor layout, per instruction atom: for a, the
 // 64 x atomK block at rows 64 (i tilesM + r), columns s atomK; for b, the atomK x n block at rows
@@ -71,11 +75,14 @@ int swizzleBitsOfMode(int mode) { return mode == 1 ? 3 : mode == 2 ? 2 : mode ==
 } // namespace
 
 bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
-  std::optional<std::array<const VarType *, 3>> operands =
-      contractionOperands(inst, VarKind::Shared);
-  if (!operands)
+  // a in registers or shared memory; b shared; c registers
+  const Argument &argA = inst.arg(ArgName::a);
+  bool registerA = argA.var != kNoId && info_.vars[argA.var].kind == VarKind::Register;
+  const VarType *a = tensorArg(inst, ArgName::a, registerA ? VarKind::Register : VarKind::Shared);
+  const VarType *b = a ? tensorArg(inst, ArgName::b, VarKind::Shared) : nullptr;
+  const VarType *c = b ? tensorArg(inst, ArgName::c, VarKind::Register) : nullptr;
+  if (!c)
     return false;
-  auto [a, b, c] = *operands;
   if (!inst.out || inst.results[0] != inst.arg(ArgName::c).var)
     return fail(ErrorCode::BadArgument, "Wgmma accumulates in place: write it Wgmma(a, b, c, "
                                         "out=c) with out= naming the accumulator c");
@@ -98,6 +105,7 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
                                            " are not [M, K] x [K, N] + [M, N]");
   int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
   WgmmaPlan plan;
+  plan.registerA = registerA;
   plan.atomK = fp8 ? 32 : 16;
   int elemBytes = ta.storageBits() / 8;
   if (threads_ % 128 != 0)
@@ -277,7 +285,27 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
   };
   std::string why;
   VarId va = inst.arg(ArgName::a).var, vb = inst.arg(ArgName::b).var;
-  if (!planOperand(*a, va, true, true, plan.a, why))
+  if (registerA) {
+    // a in registers: every warpgroup holds its own rows of A, so the grid has one column
+    if (plan.wgN != 1)
+      return fail(ErrorCode::WgmmaLayout,
+                  "Wgmma operand a (" + varName(va) +
+                      ") is in registers, which needs every warpgroup to compute whole rows "
+                      "(a grid of " +
+                      std::to_string(warpgroups) + " x 1 warpgroups, M a multiple of " +
+                      std::to_string(64 * warpgroups) + "), but the accumulator " + cl.toString() +
+                      " spreads " + std::to_string(plan.wgM) + " x " + std::to_string(plan.wgN) +
+                      " warpgroups; give the accumulator the layout with every warpgroup along "
+                      "M, or put a in shared memory");
+    std::optional<RegisterLayout> want =
+        wgmmaAFragment(plan.wgM, plan.tilesM, plan.ksteps, ta.storageBits());
+    if (!want || !(*want == *a->layout))
+      return fail(ErrorCode::WgmmaLayout,
+                  "Wgmma operand a (" + varName(va) + ") in registers has layout " +
+                      a->layout->toString() + ", not the wgmma A fragment layout " +
+                      wgmmaAFragmentText(plan.wgM, plan.tilesM, plan.ksteps, ta.storageBits()) +
+                      " of its accumulator's grid");
+  } else if (!planOperand(*a, va, true, true, plan.a, why))
     return fail(ErrorCode::WgmmaLayout,
                 "Wgmma operand a (" + varName(va) + ", layout " +
                     info_.vars[a->root].sharedLayout->toString() + "): " + why +

@@ -70,7 +70,8 @@ struct WgmmaDescriptor {
 struct WgmmaPlan {
   int wgM = 1, wgN = 1;
   int64_t tilesM = 1, n = 8, atomK = 16, ksteps = 1;
-  bool transB = false; // B is N-major (its N index contiguous): imm-trans-b = 1
+  bool transB = false;    // B is N-major (its N index contiguous): imm-trans-b = 1
+  bool registerA = false; // A is a register tensor in the wgmma A fragment layout (a is empty)
   std::vector<WgmmaDescriptor> a, b;
 };
 

@@ -4,6 +4,8 @@
 
 #include "isa/convert.h"
 
+#include <string_view>
+
 namespace tilus::cpu {
 
 BlockState::BlockState(const LaunchPlan &p) : plan(p), program(*p.program), info(*p.info) {
@@ -30,6 +32,9 @@ void BlockState::reset(int64_t block) {
   mbarriers.clear();
   wgmmaPending.assign(program.vars.size(), 0);
   wgmmaLast.assign(program.vars.size(), kNoId);
+  wgmmaReading.assign(program.vars.size(), 0);
+  wgmmaReader.assign(program.vars.size(), kNoId);
+  wgmmaRegisterReads = 0;
   wgmmaUncommitted.clear();
   wgmmaCommitted.clear();
   if (race)
@@ -77,6 +82,34 @@ Status BlockState::requireRegister(uint32_t instruction, VarId v) const {
     return Status::success();
   return fail(ErrorCode::Runtime, instruction,
               "register tensor `" + program.var(v).name + "` is used before it is assigned");
+}
+
+Status BlockState::checkWgmmaRegisterA(uint32_t index) const {
+  if (wgmmaRegisterReads == 0)
+    return Status::success();
+  const Instruction &inst = program.instructions[index];
+  auto reading = [&](VarId v) { return v != kNoId && v < wgmmaReading.size() && wgmmaReading[v]; };
+  for (VarId v : inst.results)
+    if (reading(v))
+      return fail(ErrorCode::Race, index,
+                  "register tensor `" + program.var(v).name + "` is written while " +
+                      plan.describe(wgmmaReader[v]) +
+                      " may still be reading it as its A operand (no covering WgmmaWaitGroup "
+                      "before the write)");
+  const std::vector<ArgSpec> &specs = inst.spec().args;
+  for (size_t k = 0; k < inst.args.size(); ++k) {
+    VarId v = inst.args[k].var;
+    if (!inst.args[k].isTensor() || !reading(v))
+      continue;
+    if (inst.opcode == Opcode::Wgmma && k < specs.size() && std::string_view(specs[k].name) == "a")
+      continue; // a further Wgmma reading the same A fragment
+    return fail(ErrorCode::Race, index,
+                "register tensor `" + program.var(v).name + "` is read while " +
+                    plan.describe(wgmmaReader[v]) +
+                    " may still be reading it as its A operand (only a further Wgmma may read "
+                    "it as its A operand before the covering WgmmaWaitGroup)");
+  }
+  return Status::success();
 }
 
 Status BlockState::requireShared(uint32_t instruction, VarId v) const {

@@ -43,10 +43,12 @@ struct MbarrierState {
   uint32_t initInstruction = kNoId;
 };
 
-/// One issued Wgmma: its accumulator and the shared elements it reads until its wait.
+/// One issued Wgmma: its accumulator, its A operand when that is a register tensor, and the
+/// shared elements it reads until its wait.
 struct PendingWgmma {
   VarId accumulator = kNoId;
   uint32_t instruction = kNoId;
+  VarId registerA = kNoId;
   std::vector<std::pair<VarId, int64_t>> operands; // (shared root, element)
 };
 
@@ -76,6 +78,10 @@ public:
   std::map<int64_t, MbarrierState> mbarriers;   // by byte address in shared memory
   /// Per VarId: Wgmma still accumulating into it (reads of it are errors) and the last one.
   std::vector<uint32_t> wgmmaPending, wgmmaLast;
+  /// Per VarId: Wgmma still reading it as their register A operand (only further Wgmma may
+  /// read it, nothing may write it) and the last one; and how many such reads are pending.
+  std::vector<uint32_t> wgmmaReading, wgmmaReader;
+  uint32_t wgmmaRegisterReads = 0;
   std::vector<PendingWgmma> wgmmaUncommitted;           // issued since the last commit
   std::deque<std::vector<PendingWgmma>> wgmmaCommitted; // oldest first
   std::unique_ptr<BlockRaceDetector> race;              // checked mode only
@@ -96,6 +102,9 @@ public:
   /// An error unless register variable v holds a value (the checker makes this hold for
   /// every well-formed program; bytecode could still break it).
   Status requireRegister(uint32_t instruction, VarId v) const;
+  /// An error when instruction `index` reads or writes a register tensor that a Wgmma still
+  /// reads as its A operand (docs/isa.md, "wgmma", Ordering); a further Wgmma may read it as A.
+  Status checkWgmmaRegisterA(uint32_t index) const;
   /// An error unless shared view v has been created.
   Status requireShared(uint32_t instruction, VarId v) const;
 

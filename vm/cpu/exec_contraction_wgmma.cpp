@@ -1,8 +1,10 @@
-// wgmma on the CPU (docs/isa.md, "wgmma"): Wgmma is a Dot of shared operands that lands at the
-// WgmmaWaitGroup covering it. The product is computed when the Wgmma is issued (the operands are
-// read then, in double, rounded once to f32 like Dot); until the wait, the accumulator is
-// pending: any instruction other than a further Wgmma into it that reads it is an error
-// (BlockState::requireRegister), and the shared operands stay "being read": a write to them
+// wgmma on the CPU (docs/isa.md, "wgmma"): Wgmma is a Dot of a shared or register A and a shared
+// B that lands at the WgmmaWaitGroup covering it. The product is computed when the Wgmma is
+// issued (the operands are read then, in double, rounded once to f32 like Dot); until the wait,
+// the accumulator is pending: any instruction other than a further Wgmma into it that reads it
+// is an error (BlockState::requireRegister); a register A stays "being read": an instruction
+// that writes it, or reads it other than as the A operand of a further Wgmma, is an error
+// (BlockState::checkWgmmaRegisterA); and the shared operands stay "being read": a write to them
 // before the wait races (race detector). WgmmaFence has nothing to do on the CPU.
 #include "vm/cpu/exec.h"
 
@@ -36,6 +38,17 @@ Status sharedOperand(BlockState &b, uint32_t index, VarId v, std::vector<double>
   return Status::success();
 }
 
+/// Logical elements (row-major) of a register operand, each from its first owner.
+Status registerOperand(BlockState &b, uint32_t index, VarId v, std::vector<double> &out) {
+  TILUSVM_TRY(b.requireRegister(index, v));
+  const LayoutTable &table = *b.plan.varTables[v];
+  DataType t = b.info.vars[v].dtype;
+  out.assign(size_t(table.elements), 0.0);
+  for (int64_t e = 0; e < table.elements; ++e)
+    out[size_t(e)] = decodeFloat(b.regs[v][size_t(table.firstOwner(e))], t);
+  return Status::success();
+}
+
 } // namespace
 
 Status Exec::visitWgmma(BlockState &b, uint32_t index) {
@@ -47,9 +60,15 @@ Status Exec::visitWgmma(BlockState &b, uint32_t index) {
                   "register tensor `" + b.program.var(vc).name + "` is used before it is assigned");
   std::vector<double> fa, fb;
   std::vector<std::pair<VarId, int64_t>> touched;
-  TILUSVM_TRY(sharedOperand(b, index, va, fa, touched));
+  bool registerA = b.info.vars[va].kind == VarKind::Register;
+  if (registerA)
+    TILUSVM_TRY(registerOperand(b, index, va, fa));
+  else
+    TILUSVM_TRY(sharedOperand(b, index, va, fa, touched));
   TILUSVM_TRY(sharedOperand(b, index, vb, fb, touched));
-  int64_t m = b.shareds[va].shape[0], k = b.shareds[va].shape[1], n = b.shareds[vb].shape[1];
+  const std::vector<int64_t> &shapeA =
+      registerA ? b.plan.varTables[va]->shape : b.shareds[va].shape;
+  int64_t m = shapeA[0], k = shapeA[1], n = b.shareds[vb].shape[1];
   DataType dc = b.info.vars[vc].dtype;
   std::vector<uint64_t> &slots = b.regs[vc];
   // every owner of d[i, j] holds the same value: compute per element, write every slot
@@ -68,7 +87,12 @@ Status Exec::visitWgmma(BlockState &b, uint32_t index) {
     slots[s] = encodeFloat(d[size_t(tc.slotLinear[s])], dc);
   ++b.wgmmaPending[vc];
   b.wgmmaLast[vc] = index;
-  b.wgmmaUncommitted.push_back({vc, index, std::move(touched)});
+  if (registerA) {
+    ++b.wgmmaReading[va];
+    ++b.wgmmaRegisterReads;
+    b.wgmmaReader[va] = index;
+  }
+  b.wgmmaUncommitted.push_back({vc, index, registerA ? va : kNoId, std::move(touched)});
   return Status::success();
 }
 
@@ -85,6 +109,10 @@ Status Exec::visitWgmmaWaitGroup(BlockState &b, uint32_t index) {
   while (b.wgmmaCommitted.size() > n) {
     for (const PendingWgmma &w : b.wgmmaCommitted.front()) {
       --b.wgmmaPending[w.accumulator];
+      if (w.registerA != kNoId) {
+        --b.wgmmaReading[w.registerA];
+        --b.wgmmaRegisterReads;
+      }
       if (b.race)
         for (const auto &[root, element] : w.operands)
           b.race->sharedAsyncReadEnd(root, element, w.instruction);

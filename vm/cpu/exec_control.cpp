@@ -18,6 +18,7 @@ bool truthy(uint64_t bits, DataType type) {
 Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
   if (b.race)
     b.race->beginInstruction(index);
+  TILUSVM_TRY(b.checkWgmmaRegisterA(index));
   return visitInstruction(b.program.instructions[index].opcode, Exec{flow}, b, index);
 }
 
