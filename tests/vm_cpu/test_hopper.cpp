@@ -2,8 +2,10 @@
 // mbarrier phases and parities, transaction bytes, the deadlock and use-before-init errors,
 // and the race between a barrier's initialisation and its use.
 #include "cpu_test_util.h"
+#include "isa/wgmma_fragment.h"
 
 using namespace cputest;
+using tilus::wgmmaAFragment;
 
 TEST_CASE("mbarrier phases: waits on the completed parity return, stores after them happen") {
   // Two barriers of count 2; each iteration arrives twice on one of them (completing its
@@ -218,4 +220,206 @@ def k<1>(f32* x_ptr, f32* y_ptr) threads=64:
                                 "x_ptr, shape=[64]), layout=spatial(64)), s)\n");
   Status st = run(build(late), {bufferArg(x), bufferArg(y)});
   CHECK(hasDiagnostic(st, ErrorCode::Race, {"test.tasm:10:", "written by StoreShared at 8:"}));
+}
+
+namespace {
+
+// Wgmma with A in registers: a [M, K] loaded from global memory in the layout `aLayout`, B
+// [K, N] copied into shared memory with `bLayout`, c = 1 + a @ b stored to global memory.
+// `tail` replaces the wait and the store (for the ordering tests).
+std::string registerASource(const std::string &dtype, int threads, int m, int k, int n,
+                            const std::string &aLayout, const std::string &bLayout,
+                            const std::string &bLoad, const std::string &acc,
+                            const std::string &tail = "") {
+  std::string ms = std::to_string(m), ks = std::to_string(k), ns = std::to_string(n);
+  return R"(
+def k<1>()" +
+         dtype + "* a_ptr, " + dtype + R"(* b_ptr, f32* c_ptr) threads=)" +
+         std::to_string(threads) + R"(:
+    ga = ViewGlobal(a_ptr, shape=[)" +
+         ms + ", " + ks + R"(])
+    gb = ViewGlobal(b_ptr, shape=[)" +
+         ks + ", " + ns + R"(])
+    gc = ViewGlobal(c_ptr, shape=[)" +
+         ms + ", " + ns + R"(])
+    sb = AllocateShared()" +
+         dtype + ", shape=[" + ks + ", " + ns + "], layout=" + bLayout + R"()
+    StoreShared(LoadGlobal(gb, layout=)" +
+         bLoad + R"(), sb)
+    FenceProxyAsync()
+    Synchronize()
+    a = LoadGlobal(ga, layout=)" +
+         aLayout + R"()
+    acc = AllocateRegister(f32, layout=)" +
+         acc + R"(, init=1.0)
+    WgmmaFence()
+    Wgmma(a, sb, acc, out=acc)
+    WgmmaCommitGroup()
+)" + (tail.empty() ? "    WgmmaWaitGroup(0)\n    StoreGlobal(acc, gc)\n" : tail);
+}
+
+double registerAValue(int i, int kk) { return double((i * 7 + kk * 3) % 5) - 2.0; }
+double registerBValue(int kk, int j) { return double((kk * 5 + j * 11) % 7) - 3.0; }
+
+/// Runs c = 1 + a @ b with small integers (exact in f16, f8e4m3 and f32) and compares with
+/// the plain sum.
+void checkRegisterA(const std::string &src, bool fp8, int m, int k, int n) {
+  auto encode = [&](double v) -> uint16_t {
+    return fp8 ? uint16_t(doubleToIeee(v, 4, 3)) : doubleToHalf(v);
+  };
+  std::vector<uint16_t> a16(size_t(m * k)), b16(size_t(k * n));
+  for (int i = 0; i < m; ++i)
+    for (int kk = 0; kk < k; ++kk)
+      a16[size_t(i * k + kk)] = encode(registerAValue(i, kk));
+  for (int kk = 0; kk < k; ++kk)
+    for (int j = 0; j < n; ++j)
+      b16[size_t(kk * n + j)] = encode(registerBValue(kk, j));
+  std::vector<uint8_t> a8(a16.begin(), a16.end()), b8(b16.begin(), b16.end());
+  std::vector<float> c(size_t(m * n), -7.0f);
+  if (fp8)
+    CHECK_OK(run(build(src), {bufferArg(a8), bufferArg(b8), bufferArg(c)}));
+  else
+    CHECK_OK(run(build(src), {bufferArg(a16), bufferArg(b16), bufferArg(c)}));
+  int bad = 0;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double want = 1.0;
+      for (int kk = 0; kk < k; ++kk)
+        want += registerAValue(i, kk) * registerBValue(kk, j);
+      bad += c[size_t(i * n + j)] == float(want) ? 0 : 1;
+    }
+  CHECK(bad == 0);
+}
+
+} // namespace
+
+TEST_CASE("wgmma A fragment layout: slot order is the PTX register order a0..a3") {
+  // thread t of warpgroup i, atom r, k step s, register j, element l of the register:
+  // row 64 (i tilesM + r) + 16 warp + lane / 4 + 8 (j % 2),
+  // column s atomK + (j / 2) atomK / 2 + e (lane % 4) + l  (e elements per 32-bit register)
+  for (int bits : {16, 8}) {
+    const int wgM = 2, tilesM = 2, ksteps = 3, e = 32 / bits, atomK = 4 * 2 * e;
+    std::optional<RegisterLayout> layout = wgmmaAFragment(wgM, tilesM, ksteps, bits);
+    REQUIRE(layout.has_value());
+    CHECK(layout->shape() == std::vector<int64_t>{64 * wgM * tilesM, atomK * ksteps});
+    CHECK(layout->numThreads() == 128 * wgM);
+    CHECK(layout->numLocals() == tilesM * ksteps * 4 * e);
+    int bad = 0;
+    for (int t = 0; t < 128 * wgM; ++t)
+      for (int r = 0; r < tilesM; ++r)
+        for (int s = 0; s < ksteps; ++s)
+          for (int j = 0; j < 4; ++j)
+            for (int l = 0; l < e; ++l) {
+              int wg = t / 128, warp = t / 32 % 4, lane = t % 32;
+              int64_t row = 64 * (wg * tilesM + r) + 16 * warp + lane / 4 + 8 * (j % 2);
+              int64_t col = s * atomK + (j / 2) * atomK / 2 + e * (lane % 4) + l;
+              int64_t slot = ((r * ksteps + s) * 4 + j) * e + l;
+              bad += layout->apply(t, slot) == std::vector<int64_t>{row, col} ? 0 : 1;
+            }
+    CHECK(bad == 0);
+  }
+  CHECK_FALSE(wgmmaAFragment(1, 1, 1, 32).has_value());
+}
+
+TEST_CASE("Wgmma with A in registers: one warpgroup, two atoms along M, two k16 steps, n = 16") {
+  std::string src = registerASource(
+      "f16", 128, 128, 32, 16,
+      "local(2, 2).spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 2)",
+      "swizzle(column_major(32, 16), 2, 3, 3)", "spatial(32, 4).local(1, 4)",
+      "local(2, 1).spatial(4, 1).local(1, 2).local(2, 1).spatial(8, 4).local(1, 2)");
+  checkRegisterA(src, false, 128, 32, 16);
+}
+
+TEST_CASE("Wgmma with A in registers: two warpgroups along M, N-major B, n = 64") {
+  std::string src = registerASource(
+      "f16", 256, 128, 32, 64,
+      "spatial(2, 1).local(1, 2).spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 2)",
+      "swizzle(row_major(32, 64), 3, 3, 3)", "spatial(32, 8).local(1, 8)",
+      "spatial(2, 1).spatial(4, 1).local(1, 8).local(2, 1).spatial(8, 4).local(1, 2)");
+  checkRegisterA(src, false, 128, 32, 64);
+}
+
+TEST_CASE("Wgmma with A in registers: f8e4m3, two k32 steps, n = 8") {
+  std::string src =
+      registerASource("f8e4m3", 128, 64, 64, 8,
+                      "local(1, 2).spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 4)",
+                      "swizzle(column_major(64, 8), 2, 4, 3)", "spatial(64, 2).local(1, 4)",
+                      "spatial(4, 1).local(1, 1).local(2, 1).spatial(8, 4).local(1, 2)");
+  checkRegisterA(src, true, 64, 64, 8);
+}
+
+TEST_CASE("Wgmma with A in registers: a is read until the wait (writes and reads are errors)") {
+  const std::string aLayout =
+      "local(1, 2).spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 2)";
+  const std::string bLayout = "swizzle(column_major(32, 8), 2, 3, 3)";
+  const std::string bLoad = "spatial(32, 4).local(1, 2)";
+  const std::string acc = "spatial(4, 1).local(1, 1).local(2, 1).spatial(8, 4).local(1, 2)";
+  std::vector<uint16_t> a(64 * 32), b(32 * 8);
+  std::vector<float> c(64 * 8);
+  // updating a before the wait
+  std::string write =
+      registerASource("f16", 128, 64, 32, 8, aLayout, bLayout, bLoad, acc,
+                      "    Add(a, a, out=a)\n    WgmmaWaitGroup(0)\n    StoreGlobal(acc, gc)\n");
+  Status s = run(build(write), {bufferArg(a), bufferArg(b), bufferArg(c)});
+  CHECK_ERROR(s, ErrorCode::Race);
+  CHECK(hasDiagnostic(s, ErrorCode::Race,
+                      {"test.tasm:15:", "`a` is written while Wgmma at 13:5", "as its A operand",
+                       "WgmmaWaitGroup"}));
+  // reading a other than as a further Wgmma's A operand
+  std::string read =
+      registerASource("f16", 128, 64, 32, 8, aLayout, bLayout, bLoad, acc,
+                      "    b2 = Add(a, a)\n    WgmmaWaitGroup(0)\n    StoreGlobal(acc, gc)\n");
+  s = run(build(read), {bufferArg(a), bufferArg(b), bufferArg(c)});
+  CHECK(hasDiagnostic(s, ErrorCode::Race, {"test.tasm:15:", "`a` is read while Wgmma at 13:5"}));
+  // after the wait both are fine, and a further Wgmma may read a before it: c = 1 + 2 a @ b
+  std::string ok = registerASource("f16", 128, 64, 32, 8, aLayout, bLayout, bLoad, acc,
+                                   "    Wgmma(a, sb, acc, out=acc)\n    WgmmaCommitGroup()\n"
+                                   "    WgmmaWaitGroup(0)\n    a = Add(a, a)\n"
+                                   "    StoreGlobal(acc, gc)\n");
+  for (int i = 0; i < 64; ++i)
+    for (int kk = 0; kk < 32; ++kk)
+      a[size_t(i * 32 + kk)] = doubleToHalf(registerAValue(i, kk));
+  for (int kk = 0; kk < 32; ++kk)
+    for (int j = 0; j < 8; ++j)
+      b[size_t(kk * 8 + j)] = doubleToHalf(registerBValue(kk, j));
+  CHECK_OK(run(build(ok), {bufferArg(a), bufferArg(b), bufferArg(c)}));
+  int bad = 0;
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double want = 1.0;
+      for (int kk = 0; kk < 32; ++kk)
+        want += 2.0 * registerAValue(i, kk) * registerBValue(kk, j);
+      bad += c[size_t(i * 8 + j)] == float(want) ? 0 : 1;
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("Wgmma with A in registers: a pipelined loop must not redefine a before the wait") {
+  // the loop body's a is one variable: the second iteration's LoadGlobal writes it while the
+  // first iteration's Wgmma (kept in flight by WgmmaWaitGroup(1)) still reads it
+  const char *src = R"(
+def k<1>(f16* a_ptr, f16* b_ptr) threads=128:
+    ga = ViewGlobal(a_ptr, shape=[64, 32])
+    gb = ViewGlobal(b_ptr, shape=[32, 8])
+    sb = AllocateShared(f16, shape=[32, 8], layout=swizzle(column_major(32, 8), 2, 3, 3))
+    StoreShared(LoadGlobal(gb, layout=spatial(32, 4).local(1, 2)), sb)
+    FenceProxyAsync()
+    Synchronize()
+    acc = AllocateRegister(f32, layout=spatial(4, 1).local(2, 1).spatial(8, 4).local(1, 2))
+    for it in range(2):
+        a = LoadGlobal(ga, layout=local(1, 2).spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 2))
+        WgmmaFence()
+        Wgmma(a, sb, acc, out=acc)
+        WgmmaCommitGroup()
+        WgmmaWaitGroup(1)
+    WgmmaWaitGroup(0)
+)";
+  std::vector<uint16_t> a(64 * 32), b(32 * 8);
+  Status s = run(build(src), {bufferArg(a), bufferArg(b)});
+  CHECK(hasDiagnostic(
+      s, ErrorCode::Race,
+      {"test.tasm:11:", "`a` is written while Wgmma at 13:9 may still be reading it"}));
+  // with the wait for every group in the loop it runs
+  CHECK_OK(run(build(replaceAll(src, "WgmmaWaitGroup(1)", "WgmmaWaitGroup(0)")),
+               {bufferArg(a), bufferArg(b)}));
 }
