@@ -58,18 +58,16 @@ llvm::Value *originAddress(Codegen &cg, VarId v) {
 }
 
 /// The 32-bit register of `count` elements of type t at slots [first, first + count), the
-/// first in the lowest bits.
+/// first in the lowest bits (a vector of the elements' bits, bit cast: one mov.b32 {..}).
 llvm::Value *packRegister(Codegen &cg, const std::vector<llvm::Value *> &slots, int64_t first,
                           int64_t count, DataType t) {
   llvm::IRBuilder<> &b = cg.b;
-  llvm::Value *packed = nullptr;
-  for (int64_t l = 0; l < count; ++l) {
-    llvm::Value *raw = b.CreateZExt(cg.toBits(slots[size_t(first + l)], t), b.getInt32Ty());
-    if (l != 0)
-      raw = b.CreateShl(raw, cg.constI32(int32_t(l * t.storageBits())));
-    packed = packed ? b.CreateOr(packed, raw) : raw;
-  }
-  return packed;
+  auto *vector =
+      llvm::FixedVectorType::get(b.getIntNTy(unsigned(t.storageBits())), unsigned(count));
+  llvm::Value *packed = llvm::PoisonValue::get(vector);
+  for (int64_t l = 0; l < count; ++l)
+    packed = b.CreateInsertElement(packed, cg.toBits(slots[size_t(first + l)], t), uint64_t(l));
+  return b.CreateBitCast(packed, b.getInt32Ty());
 }
 
 const char *ptxType(DataType t) {

@@ -18,6 +18,12 @@ bool contains(const std::string &text, const std::string &what) {
   return text.find(what) != std::string::npos;
 }
 
+std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+    s.replace(p, from.size(), to);
+  return s;
+}
+
 const char *kMbarrierSource = R"(
 def k<1>(i32* out_ptr) threads=128:
     g = ViewGlobal(out_ptr, shape=[128])
@@ -141,4 +147,111 @@ TEST_CASE("Wgmma: ptxas accepts the sm_90a kernel and the GEMM program" * needsP
     // the k loop keeps one group in flight: ptxas must not serialise the wgmma pipeline
     CHECK(!contains(log, "C7514"));
   }
+}
+
+namespace {
+
+// Wgmma with A in registers: a [128, 32] loaded into the A fragment of two warpgroups, B an
+// N-major tile; then a second form with FP8 A (k32, four elements per register) and K-major B.
+const char *kWgmmaRegisterASource = R"(
+def k<1>(AT* a_ptr, AT* b_ptr, f32* c_ptr) threads=256:
+    sb = AllocateShared(AT, shape=[32, 64], layout=swizzle(row_major(32, 64), 3, 3, 3))
+    CopyAsync(sb, ViewGlobal(b_ptr, shape=[32, 64]))
+    CopyAsyncWaitAll()
+    FenceProxyAsync()
+    Synchronize()
+    a = LoadGlobal(ViewGlobal(a_ptr, shape=[128, 32]), layout=spatial(2, 1).local(1, 2).spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 2))
+    acc = AllocateRegister(f32, layout=spatial(2, 1).spatial(4, 1).local(1, 8).local(2, 1).spatial(8, 4).local(1, 2))
+    WgmmaFence()
+    Wgmma(a, sb, acc, out=acc)
+    WgmmaCommitGroup()
+    WgmmaWaitGroup(0)
+    StoreGlobal(acc, ViewGlobal(c_ptr, shape=[128, 64]))
+)";
+
+const char *kWgmmaRegisterAFp8Source = R"(
+def k<1>(f8e4m3* a_ptr, f8e5m2* b_ptr, f32* c_ptr) threads=128:
+    sb = AllocateShared(f8e5m2, shape=[64, 16], layout=swizzle(column_major(64, 16), 2, 4, 3))
+    CopyAsync(sb, ViewGlobal(b_ptr, shape=[64, 16]))
+    CopyAsyncWaitAll()
+    FenceProxyAsync()
+    Synchronize()
+    a = LoadGlobal(ViewGlobal(a_ptr, shape=[64, 64]), layout=local(1, 2).spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 4))
+    acc = AllocateRegister(f32, layout=spatial(4, 1).local(1, 2).local(2, 1).spatial(8, 4).local(1, 2), init=0.0)
+    WgmmaFence()
+    Wgmma(a, sb, acc, out=acc)
+    WgmmaCommitGroup()
+    WgmmaWaitGroup(0)
+    StoreGlobal(acc, ViewGlobal(c_ptr, shape=[64, 16]))
+)";
+
+} // namespace
+
+TEST_CASE("Wgmma with A in registers: the register-A form, four packed registers per k step") {
+  for (const char *at : {"f16", "bf16"}) {
+    VerifiedModule m = buildSource(replaceAll(kWgmmaRegisterASource, "AT", at));
+    const WgmmaPlan &plan = m.programs[0].wgmma.begin()->second;
+    CHECK(plan.registerA);
+    CHECK(plan.a.empty());
+    CHECK(plan.wgM == 2);
+    CHECK(plan.ksteps == 2);
+    CHECK(plan.transB);
+    Expected<PtxKernel> k = compileFor(m, 90);
+    REQUIRE_OK(k);
+    // d: 32 f32; a: {r, r, r, r}; descriptor B; scale-d; imm-scale-a, imm-scale-b, imm-trans-b
+    std::string head = std::string("wgmma.mma_async.sync.aligned.m64n64k16.f32.") + at + "." + at;
+    CHECK(contains(k->ptx, head));
+    size_t at0 = k->ptx.find(head);
+    REQUIRE(at0 != std::string::npos);
+    std::string stmt = k->ptx.substr(at0, k->ptx.find(';', at0) - at0);
+    INFO(stmt);
+    size_t close = stmt.find('}');
+    REQUIRE(close != std::string::npos);
+    std::string afterD = stmt.substr(close + 1); // ", {%r.., %r.., %r.., %r..}, %rd.., p, 1, 1, 1"
+    CHECK(contains(afterD, "{%r"));
+    CHECK(contains(afterD, "}, %rd"));
+    CHECK(contains(afterD, "p, 1, 1, 1"));
+    // two k16 steps: two wgmma per thread
+    size_t count = 0;
+    for (size_t p = k->ptx.find(head); p != std::string::npos; p = k->ptx.find(head, p + 1))
+      ++count;
+    CHECK(count == 2);
+  }
+  VerifiedModule f = buildSource(kWgmmaRegisterAFp8Source);
+  CHECK(f.programs[0].wgmma.begin()->second.registerA);
+  Expected<PtxKernel> k = compileFor(f, 90);
+  REQUIRE_OK(k);
+  std::string head = "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e5m2";
+  size_t at0 = k->ptx.find(head);
+  REQUIRE(at0 != std::string::npos);
+  std::string stmt = k->ptx.substr(at0, k->ptx.find(';', at0) - at0);
+  INFO(stmt);
+  // FP8: four A registers, no transpose operands
+  CHECK(contains(stmt, "{%r"));
+  CHECK(contains(stmt, "p, 1, 1"));
+  CHECK(!contains(stmt, "p, 1, 1, "));
+}
+
+TEST_CASE("Wgmma with A in registers: ptxas accepts the sm_90a kernels" * needsPtxas()) {
+  std::vector<std::string> sources = {replaceAll(kWgmmaRegisterASource, "AT", "f16"),
+                                      replaceAll(kWgmmaRegisterASource, "AT", "bf16"),
+                                      kWgmmaRegisterAFp8Source};
+  for (const std::string &src : sources) {
+    VerifiedModule m = buildSource(src);
+    Expected<PtxKernel> k = compileFor(m, 90);
+    REQUIRE_OK(k);
+    std::string log;
+    bool ok = runPtxas(k->ptx, 90, log);
+    INFO(log);
+    CHECK(ok);
+    CHECK(!contains(log, "C7514"));
+  }
+}
+
+TEST_CASE("Wgmma with A in registers is refused for sm_80") {
+  VerifiedModule m = buildSource(replaceAll(kWgmmaRegisterASource, "AT", "f16"));
+  Expected<PtxKernel> k = compileFor(m, 80);
+  REQUIRE_FALSE(k.ok());
+  CHECK(k.status().first().code == ErrorCode::Unsupported);
+  CHECK(contains(k.status().first().message, "needs sm_90a (Hopper); the target is sm_80"));
 }

@@ -1,9 +1,10 @@
 // IR passes around the wgmma inline PTX (jit/lower_contraction_wgmma.cpp), on hand-built LLVM
 // functions: jit::foldZeroWgmmaAccumulators turns a wgmma whose accumulator inputs are all +0.0
-// into the same instruction with scale-d 0 and no accumulator inputs, and leaves every other
-// wgmma alone; jit::dropUnseenNaNCanonicalizations treats the wgmma accumulator as a float use
-// (a NaN going in leaves a NaN whatever its payload), so a canonicalization whose value only
-// feeds the next wgmma is dropped, and one whose value reaches memory is kept.
+// into the same instruction with scale-d 0 and no accumulator inputs (with A from descriptors
+// or from registers), and leaves every other wgmma alone; jit::dropUnseenNaNCanonicalizations
+// treats the wgmma accumulator as a float use (a NaN going in leaves a NaN whatever its payload),
+// so a canonicalization whose value only feeds the next wgmma is dropped, and one whose value
+// reaches memory is kept.
 #include "jit/nan_canonical.h"
 #include "jit/wgmma_zero_accumulator.h"
 
@@ -54,6 +55,34 @@ struct Fixture {
                        "m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, $4, $5, p, 1, 1, 0, 0;\n}";
     auto *asmValue = llvm::InlineAsm::get(type, text, constraints, true);
     std::vector<llvm::Value *> args = {f->getArg(0), f->getArg(0), b.getInt32(1)};
+    args.insert(args.end(), acc.begin(), acc.end());
+    return b.CreateCall(type, asmValue, args);
+  }
+
+  // The register-A form: "=f" x kQ, "r,r,r,r,l,r" (four A registers, descriptor B, scale-d),
+  // then the tied accumulator inputs.
+  llvm::CallInst *wgmmaRegisterA(const std::vector<llvm::Value *> &acc) {
+    std::string constraints;
+    for (int r = 0; r < kQ; ++r)
+      constraints += "=f,";
+    constraints += "r,r,r,r,l,r";
+    for (int r = 0; r < kQ; ++r) {
+      constraints += ',';
+      constraints += std::to_string(r);
+    }
+    std::vector<llvm::Type *> outs(kQ, b.getFloatTy());
+    std::vector<llvm::Type *> ins(4, b.getInt32Ty());
+    ins.push_back(b.getInt64Ty());
+    ins.push_back(b.getInt32Ty());
+    for (int r = 0; r < kQ; ++r)
+      ins.push_back(b.getFloatTy());
+    auto *type = llvm::FunctionType::get(llvm::StructType::get(ctx, outs), ins, false);
+    std::string text =
+        "{\n.reg .pred p;\nsetp.ne.b32 p, $9, 0;\nwgmma.mma_async.sync.aligned."
+        "m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, {$4, $5, $6, $7}, $8, p, 1, 1, 0;\n}";
+    auto *asmValue = llvm::InlineAsm::get(type, text, constraints, true);
+    llvm::Value *word = b.CreateTrunc(f->getArg(0), b.getInt32Ty());
+    std::vector<llvm::Value *> args = {word, word, word, word, f->getArg(0), b.getInt32(1)};
     args.insert(args.end(), acc.begin(), acc.end());
     return b.CreateCall(type, asmValue, args);
   }
@@ -121,6 +150,35 @@ TEST_CASE("foldZeroWgmmaAccumulators: +0 accumulators become scale-d 0 without i
   for (size_t k : {size_t(1), size_t(2), size_t(3)}) {
     CHECK(calls[k]->arg_size() == 3 + kQ);
     CHECK(llvm::cast<llvm::ConstantInt>(calls[k]->getArgOperand(2))->isOne());
+  }
+}
+
+TEST_CASE("foldZeroWgmmaAccumulators: the register-A form folds the same way") {
+  Fixture x;
+  llvm::Value *zero = llvm::ConstantFP::get(x.b.getFloatTy(), 0.0);
+  llvm::Value *one = llvm::ConstantFP::get(x.b.getFloatTy(), 1.0);
+  llvm::CallInst *first = x.wgmmaRegisterA({zero, zero, zero, zero});
+  llvm::CallInst *chained = x.wgmmaRegisterA(x.results(first));
+  llvm::CallInst *mixed = x.wgmmaRegisterA({zero, one, zero, zero});
+  x.store(x.results(chained));
+  x.store(x.results(mixed));
+  x.b.CreateRetVoid();
+  (void)first;
+  CHECK(tilus::jit::foldZeroWgmmaAccumulators(*x.f) == 1);
+  std::vector<llvm::CallInst *> calls = x.wgmmas();
+  REQUIRE(calls.size() == 3);
+  // the folded one: the four A registers and descriptor B kept, scale-d 0, no accumulators
+  CHECK(calls[0]->arg_size() == 6);
+  CHECK(constraintsOf(calls[0]) == "=f,=f,=f,=f,r,r,r,r,l,r");
+  for (unsigned k = 0; k < 4; ++k)
+    CHECK(calls[0]->getArgOperand(k)->getType()->isIntegerTy(32));
+  CHECK(calls[0]->getArgOperand(4) == x.f->getArg(0));
+  auto *scale = llvm::dyn_cast<llvm::ConstantInt>(calls[0]->getArgOperand(5));
+  REQUIRE(scale != nullptr);
+  CHECK(scale->isZero());
+  for (size_t k : {size_t(1), size_t(2)}) {
+    CHECK(calls[k]->arg_size() == 6 + kQ);
+    CHECK(llvm::cast<llvm::ConstantInt>(calls[k]->getArgOperand(5))->isOne());
   }
 }
 
