@@ -1734,3 +1734,88 @@ DIFF_CASE("wgmma GEMM (programs/gemm/wgmma.tasm) at a ragged shape, f16 and bf16
     runCase(c);
   }
 }
+
+namespace {
+
+// A GEMM tile loop with A in registers: each k tile of A is loaded from global memory straight
+// into the wgmma A fragment of two warpgroups stacked along M (AT, or i8 converted to AT in
+// registers, as dequantised weights would be), B copied into an N-major tile of two 64-column
+// panels (two stages, one barrier per tile), C = A @ B in f32. Partial tiles read zeros.
+std::string registerAGemmSource(const std::string &loadType) {
+  std::string load =
+      "LoadGlobal(ga, layout=spatial(2, 1).local(1, 2).spatial(4, 1).column_local(2, "
+      "2).spatial(8, 4).local(1, 2), offset=[bi * 128:, kt * 32:])";
+  std::string a = loadType == "AT" ? load : "Cast(" + load + ", AT)";
+  return R"(
+const AT = f16
+def k<cdiv(m, 128) * cdiv(n, 128)>()" +
+         loadType + R"(* a_ptr, AT* b_ptr, f32* c_ptr, i32 m, i32 n, i32 k) threads=256:
+    pid = BlockIndices()
+    bi = pid / cdiv(n, 128)
+    bj = pid % cdiv(n, 128)
+    ga = ViewGlobal(a_ptr, shape=[m, k])
+    gb = ViewGlobal(b_ptr, shape=[k, n])
+    sb = AllocateShared(AT, shape=[2, 32, 128], layout=row_major(2, 1, 2).swizzle(row_major(1, 32, 64), 3, 3, 3))
+    acc = AllocateRegister(f32, layout=spatial(2, 1).spatial(4, 1).local(1, 16).local(2, 1).spatial(8, 4).local(1, 2))
+    for kt in range(cdiv(k, 32)):
+        stage = kt % 2
+        CopyAsync(SliceShared(sb, offset=[stage, 0:, 0:]), gb, offset=[kt * 32:, bj * 128:])
+        CopyAsyncWaitAll()
+        FenceProxyAsync()
+        Synchronize()
+        a = )" +
+         a + R"(
+        WgmmaFence()
+        Wgmma(a, SliceShared(sb, offset=[stage, 0:, 0:]), acc, out=acc)
+        WgmmaCommitGroup()
+        WgmmaWaitGroup(0)
+    StoreGlobal(acc, ViewGlobal(c_ptr, shape=[m, n]), offset=[bi * 128:, bj * 128:])
+)";
+}
+
+/// C = A @ B from the input buffers (plain sums in double), within a relative tolerance.
+CaseCheck registerAGemmCheck(DataType ta, DataType tb, int m, int n, int k) {
+  return [=](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+    auto element = [](const std::vector<uint8_t> &bytes, DataType t, int64_t e) {
+      int bytesPer = t.storageBits() / 8;
+      uint64_t bits = 0;
+      std::memcpy(&bits, bytes.data() + size_t(e * bytesPer), size_t(bytesPer));
+      return toDouble(bits, t);
+    };
+    int bad = 0;
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        double want = 0, scale = 0;
+        for (int kk = 0; kk < k; ++kk) {
+          double p = element(buffers[0], ta, i * k + kk) * element(buffers[1], tb, kk * n + j);
+          want += p;
+          scale += std::fabs(p);
+        }
+        float got = 0;
+        std::memcpy(&got, buffers[2].data() + size_t(i * n + j) * 4, 4);
+        if (std::fabs(double(got) - want) > 1e-5 * (scale + 1) && bad++ < 5)
+          FAIL_CHECK(side << ": c[" << i << ", " << j << "] = " << got << ", want " << want);
+      }
+    CHECK(bad == 0);
+  };
+}
+
+} // namespace
+
+DIFF_CASE("wgmma with A in registers: a GEMM tile loop at a ragged shape, f16, bf16, i8 -> f16") {
+  const int m = 200, n = 136, k = 200;
+  for (const char *at : {"f16", "bf16", "i8"}) {
+    bool dequant = std::string(at) == "i8";
+    Case c;
+    c.name = std::string("wgmma_register_a_") + at;
+    c.source = registerAGemmSource(dequant ? "i8" : "AT");
+    c.defines = {{"AT", dequant ? "f16" : at}};
+    c.scalars = {{"m", m}, {"n", n}, {"k", k}};
+    DataType ta = *DataType::parse(at), tb = dequant ? DataType::f16() : ta;
+    c.buffers = {{"a_ptr", ta, m * k, Fill::Moderate},
+                 {"b_ptr", tb, k * n, Fill::Moderate},
+                 {"c_ptr", DataType::f32(), m * n, Fill::Zero, 0, 1e-4}};
+    c.check = registerAGemmCheck(ta, tb, m, n, k);
+    runCase(c);
+  }
+}
