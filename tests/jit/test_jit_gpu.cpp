@@ -1814,7 +1814,10 @@ DIFF_CASE("wgmma with A in registers: a GEMM tile loop at a ragged shape, f16, b
     DataType ta = *DataType::parse(at), tb = dequant ? DataType::f16() : ta;
     c.buffers = {{"a_ptr", ta, m * k, Fill::Moderate},
                  {"b_ptr", tb, k * n, Fill::Moderate},
-                 {"c_ptr", DataType::f32(), m * n, Fill::Zero, 0, 1e-4}};
+                 {"c_ptr", DataType::f32(), m * n, Fill::Zero, 0, 1e-3}};
+    // the tensor cores and the interpreter sum in different orders: rows that cancel differ by
+    // more than 1e-4 (|y| + 1) (H100: -0.042871 against -0.0430107); each side is held to the
+    // plain sum within 1e-5 of the sum of |products| by the check
     c.check = registerAGemmCheck(ta, tb, m, n, k);
     runCase(c);
   }
