@@ -247,9 +247,12 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
 /// every program and test kernel (sm_80, sm_90a, with and without the launch-time
 /// specialisation) is byte-identical without them: the fifth of O2's six InstCombine rounds (at
 /// the end of the CGSCC function pipeline), DSE, BDCE, ADCE, MemCpyOpt, MergedLoadStoreMotion, both
-/// JumpThreading runs, the first CorrelatedValuePropagation, ConstraintElimination,
+/// JumpThreading runs, the three CorrelatedValuePropagation runs, ConstraintElimination,
 /// VectorCombine, Float2Int, LoopSink, InstSimplify, the second TailCallElim,
-/// LibCallsShrinkWrap and CalledValuePropagation (about 20 % of the optimisation time;
+/// LibCallsShrinkWrap and CalledValuePropagation (about 20 % of the optimisation time; the last
+/// two CorrelatedValuePropagation runs went once the element paths of vector groups became inline
+/// PTX, after which they found nothing and took 10-15 % of the GEMMs' optimisation time,
+/// LazyValueInfo over chains of cold blocks;
 /// AggressiveInstCombine stays: it folds the byte shuffles of the FP8 operand transposition in
 /// programs/gemm/wgmma_fp8.tasm). Smaller pipelines (one or two
 /// InstCombine rounds around LoopRotate and LICM) are twice as fast but lose the
@@ -270,7 +273,7 @@ constexpr const char *kPipeline =
     "require<profile-summary>,cgscc(devirt<4>(inline,"
     "function-attrs<skip-non-recursive-function-attrs>,"
     "function<eager-inv;no-rerun>(sroa<modify-cfg>,early-cse<memssa>,"
-    "speculative-execution<only-if-divergent-target>,correlated-propagation,"
+    "speculative-execution<only-if-divergent-target>,"
     "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
     "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
     "ch;no-speculate-unpredictables>,"
@@ -287,7 +290,7 @@ constexpr const char *kPipeline =
     "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,loop(loop-idiom,indvars,"
     "simple-loop-unswitch<no-nontrivial;trivial>,loop-deletion,loop-unroll-full),sroa<modify-cfg>,"
     "gvn<>,sccp,instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,"
-    "correlated-propagation,move-auto-init,loop-mssa(licm<allowspeculation>),"
+    "move-auto-init,loop-mssa(licm<allowspeculation>),"
     "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
     "okup;keep-loops;hoist-common-insts;sink-common-insts;speculate-blocks;simplify-cond-branch;no-"
     "speculate-unpredictables>),function-attrs,function(require<should-not-run-function-passes>))),"
