@@ -124,7 +124,7 @@ constexpr double kSanitizerFactor = 1;
 #endif
 
 /// The bound on one compilation to PTX (median of three, thread CPU time): about 2 times the
-/// slowest program today (programs/attention/decode_paged.tasm, 220-250 ms on a busy machine;
+/// slowest program today (programs/attention/decode_paged.tasm, 200-250 ms on a busy machine;
 /// docs/jit.md has the table), so that a regression of the JIT time fails while a loaded
 /// machine does not. The goal is 50 ms for every program; lower the bound as it comes closer.
 constexpr double kJitTimeBoundMs = 500 * kSanitizerFactor;
