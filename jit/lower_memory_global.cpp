@@ -546,6 +546,16 @@ struct ElementBounds {
                        std::string("@p ")};
     return std::pair{std::string(), std::string()};
   }
+
+  /// The bound operands after the address: one 32-bit register each.
+  void appendOperands(llvm::IRBuilder<> &b, std::string &constraints,
+                      std::vector<llvm::Type *> &params, std::vector<llvm::Value *> &args) const {
+    for (llvm::Value *v : operands) {
+      constraints += ",r";
+      params.push_back(b.getInt32Ty());
+      args.push_back(v);
+    }
+  }
 };
 
 /// The element path of a native group (elements of es bytes at `addr`) as one inline-PTX
@@ -575,11 +585,7 @@ std::vector<llvm::Value *> asmLoadElements(llvm::IRBuilder<> &b, llvm::Value *ad
   constraints += "l";
   std::vector<llvm::Type *> params = {b.getInt64Ty()};
   std::vector<llvm::Value *> args = {b.CreatePtrToInt(addr, b.getInt64Ty())};
-  for (llvm::Value *v : bounds.operands) {
-    constraints += ",r";
-    params.push_back(b.getInt32Ty());
-    args.push_back(v);
-  }
+  bounds.appendOperands(b, constraints, params, args);
   llvm::Type *regType = b.getIntNTy(unsigned(regBits));
   auto *ret = llvm::StructType::get(b.getContext(), std::vector<llvm::Type *>(size_t(n), regType));
   auto *asmType = llvm::FunctionType::get(ret, params, false);
@@ -604,11 +610,7 @@ void asmStoreElements(llvm::IRBuilder<> &b, llvm::Value *addr, const GlobalAcces
   std::string constraints = "l";
   std::vector<llvm::Type *> params = {b.getInt64Ty()};
   std::vector<llvm::Value *> args = {b.CreatePtrToInt(addr, b.getInt64Ty())};
-  for (llvm::Value *v : bounds.operands) {
-    constraints += ",r";
-    params.push_back(b.getInt32Ty());
-    args.push_back(v);
-  }
+  bounds.appendOperands(b, constraints, params, args);
   llvm::Type *regType = b.getIntNTy(unsigned(regBits));
   for (size_t j = 0; j < bits.size(); ++j) {
     if (auto test = bounds.test(c + int64_t(j))) {
