@@ -497,6 +497,19 @@ void narrowBounds(Codegen &cg, GlobalAccess &a, const std::vector<SlotGroup> &gr
   }
 }
 
+/// Whether the element paths of the vector groups take the inline-PTX form (native element
+/// types, at least kAsmElementPaths slots in groups of more than one); then with narrowBounds.
+bool useAsmElementPaths(Codegen &cg, GlobalAccess &a, DataType t,
+                        const std::vector<SlotGroup> &groups) {
+  int64_t grouped = 0;
+  for (const SlotGroup &g : groups)
+    grouped += g.count > 1 ? g.count : 0;
+  if (!nativeAccess(t) || grouped < kAsmElementPaths)
+    return false;
+  narrowBounds(cg, a, groups);
+  return true;
+}
+
 /// The bounds of a group's element path in inline PTX: element j is in bounds when
 /// lo <= c + j < hi for the group's bounds `lo`, `hi` (i64) along g.dim and c = Loc(first) there
 /// (the other dimensions are in bounds on the element path: tests.othersIn). A constant bound
@@ -682,12 +695,7 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
   };
   std::vector<SlotGroup> groups = groupSlots(map, width, minWidth, unit);
-  int64_t grouped = 0;
-  for (const SlotGroup &g : groups)
-    grouped += g.count > 1 ? g.count : 0;
-  bool asmPath = nativeAccess(t) && grouped >= kAsmElementPaths;
-  if (asmPath)
-    narrowBounds(cg, a, groups);
+  bool asmPath = useAsmElementPaths(cg, a, t, groups);
   for (const SlotGroup &g : groups) {
     if (g.count == 1) {
       slots[size_t(g.first)] = elementLoad(g.first, nullptr);
@@ -764,12 +772,7 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     asmStoreGlobal(b, addr, ok, elementsToWords(cg, {slots[size_t(i)]}, t), es);
   };
   std::vector<SlotGroup> groups = groupSlots(map, width, minWidth, unit);
-  int64_t grouped = 0;
-  for (const SlotGroup &g : groups)
-    grouped += g.count > 1 ? g.count : 0;
-  bool asmPath = nativeAccess(t) && grouped >= kAsmElementPaths;
-  if (asmPath)
-    narrowBounds(cg, a, groups);
+  bool asmPath = useAsmElementPaths(cg, a, t, groups);
   for (const SlotGroup &g : groups) {
     if (g.count == 1) {
       elementStore(g.first);
