@@ -26,7 +26,8 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import L2_BYTES, bits_of, copy_bench, print_columns, save_i32_npy, torch_bench
+from bench_common import (L2_BYTES, bits_of, copy_bench, cuda_device, print_columns, save_i32_npy,
+                          torch_bench)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -273,13 +274,9 @@ def main():
     unknown = only - {"prefill", "decode", "layers"}
     if unknown:
         ap.error("unknown --only entries: " + ",".join(sorted(unknown)))
-    device = "dry run"
-    if not args.dry_run:
-        import torch
-        if not torch.cuda.is_available():
-            print("bench_attention: no CUDA device (use --dry-run here)", file=sys.stderr)
-            return 2
-        device = torch.cuda.get_device_name()
+    device = cuda_device("bench_attention", args.dry_run)
+    if device is None:
+        return 2
     work = tempfile.mkdtemp(prefix="bench_attention_")
     r = Runner(args, work)
     copy = CopyBaseline(args)

@@ -5,8 +5,21 @@ widths of ISA type names, int32 .npy files written without NumPy, the printed ta
 import json
 import statistics
 import struct
+import sys
 
 L2_BYTES = 50 * 2**20  # the H100's L2: data this small is served from L2 on repeated launches
+
+
+def cuda_device(tool, dry_run):
+    """The CUDA device's name ("dry run" with --dry-run), or None after saying on stderr that
+    there is none (PyTorch is imported only when a device is wanted)."""
+    if dry_run:
+        return "dry run"
+    import torch
+    if not torch.cuda.is_available():
+        print(f"{tool}: no CUDA device (use --dry-run here)", file=sys.stderr)
+        return None
+    return torch.cuda.get_device_name()
 
 
 def bits_of(t):

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import print_columns, torch_bench
+from bench_common import cuda_device, print_columns, torch_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -72,14 +72,12 @@ def main():
     cases = [c for c in CASES if only is None or c[0] in only]
     work = tempfile.mkdtemp(prefix="bench_gemm_")
 
+    device = cuda_device("bench_gemm", args.dry_run)
+    if device is None:
+        return 1
     torch = None
-    device = "dry run"
     if not args.dry_run:
         import torch
-        if not torch.cuda.is_available():
-            print("bench_gemm: no CUDA device (use --dry-run here)", file=sys.stderr)
-            return 1
-        device = torch.cuda.get_device_name()
 
     rows = []
     failed = False

@@ -37,9 +37,9 @@ def _program(activation, weight_type, n, k, group_size, zero_point, bm, prefill)
 
 
 def _module_for(activation, weight_type, n, k, group_size, zero_point, bm=16, prefill=False):
-    with _lock:
-        return _program(activation, weight_type, n, k, group_size, bool(zero_point), bm,
-                        bool(prefill))
+    with _lock:  # the prefill kernel has no BM: one module whatever bm says
+        return _program(activation, weight_type, n, k, group_size, bool(zero_point),
+                        0 if prefill else bm, bool(prefill))
 
 
 # ---- the custom operator --------------------------------------------------------------------

@@ -18,6 +18,12 @@ bool contains(const std::string &text, const std::string &what) {
   return text.find(what) != std::string::npos;
 }
 
+/// The PTX statement that starts with `head` (up to its ';'), empty when there is none.
+std::string statementAt(const std::string &ptx, const std::string &head) {
+  size_t at = ptx.find(head);
+  return at == std::string::npos ? std::string() : ptx.substr(at, ptx.find(';', at) - at);
+}
+
 std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
     s.replace(p, from.size(), to);
@@ -200,10 +206,8 @@ TEST_CASE("Wgmma with A in registers: the register-A form, four packed registers
     REQUIRE_OK(k);
     // d: 32 f32; a: {r, r, r, r}; descriptor B; scale-d; imm-scale-a, imm-scale-b, imm-trans-b
     std::string head = std::string("wgmma.mma_async.sync.aligned.m64n64k16.f32.") + at + "." + at;
-    CHECK(contains(k->ptx, head));
-    size_t at0 = k->ptx.find(head);
-    REQUIRE(at0 != std::string::npos);
-    std::string stmt = k->ptx.substr(at0, k->ptx.find(';', at0) - at0);
+    std::string stmt = statementAt(k->ptx, head);
+    REQUIRE(!stmt.empty());
     INFO(stmt);
     size_t close = stmt.find('}');
     REQUIRE(close != std::string::npos);
@@ -222,9 +226,8 @@ TEST_CASE("Wgmma with A in registers: the register-A form, four packed registers
   Expected<PtxKernel> k = compileFor(f, 90);
   REQUIRE_OK(k);
   std::string head = "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e5m2";
-  size_t at0 = k->ptx.find(head);
-  REQUIRE(at0 != std::string::npos);
-  std::string stmt = k->ptx.substr(at0, k->ptx.find(';', at0) - at0);
+  std::string stmt = statementAt(k->ptx, head);
+  REQUIRE(!stmt.empty());
   INFO(stmt);
   // FP8: four A registers, no transpose operands
   CHECK(contains(stmt, "{%r"));
