@@ -2,10 +2,12 @@
 #include "jit/nan_canonical.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -220,6 +222,8 @@ public:
           feeds[index[i]].push_back(index[v]); // i seen -> v seen
         } else {
           seen[index[v]] = true;
+          if (i)
+            seeing.push_back({v, i});
         }
       }
     }
@@ -242,7 +246,44 @@ public:
     return found != index.end() && !seen[found->second];
   }
 
+  /// The uses where a payload is seen: (value, the instruction that sees it).
+  const std::vector<std::pair<const llvm::Value *, const llvm::Instruction *>> &
+  seeingUses() const {
+    return seeing;
+  }
+
+  /// Per value, the deepest loop nesting of a canonicalization whose value reaches it (a
+  /// forward least fixed point over the carriers; 0 for values no canonicalization reaches).
+  llvm::DenseMap<const llvm::Value *, unsigned> reachDepth(const llvm::LoopInfo &loops) const {
+    std::vector<std::vector<size_t>> next(values.size());
+    for (size_t k = 0; k < values.size(); ++k)
+      for (size_t from : feeds[k])
+        next[from].push_back(k);
+    std::vector<unsigned> depth(values.size(), 0);
+    std::vector<size_t> work;
+    for (size_t k = 0; k < values.size(); ++k)
+      if (const auto *i = llvm::dyn_cast<llvm::Instruction>(values[k]);
+          i && isCanonicalization(i)) {
+        depth[k] = loops.getLoopDepth(i->getParent());
+        work.push_back(k);
+      }
+    while (!work.empty()) {
+      size_t k = work.back();
+      work.pop_back();
+      for (size_t to : next[k])
+        if (depth[to] < depth[k]) {
+          depth[to] = depth[k];
+          work.push_back(to);
+        }
+    }
+    llvm::DenseMap<const llvm::Value *, unsigned> out;
+    for (size_t k = 0; k < values.size(); ++k)
+      out[values[k]] = depth[k];
+    return out;
+  }
+
 private:
+  std::vector<std::pair<const llvm::Value *, const llvm::Instruction *>> seeing;
   llvm::DenseMap<const llvm::Value *, size_t> index;
   std::vector<const llvm::Value *> values;
   std::vector<std::vector<size_t>> feeds; // per value: the operands whose payload it carries
@@ -255,6 +296,56 @@ void markNaNCanonicalization(llvm::SelectInst *select) {
   select->setMetadata(kMarked, llvm::MDNode::get(select->getContext(), {}));
 }
 
+namespace {
+
+/// Moves canonicalizations out of loops towards where their payload is seen: for each use that
+/// sees a float value (or the float operand of a same-width bit cast that it sees) outside the
+/// loop of some canonicalization reaching it, a canonicalization right before that use. The
+/// value there is then canonical whatever reaches it, so the canonicalizations inside the loop
+/// that were kept only for this use become unseen (a loop-carried accumulator published after
+/// its loop: one pair per element after the loop instead of one per element and iteration).
+/// Adds canonicalizations only at loop depths below those they make removable.
+void sinkIntoSeeingUses(llvm::Function &f, const PayloadFlow &flow) {
+  if (flow.seeingUses().empty())
+    return;
+  llvm::DominatorTree dt(f);
+  llvm::LoopInfo loops(dt);
+  llvm::DenseMap<const llvm::Value *, unsigned> depth = flow.reachDepth(loops);
+  llvm::DenseMap<llvm::Type *, llvm::Constant *> nanOf; // the canonical NaN of each type
+  for (llvm::BasicBlock &block : f)
+    for (llvm::Instruction &i : block)
+      if (isCanonicalization(&i))
+        if (auto *c = llvm::dyn_cast<llvm::Constant>(llvm::cast<llvm::SelectInst>(&i)->getTrueValue()))
+          nanOf.try_emplace(i.getType(), c);
+  for (auto [v, user] : flow.seeingUses()) {
+    auto *at = const_cast<llvm::Instruction *>(user);
+    auto *target = const_cast<llvm::Value *>(v);
+    if (!target->getType()->isFPOrFPVectorTy()) {
+      auto *cast = llvm::dyn_cast<llvm::BitCastInst>(target);
+      if (!cast || !cast->getOperand(0)->getType()->isFPOrFPVectorTy())
+        continue;
+      target = cast->getOperand(0);
+      at = cast;
+    }
+    auto d = depth.find(target);
+    llvm::Constant *nan = nanOf.lookup(target->getType());
+    if (!nan || d == depth.end() || loops.getLoopDepth(at->getParent()) >= d->second ||
+        llvm::isa<llvm::PHINode>(at))
+      continue;
+    // a canonicalization used as it stands is canonicalized here from its operand instead
+    llvm::Value *raw = target;
+    if (const auto *i = llvm::dyn_cast<llvm::Instruction>(target); i && isCanonicalization(i))
+      raw = llvm::cast<llvm::SelectInst>(target)->getFalseValue();
+    llvm::IRBuilder<> b(at);
+    llvm::Value *isNaN = b.CreateFCmpUNO(raw, raw);
+    auto *select = llvm::cast<llvm::SelectInst>(b.CreateSelect(isNaN, nan, raw));
+    markNaNCanonicalization(select);
+    at->replaceUsesOfWith(target, select);
+  }
+}
+
+} // namespace
+
 size_t dropUnseenNaNCanonicalizations(llvm::Function &f) {
   // values first in SSA form (Codegen keeps a variable assigned more than once in an alloca)
   std::vector<llvm::AllocaInst *> allocas;
@@ -265,6 +356,7 @@ size_t dropUnseenNaNCanonicalizations(llvm::Function &f) {
     llvm::DominatorTree dt(f);
     llvm::PromoteMemToReg(allocas, dt);
   }
+  sinkIntoSeeingUses(f, PayloadFlow(f));
   PayloadFlow flow(f);
   std::vector<llvm::SelectInst *> unseen;
   for (llvm::BasicBlock &block : f)

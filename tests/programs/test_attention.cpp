@@ -133,6 +133,8 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
   std::vector<uint16_t> o;
   const float scale = float(1.0 / std::sqrt(double(hd)));
   const bool narrow = kt.bits <= 8;
+  // unit roundoff of the type of the softmax weights in the P V product
+  const double pUnit = (!narrow && bf16) ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
   const float kScale = narrow ? 0.0625f : 1.0f, vScale = narrow ? 0.125f : 1.0f;
   for (int launch = 0; launch < launches; ++launch) {
     CAPTURE(launch);
@@ -158,14 +160,16 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
         mx = std::max(mx, s[size_t(j)]);
       }
       double l = 0;
-      std::vector<double> out(size_t(hd), 0.0);
+      std::vector<double> out(size_t(hd), 0.0), absOut(size_t(hd), 0.0);
       for (int j = 0; j < n; ++j) {
         double p = std::exp(s[size_t(j)] - mx);
         l += p;
         int pg = table[size_t(b * sh.maxPages + j / page)];
         int64_t base = ((int64_t(pg) * page + j % page) * KV + kvh) * hd;
-        for (int d = 0; d < hd; ++d)
+        for (int d = 0; d < hd; ++d) {
           out[size_t(d)] += p * vval[size_t(base + d)] * vScale;
+          absOut[size_t(d)] += p * std::fabs(vval[size_t(base + d)] * vScale);
+        }
       }
       double vmax = 0;
       for (int64_t e = 0; e < elems; ++e)
@@ -175,7 +179,10 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
         CAPTURE(b);
         CAPTURE(h);
         CAPTURE(d);
-        CHECK(std::fabs(got - want) <= (bf16 ? 8e-3 : 1e-3) * (std::fabs(want) + 1e-2 * vmax));
+        // the contract rounds each weight p_j to PT (f16 for caches of at most 8 bits, else
+        // AT) before its product with v_j: at most a relative unit roundoff of each term
+        CHECK(std::fabs(got - want) <=
+              (bf16 ? 8e-3 : 1e-3) * (std::fabs(want) + 1e-2 * vmax) + pUnit * absOut[size_t(d)] / l);
       }
     }
 }
@@ -200,31 +207,46 @@ TEST_CASE("decode_paged.tasm: f8e4m3 and 4- to 8-bit integer and float caches wi
   checkDecode(true, intType("i5", true, 5), 64, 8, {2, 4, 4, 14, 7, {50, 3}}, 9);
 }
 
-TEST_CASE("decode_paged.tasm: tuning constants (fewer heads per block, two warps, pipeline)") {
-  // GQ = 4 of a group of 8: two blocks per kv head; 2 warps of 8 key groups, 2 keys each
+TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a stage, "
+          "groups of more than 16 heads") {
+  // KS 32: two pages of 16 per stage, two k16 tiles of the P V mma; a two-stage pipeline
   checkDecode(false, intType("u8", false, 8), 64, 16, {2, 8, 1, 10, 5, {61, 16}}, 10,
-              {{"GQ", "4"}, {"W", "2"}, {"KL", "2"}, {"STAGES", "2"}});
-  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {1, 4, 2, 6, 6, {90}}, 11,
-              {{"DV", "16"}, {"STAGES", "4"}});
+              {{"KS", "32"}, {"STAGES", "2"}});
+  // PAGE 32, KS 16: each stage copies half a page
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 32, {1, 4, 2, 6, 3, {90}}, 11,
+              {{"STAGES", "4"}});
+  // PAGE 8, KS 32: four pages per stage
+  checkDecode(true, intType("u4", false, 4), 64, 8, {2, 8, 2, 30, 12, {1, 93}}, 18,
+              {{"KS", "32"}});
+  // groups of 32 and 24 query heads per kv head: two row tiles of 16 per kv head (the second
+  // of the 24 has 8 rows)
+  CacheType f16{"f16", true, true, 5, 10, 16};
+  checkDecode(false, f16, 64, 16, {2, 32, 1, 10, 5, {50, 7}}, 19);
+  checkDecode(false, intType("i4", true, 4), 128, 16, {1, 48, 2, 6, 6, {70}}, 20);
 }
 
 TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
   // Every run is in checked mode: the atomics, fences and the ticket race with nothing, and the
   // requires_clean workspace (partials and tickets) is zero again after each launch.
   CacheType f16{"f16", true, true, 5, 10, 16};
-  // HD 64: P = 2 pages per stage; max_pages 20 gives min(SPLITS, 10) blocks per (b, y). SPLITS 3:
+  // KS 32 (two pages per stage); max_pages 20 gives min(SPLITS, 10) blocks per (b, y). SPLITS 3:
   // the 10 stages of seq 300 split 4 + 4 + 2; seq 1 has one stage, two empty splits; seq 40
-  // (2 stages, 2 pages: fewer than SPLITS) one empty; each launched twice
-  checkDecode(false, f16, 64, 16, {3, 8, 1, 60, 20, {300, 1, 40}}, 12, {{"SPLITS", "3"}}, 2);
-  // SPLITS 16 capped at cdiv(max_pages, P) = 10 splits; GQ 4 of a group of 8 (two parts per kv
-  // head)
+  // (2 stages: fewer than SPLITS) one empty; each launched twice
+  checkDecode(false, f16, 64, 16, {3, 8, 1, 60, 20, {300, 1, 40}}, 12,
+              {{"SPLITS", "3"}, {"KS", "32"}}, 2);
+  // SPLITS 32 capped at cdiv(max_pages * PAGE, KS) = 20 splits; groups of 8 (one row tile)
   checkDecode(false, intType("u4", false, 4), 64, 16, {2, 16, 2, 40, 20, {17, 301}}, 13,
-              {{"SPLITS", "16"}, {"GQ", "4"}}, 2);
-  // HD 128, P = 1: 7 splits of one or more pages each, sequences of 1, 16 and 100 keys
+              {{"SPLITS", "32"}}, 2);
+  // HD 128: 7 splits of one or more stages each, sequences of 1, 16 and 100 keys
   checkDecode(true, floatType("f8e4m3", 4, 3), 128, 16, {3, 4, 1, 24, 8, {1, 16, 100}}, 14,
               {{"SPLITS", "7"}}, 2);
   // max_pages of one stage: a single split (no workspace traffic) under SPLITS > 1
-  checkDecode(false, f16, 64, 16, {2, 2, 2, 4, 2, {32, 9}}, 15, {{"SPLITS", "4"}});
+  checkDecode(false, f16, 64, 16, {2, 2, 2, 4, 1, {16, 9}}, 15, {{"SPLITS", "4"}});
+  // BLOCKS 4 with 3 x 1 (b, y) pairs: max(1, 4 / 3) = 1 split under SPLITS > 1
+  checkDecode(false, f16, 64, 16, {3, 8, 1, 60, 20, {300, 1, 40}}, 21, {{"BLOCKS", "4"}}, 2);
+  // groups of 32 heads (two row tiles per kv head), split over 5 blocks
+  checkDecode(false, intType("u4", false, 4), 64, 16, {2, 32, 1, 40, 20, {200, 33}}, 22,
+              {{"SPLITS", "5"}}, 2);
   // SPLITS 1: the program without workspace
   checkDecode(false, f16, 64, 16, {2, 8, 1, 12, 6, {1, 77}}, 16, {{"SPLITS", "1"}});
   checkDecode(false, intType("i8", true, 8), 128, 16, {1, 8, 8, 6, 6, {90}}, 17, {{"SPLITS", "1"}});
