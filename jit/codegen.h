@@ -284,11 +284,16 @@ public:
   /// element; the message ends "... bytes " + `need` (e.g. "the reduction needs").
   Status requireScratch(const Instruction &inst, const std::vector<int64_t> &shape, int elemBytes,
                         const std::string &need);
+  /// Bytes of the scratch area that the lowering has staged tensors into so far (the checker
+  /// plans for the worst case of every instruction, e.g. a Dot that takes the scratch path;
+  /// a Dot that becomes mma.sync stages nothing).
+  int64_t scratchUsed() const { return scratchUsed_; }
 
   /// An `unsupported` error unless the target is sm_90a (the Hopper instructions).
   Status requireHopper(const Instruction &inst);
 
 private:
+  int64_t scratchUsed_ = 0;
   Status lowerBody(const std::vector<Stmt> &body);
   Status lowerStmt(const Stmt &stmt);
   /// Lower one instruction: InstructionRouter (lowering.h) hands it to its family's lowerer,

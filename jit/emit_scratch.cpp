@@ -13,6 +13,10 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
                              int elemBytes) {
   const LayoutMap &map = layoutOf(v);
   DataType t = info.vars[v].dtype;
+  int64_t elements = 1;
+  for (int64_t n : map.shape())
+    elements *= n;
+  scratchUsed_ = std::max(scratchUsed_, byteOffset + elements * elemBytes);
   const std::vector<llvm::Value *> &s = threadPart(map);
   std::vector<int64_t> strides = rowMajorStrides(map.shape());
   llvm::Value *threadLinear = constI64(0);

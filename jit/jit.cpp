@@ -340,6 +340,7 @@ struct Compiled {
   std::unique_ptr<llvm::Module> module;
   std::unique_ptr<llvm::TargetMachine> tm;
   std::string entryName;
+  int64_t sharedBytes = 0;
 };
 
 Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
@@ -393,6 +394,11 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   c.buildMs = t2 - t1;
   c.optimizeMs = t3 - t2;
   c.entryName = cg.kernel()->getName().str();
+  // the allocations and the part of the scratch area that the lowering used (16-byte units)
+  c.sharedBytes = info.scratchBytes > 0 ? std::min(info.sharedBytes,
+                                                   info.scratchByteOffset +
+                                                       (cg.scratchUsed() + 15) / 16 * 16)
+                                        : info.sharedBytes;
   c.tm = std::move(*tm);
   return c;
 }
@@ -459,12 +465,12 @@ Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programInd
                    threadMs() - t0, c->setupMs + c->buildMs + c->optimizeMs + threadMs() - t0);
     kernel.ptx = std::string(ptx.str());
     kernel.entryName = c->entryName;
+    kernel.sharedBytes = c->sharedBytes;
     return Status::success();
   });
   if (!status.ok())
     return status;
   kernel.threads = module.programs[programIndex].threads;
-  kernel.sharedBytes = module.programs[programIndex].sharedBytes;
   return kernel;
 }
 

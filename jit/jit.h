@@ -3,8 +3,10 @@
 // Kernel ABI: an `.entry` named after the program, taking the program's parameters in order
 // (pointers as 64-bit global addresses, scalars by their dtype widened to at least 32 bits),
 // followed by one 64-bit workspace pointer when the program uses AllocateGlobal. The block has
-// ProgramInfo::threads threads and ProgramInfo::sharedBytes of dynamic shared memory; the grid
-// is the program's grid expressions evaluated on the host.
+// ProgramInfo::threads threads and PtxKernel::sharedBytes of dynamic shared memory (the
+// program's allocations and the part of the checker's scratch area that the lowering uses, at
+// most ProgramInfo::sharedBytes); the grid is the program's grid expressions evaluated on the
+// host.
 #pragma once
 
 #include "loader/verified_module.h"

@@ -67,12 +67,28 @@ VerifiedModule exponentials(const std::string &T) {
 
 } // namespace
 
+TEST_CASE("dynamic shared memory: the allocations and the scratch bytes the lowering stages") {
+  // a ConvertLayout that moves data stages its 64 f32 (256 bytes) after the 100-byte allocation
+  // (the scratch area starts at 128); the kernel ABI case below has a planned area left unused
+  VerifiedModule m = buildSource(
+      "def k<1>(f32* x_ptr, f32* y_ptr) threads=32:\n"
+      "    s = AllocateShared(u8, shape=[100])\n"
+      "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64]), layout=spatial(32).local(2))\n"
+      "    y = ConvertLayout(x, layout=local(2).spatial(32))\n"
+      "    StoreGlobal(y, ViewGlobal(y_ptr, shape=[64]))\n");
+  CHECK(m.programs[0].scratchByteOffset == 128);
+  CHECK(ptxOf(m, "k").sharedBytes == 128 + 256);
+}
+
 TEST_CASE("kernel ABI: entry name, parameters in order, reqntid, dynamic shared memory") {
   VerifiedModule m = buildFile(programPath("matmul_f16_pipelined.tasm"));
   PtxKernel k = ptxOf(m, "matmul_f16");
   CHECK(k.entryName == "matmul_f16");
   CHECK(k.threads == 128);
-  CHECK(k.sharedBytes == m.programs[0].sharedBytes);
+  // its Dot becomes mma.sync and stages nothing: the allocations without the scratch area
+  // that the checker planned for a Dot on the scratch path
+  CHECK(m.programs[0].scratchBytes > 0);
+  CHECK(k.sharedBytes == m.programs[0].scratchByteOffset);
   CHECK(contains(k.ptx, ".reqntid 128"));
   CHECK(contains(k.ptx, ".extern .shared .align 16 .b8 tilus_smem[]"));
   // three pointers (u64) then three i32 scalars, in declaration order
