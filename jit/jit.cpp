@@ -395,10 +395,10 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   c.optimizeMs = t3 - t2;
   c.entryName = cg.kernel()->getName().str();
   // the allocations and the part of the scratch area that the lowering used (16-byte units)
-  c.sharedBytes = info.scratchBytes > 0 ? std::min(info.sharedBytes,
-                                                   info.scratchByteOffset +
-                                                       (cg.scratchUsed() + 15) / 16 * 16)
-                                        : info.sharedBytes;
+  c.sharedBytes =
+      info.scratchBytes > 0
+          ? std::min(info.sharedBytes, info.scratchByteOffset + (cg.scratchUsed() + 15) / 16 * 16)
+          : info.sharedBytes;
   c.tm = std::move(*tm);
   return c;
 }

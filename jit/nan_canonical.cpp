@@ -6,8 +6,8 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/Function.h>
-#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -247,8 +247,7 @@ public:
   }
 
   /// The uses where a payload is seen: (value, the instruction that sees it).
-  const std::vector<std::pair<const llvm::Value *, const llvm::Instruction *>> &
-  seeingUses() const {
+  const std::vector<std::pair<const llvm::Value *, const llvm::Instruction *>> &seeingUses() const {
     return seeing;
   }
 
@@ -315,7 +314,8 @@ void sinkIntoSeeingUses(llvm::Function &f, const PayloadFlow &flow) {
   for (llvm::BasicBlock &block : f)
     for (llvm::Instruction &i : block)
       if (isCanonicalization(&i))
-        if (auto *c = llvm::dyn_cast<llvm::Constant>(llvm::cast<llvm::SelectInst>(&i)->getTrueValue()))
+        if (auto *c =
+                llvm::dyn_cast<llvm::Constant>(llvm::cast<llvm::SelectInst>(&i)->getTrueValue()))
           nanOf.try_emplace(i.getType(), c);
   for (auto [v, user] : flow.seeingUses()) {
     auto *at = const_cast<llvm::Instruction *>(user);

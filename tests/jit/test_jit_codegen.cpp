@@ -70,12 +70,12 @@ VerifiedModule exponentials(const std::string &T) {
 TEST_CASE("dynamic shared memory: the allocations and the scratch bytes the lowering stages") {
   // a ConvertLayout that moves data stages its 64 f32 (256 bytes) after the 100-byte allocation
   // (the scratch area starts at 128); the kernel ABI case below has a planned area left unused
-  VerifiedModule m = buildSource(
-      "def k<1>(f32* x_ptr, f32* y_ptr) threads=32:\n"
-      "    s = AllocateShared(u8, shape=[100])\n"
-      "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64]), layout=spatial(32).local(2))\n"
-      "    y = ConvertLayout(x, layout=local(2).spatial(32))\n"
-      "    StoreGlobal(y, ViewGlobal(y_ptr, shape=[64]))\n");
+  VerifiedModule m =
+      buildSource("def k<1>(f32* x_ptr, f32* y_ptr) threads=32:\n"
+                  "    s = AllocateShared(u8, shape=[100])\n"
+                  "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[64]), layout=spatial(32).local(2))\n"
+                  "    y = ConvertLayout(x, layout=local(2).spatial(32))\n"
+                  "    StoreGlobal(y, ViewGlobal(y_ptr, shape=[64]))\n");
   CHECK(m.programs[0].scratchByteOffset == 128);
   CHECK(ptxOf(m, "k").sharedBytes == 128 + 256);
 }

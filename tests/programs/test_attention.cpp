@@ -181,8 +181,8 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
         CAPTURE(d);
         // the contract rounds each weight p_j to PT (f16 for caches of at most 8 bits, else
         // AT) before its product with v_j: at most a relative unit roundoff of each term
-        CHECK(std::fabs(got - want) <=
-              (bf16 ? 8e-3 : 1e-3) * (std::fabs(want) + 1e-2 * vmax) + pUnit * absOut[size_t(d)] / l);
+        CHECK(std::fabs(got - want) <= (bf16 ? 8e-3 : 1e-3) * (std::fabs(want) + 1e-2 * vmax) +
+                                           pUnit * absOut[size_t(d)] / l);
       }
     }
 }
@@ -216,8 +216,7 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   checkDecode(false, floatType("f8e4m3", 4, 3), 128, 32, {1, 4, 2, 6, 3, {90}}, 11,
               {{"STAGES", "4"}});
   // PAGE 8, KS 32: four pages per stage
-  checkDecode(true, intType("u4", false, 4), 64, 8, {2, 8, 2, 30, 12, {1, 93}}, 18,
-              {{"KS", "32"}});
+  checkDecode(true, intType("u4", false, 4), 64, 8, {2, 8, 2, 30, 12, {1, 93}}, 18, {{"KS", "32"}});
   // groups of 32 and 24 query heads per kv head: two row tiles of 16 per kv head (the second
   // of the 24 has 8 rows)
   CacheType f16{"f16", true, true, 5, 10, 16};
