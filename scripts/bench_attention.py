@@ -162,7 +162,8 @@ def bandwidth_row(row, ms, nbytes, copy):
 def decode_rows(r, args, copy):
     import random
     rows = []
-    H, KVH, HD, PAGE = 32, 8, 128, 16
+    H, KVH, PAGE = 32, 8, 16
+    HD = args.decode_hd
     rng = random.Random(0)
     # tuning variants: ";"-separated sets of ","-separated NAME=VALUE (empty: the defaults)
     variants = [v for v in args.decode_variants.split(";")] or [""]
@@ -262,6 +263,8 @@ def main():
     ap.add_argument("--decode-variants", default="",
                     help="decode tuning variants, e.g. 'SPLITS=1;SPLITS=8;SPLITS=16,STAGES=6' "
                          "(';' between variants, ',' between -D NAME=VALUE; empty: defaults)")
+    ap.add_argument("--decode-hd", type=int, default=128,
+                    help="head dimension of the decode rows (default 128)")
     ap.add_argument("--seq", type=int, default=4096, help="prefill sequence length")
     ap.add_argument("--tokens", type=int, default=4096, help="rows of the layer benchmarks")
     ap.add_argument("--iters", type=int, default=20)
