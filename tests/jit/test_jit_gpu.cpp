@@ -1503,6 +1503,34 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                  {"o_ptr", f16, 4 * 16 * 128, Fill::Zero, 0, 1e-2}};
     runCase(c);
   }
+  for (const char *tuning : {"", "KS=32"}) {
+    // bf16 activations over an i5 cache (5-bit codes: rows of 40 bytes, moved as bytes), HD 64,
+    // pages of 8 keys (two or four per stage), groups of 24 query heads (three blocks of 8 per
+    // kv head), sequences of 1, 40 and 77 keys split over 3 blocks; block_table[b, j] = b * 10 + j
+    Case c{std::string("decode_paged_bf16_i5_") + (*tuning ? tuning : "default"),
+           programText("attention/decode_paged.tasm")};
+    c.defines = {{"AT", "bf16"}, {"KT", "i5"}, {"HD", "64"}, {"PAGE", "8"}, {"SPLITS", "3"}};
+    if (*tuning)
+      c.defines["KS"] = "32";
+    const DataType bf16 = DataType::bf16();
+    int64_t cache = 30 * 8 * 1 * 64;
+    c.scalars = {{"batch", 3},
+                 {"heads", 24},
+                 {"kv_heads", 1},
+                 {"num_pages", 30},
+                 {"max_pages", 10},
+                 {"scale", std::bit_cast<uint32_t>(0.125f)},
+                 {"k_scale", std::bit_cast<uint32_t>(0.25f)},
+                 {"v_scale", std::bit_cast<uint32_t>(0.5f)}};
+    c.launches = 2;
+    c.buffers = {{"q_ptr", bf16, 3 * 24 * 64, Fill::Moderate},
+                 {"k_cache", DataType::parse("i5").value(), cache, Fill::Random},
+                 {"v_cache", DataType::parse("i5").value(), cache, Fill::Random},
+                 {"block_table", i32, 30, Fill::Index},
+                 {"seq_lens", i32, 3, Fill::Given, 0, 0, {1, 40, 77}},
+                 {"o_ptr", bf16, 3 * 24 * 64, Fill::Zero, 0, 2e-2}};
+    runCase(c);
+  }
   for (const char *causal : {"0", "1"}) {
     Case c{std::string("prefill_causal") + causal, programText("attention/prefill.tasm")};
     c.defines = {{"AT", "f16"}, {"HD", "64"}, {"CAUSAL", causal}};
