@@ -243,6 +243,8 @@ TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty spl
   checkDecode(false, f16, 64, 16, {2, 2, 2, 4, 1, {16, 9}}, 15, {{"SPLITS", "4"}});
   // BLOCKS 4 with 3 x 1 (b, y) pairs: max(1, 4 / 3) = 1 split under SPLITS > 1
   checkDecode(false, f16, 64, 16, {3, 8, 1, 60, 20, {300, 1, 40}}, 21, {{"BLOCKS", "4"}}, 2);
+  // SPLITS 4 reached (ns = SPLITS): every slot of the workspace in use
+  checkDecode(false, f16, 64, 16, {2, 8, 1, 40, 20, {300, 17}}, 23, {{"SPLITS", "4"}}, 2);
   // groups of 32 heads (two row tiles per kv head), split over 5 blocks
   checkDecode(false, intType("u4", false, 4), 64, 16, {2, 32, 1, 40, 20, {200, 33}}, 22,
               {{"SPLITS", "5"}}, 2);
