@@ -25,7 +25,10 @@ namespace tilus::jit {
 /// its stores to all its loads, when only plain loads read it). Every non-NaN value of
 /// the program keeps its bits and every NaN stays a NaN; a NaN's payload reaches memory, an
 /// integer operation or any other use only through a canonicalization that is kept. Promotes
-/// f's allocas to SSA values first (mem2reg, as the pipeline would); decided on that IR, then
+/// f's allocas to SSA values first (mem2reg, as the pipeline would). Before deciding, a use
+/// that sees a float value at a smaller loop depth than a canonicalization reaching it gets a
+/// canonicalization of its own right before it (a loop-carried value published after its
+/// loop: one select after the loop instead of one per iteration). Decided on that IR, then
 /// applied; returns the number removed.
 size_t dropUnseenNaNCanonicalizations(llvm::Function &f);
 
