@@ -1453,83 +1453,79 @@ private:
 
 DIFF_CASE("the library's programs") { libraryPrograms(); }
 
+namespace {
+
+/// The sizes and scales of one decode_paged.tasm case.
+struct DecodeShape {
+  const char *at, *kt;
+  int hd, page, batch, heads, kvHeads, numPages, maxPages;
+  float scale, kScale, vScale;
+};
+
+/// decode_paged.tasm at `sh` with extra -D constants: caches of numPages pages filled with
+/// `cacheFill`, block_table[b, j] = b * maxPages + j, the given seq_lens buffer, o compared
+/// with a relative tolerance of 2 % (bf16) or 1 %, `launches` launches on one workspace.
+Case decodeCase(const std::string &name, const DecodeShape &sh,
+                const std::map<std::string, std::string> &extra, Fill cacheFill,
+                const BufferSpec &seqLens, int launches) {
+  Case c{name, programText("attention/decode_paged.tasm")};
+  c.defines = {{"AT", sh.at},
+               {"KT", sh.kt},
+               {"HD", std::to_string(sh.hd)},
+               {"PAGE", std::to_string(sh.page)}};
+  c.defines.insert(extra.begin(), extra.end());
+  const DataType at = *DataType::parse(sh.at), kt = *DataType::parse(sh.kt);
+  const int64_t q = int64_t(sh.batch) * sh.heads * sh.hd;
+  const int64_t cache = int64_t(sh.numPages) * sh.page * sh.kvHeads * sh.hd;
+  c.scalars = {{"batch", uint64_t(sh.batch)},
+               {"heads", uint64_t(sh.heads)},
+               {"kv_heads", uint64_t(sh.kvHeads)},
+               {"num_pages", uint64_t(sh.numPages)},
+               {"max_pages", uint64_t(sh.maxPages)},
+               {"scale", std::bit_cast<uint32_t>(sh.scale)},
+               {"k_scale", std::bit_cast<uint32_t>(sh.kScale)},
+               {"v_scale", std::bit_cast<uint32_t>(sh.vScale)}};
+  c.buffers = {{"q_ptr", at, q, Fill::Moderate},
+               {"k_cache", kt, cache, cacheFill},
+               {"v_cache", kt, cache, cacheFill},
+               {"block_table", DataType::i32(), int64_t(sh.batch) * sh.maxPages, Fill::Index},
+               seqLens,
+               {"o_ptr", at, q, Fill::Zero, 0, at == DataType::bf16() ? 2e-2 : 1e-2}};
+  c.launches = launches;
+  return c;
+}
+
+} // namespace
+
 DIFF_CASE("the attention and layer programs (programs/attention, programs/layers)") {
   const DataType f16 = DataType::f16(), i32 = DataType::i32(), f32 = DataType::f32();
   for (const char *kt : {"f16", "f8e4m3", "u4"}) {
-    // block_table[b, j] = b * 3 + j (distinct pages), seq_lens in [1, 40], 3 pages of 16 each
-    Case c{std::string("decode_paged_") + kt, programText("attention/decode_paged.tasm")};
-    c.defines = {{"AT", "f16"}, {"KT", kt}, {"HD", "128"}, {"PAGE", "16"}};
-    DataType t = *DataType::parse(kt);
-    int64_t cache = 12 * 16 * 2 * 128;
-    c.scalars = {{"batch", 4},
-                 {"heads", 16},
-                 {"kv_heads", 2},
-                 {"num_pages", 12},
-                 {"max_pages", 3},
-                 {"scale", std::bit_cast<uint32_t>(0.088f)},
-                 {"k_scale", std::bit_cast<uint32_t>(0.5f)},
-                 {"v_scale", std::bit_cast<uint32_t>(0.25f)}};
-    c.buffers = {{"q_ptr", f16, 4 * 16 * 128, Fill::Moderate},
-                 {"k_cache", t, cache, Fill::Moderate},
-                 {"v_cache", t, cache, Fill::Moderate},
-                 {"block_table", i32, 12, Fill::Index},
-                 {"seq_lens", i32, 4, Fill::Positive},
-                 {"o_ptr", f16, 4 * 16 * 128, Fill::Zero, 0, 1e-2}};
-    c.launches = 3; // min(SPLITS, max_pages) = 2 splits: the workspace must be clean each time
-    runCase(c);
+    // block_table[b, j] = b * 3 + j (distinct pages), seq_lens in [1, 40], 3 pages of 16 each;
+    // min(SPLITS, max_pages) = 2 splits: the workspace must be clean at each of three launches
+    DecodeShape sh{"f16", kt, 128, 16, 4, 16, 2, 12, 3, 0.088f, 0.5f, 0.25f};
+    runCase(decodeCase(std::string("decode_paged_") + kt, sh, {}, Fill::Moderate,
+                       {"seq_lens", i32, 4, Fill::Positive}, 3));
   }
   for (const char *kt : {"f16", "u4"}) {
     // the sequence split over SPLITS = 4 blocks per (b, kv head): 200 keys (13 pages, split
     // 4 + 4 + 4 + 1), 77 (2 + 2 + 1 + 0), 1 and 16 (one page, three empty splits); block_table
     // [b, j] = b * 13 + j. Three launches on the same workspace.
-    Case c{std::string("decode_paged_splits4_") + kt, programText("attention/decode_paged.tasm")};
-    c.defines = {{"AT", "f16"}, {"KT", kt}, {"HD", "128"}, {"PAGE", "16"}, {"SPLITS", "4"}};
-    DataType t = *DataType::parse(kt);
-    int64_t cache = 52 * 16 * 2 * 128;
-    c.scalars = {{"batch", 4},
-                 {"heads", 16},
-                 {"kv_heads", 2},
-                 {"num_pages", 52},
-                 {"max_pages", 13},
-                 {"scale", std::bit_cast<uint32_t>(0.088f)},
-                 {"k_scale", std::bit_cast<uint32_t>(0.5f)},
-                 {"v_scale", std::bit_cast<uint32_t>(0.25f)}};
-    c.launches = 3;
-    c.buffers = {{"q_ptr", f16, 4 * 16 * 128, Fill::Moderate},
-                 {"k_cache", t, cache, Fill::Moderate},
-                 {"v_cache", t, cache, Fill::Moderate},
-                 {"block_table", i32, 52, Fill::Index},
-                 {"seq_lens", i32, 4, Fill::Given, 0, 0, {200, 77, 1, 16}},
-                 {"o_ptr", f16, 4 * 16 * 128, Fill::Zero, 0, 1e-2}};
-    runCase(c);
+    DecodeShape sh{"f16", kt, 128, 16, 4, 16, 2, 52, 13, 0.088f, 0.5f, 0.25f};
+    runCase(decodeCase(std::string("decode_paged_splits4_") + kt, sh, {{"SPLITS", "4"}},
+                       Fill::Moderate, {"seq_lens", i32, 4, Fill::Given, 0, 0, {200, 77, 1, 16}},
+                       3));
   }
   for (const char *tuning : {"", "KS=32"}) {
     // bf16 activations over an i5 cache (5-bit codes: rows of 40 bytes, moved as bytes), HD 64,
     // pages of 8 keys (two or four per stage), groups of 24 query heads (three blocks of 8 per
     // kv head), sequences of 1, 40 and 77 keys split over 3 blocks; block_table[b, j] = b * 10 + j
-    Case c{std::string("decode_paged_bf16_i5_") + (*tuning ? tuning : "default"),
-           programText("attention/decode_paged.tasm")};
-    c.defines = {{"AT", "bf16"}, {"KT", "i5"}, {"HD", "64"}, {"PAGE", "8"}, {"SPLITS", "3"}};
+    DecodeShape sh{"bf16", "i5", 64, 8, 3, 24, 1, 30, 10, 0.125f, 0.25f, 0.5f};
+    std::map<std::string, std::string> extra = {{"SPLITS", "3"}};
     if (*tuning)
-      c.defines["KS"] = "32";
-    const DataType bf16 = DataType::bf16();
-    int64_t cache = 30 * 8 * 1 * 64;
-    c.scalars = {{"batch", 3},
-                 {"heads", 24},
-                 {"kv_heads", 1},
-                 {"num_pages", 30},
-                 {"max_pages", 10},
-                 {"scale", std::bit_cast<uint32_t>(0.125f)},
-                 {"k_scale", std::bit_cast<uint32_t>(0.25f)},
-                 {"v_scale", std::bit_cast<uint32_t>(0.5f)}};
-    c.launches = 2;
-    c.buffers = {{"q_ptr", bf16, 3 * 24 * 64, Fill::Moderate},
-                 {"k_cache", DataType::parse("i5").value(), cache, Fill::Random},
-                 {"v_cache", DataType::parse("i5").value(), cache, Fill::Random},
-                 {"block_table", i32, 30, Fill::Index},
-                 {"seq_lens", i32, 3, Fill::Given, 0, 0, {1, 40, 77}},
-                 {"o_ptr", bf16, 3 * 24 * 64, Fill::Zero, 0, 2e-2}};
-    runCase(c);
+      extra["KS"] = "32";
+    runCase(decodeCase(std::string("decode_paged_bf16_i5_") + (*tuning ? tuning : "default"), sh,
+                       extra, Fill::Random, {"seq_lens", i32, 3, Fill::Given, 0, 0, {1, 40, 77}},
+                       2));
   }
   for (const char *causal : {"0", "1"}) {
     Case c{std::string("prefill_causal") + causal, programText("attention/prefill.tasm")};
