@@ -277,6 +277,13 @@ public:
   /// the load of one element from such an address (addresses of further elements: constant
   /// byte offsets from it, one GEP each).
   llvm::Value *scratchAddress(llvm::Value *linear, int64_t byteOffset, int elemBytes);
+  /// This thread's slots of a tensor of `map`'s layout staged row-major at `byteOffset`: the
+  /// address of its first element and each slot's byte offset from it (constants).
+  struct ScratchSlots {
+    llvm::Value *first;
+    std::vector<int64_t> offsets;
+  };
+  ScratchSlots scratchSlots(const LayoutMap &map, int64_t byteOffset, int elemBytes);
   llvm::Value *loadScratchAt(llvm::Value *addr, int elemBytes, DataType t);
   /// Every local slot of `map` read back from a tensor of its shape staged at offset 0.
   std::vector<llvm::Value *> loadScratchSlots(const LayoutMap &map, int elemBytes, DataType t);

@@ -9,6 +9,25 @@ llvm::Value *Codegen::scratchBase() {
   return b.CreateGEP(b.getInt8Ty(), sharedBase(), constI64(info.scratchByteOffset));
 }
 
+Codegen::ScratchSlots Codegen::scratchSlots(const LayoutMap &map, int64_t byteOffset,
+                                            int elemBytes) {
+  // sum_d (S_d + Loc_d(i)) stride_d: the thread's part once, each slot's a constant offset
+  const std::vector<llvm::Value *> &s = threadPart(map);
+  std::vector<int64_t> strides = rowMajorStrides(map.shape());
+  llvm::Value *threadLinear = constI64(0);
+  for (int d = 0; d < map.rank(); ++d)
+    threadLinear =
+        addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
+  ScratchSlots out{scratchAddress(threadLinear, byteOffset, elemBytes), {}};
+  for (int64_t i = 0; i < map.locals(); ++i) {
+    int64_t c = 0;
+    for (int d = 0; d < map.rank(); ++d)
+      c += map.localPart(i)[d] * strides[size_t(d)];
+    out.offsets.push_back(c * elemBytes);
+  }
+  return out;
+}
+
 void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, int64_t byteOffset,
                              int elemBytes) {
   const LayoutMap &map = layoutOf(v);
@@ -17,20 +36,10 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
   for (int64_t n : map.shape())
     elements *= n;
   scratchUsed_ = std::max(scratchUsed_, byteOffset + elements * elemBytes);
-  const std::vector<llvm::Value *> &s = threadPart(map);
-  std::vector<int64_t> strides = rowMajorStrides(map.shape());
-  llvm::Value *threadLinear = constI64(0);
-  for (int d = 0; d < map.rank(); ++d)
-    threadLinear =
-        addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
   emitIf(isPrimary(map), "stage", [&] {
-    // the thread's first element, then each slot at a constant offset from it
-    llvm::Value *first = scratchAddress(threadLinear, byteOffset, elemBytes);
+    ScratchSlots at = scratchSlots(map, byteOffset, elemBytes);
     for (int64_t i = 0; i < map.locals(); ++i) {
-      int64_t c = 0;
-      for (int d = 0; d < map.rank(); ++d)
-        c += map.localPart(i)[d] * strides[size_t(d)];
-      llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), first, constI64(c * elemBytes));
+      llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), at.first, constI64(at.offsets[size_t(i)]));
       llvm::Value *value = slots[size_t(i)];
       if (t.isBool() || t.isSubByte())
         value = b.CreateZExt(toBits(value, t), b.getInt8Ty());
@@ -61,22 +70,11 @@ llvm::Value *Codegen::loadScratchElement(llvm::Value *linear, int64_t byteOffset
 
 std::vector<llvm::Value *> Codegen::loadScratchSlots(const LayoutMap &map, int elemBytes,
                                                      DataType t) {
-  // sum_d (S_d + Loc_d(i)) stride_d: the thread's part once, each slot's a constant offset
-  const std::vector<llvm::Value *> &s = threadPart(map);
-  std::vector<int64_t> strides = rowMajorStrides(map.shape());
-  llvm::Value *threadLinear = constI64(0);
-  for (int d = 0; d < map.rank(); ++d)
-    threadLinear =
-        addFolded(b, threadLinear, mulFolded(b, s[size_t(d)], constI64(strides[size_t(d)])));
-  llvm::Value *first = scratchAddress(threadLinear, 0, elemBytes);
+  ScratchSlots at = scratchSlots(map, 0, elemBytes);
   std::vector<llvm::Value *> out(size_t(map.locals()));
-  for (int64_t i = 0; i < map.locals(); ++i) {
-    int64_t c = 0;
-    for (int d = 0; d < map.rank(); ++d)
-      c += map.localPart(i)[d] * strides[size_t(d)];
-    out[size_t(i)] =
-        loadScratchAt(b.CreateGEP(b.getInt8Ty(), first, constI64(c * elemBytes)), elemBytes, t);
-  }
+  for (int64_t i = 0; i < map.locals(); ++i)
+    out[size_t(i)] = loadScratchAt(
+        b.CreateGEP(b.getInt8Ty(), at.first, constI64(at.offsets[size_t(i)])), elemBytes, t);
   return out;
 }
 
