@@ -1506,6 +1506,12 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
     runCase(decodeCase(std::string("decode_paged_") + kt, sh, {}, Fill::Moderate,
                        {"seq_lens", i32, 4, Fill::Positive}, 3));
   }
+  for (auto [at, kt] : {std::pair{"f16", "bf16"}, std::pair{"bf16", "f16"}}) {
+    // a 16-bit cache of the other type than the activations (q rounded to it)
+    DecodeShape sh{at, kt, 128, 16, 4, 16, 2, 12, 3, 0.088f, 0.5f, 0.25f};
+    runCase(decodeCase(std::string("decode_paged_") + at + "_" + kt, sh, {}, Fill::Moderate,
+                       {"seq_lens", i32, 4, Fill::Positive}, 1));
+  }
   for (const char *kt : {"f16", "u4"}) {
     // the sequence split over SPLITS = 4 blocks per (b, kv head): 200 keys (13 pages, split
     // 4 + 4 + 4 + 1), 77 (2 + 2 + 1 + 0), 1 and 16 (one page, three empty splits); block_table

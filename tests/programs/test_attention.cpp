@@ -134,7 +134,9 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
   const float scale = float(1.0 / std::sqrt(double(hd)));
   const bool narrow = kt.bits <= 8;
   // unit roundoff of the type of the softmax weights in the P V product
-  const double pUnit = (!narrow && bf16) ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  const double pUnit = kt.name == "bf16" ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  // a 16-bit cache of the other type than AT takes q rounded to its own type
+  const bool qToCache = !narrow && kt.name != std::string(bf16 ? "bf16" : "f16");
   const float kScale = narrow ? 0.0625f : 1.0f, vScale = narrow ? 0.125f : 1.0f;
   for (int launch = 0; launch < launches; ++launch) {
     CAPTURE(launch);
@@ -145,6 +147,12 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
                   i32Arg(sh.maxPages), f32Arg(scale), f32Arg(kScale), f32Arg(vScale)}));
   }
   auto at = [&](uint16_t x) { return bf16 ? bf16ToDouble(x) : halfToDouble(x); };
+  auto qValue = [&](uint16_t x) {
+    double v = at(x);
+    if (!qToCache)
+      return v;
+    return bf16 ? halfToDouble(doubleToHalf(v)) : bf16ToDouble(doubleToBf16(v));
+  };
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
       int kvh = h / G, n = lens[size_t(b)];
@@ -155,7 +163,7 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
         int64_t base = ((int64_t(pg) * page + j % page) * KV + kvh) * hd;
         double dot = 0;
         for (int d = 0; d < hd; ++d)
-          dot += at(q[size_t((b * H + h) * hd + d)]) * kval[size_t(base + d)] * kScale;
+          dot += qValue(q[size_t((b * H + h) * hd + d)]) * kval[size_t(base + d)] * kScale;
         s[size_t(j)] = dot * scale;
         mx = std::max(mx, s[size_t(j)]);
       }
@@ -195,6 +203,10 @@ TEST_CASE("decode_paged.tasm: f16 cache, GQA 8 and 1, seq_lens of 1 and ragged, 
   checkDecode(false, f16, 64, 16, {3, 2, 2, 12, 5, {33, 1, 64}}, 2); // ratio 1
   checkDecode(true, CacheType{"bf16", true, true, 8, 7, 16}, 128, 16, {2, 16, 2, 10, 5, {70, 5}},
               3);
+  // 16-bit caches of the other type: q rounded to the cache's type
+  checkDecode(true, f16, 64, 16, {2, 8, 2, 10, 5, {70, 5}}, 24);
+  checkDecode(false, CacheType{"bf16", true, true, 8, 7, 16}, 64, 16, {2, 8, 1, 10, 5, {33, 80}},
+              25);
 }
 
 TEST_CASE("decode_paged.tasm: f8e4m3 and 4- to 8-bit integer and float caches with scales") {
