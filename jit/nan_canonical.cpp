@@ -38,8 +38,9 @@ bool isCanonicalization(const llvm::Instruction *i) {
 }
 
 /// Inline PTX whose result is the same for every NaN operand: the float -> integer `cvt.rzi`
-/// (NaN gives 0) and the FP8 pair conversions of Codegen::quantizeFp8, whose NaN codes are
-/// replaced by the canonical code right after (emit_convert.cpp).
+/// (NaN gives 0), the FP8 pair conversions of Codegen::quantizeFp8, whose NaN codes are
+/// replaced by the canonical code right after (emit_convert.cpp), and the PTX max/min of a
+/// number constant (a NaN operand gives the constant: the result is never NaN).
 bool hidesNaN(const llvm::Instruction *i) {
   const auto *call = llvm::dyn_cast<llvm::CallInst>(i);
   const auto *asmCallee =
@@ -50,6 +51,11 @@ bool hidesNaN(const llvm::Instruction *i) {
   for (const char *op : {"cvt.rzi.", "cvt.rn.satfinite.e4m3x2.", "cvt.rn.satfinite.e5m2x2."})
     if (text.rfind(op, 0) == 0)
       return true;
+  for (const char *op : {"max.f32 ", "max.f64 ", "min.f32 ", "min.f64 "}) // emit_scalar.cpp's
+    if (text.rfind(op, 0) == 0)
+      for (const llvm::Value *arg : call->args())
+        if (const auto *c = llvm::dyn_cast<llvm::ConstantFP>(arg); c && !c->isNaN())
+          return true;
   return false;
 }
 

@@ -1580,6 +1580,19 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                  {"q_ptr", DataType::f8e4m3(), 5 * 1000, Fill::Zero, 0, 0.13},
                  {"s_ptr", f32, 5, Fill::Zero, 0, 1e-5}};
     runCase(r);
+    // i8 (round half to even: a code apart next to a tie), bf16, the pipelined design with
+    // NB = 2 blocks of 4 and 3 rows through the cp.async double buffer, then the chunked one
+    for (const char *staged : {"2", "1"}) {
+      Case q{std::string("swiglu_quant_i8_staged") + staged,
+             programText("layers/swiglu_quant.tasm")};
+      q.defines = {{"AT", "bf16"}, {"QT", "i8"}, {"N", "1000"},
+                   {"T", "64"},    {"NB", "2"},  {"STAGED", staged}};
+      q.scalars = {{"m", 7}};
+      q.buffers = {{"x_ptr", DataType::bf16(), 7 * 2000, Fill::Moderate},
+                   {"q_ptr", DataType::i(8), 7 * 1000, Fill::Zero, 0, 1.0},
+                   {"s_ptr", f32, 7, Fill::Zero, 0, 1e-5}};
+      runCase(q);
+    }
   }
 }
 

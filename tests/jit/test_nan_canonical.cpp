@@ -9,6 +9,7 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -101,4 +102,37 @@ TEST_CASE("a canonicalization in a loop whose value is seen in the loop stays") 
   // again after the loop (one select outside the loop, never one more inside it)
   llvm::Value *stored = l.storedAfter();
   CHECK((stored == l.next || canonicalOfProduct(stored)));
+}
+
+namespace {
+
+/// store bitcast<i32>(max.f32(canonicalize(x * x), other)), with other the constant 0.0 or x:
+/// the inline max of emit_scalar.cpp, whose bits the store sees.
+int droppedBeforeMax(bool constantOther) {
+  llvm::LLVMContext ctx;
+  llvm::Module module{"nan", ctx};
+  llvm::IRBuilder<> b{ctx};
+  auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(1)}, false);
+  llvm::Function *f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "k", module);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Value *x = b.CreateLoad(b.getFloatTy(), f->getArg(0));
+  llvm::Value *product = b.CreateFMul(x, x);
+  llvm::Value *canonical = b.CreateSelect(b.CreateFCmpUNO(product, product),
+                                          llvm::ConstantFP::getNaN(b.getFloatTy()), product);
+  auto *maxType = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy(), b.getFloatTy()}, false);
+  llvm::Value *other = constantOther ? llvm::ConstantFP::get(b.getFloatTy(), 0.0) : x;
+  llvm::Value *m = b.CreateCall(
+      llvm::InlineAsm::get(maxType, "max.f32 $0, $1, $2;", "=f,f,f", false), {canonical, other});
+  b.CreateStore(b.CreateBitCast(m, b.getInt32Ty()), f->getArg(0));
+  b.CreateRetVoid();
+  return tilus::jit::dropUnseenNaNCanonicalizations(*f);
+}
+
+} // namespace
+
+TEST_CASE("a canonicalization before a max with a number constant is dropped") {
+  // max(NaN, 0.0) is 0.0 whatever the NaN's payload: the stored bits do not depend on it
+  CHECK(droppedBeforeMax(true) == 1);
+  // max(NaN, x) is x, or a NaN when x is one too: the canonicalization stays
+  CHECK(droppedBeforeMax(false) == 0);
 }

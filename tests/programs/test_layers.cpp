@@ -161,15 +161,21 @@ void checkRotary(const Half &t, int hd, int style, int tokens, int heads, int kv
 
 // ---- SwiGLU + quantisation ----------------------------------------------------------------
 
-void checkSwiglu(const Half &t, bool fp8, int n, int m) {
+void checkSwiglu(const Half &t, bool fp8, int n, int m,
+                 std::map<std::string, std::string> extra = {}) {
   CAPTURE(t.name());
   CAPTURE(fp8);
   CAPTURE(n);
   CAPTURE(m);
-  VerifiedModule mod = build(
-      readSource("programs/layers/swiglu_quant.tasm"),
-      {{"AT", t.name()}, {"QT", fp8 ? "f8e4m3" : "i8"}, {"N", std::to_string(n)}, {"T", "32"}},
-      "swiglu_quant.tasm");
+  std::map<std::string, std::string> defines = {
+      {"AT", t.name()}, {"QT", fp8 ? "f8e4m3" : "i8"}, {"N", std::to_string(n)}, {"T", "32"}};
+  for (const auto &[k, v] : extra) {
+    CAPTURE(k);
+    CAPTURE(v);
+    defines[k] = v;
+  }
+  VerifiedModule mod =
+      build(readSource("programs/layers/swiglu_quant.tasm"), defines, "swiglu_quant.tasm");
   std::vector<uint16_t> x = randomHalves(t, size_t(2 * n * m), -4, 4, 31 + n);
   if (m > 2) // a row whose gate is zero: a = 0, scale 1, q = 0
     for (int j = 0; j < n; ++j)
@@ -197,9 +203,12 @@ void checkSwiglu(const Half &t, bool fp8, int n, int m) {
         double got = f8e4m3Value(code), want = nearestF8e4m3(y);
         // exp is within 2 ulp: a value next to a rounding boundary may round either way
         CHECK(std::fabs(got - y) <= std::fabs(want - y) + 1e-4 * std::fabs(y) + 1e-9);
-      } else {
-        double got = double(int8_t(code));
-        CHECK(std::fabs(got - y) <= 0.5 + 1e-4 * std::fabs(y));
+      } else { // round half to even; next to a tie (exp within 2 ulp) either neighbour
+        double got = double(int8_t(code)), want = std::nearbyint(y);
+        if (std::fabs(std::fabs(y - std::trunc(y)) - 0.5) > 1e-4 * std::fabs(y) + 1e-9)
+          CHECK(got == want);
+        else
+          CHECK(std::fabs(got - y) <= 0.5 + 1e-4 * std::fabs(y));
       }
     }
   }
@@ -242,4 +251,22 @@ TEST_CASE("swiglu_quant.tasm: f8e4m3 and i8 with per-token scales, ragged rows")
   // a row too long for shared memory (4 C 8 T bytes above 160 KiB): the registers-only design
   for (bool fp8 : {true, false})
     checkSwiglu(Half{false}, fp8, 41000, 2);
+}
+
+TEST_CASE("swiglu_quant.tasm: each design, several rows per block of the pipelined one") {
+  // STAGED = 2 (the rows of a block double- or triple-buffered in shared memory): NB = 2 blocks
+  // of 3 and 2 rows (m = 5), of 1 row and none past m (m = 1), of 4 rows each with NB = 1 and
+  // 3 buffers; then the chunked design (1) and the registers-only one (0) at sizes that would
+  // pick the pipelined one
+  for (bool bf16 : {false, true}) {
+    Half t{bf16};
+    for (bool fp8 : {true, false}) {
+      checkSwiglu(t, fp8, 1000, 5, {{"STAGED", "2"}, {"NB", "2"}});
+      checkSwiglu(t, fp8, 300, 5, {{"STAGED", "2"}, {"NB", "2"}});
+      checkSwiglu(t, fp8, 256, 1, {{"STAGED", "2"}, {"NB", "2"}});
+      checkSwiglu(t, fp8, 520, 4, {{"STAGED", "2"}, {"NB", "1"}, {"BUFS", "3"}});
+      checkSwiglu(t, fp8, 1000, 3, {{"STAGED", "1"}});
+      checkSwiglu(t, fp8, 1000, 3, {{"STAGED", "0"}});
+    }
+  }
 }
