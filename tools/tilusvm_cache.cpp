@@ -91,7 +91,6 @@ struct Described {
   std::string keyText;
   std::string entryName;
   bool currentBuild = false; // compiled by this library build (same compiler version)
-  bool hasCubin = false;
 };
 
 Described describe(const DiskCache::File &file) {
@@ -118,7 +117,6 @@ Described describe(const DiskCache::File &file) {
   }
   d.keyText = info->keyText;
   d.entryName = info->kernel.entryName;
-  d.hasCubin = !info->kernel.cubin.empty();
   d.currentBuild = d.keyText.find(std::string(" compiler=") + JitOptions::compilerVersion() +
                                   " ptx=") != std::string::npos;
   return d;
@@ -154,7 +152,6 @@ int listMode(const DiskCache &cache, bool asJson) {
         e["ptx"] = keyField(d.keyText, "ptx");
         e["device"] = keyField(d.keyText, "device");
         e["entry"] = d.entryName;
-        e["cubin"] = d.hasCubin;
         e["current_build"] = d.currentBuild;
         e["key"] = d.keyText;
       }
@@ -170,8 +167,8 @@ int listMode(const DiskCache &cache, bool asJson) {
     else
       std::cout << keyField(d.keyText, "program") << " (module " << keyField(d.keyText, "module")
                 << ", " << keyField(d.keyText, "ptx") << ", device "
-                << keyField(d.keyText, "device") << (d.hasCubin ? "" : ", PTX only")
-                << (d.currentBuild ? "" : ", another build") << ")";
+                << keyField(d.keyText, "device") << (d.currentBuild ? "" : ", another build")
+                << ")";
     std::cout << "\n";
   }
   if (asJson)

@@ -34,12 +34,7 @@ KernelKey sampleKey() {
   return key;
 }
 
-CachedKernel sampleKernel() {
-  return {"matmul", 128, 49152, ".version 8.0\n.target sm_90a\n",
-          std::string("\x7f"
-                      "ELF\0\1",
-                      6)};
-}
+CachedKernel sampleKernel() { return {"matmul", 128, 49152, ".version 8.0\n.target sm_90a\n"}; }
 
 void putLe(std::vector<uint8_t> &out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i)
@@ -76,7 +71,7 @@ void writeAll(const std::string &path, const std::vector<uint8_t> &bytes) {
 
 TEST_CASE("the key spells every part that decides the kernel's code") {
   KernelKey key = sampleKey();
-  CHECK(key.text() == "tilusvm-kernel/1 module=00ab00cd00ef0012 program=matmul "
+  CHECK(key.text() == "tilusvm-kernel/2 module=00ab00cd00ef0012 program=matmul "
                       "compiler=tilusvm-jit 0.1.0 llvm 19 ptx=sm_90a device=sm_90 O3 "
                       "driver=13000");
   KernelKey sm80 = key;
@@ -113,9 +108,8 @@ TEST_CASE("entry bytes follow the documented layout") {
   putLe(payload, k.threads, 4);
   putLe(payload, uint64_t(k.sharedBytes), 8);
   putStr(payload, k.ptx);
-  putStr(payload, k.cubin);
   std::vector<uint8_t> expected = {'T', 'V', 'M', 'K', 'C', 'A', 'C', 'H'};
-  putLe(expected, 1, 4);
+  putLe(expected, 2, 4);
   putLe(expected, 0, 4);
   putLe(expected, payload.size(), 8);
   putLe(expected, XXH3_64bits(payload.data(), payload.size()), 8);
@@ -128,7 +122,6 @@ TEST_CASE("entry bytes follow the documented layout") {
   CHECK(decoded->threads == 128);
   CHECK(decoded->sharedBytes == 49152);
   CHECK(decoded->ptx == k.ptx);
-  CHECK(decoded->cubin == k.cubin);
 }
 
 TEST_CASE("corrupt entries are rejected") {
@@ -173,7 +166,7 @@ TEST_CASE("the disk cache stores atomically and rejects and removes corrupt file
   DiskCache::Lookup hit = cache.load(key);
   REQUIRE(hit.kernel.has_value());
   CHECK_FALSE(hit.corrupt);
-  CHECK(hit.kernel->cubin == sampleKernel().cubin);
+  CHECK(hit.kernel->ptx == sampleKernel().ptx);
 
   // Flip one payload byte on disk: the lookup reports corruption and deletes the file.
   std::string path = cache.entryPath(key);

@@ -30,7 +30,6 @@ ProcessKernelCache::Code fakeCode(const std::string &key) {
   kernel.entryName = "entry_" + key;
   kernel.threads = 32;
   kernel.ptx = "// ptx of " + key;
-  kernel.cubin = "cubin of " + key;
   return {kernel, "compiled"};
 }
 
@@ -203,8 +202,7 @@ def fill<1>(i8* out, i8 value) threads=32:
           if (!ptx.ok())
             return ptx.takeStatus();
           return ProcessKernelCache::Code{
-              CachedKernel{ptx->entryName, ptx->threads, ptx->sharedBytes, ptx->ptx, ""},
-              "compiled"};
+              CachedKernel{ptx->entryName, ptx->threads, ptx->sharedBytes, ptx->ptx}, "compiled"};
         });
         if (!result.ok()) {
           errors[size_t(d)] = result.status().toString();

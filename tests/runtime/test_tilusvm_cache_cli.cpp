@@ -73,7 +73,7 @@ KernelKey keyFor(const std::string &program, const std::string &compiler) {
 }
 
 CachedKernel kernelOf(size_t ptxBytes) {
-  return {"entry", 128, 0, std::string(ptxBytes, 'p'), std::string(64, 'c')};
+  return {"entry", 128, 0, std::string(ptxBytes, 'p')};
 }
 
 void age(const std::filesystem::path &path, int secondsAgo) {

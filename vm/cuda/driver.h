@@ -44,16 +44,11 @@ namespace tilus::cuda {
   X(cuCtxPushCurrent)                                                                              \
   X(cuCtxPopCurrent)                                                                               \
   X(cuCtxGetCurrent)                                                                               \
-  X(cuModuleLoadData)                                                                              \
   X(cuModuleLoadDataEx)                                                                            \
   X(cuModuleUnload)                                                                                \
   X(cuModuleGetFunction)                                                                           \
   X(cuFuncSetAttribute)                                                                            \
   X(cuFuncGetAttribute)                                                                            \
-  X(cuLinkCreate)                                                                                  \
-  X(cuLinkAddData)                                                                                 \
-  X(cuLinkComplete)                                                                                \
-  X(cuLinkDestroy)                                                                                 \
   X(cuMemAlloc)                                                                                    \
   X(cuMemFree)                                                                                     \
   X(cuMemcpyHtoD)                                                                                  \

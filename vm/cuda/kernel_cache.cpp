@@ -1,7 +1,7 @@
 // The kernel cache's keys and its on-disk form.
 //
-// Compiling a program (LLVM to PTX, then the driver's PTX compiler to a cubin) takes far longer
-// than a launch, and a serving engine restarts often; so compiled kernels are kept on disk,
+// Compiling a program (LLVM to PTX, then the driver's PTX compiler to machine code) takes far
+// longer than a launch, and a serving engine restarts often; so compiled kernels are kept on disk,
 // named by a hash of everything that decides their code. A file there is input like any other:
 // it is read defensively and verified (size, hash, the full key) before it is trusted, and one
 // that fails is deleted and recompiled. Writes go to a temporary file that is renamed into
@@ -145,7 +145,6 @@ std::vector<uint8_t> encodeCacheEntry(const std::string &keyText, const CachedKe
   putU32(payload, kernel.threads);
   putU64(payload, uint64_t(kernel.sharedBytes));
   putString(payload, kernel.ptx);
-  putString(payload, kernel.cubin);
   std::vector<uint8_t> out(kMagic, kMagic + 8);
   putU32(out, kCacheFormatVersion);
   putU32(out, 0);
@@ -182,7 +181,7 @@ Expected<CacheEntryInfo> inspectCacheEntry(std::span<const uint8_t> bytes) {
   uint64_t shared = 0;
   if (!reader.string(info.keyText) || !reader.string(kernel.entryName) ||
       !reader.u32(kernel.threads) || !reader.u64(shared) || !reader.string(kernel.ptx) ||
-      !reader.string(kernel.cubin) || !reader.atEnd())
+      !reader.atEnd())
     return corrupt("entry fields do not fill the payload exactly");
   kernel.sharedBytes = int64_t(shared);
   if (kernel.entryName.empty() || kernel.ptx.empty() || kernel.threads == 0 ||

@@ -1,15 +1,18 @@
-// Compiled-kernel cache keys and the on-disk cache of PTX and cubin.
+// Compiled-kernel cache keys and the on-disk cache of the JIT's PTX.
 //
 // A kernel is identified by everything that decides its machine code: the content hash of the
 // module's canonical bytecode (moduleContentHash), the program's name, the JIT's compiler
 // version, the PTX target and the device architecture, the codegen options, and the driver
-// version (the driver's PTX compiler makes the cubin). KernelKey::text() spells all of them;
+// version (the driver's PTX compiler makes the machine code). KernelKey::text() spells all of them;
 // its 64-bit hash names the file, and the full text is stored inside the entry and compared on
 // load, so a hash collision is a miss, never a wrong kernel.
 //
 // Disk layout: one file per kernel, DIR/<16 hex digits>.tvmk:
-//   header  "TVMKCACH" | u32 format version (1) | u32 0 | u64 payload bytes | u64 XXH3-64 of
-//   payload payload str key | str entry name | u32 threads | i64 shared bytes | str ptx | str cubin
+//   header  "TVMKCACH" | u32 format version (2) | u32 0 | u64 payload bytes | u64 XXH3-64 of
+//   payload payload str key | str entry name | u32 threads | i64 shared bytes | str ptx
+// The machine code is not stored: the runtime loads the PTX with cuModuleLoadDataEx, whose
+// whole-program compilation the driver caches itself (format 1 also stored a cubin from the
+// driver's linker, which compiles PTX as relocatable code with more registers).
 // (little-endian; str = u64 length + bytes). A file whose size, hash, key or fields do not
 // check out is corrupt: load() removes it and reports a miss, and the caller recompiles.
 // store() writes a temporary file in DIR (DIR/<entry>.tmp.<pid>.<thread>.<n>) and renames it over
@@ -47,7 +50,7 @@ struct KernelKey {
   std::string specialization; // Specialization::text(), "" for the unspecialised kernel
 
   /// The canonical spelling, e.g.
-  /// "tilusvm-kernel/1 module=00ab.. program=matmul compiler=.. ptx=sm_90a device=sm_90 O3
+  /// "tilusvm-kernel/2 module=00ab.. program=matmul compiler=.. ptx=sm_90a device=sm_90 O3
   /// driver=13000"
   std::string text() const;
   /// XXH3-64 of text().
@@ -62,10 +65,9 @@ struct CachedKernel {
   uint32_t threads = 0;
   int64_t sharedBytes = 0;
   std::string ptx;
-  std::string cubin; // empty when only the PTX is known
 };
 
-inline constexpr uint32_t kCacheFormatVersion = 1;
+inline constexpr uint32_t kCacheFormatVersion = 2;
 /// Entries larger than this are treated as corrupt (never read whole).
 inline constexpr uint64_t kMaxCacheEntryBytes = 512ull << 20;
 

@@ -1,9 +1,10 @@
 // The CUDA runtime: one device, its kernel cache and workspace, and launches.
 //
 // This is where a verified program becomes running GPU code. The expensive step (the JIT to
-// PTX and the driver's PTX compiler to a cubin) happens once per kernel key: concurrent
-// callers asking for the same key wait for one compilation, different keys compile in
-// parallel, and the result goes to the disk cache so that the next process skips both steps.
+// PTX, then the driver's PTX compiler) happens once per kernel key: concurrent callers asking
+// for the same key wait for one compilation, different keys compile in parallel, and the PTX
+// goes to the disk cache so that the next process skips the JIT (the driver caches its own
+// step).
 // A launch then only evaluates the grid on the host, packs the parameters and queues the
 // kernel on the caller's stream. Compiled code is shared with the other runtimes of the process
 // (process_cache.h), so a process driving several GPUs of one architecture compiles each kernel
@@ -116,44 +117,25 @@ std::string className(const Specialization &specialization) {
   return specialization.empty() ? "unspecialised" : "class '" + specialization.text() + "'";
 }
 
-/// The driver's PTX compiler, through the linker interface (gives an error log and a cubin).
-class LinkState {
-public:
-  explicit LinkState(const DriverApi &api) : api_(api) {}
-  ~LinkState() {
-    if (state_)
-      api_.cuLinkDestroy(state_);
-  }
-  LinkState(const LinkState &) = delete;
-  LinkState &operator=(const LinkState &) = delete;
-
-  Expected<std::string> compile(const std::string &ptx, const std::string &name) {
-    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[] = {errorLog_, reinterpret_cast<void *>(uintptr_t(sizeof errorLog_))};
-    TILUSVM_TRY(TILUSVM_CU_CALL(api_, cuLinkCreate, 2, options, values, &state_));
-    CUresult added = api_.cuLinkAddData(state_, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.c_str()),
-                                        ptx.size() + 1, name.c_str(), 0, nullptr, nullptr);
-    if (added != CUDA_SUCCESS)
-      return withLog(cudaStatus(added, "cuLinkAddData"));
-    void *cubin = nullptr;
-    size_t cubinBytes = 0;
-    CUresult completed = api_.cuLinkComplete(state_, &cubin, &cubinBytes);
-    if (completed != CUDA_SUCCESS)
-      return withLog(cudaStatus(completed, "cuLinkComplete"));
-    return std::string(static_cast<const char *>(cubin), cubinBytes); // copied before destroy
-  }
-
-private:
-  Status withLog(Status status) {
-    errorLog_[sizeof errorLog_ - 1] = '\0';
-    if (errorLog_[0] == '\0')
-      return status;
-    return Status::error(ErrorCode::Cuda, status.first().message + ": " + errorLog_);
-  }
-  const DriverApi &api_;
-  CUlinkState state_ = nullptr;
-  char errorLog_[8192] = {};
-};
+/// Loads PTX into the current context with the driver's PTX compiler (cuModuleLoadDataEx),
+/// which compiles a whole program, as `ptxas` without `-c`. (The linker interface, cuLink*,
+/// compiles PTX as relocatable code whatever its options, which costs registers: the a16wx
+/// decode kernel took 104 and 156 registers per thread that way instead of 65 and 96.) The
+/// driver keeps its own cache of compiled PTX (CUDA_CACHE_PATH), so a second load of the same
+/// PTX, in this process or another, does not compile again.
+Status loadPtxModule(const DriverApi &api, const std::string &ptx, CUmodule &module) {
+  char log[8192] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log))};
+  CUresult loaded = api.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+  if (loaded == CUDA_SUCCESS)
+    return Status::success();
+  Status status = cudaStatus(loaded, "cuModuleLoadDataEx");
+  log[sizeof log - 1] = '\0';
+  if (log[0] == '\0')
+    return status;
+  return Status::error(ErrorCode::Cuda, status.first().message + ": " + log);
+}
 
 int pickDevice(int requested) {
   if (requested >= 0)
@@ -301,9 +283,9 @@ struct CudaRuntime::Impl {
     gProcessCounters[size_t(counter)].fetch_add(1, std::memory_order_relaxed);
   }
 
-  Status loadCubin(Slot &slot, const std::string &cubin) {
+  Status loadPtx(Slot &slot, const std::string &ptx) {
     CUmodule module = nullptr;
-    TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuModuleLoadData, &module, cubin.data()));
+    TILUSVM_TRY(loadPtxModule(*api, ptx, module));
     slot.module = ModuleHandle::adopt(*api, module);
     return Status::success();
   }
@@ -329,18 +311,9 @@ Expected<ProcessKernelCache::Code> CudaRuntime::Impl::build(const LoadedModule &
   }
   if (hit.kernel) {
     CachedKernel &cached = *hit.kernel;
-    if (!cached.cubin.empty() && loadCubin(slot, cached.cubin).ok()) {
+    if (loadPtx(slot, cached.ptx).ok()) {
       count(Counter::DiskHits);
       return ProcessKernelCache::Code{std::move(cached), "disk"};
-    }
-    LinkState link(*api);
-    auto cubin = link.compile(cached.ptx, key.program);
-    if (cubin.ok() && loadCubin(slot, *cubin).ok()) {
-      count(Counter::DiskHits);
-      cached.cubin = std::move(cubin.value());
-      if (Status s = disk.store(key, cached); !s.ok())
-        logger->debug("disk cache store failed: {}", s.toString());
-      return ProcessKernelCache::Code{std::move(cached), "disk-ptx"};
     }
     logger->warn("cached PTX for {} did not load; recompiling", key.program);
   }
@@ -354,22 +327,18 @@ Expected<ProcessKernelCache::Code> CudaRuntime::Impl::build(const LoadedModule &
   if (!ptx.ok())
     return ptx.takeStatus();
   count(Counter::Compiles);
-  LinkState link(*api);
-  auto linkStart = std::chrono::steady_clock::now();
-  auto cubin = link.compile(ptx->ptx, key.program);
-  if (!cubin.ok())
-    return cubin.takeStatus();
-  // TILUSVM_JIT_TIMING=1: the driver's PTX -> cubin time beside the JIT's line (jit/jit.cpp).
+  auto loadStart = std::chrono::steady_clock::now();
+  TILUSVM_TRY(loadPtx(slot, ptx->ptx));
+  // TILUSVM_JIT_TIMING=1: the driver's PTX load (its compilation to SASS) beside the JIT's line
+  // (jit/jit.cpp)
   if (const char *timing = std::getenv("TILUSVM_JIT_TIMING");
       timing && *timing && std::string(timing) != "0")
     std::fprintf(
-        stderr, "jit: %s sm_%d: driver PTX -> cubin %.1f ms (wall)\n", ptx->entryName.c_str(),
+        stderr, "jit: %s sm_%d: driver PTX load %.1f ms (wall)\n", ptx->entryName.c_str(),
         key.ptxTarget,
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - linkStart)
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - loadStart)
             .count());
-  TILUSVM_TRY(loadCubin(slot, *cubin));
-  CachedKernel entry{ptx->entryName, ptx->threads, ptx->sharedBytes, std::move(ptx->ptx),
-                     std::move(cubin.value())};
+  CachedKernel entry{ptx->entryName, ptx->threads, ptx->sharedBytes, std::move(ptx->ptx)};
   if (Status s = disk.store(key, entry); !s.ok())
     logger->debug("disk cache store failed: {}", s.toString());
   return ProcessKernelCache::Code{std::move(entry), "compiled"};
@@ -395,7 +364,7 @@ Status CudaRuntime::Impl::obtain(const LoadedModule &loaded, size_t index, const
   }
   count(Counter::SharedHits);
   kernel.origin = "shared";
-  return loadCubin(slot, code.kernel.cubin);
+  return loadPtx(slot, code.kernel.ptx);
 }
 
 Status CudaRuntime::Impl::finish(const ProgramInfo &info, Slot &slot) {

@@ -2,8 +2,8 @@
 //
 // A CudaRuntime owns one device: its primary context, the compiled-kernel cache (in memory,
 // keyed like the on-disk cache of kernel_cache.h, which it fills and reads), and the workspace
-// pool. launch() compiles a program on first use (JIT to PTX, the driver's PTX compiler to a
-// cubin), then queues it on the caller's stream: grid from the program's grid expressions
+// pool. launch() compiles a program on first use (JIT to PTX, loaded with the driver's PTX
+// compiler), then queues it on the caller's stream: grid from the program's grid expressions
 // evaluated on the host, block = ProgramInfo::threads, dynamic shared memory =
 // PtxKernel::sharedBytes, arguments packed per the JIT ABI of jit/jit.h.
 //
