@@ -72,9 +72,7 @@ KernelKey keyFor(const std::string &program, const std::string &compiler) {
   return key;
 }
 
-CachedKernel kernelOf(size_t ptxBytes) {
-  return {"entry", 128, 0, std::string(ptxBytes, 'p')};
-}
+CachedKernel kernelOf(size_t ptxBytes) { return {"entry", 128, 0, std::string(ptxBytes, 'p')}; }
 
 void age(const std::filesystem::path &path, int secondsAgo) {
   std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() -
