@@ -33,7 +33,7 @@ public:
 
   struct Code {
     CachedKernel kernel;
-    std::string origin; // how the builder got it: "compiled", "disk" or "disk-ptx"
+    std::string origin; // how the builder got it: "compiled" or "disk"
   };
   using Builder = std::function<Expected<Code>()>;
   struct Result {

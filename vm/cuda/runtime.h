@@ -134,7 +134,7 @@ struct CompiledKernel {
   uint32_t threads = 0;
   int64_t sharedBytes = 0;
   std::string ptx;
-  /// How this kernel was obtained the first time: "compiled", "disk", "disk-ptx", or "shared"
+  /// How this kernel was obtained the first time: "compiled", "disk" or "shared"
   /// (built by another runtime of the process, or earlier by this process).
   std::string origin;
   /// Its argument class (the unspecialised kernel: empty).
