@@ -37,6 +37,15 @@ bool isCanonicalization(const llvm::Instruction *i) {
          cmp->getOperand(0) == v && cmp->getOperand(1) == v;
 }
 
+/// The float Max/Min of emit_scalar.cpp: inline PTX `max`/`min` (a NaN operand gives the other
+/// one, two NaNs a NaN).
+bool isPtxMinMax(const std::string &text) {
+  for (const char *op : {"max.f32 ", "max.f64 ", "min.f32 ", "min.f64 "})
+    if (text.rfind(op, 0) == 0)
+      return true;
+  return false;
+}
+
 /// Inline PTX whose result is the same for every NaN operand: the float -> integer `cvt.rzi`
 /// (NaN gives 0), the FP8 pair conversions of Codegen::quantizeFp8, whose NaN codes are
 /// replaced by the canonical code right after (emit_convert.cpp), and the PTX max/min of a
@@ -51,11 +60,10 @@ bool hidesNaN(const llvm::Instruction *i) {
   for (const char *op : {"cvt.rzi.", "cvt.rn.satfinite.e4m3x2.", "cvt.rn.satfinite.e5m2x2."})
     if (text.rfind(op, 0) == 0)
       return true;
-  for (const char *op : {"max.f32 ", "max.f64 ", "min.f32 ", "min.f64 "}) // emit_scalar.cpp's
-    if (text.rfind(op, 0) == 0)
-      for (const llvm::Value *arg : call->args())
-        if (const auto *c = llvm::dyn_cast<llvm::ConstantFP>(arg); c && !c->isNaN())
-          return true;
+  if (isPtxMinMax(text))
+    for (const llvm::Value *arg : call->args())
+      if (const auto *c = llvm::dyn_cast<llvm::ConstantFP>(arg); c && !c->isNaN())
+        return true;
   return false;
 }
 
@@ -97,10 +105,9 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   if (!call)
     return false;
   if (const auto *asmCallee = llvm::dyn_cast<llvm::InlineAsm>(call->getCalledOperand())) {
-    const std::string &text = asmCallee->getAsmString(); // exactly emit_scalar.cpp's
-    for (const char *op : {"max.f32 ", "max.f64 ", "min.f32 ", "min.f64 "})
-      if (text.rfind(op, 0) == 0)
-        return true;
+    const std::string &text = asmCallee->getAsmString();
+    if (isPtxMinMax(text))
+      return true;
     // the wgmma accumulator (jit/lower_contraction_wgmma.cpp): a NaN in C makes the element of
     // D it is added to NaN; the empty asm that pins the accumulator registers at a wait moves
     // their bits whole

@@ -2,7 +2,9 @@
 // whose value is seen only after the loop (a loop-carried accumulator stored at the end) moves
 // to the store (one select after the loop instead of one per iteration); one whose value is
 // also seen inside the loop stays there. The stored value is in every case the canonicalized
-// one, so the bits that reach memory are those the ISA defines.
+// one, so the bits that reach memory are those the ISA defines. And on straight-line IR: a
+// canonicalization before a PTX max with a number constant, whose result never depends on a
+// NaN's payload, is dropped; one before a max of two variables stays.
 #include "jit/nan_canonical.h"
 
 #include "test_helpers.h"

@@ -117,26 +117,6 @@ std::string className(const Specialization &specialization) {
   return specialization.empty() ? "unspecialised" : "class '" + specialization.text() + "'";
 }
 
-/// Loads PTX into the current context with the driver's PTX compiler (cuModuleLoadDataEx),
-/// which compiles a whole program, as `ptxas` without `-c`. (The linker interface, cuLink*,
-/// compiles PTX as relocatable code whatever its options, which costs registers: the a16wx
-/// decode kernel took 104 and 156 registers per thread that way instead of 65 and 96.) The
-/// driver keeps its own cache of compiled PTX (CUDA_CACHE_PATH), so a second load of the same
-/// PTX, in this process or another, does not compile again.
-Status loadPtxModule(const DriverApi &api, const std::string &ptx, CUmodule &module) {
-  char log[8192] = {};
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log))};
-  CUresult loaded = api.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
-  if (loaded == CUDA_SUCCESS)
-    return Status::success();
-  Status status = cudaStatus(loaded, "cuModuleLoadDataEx");
-  log[sizeof log - 1] = '\0';
-  if (log[0] == '\0')
-    return status;
-  return Status::error(ErrorCode::Cuda, status.first().message + ": " + log);
-}
-
 int pickDevice(int requested) {
   if (requested >= 0)
     return requested;
@@ -283,9 +263,25 @@ struct CudaRuntime::Impl {
     gProcessCounters[size_t(counter)].fetch_add(1, std::memory_order_relaxed);
   }
 
+  /// Loads PTX into the current context with the driver's PTX compiler (cuModuleLoadDataEx),
+  /// which compiles a whole program, as `ptxas` without `-c`. (The linker interface, cuLink*,
+  /// compiles PTX as relocatable code whatever its options, which costs registers: the a16wx
+  /// decode kernel took 104 and 156 registers per thread that way instead of 65 and 96.) The
+  /// driver keeps its own cache of compiled PTX (CUDA_CACHE_PATH), so a second load of the
+  /// same PTX, in this process or another, does not compile again.
   Status loadPtx(Slot &slot, const std::string &ptx) {
+    char log[8192] = {};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log))};
     CUmodule module = nullptr;
-    TILUSVM_TRY(loadPtxModule(*api, ptx, module));
+    CUresult loaded = api->cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+    if (loaded != CUDA_SUCCESS) {
+      Status status = cudaStatus(loaded, "cuModuleLoadDataEx");
+      log[sizeof log - 1] = '\0';
+      if (log[0] == '\0')
+        return status;
+      return Status::error(ErrorCode::Cuda, status.first().message + ": " + log);
+    }
     slot.module = ModuleHandle::adopt(*api, module);
     return Status::success();
   }
