@@ -61,7 +61,9 @@ namespace tilus {
   X(Mbarrier, "mbarrier")                                                                          \
   X(WgmmaShape, "wgmma-shape")                                                                     \
   X(WgmmaDtype, "wgmma-dtype")                                                                     \
-  X(WgmmaLayout, "wgmma-layout")
+  X(WgmmaLayout, "wgmma-layout")                                                                   \
+  /* The tensor memory accelerator (docs/isa.md, "Tensor-memory-accelerator loads"). */            \
+  X(Tma, "tma")
 
 enum class ErrorCode : uint8_t {
 #define TILUSVM_X(name, text) name,

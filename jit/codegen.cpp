@@ -73,7 +73,7 @@ llvm::Value *Codegen::sharedBase() {
                                     nullptr, llvm::GlobalValue::NotThreadLocal, 3);
     // wgmma descriptors and their swizzles address absolute shared bytes: the checker places
     // swizzled allocations at multiples of 1024, so the base must be 1024-aligned too
-    smem->setAlignment(llvm::Align(info.wgmma.empty() ? 16 : 1024));
+    smem->setAlignment(llvm::Align(info.wgmma.empty() && info.tma.empty() ? 16 : 1024));
   }
   return smem;
 }
@@ -409,11 +409,33 @@ Status Codegen::run() {
   }
   if (info.usesWorkspace)
     params.push_back(ptrGlobal(ctx));
+  // the tensor maps of TmaLoad: 128-byte objects passed by value in the parameter space
+  const size_t firstTensorMap = params.size();
+  for (size_t i = 0; i < info.tensorMaps.size(); ++i)
+    params.push_back(llvm::PointerType::get(ctx, 0));
   auto *fnType = llvm::FunctionType::get(b.getVoidTy(), params, false);
   fn_ =
       llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage, sanitize(prog.name), &mod);
   fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
   fn_->addFnAttr(llvm::Attribute::NoUnwind);
+  if (!info.tensorMaps.empty()) {
+    // byval + grid_constant: the operand of cp.async.bulk.tensor is the parameter's own
+    // (generic) address, with no copy to local memory
+    llvm::Type *object = llvm::ArrayType::get(b.getInt8Ty(), 128);
+    std::vector<llvm::Metadata *> indices;
+    for (size_t i = 0; i < info.tensorMaps.size(); ++i) {
+      unsigned index = unsigned(firstTensorMap + i);
+      fn_->addParamAttr(index, llvm::Attribute::getWithByValType(ctx, object));
+      fn_->addParamAttr(index, llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+      fn_->getArg(index)->setName("tmap" + std::to_string(i));
+      tensorMaps_.push_back(fn_->getArg(index));
+      indices.push_back(llvm::ConstantAsMetadata::get(b.getInt32(index + 1))); // 1-based
+    }
+    llvm::Metadata *md[] = {llvm::ValueAsMetadata::get(fn_),
+                            llvm::MDString::get(ctx, "grid_constant"),
+                            llvm::MDNode::get(ctx, indices)};
+    mod.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, md));
+  }
 
   assignments_.assign(prog.vars.size(), 0);
   for (VarId p : prog.params)

@@ -298,6 +298,8 @@ public:
 
   /// An `unsupported` error unless the target is sm_90a (the Hopper instructions).
   Status requireHopper(const Instruction &inst);
+  /// The generic address of tensor map `index` (ProgramInfo::tensorMaps), a kernel parameter.
+  llvm::Value *tensorMap(uint32_t index) const { return tensorMaps_[index]; }
 
 private:
   int64_t scratchUsed_ = 0;
@@ -323,6 +325,7 @@ private:
   llvm::Instruction *allocaPoint_ = nullptr;
   llvm::Value *tid_ = nullptr;
   llvm::Value *workspace_ = nullptr;
+  std::vector<llvm::Value *> tensorMaps_;       // the tensor-map parameters (generic pointers)
   std::vector<llvm::Value *> workspaceRegions_; // per instruction index (AllocateGlobal)
   std::vector<int> assignments_;                // per VarId
   std::vector<std::unique_ptr<VarStorage>> storage_;

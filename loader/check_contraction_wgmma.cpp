@@ -53,23 +53,6 @@ int64_t descriptorAddress(const WgmmaDescriptor &d, int64_t start, int bits, boo
   return addr ^ ((addr >> 3) & mask);
 }
 
-/// A shared view's address as the checker knows it: per root dimension the constant part of
-/// its origin and whether a run-time term adds to it (applyOffset's rooted addressing).
-struct StaticIndex {
-  int64_t constant = 0;
-  bool runtime = false;
-};
-struct StaticArithmetic {
-  using Index = StaticIndex;
-  StaticIndex add(StaticIndex x, StaticIndex y) const {
-    return {x.constant + y.constant, x.runtime || y.runtime};
-  }
-};
-struct RootedView {
-  std::vector<StaticIndex> origin;
-  std::vector<int32_t> dims;
-};
-
 int swizzleBitsOfMode(int mode) { return mode == 1 ? 3 : mode == 2 ? 2 : mode == 3 ? 1 : 0; }
 
 } // namespace
@@ -151,59 +134,15 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
   auto planOperand = [&](const VarType &v, VarId var, bool isA, bool kMajor,
                          std::vector<WgmmaDescriptor> &out, std::string &why) -> bool {
     (void)var;
-    const VarType &root = info_.vars[v.root];
-    const SharedLayout &layout = *root.sharedLayout;
-    size_t rr = root.shape.size();
-    // view dimension -> root dimension, and the origin: constant part and run-time dims, by
-    // the slice chain's offsets (isa/view_rules.h)
-    RootedView view;
-    view.origin.assign(rr, StaticIndex{});
-    for (size_t d = 0; d < rr; ++d)
-      view.dims.push_back(int32_t(d));
-    StaticArithmetic arithmetic;
-    for (uint32_t si : v.slices) {
-      const std::vector<OffsetEntry> &entries = prog_.instructions[si].arg(ArgName::offset).offsets;
-      RootedView next;
-      next.origin = view.origin;
-      applyOffset<OffsetUse::Slice>(arithmetic, view, next, entries.size(), [&](size_t d) {
-        std::optional<int64_t> cv = constValue(entries[d].expr);
-        return std::pair<StaticIndex, bool>{StaticIndex{cv.value_or(0), !cv}, entries[d].slice};
-      });
-      view = std::move(next);
-    }
-    const std::vector<int32_t> &dims = view.dims;
-    std::vector<int64_t> origin(rr, 0);
-    std::vector<uint8_t> runtime(rr, 0);
-    for (size_t r = 0; r < rr; ++r) {
-      origin[r] = view.origin[r].constant;
-      runtime[r] = view.origin[r].runtime;
-    }
-    std::vector<int64_t> extent(rr, 1);
-    for (size_t d = 0; d < dims.size(); ++d)
-      extent[size_t(dims[d])] = v.shape[d];
-    // every origin the run-time dims can take
-    std::vector<std::vector<int64_t>> origins{origin};
-    for (size_t r = 0; r < rr; ++r) {
-      if (!runtime[r])
-        continue;
-      std::vector<std::vector<int64_t>> grown;
-      for (const std::vector<int64_t> &o : origins)
-        for (int64_t x = 0; x + extent[r] <= root.shape[r]; ++x) {
-          grown.push_back(o);
-          grown.back()[r] = x;
-        }
-      origins = std::move(grown);
-      if (origins.size() > 4096) {
-        why = "its view's origin can take more than 4096 run-time values";
-        return false;
-      }
-    }
-    int64_t rootBase = root.sharedByteOffset;
-    auto byteAddr = [&](const std::vector<int64_t> &o, int64_t i, int64_t j) {
-      std::vector<int64_t> x = o;
-      x[size_t(dims[0])] += i;
-      x[size_t(dims[1])] += j;
-      return rootBase + layout.offset(x) * elemBytes;
+    SharedViewAddresses view;
+    if (!sharedViewAddresses(v, view, why))
+      return false;
+    const std::vector<std::vector<int64_t>> &origins = view.origins;
+    std::vector<int64_t> index(2);
+    auto byteAddr = [&](size_t o, int64_t i, int64_t j) {
+      index[0] = i;
+      index[1] = j;
+      return view.address(o, index);
     };
     // atoms: (mn0, k0, mnExtent)
     struct Atom {
@@ -221,7 +160,7 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
           atoms.push_back({j * plan.n, s * plan.atomK, plan.n});
     }
     // element (mn, k) of the operand in view coordinates (a: [m, k]; b: [k, n])
-    auto at = [&](const std::vector<int64_t> &o, int64_t mn, int64_t kk) {
+    auto at = [&](size_t o, int64_t mn, int64_t kk) {
       return isA ? byteAddr(o, mn, kk) : byteAddr(o, kk, mn);
     };
     for (const Atom &atom : atoms) {
@@ -234,7 +173,7 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
         int64_t rowBytes = int64_t(16) << bits;
         WgmmaDescriptor d;
         d.mode = mode;
-        const std::vector<int64_t> &o0 = origins[0];
+        const size_t o0 = 0;
         int64_t start = at(o0, atom.mn0, atom.k0);
         if (kMajor) {
           d.sbo = atom.mnExtent > 8 ? at(o0, atom.mn0 + 8, atom.k0) - start : 0;
@@ -250,7 +189,7 @@ bool ProgramChecker::visitWgmma(const Instruction &inst, Results &results) {
           continue;
         bool fits = true;
         for (size_t oi = 0; oi < origins.size() && fits; ++oi) {
-          const std::vector<int64_t> &o = origins[oi];
+          const size_t o = oi;
           int64_t originAddr = at(o, 0, 0);
           int64_t s0 = at(o, atom.mn0, atom.k0);
           if (oi == 0)

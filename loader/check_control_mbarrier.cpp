@@ -8,11 +8,11 @@
 
 namespace tilus::detail {
 
-bool ProgramChecker::checkMbarrierOperand(const Instruction &inst) {
-  const VarType *s = tensorArg(inst, ArgName::s, VarKind::Shared);
+bool ProgramChecker::checkMbarrierOperand(const Instruction &inst, ArgName which) {
+  const VarType *s = tensorArg(inst, which, VarKind::Shared);
   if (!s)
     return false;
-  std::string name = std::string(inst.spec().name) + " of " + varName(inst.arg(ArgName::s).var);
+  std::string name = std::string(inst.spec().name) + " of " + varName(inst.arg(which).var);
   if (s->dtype != DataType::u(64))
     return fail(ErrorCode::Mbarrier,
                 name + ": an mbarrier is a u64 element of shared memory, not " + s->dtype.name());

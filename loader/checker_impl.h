@@ -123,6 +123,18 @@ struct ExprFacts {
   ErrorCode errorCode = ErrorCode::DtypeMismatch;
 };
 
+/// The byte addresses of a shared view's elements (loader/shared_view_addresses.cpp): for each
+/// value that the run-time parts of its origin can take (`origins`, root coordinates), the
+/// address of view element `index` is address(origin, index).
+struct SharedViewAddresses {
+  const SharedLayout *layout = nullptr;
+  int64_t rootBase = 0;      // the root's shared byte offset
+  int64_t elemBytes = 1;     // storage bytes per element (1 for sub-byte types)
+  std::vector<int32_t> dims; // view dimension -> root dimension
+  std::vector<std::vector<int64_t>> origins;
+  int64_t address(size_t origin, const std::vector<int64_t> &index) const;
+};
+
 enum class VarState : uint8_t { Undeclared, Live, Dead };
 
 class ProgramChecker {
@@ -236,7 +248,18 @@ private:
                      VarKind memoryKind, bool memoryIsSource);
 
   // --- check_control_mbarrier.cpp ---
-  bool checkMbarrierOperand(const Instruction &inst);
+  /// Argument `which` is a one-element shared u64 tensor (an mbarrier).
+  bool checkMbarrierOperand(const Instruction &inst, ArgName which = ArgName::s);
+
+  // --- shared_view_addresses.cpp ---
+  /// The addresses of shared view `v` for every value its origin can take (false with `why`
+  /// when that is more than 4096 values).
+  bool sharedViewAddresses(const VarType &v, SharedViewAddresses &out, std::string &why);
+
+  // --- check_memory_tma.cpp ---
+  /// TmaLoad's source: a tensor-map view (a ViewGlobal root with a parameter-only shape), whose
+  /// ViewGlobal instruction goes to `viewIndex`; false after reporting.
+  bool checkTensorMapView(const VarType &g, VarId gVar, uint32_t &viewIndex);
 
   // --- check_contraction.cpp ---
   /// The operands a, b (tensors of `abKind`) and c (a register tensor) of Dot and Wgmma,

@@ -75,6 +75,31 @@ struct WgmmaPlan {
   std::vector<WgmmaDescriptor> a, b;
 };
 
+/// A tensor map that the runtime builds at launch for TmaLoad (docs/isa.md,
+/// "Tensor-memory-accelerator loads"): the ViewGlobal whose shape and strides (expressions of
+/// parameters and constants) describe the global tensor, its element type, the box that one
+/// copy writes (per view dimension, outermost first) and the swizzle (0, 32, 64 or 128 bytes).
+struct TensorMapSpec {
+  uint32_t view = kNoId;    // the ViewGlobal instruction (index into Program::instructions)
+  VarId pointer = kNoId;    // its pointer parameter
+  DataType dtype;           // the view's element type (8, 16, 32 or 64 bits)
+  std::vector<int64_t> box; // extents in [1, 256], outermost first
+  int swizzleBytes = 0;
+};
+
+/// How one TmaLoad is issued: boxes of tensor map `tensorMap`, box `i` written at shared byte
+/// distance `boxes[i].sharedDelta` from the destination view's origin and read at the
+/// instruction's coordinates plus `innerShift` along the innermost dimension.
+struct TmaPlan {
+  uint32_t tensorMap = 0; // index into ProgramInfo::tensorMaps
+  struct Box {
+    int64_t sharedDelta = 0;
+    int64_t innerShift = 0;
+  };
+  std::vector<Box> boxes;
+  int64_t bytes = 0; // transaction bytes of the whole instruction
+};
+
 struct ProgramInfo {
   uint32_t threads = 0;      // threads per block
   std::vector<VarType> vars; // indexed by VarId
@@ -96,6 +121,10 @@ struct ProgramInfo {
   bool usesWorkspace = false;         // has AllocateGlobal
   /// Per Wgmma instruction (index into Program::instructions): its issue plan.
   std::map<uint32_t, WgmmaPlan> wgmma;
+  /// The tensor maps of the program's TmaLoads (kernel parameters after the program's own and
+  /// the workspace pointer, in this order) and each TmaLoad's plan, by instruction.
+  std::vector<TensorMapSpec> tensorMaps;
+  std::map<uint32_t, TmaPlan> tma;
 };
 
 struct VerifiedModule {

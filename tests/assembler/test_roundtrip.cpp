@@ -232,6 +232,8 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     MbarrierArrive(SliceShared(bars, offset=[1]), tx=n * 2)
     MbarrierWait(s=SliceShared(bars, offset=[0]), parity=n % 2)
     FenceProxyAsync()
+    TmaLoad(sh, g, bar=SliceShared(bars, offset=[1]), offset=[bx * 2:, 0:])
+    TmaLoad(s=ss, g=g, bar=SliceShared(bars, offset=[0]))
     WgmmaFence()
     Wgmma(sh, sh, r, out=r)
     WgmmaCommitGroup()

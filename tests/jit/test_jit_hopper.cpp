@@ -258,3 +258,92 @@ TEST_CASE("Wgmma with A in registers is refused for sm_80") {
   CHECK(k.status().first().code == ErrorCode::Unsupported);
   CHECK(contains(k.status().first().message, "needs sm_90a (Hopper); the target is sm_80"));
 }
+
+namespace {
+
+// TmaLoad of a swizzled A stage (one box) and a B tile of two 64-column panels (two boxes), at
+// run-time coordinates; a 3-d strided view with a fixed entry (a box extent of 1).
+const char *kTmaSource = R"(
+def k<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr, i32 m, i32 n, i32 r0, i32 p) threads=128:
+    ga = ViewGlobal(a_ptr, shape=[m, 64])
+    gb = ViewGlobal(b_ptr, shape=[64, n])
+    gc = ViewGlobal(c_ptr, shape=[4, m, 8], strides=[m * 8, 8, 1])
+    sa = AllocateShared(f16, shape=[2, 64, 64], layout=swizzle(row_major(2, 64, 64), 3, 3, 3))
+    sb = AllocateShared(f16, shape=[64, 128], layout=row_major(1, 2).swizzle(row_major(64, 64), 3, 3, 3))
+    sc = AllocateShared(f32, shape=[16, 8])
+    bar = AllocateShared(u64, shape=[1])
+    MbarrierInit(bar, count=1)
+    Synchronize()
+    MbarrierArrive(bar, tx=8192 + 16384 + 512)
+    TmaLoad(SliceShared(sa, offset=[r0 % 2, 0:, 0:]), ga, bar=bar, offset=[r0:, 0:])
+    TmaLoad(sb, gb, bar=bar)
+    TmaLoad(sc, gc, bar=bar, offset=[p, r0:, 0:])
+    MbarrierWait(bar, parity=0)
+)";
+
+} // namespace
+
+TEST_CASE("TmaLoad: one cp.async.bulk.tensor per box by thread 0, tensor maps as grid "
+          "constants" *
+          needsPtxas()) {
+  VerifiedModule m = buildSource(kTmaSource);
+  // the checker's plan: three tensor maps (A 128-byte swizzled [64, 64]; B boxes of 64
+  // columns; C [1, 16, 8] unswizzled), B's second box 64 columns to the right and 8 KiB on
+  const ProgramInfo &info = m.programs[0];
+  REQUIRE(info.tensorMaps.size() == 3);
+  CHECK(info.tensorMaps[0].box == std::vector<int64_t>{64, 64});
+  CHECK(info.tensorMaps[0].swizzleBytes == 128);
+  CHECK(info.tensorMaps[1].box == std::vector<int64_t>{64, 64});
+  CHECK(info.tensorMaps[2].box == std::vector<int64_t>{1, 16, 8});
+  CHECK(info.tensorMaps[2].swizzleBytes == 0);
+  size_t boxes = 0;
+  for (const auto &[index, plan] : info.tma) {
+    boxes += plan.boxes.size();
+    if (plan.tensorMap == 1) {
+      REQUIRE(plan.boxes.size() == 2);
+      CHECK(plan.boxes[1].innerShift == 64);
+      CHECK(plan.boxes[1].sharedDelta == 64 * 64 * 2);
+      CHECK(plan.bytes == 64 * 128 * 2);
+    }
+  }
+  CHECK(boxes == 4);
+  Expected<PtxKernel> k = compileFor(m, 90);
+  REQUIRE_OK(k);
+  CHECK(contains(k->ptx, ".param .align 64 .b8 k_param_7[128]"));
+  CHECK(contains(k->ptx, ".param .align 64 .b8 k_param_9[128]"));
+  CHECK(contains(k->ptx, "cvta.param.u64"));
+  size_t copies = 0;
+  for (size_t at = k->ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                               "complete_tx::bytes");
+       at != std::string::npos; at = k->ptx.find("cp.async.bulk.tensor.2d", at + 1))
+    ++copies;
+  CHECK(copies == 3);
+  CHECK(contains(k->ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile"));
+  std::string log;
+  bool ok = runPtxas(k->ptx, 90, log);
+  INFO(log);
+  CHECK(ok);
+}
+
+TEST_CASE("TmaLoad: ptxas accepts the TMA GEMM program, f16 and bf16" * needsPtxas()) {
+  for (const char *at : {"f16", "bf16"}) {
+    VerifiedModule g = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/gemm/wgmma_tma.tasm",
+                                 {{"AT", at}, {"CT", at}});
+    REQUIRE(g.programs[0].tensorMaps.size() == 2);
+    Expected<PtxKernel> gk = compileFor(g, 90);
+    REQUIRE_OK(gk);
+    CHECK(contains(gk->ptx, "cp.async.bulk.tensor.2d"));
+    std::string log;
+    bool ok = runPtxas(gk->ptx, 90, log);
+    INFO(log);
+    CHECK(ok);
+    CHECK(!contains(log, "C7514"));
+  }
+}
+
+TEST_CASE("TmaLoad is refused for sm_80") {
+  VerifiedModule m = buildSource(kTmaSource);
+  Expected<PtxKernel> k = compileFor(m, 80);
+  REQUIRE_FALSE(k.ok());
+  CHECK(k.status().first().code == ErrorCode::Unsupported);
+}

@@ -114,7 +114,7 @@ TEST_CASE("conformance suite") {
   }
   // and for the codes of the Hopper instructions (docs/isa.md)
   for (ErrorCode c : {ErrorCode::Mbarrier, ErrorCode::WgmmaShape, ErrorCode::WgmmaDtype,
-                      ErrorCode::WgmmaLayout}) {
+                      ErrorCode::WgmmaLayout, ErrorCode::Tma}) {
     std::string code = errorCodeName(c);
     CAPTURE(code);
     CHECK(failingPerCode[code] >= 2);

@@ -41,6 +41,9 @@ struct MbarrierState {
   int64_t tx = 0;      // transaction bytes still expected (negative: arrived before expected)
   uint64_t phase = 0;
   uint32_t initInstruction = kNoId;
+  /// TmaLoad data of the phase in progress, and of completed phases that no wait has observed
+  /// yet: it lands at the first MbarrierWait that returns after its phase completed.
+  std::vector<AsyncCopy> inFlight, completed;
 };
 
 /// One issued Wgmma: its accumulator, its A operand when that is a register tensor, and the

@@ -39,6 +39,18 @@ struct Exec {
   /// end of an asynchronous copy); completes the phase when nothing else is pending
   /// (exec_control_mbarrier.cpp).
   static Status completeTransaction(BlockState &b, uint32_t index, int64_t address, int64_t bytes);
+  /// The byte address and root element of the one-element mbarrier view in argument `which`
+  /// (exec_control_mbarrier.cpp).
+  static Status barrierAddress(BlockState &b, uint32_t index, ArgName which, int64_t &address,
+                               int64_t &element);
+
+  /// The data of asynchronous copy `index` (CopyAsync, TmaLoad: argument s the destination,
+  /// g the source, offset= the tile), read from global memory now; in checked mode the
+  /// destination becomes pending (exec_memory.cpp).
+  static Expected<AsyncCopy> readAsyncCopy(BlockState &b, uint32_t index);
+  /// Write a copy's data into shared memory (in checked mode: its landing; `atBarrier`: at an
+  /// mbarrier wait, which orders it before every later access).
+  static void landCopy(BlockState &b, const AsyncCopy &copy, bool atBarrier = false);
 };
 
 } // namespace tilus::cpu

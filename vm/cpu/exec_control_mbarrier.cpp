@@ -6,6 +6,11 @@
 // when the phase of the given parity has completed; otherwise nothing else could ever complete
 // it (every copy of the block has already landed), so the wait is reported as a deadlock.
 //
+// TmaLoad (exec_memory_tma.cpp) completes its bytes when issued and leaves its data with the
+// barrier: it lands at the first wait that returns after its phase completed, as a write ordered
+// before that wait (race detector: sharedAsyncLand), so an access before the wait races with
+// the copy.
+//
 // Race detection: MbarrierInit writes the barrier's element (thread 0), arrivals and waits read
 // it (the whole block), so a use of a barrier in the epoch of its initialisation is a race. The
 // completion of a phase starts a new epoch, like Synchronize(): accesses before the arrivals
@@ -19,11 +24,14 @@ namespace {
 
 constexpr int64_t kMaxPending = (int64_t(1) << 20) - 1;
 
+} // namespace
+
 /// The byte address and root element of a one-element mbarrier view (traps when outside).
-Status barrierAddress(BlockState &b, uint32_t index, int64_t &address, int64_t &element) {
+Status Exec::barrierAddress(BlockState &b, uint32_t index, ArgName which, int64_t &address,
+                            int64_t &element) {
   const Instruction &inst = b.program.instructions[index];
-  TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
-  const SharedView &view = b.shareds[inst.arg(ArgName::s).var];
+  TILUSVM_TRY(b.requireShared(index, inst.arg(which).var));
+  const SharedView &view = b.shareds[inst.arg(which).var];
   std::vector<OffsetValue> whole(view.shape.size(), OffsetValue{0, true});
   Expected<TileAccess> tile = sharedTile(view, whole, view.shape);
   if (!tile)
@@ -36,6 +44,8 @@ Status barrierAddress(BlockState &b, uint32_t index, int64_t &address, int64_t &
   address = view.byteOffset + element * 8;
   return Status::success();
 }
+
+namespace {
 
 std::string describe(int64_t address) {
   return "the mbarrier at shared byte " + std::to_string(address);
@@ -50,11 +60,14 @@ Status liveBarrier(BlockState &b, uint32_t index, int64_t address, MbarrierState
   return Status::success();
 }
 
-/// Complete the phase when nothing is pending. For the race detector a completion is a barrier
-/// of the block: every warp arrived, so what the block did before it is ordered before what
-/// any thread does after a wait that observes it.
+/// Complete the phase when nothing is pending (its TmaLoad data then waits for a wait). For
+/// the race detector a completion is a barrier of the block: every warp arrived, so what the
+/// block did before it is ordered before what any thread does after a wait that observes it.
 void maybeComplete(BlockState &b, MbarrierState &m) {
   if (m.pending == 0 && m.tx == 0) {
+    for (AsyncCopy &copy : m.inFlight)
+      m.completed.push_back(std::move(copy));
+    m.inFlight.clear();
     ++m.phase;
     m.pending = m.count;
     if (b.race)
@@ -67,7 +80,7 @@ void maybeComplete(BlockState &b, MbarrierState &m) {
 Status Exec::visitMbarrierInit(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   int64_t address = 0, element = 0;
-  TILUSVM_TRY(barrierAddress(b, index, address, element));
+  TILUSVM_TRY(barrierAddress(b, index, ArgName::s, address, element));
   MbarrierState m;
   m.count = inst.arg(ArgName::count).intValue;
   m.pending = m.count;
@@ -81,7 +94,7 @@ Status Exec::visitMbarrierInit(BlockState &b, uint32_t index) {
 Status Exec::visitMbarrierArrive(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   int64_t address = 0, element = 0;
-  TILUSVM_TRY(barrierAddress(b, index, address, element));
+  TILUSVM_TRY(barrierAddress(b, index, ArgName::s, address, element));
   if (b.race)
     b.race->sharedRead(b.shareds[inst.arg(ArgName::s).var].root, element, -1);
   MbarrierState *m = nullptr;
@@ -111,7 +124,7 @@ Status Exec::completeTransaction(BlockState &b, uint32_t index, int64_t address,
 Status Exec::visitMbarrierWait(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   int64_t address = 0, element = 0;
-  TILUSVM_TRY(barrierAddress(b, index, address, element));
+  TILUSVM_TRY(barrierAddress(b, index, ArgName::s, address, element));
   VarId root = b.shareds[inst.arg(ArgName::s).var].root;
   if (b.race)
     b.race->sharedRead(root, element, -1);
@@ -127,6 +140,9 @@ Status Exec::visitMbarrierWait(BlockState &b, uint32_t index) {
                       std::to_string(m->pending) + " of " + std::to_string(m->count) +
                       " arrivals and " + std::to_string(m->tx) +
                       " transaction bytes, and nothing else can arrive (deadlock)");
+  for (const AsyncCopy &copy : m->completed)
+    Exec::landCopy(b, copy, /*atBarrier=*/true);
+  m->completed.clear();
   return Status::success();
 }
 

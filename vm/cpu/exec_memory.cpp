@@ -96,7 +96,7 @@ Status Exec::visitStoreScalar(BlockState &b, uint32_t index) {
       });
 }
 
-Status Exec::visitCopyAsync(BlockState &b, uint32_t index) {
+Expected<AsyncCopy> Exec::readAsyncCopy(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
   const SharedView &dst = b.shareds[inst.arg(ArgName::s).var];
@@ -135,23 +135,30 @@ Status Exec::visitCopyAsync(BlockState &b, uint32_t index) {
           b.race->globalRead(raceKey(src, bit), sb, src.root, off, -1);
       });
   TILUSVM_TRY(status);
-  b.uncommitted.push_back(std::move(copy));
+  return copy;
+}
+
+Status Exec::visitCopyAsync(BlockState &b, uint32_t index) {
+  Expected<AsyncCopy> copy = readAsyncCopy(b, index);
+  if (!copy.ok())
+    return copy.takeStatus();
+  b.uncommitted.push_back(std::move(copy.value()));
   return Status::success();
+}
+
+void Exec::landCopy(BlockState &b, const AsyncCopy &copy, bool atBarrier) {
+  for (size_t e = 0; e < copy.values.size(); ++e) {
+    writeBits(b.shared.data(), copy.bitAddrs[e], copy.storageBits, copy.values[e]);
+    if (b.race)
+      b.race->sharedCopyLand(copy.root, copy.elements[e], copy.instruction, atBarrier);
+  }
 }
 
 namespace {
 
-void land(BlockState &b, const AsyncCopy &copy) {
-  for (size_t e = 0; e < copy.values.size(); ++e) {
-    writeBits(b.shared.data(), copy.bitAddrs[e], copy.storageBits, copy.values[e]);
-    if (b.race)
-      b.race->sharedCopyLand(copy.root, copy.elements[e], copy.instruction);
-  }
-}
-
 void landOldestGroup(BlockState &b) {
   for (const AsyncCopy &copy : b.committed.front())
-    land(b, copy);
+    Exec::landCopy(b, copy);
   b.committed.pop_front();
 }
 
@@ -174,7 +181,7 @@ Status Exec::visitCopyAsyncWaitAll(BlockState &b, uint32_t) {
   while (!b.committed.empty())
     landOldestGroup(b);
   for (const AsyncCopy &copy : b.uncommitted)
-    land(b, copy);
+    Exec::landCopy(b, copy);
   b.uncommitted.clear();
   return Status::success();
 }

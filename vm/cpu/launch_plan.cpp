@@ -7,6 +7,7 @@
 #include "isa/convert.h"
 #include "isa/host_memory.h"
 #include "isa/scalar_eval.h"
+#include "loader/tensor_map.h"
 
 #include <cstring>
 
@@ -297,6 +298,8 @@ Status buildLaunchPlan(LaunchPlan &plan, const VerifiedModule &module, size_t pr
   plan.maxMemoryBytes = options.maxMemoryBytes ? options.maxMemoryBytes : availableHostMemory();
   TILUSVM_TRY(bindParameters(plan, args));
   TILUSVM_TRY(evaluateGrid(plan));
+  TILUSVM_TRY(
+      checkTensorMaps(*plan.program, *plan.info, [&](VarId v) { return plan.paramValue(v); }));
   TILUSVM_TRY(planOperands(plan));
   return planWorkspace(plan);
 }

@@ -100,9 +100,10 @@ void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t threa
   if (s.pendingCopy != kNoId) {
     if (shouldReport(Kind::PendingRead, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " reads " + name(target) + " while " +
-             plan_.describe(s.pendingCopy) +
-             " may still be copying into it (no covering CopyAsyncWaitGroup/WaitAll and "
-             "Synchronize() before the read)");
+             plan_.describe(s.pendingCopy) + " may still be copying into it (" +
+             (plan_.program->instructions[s.pendingCopy].opcode == Opcode::TmaLoad
+                  ? "no MbarrierWait that observes the completion of its phase before the read)"
+                  : "no covering CopyAsyncWaitGroup/WaitAll and Synchronize() before the read)"));
   } else if (concurrent(s.write)) {
     if (s.landedAt != kNoId) {
       if (shouldReport(Kind::UnsyncedLanding, s.write.instruction, thread, -1))
@@ -170,9 +171,15 @@ void BlockRaceDetector::sharedCopyIssue(VarId root, int64_t element) {
   s.pendingCopy = current_;
 }
 
-void BlockRaceDetector::sharedCopyLand(VarId root, int64_t element, uint32_t copyInstruction) {
+void BlockRaceDetector::sharedCopyLand(VarId root, int64_t element, uint32_t copyInstruction,
+                                       bool atBarrier) {
   Shadow &s = sharedShadow(root, element);
   s.pendingCopy = kNoId;
+  if (atBarrier) { // the epoch before the phase's completion: ordered before the wait
+    s.write = Access{instance_, epoch_ - 1, copyInstruction, -1};
+    s.landedAt = kNoId;
+    return;
+  }
   s.write = Access{instance_, epoch_, copyInstruction, -1};
   s.landedAt = current_;
 }

@@ -7,6 +7,8 @@
 // least one writes. A CopyAsync destination is "pending" from the copy until the wait that
 // covers it: any access to it in between races with the copy; at the wait the data lands as a
 // write of the copy in the wait's epoch, so reading it before the next Synchronize() races too.
+// A TmaLoad destination is pending from the copy until the mbarrier wait that observes the
+// completion of its phase, where it lands as a write ordered before that wait.
 // A Wgmma reads its shared operands until the WgmmaWaitGroup that covers it: a write to them in
 // between races with the Wgmma, whatever the epochs.
 //
@@ -77,7 +79,11 @@ public:
   void sharedRead(VarId root, int64_t element, int32_t thread);
   void sharedWrite(VarId root, int64_t element, int32_t thread);
   void sharedCopyIssue(VarId root, int64_t element);
-  void sharedCopyLand(VarId root, int64_t element, uint32_t copyInstruction);
+  /// The data of a pending copy lands: at a CopyAsync wait as a write of the copy in the
+  /// current epoch (reading it before the next Synchronize() races); `atBarrier` (a TmaLoad at
+  /// the mbarrier wait that observes its phase): as a write ordered before everything after.
+  void sharedCopyLand(VarId root, int64_t element, uint32_t copyInstruction,
+                      bool atBarrier = false);
   /// A Wgmma operand read by the whole block that lasts until its WgmmaWaitGroup: a write to the
   /// element before sharedAsyncReadEnd races with it.
   void sharedAsyncRead(VarId root, int64_t element);

@@ -87,7 +87,8 @@ namespace tilus::cuda {
   X(cuCtxDestroy, 4000)                                                                            \
   X(cuGraphInstantiateWithFlags, 11040)                                                            \
   X(cuStreamGetCtx, 9020)                                                                          \
-  X(cuStreamGetCaptureInfo, 12030)
+  X(cuStreamGetCaptureInfo, 12030)                                                                 \
+  X(cuTensorMapEncodeTiled, 12000)
 
 /// The resolved driver: one function pointer per entry point.
 struct DriverApi {

@@ -669,6 +669,8 @@ Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, cons
       return planned.takeStatus();
     plan = std::move(planned.value());
   }
+  std::vector<CUtensorMap> tensorMaps;
+  TILUSVM_TRY(encodeTensorMaps(*impl_->api, program, info, args, tensorMaps));
   auto queue = [&](CUdeviceptr workspace) -> Status {
     std::vector<uint64_t> storage;
     storage.reserve(program.params.size() + 1);
@@ -679,6 +681,8 @@ Status CudaRuntime::launch(const LoadedModule &module, size_t programIndex, cons
     std::vector<void *> params;
     for (uint64_t &slot : storage)
       params.push_back(&slot);
+    for (CUtensorMap &map : tensorMaps)
+      params.push_back(&map);
     const LaunchGeometry &g = *geometry;
     TILUSVM_TRY(TILUSVM_CU_CALL(*impl_->api, cuLaunchKernel, k->function, g.grid[0], g.grid[1],
                                 g.grid[2], k->threads, 1, 1, unsigned(k->sharedBytes), stream,

@@ -127,6 +127,12 @@ Specialization classifyArgs(const Program &program, const KernelArgs &args);
 /// The driver reads the low 4 or 8 bytes of the result (little-endian), per the PTX `.param`.
 uint64_t kernelParamBits(const Variable &param, const KernelArg &arg);
 
+/// The tensor maps of a launch of a program with TmaLoad (ProgramInfo::tensorMaps), encoded by
+/// the driver from these arguments; a `runtime` error when the arguments break a tensor map's
+/// requirements (loader/tensor_map.h) (tensor_maps.cpp).
+Status encodeTensorMaps(const DriverApi &api, const Program &program, const ProgramInfo &info,
+                        const KernelArgs &args, std::vector<CUtensorMap> &maps);
+
 /// A compiled, loaded kernel (owned by the runtime's cache; valid while the runtime lives).
 struct CompiledKernel {
   CUfunction function = nullptr;

@@ -1,0 +1,221 @@
+// Typing rules of TmaLoad (docs/isa.md, "Tensor-memory-accelerator loads"): TmaLoad(s, g,
+// bar=b, offset=[..]) copies the tile of the tensor-map view g at the offset into the shared
+// tensor s by the tensor memory accelerator, completing at the mbarrier b.
+//
+// The source must be something the runtime can describe with a tensor map before the launch: a
+// ViewGlobal of a pointer parameter with a shape (and strides) over parameters and constants, an
+// innermost stride of 1, rank 1 to 5, elements of 8 to 64 bits. The box is the tile's shape with
+// a 1 at each fixed offset entry (extents up to 256).
+//
+// The destination's layout must be what the hardware writes: a box lands densely and row-major
+// at its start address B, element x at swz(B + rowmajor(box)(x) * bytes), swz being
+// Swizzle<b, 4, 3> on byte addresses (b = 3, 2, 1 for the 128-, 64- and 32-byte modes) or the
+// identity. A tile is one box, or for a swizzled mode boxes of one swizzle row (16 << b bytes)
+// side by side along the innermost dimension. As for wgmma's descriptors, the decision is made
+// on the addresses themselves, for every value the run-time parts of the view's origin can take,
+// so the JIT issues every box at a fixed distance from the view's origin.
+#include "loader/checker_impl.h"
+
+namespace tilus::detail {
+
+namespace {
+
+constexpr size_t kMaxTmaRank = 5;
+constexpr int64_t kMaxBoxExtent = 256;
+constexpr size_t kMaxBoxes = 32;
+
+/// A box decomposition of one swizzle mode: boxes along the innermost dimension of `width`
+/// elements each.
+struct Decomposition {
+  int bits = 0; // swizzle: 3, 2, 1 or 0 (none)
+  int64_t width = 0;
+};
+
+} // namespace
+
+bool ProgramChecker::checkTensorMapView(const VarType &g, VarId gVar, uint32_t &viewIndex) {
+  std::string name = "TmaLoad from " + varName(gVar);
+  if (!g.slices.empty())
+    return fail(ErrorCode::Tma, name + ": a tensor map describes a whole ViewGlobal; this is a "
+                                       "SliceGlobal of one (put the slice's origin into the "
+                                       "TmaLoad's offset= instead)");
+  viewIndex = kNoId;
+  for (const auto &[ptr, idx] : views_)
+    if (prog_.instructions[idx].results[0] == g.root)
+      viewIndex = idx;
+  if (viewIndex == kNoId)
+    return fail(ErrorCode::Tma, name + ": the source is not a ViewGlobal of a pointer parameter "
+                                       "(a workspace tensor has no tensor map)");
+  const Instruction &view = prog_.instructions[viewIndex];
+  const Argument *shape = optionalArg(view, ArgName::shape);
+  if (!shape)
+    return fail(ErrorCode::Tma, name + ": its ViewGlobal has no shape=, which a tensor map needs");
+  if (g.rank < 1 || g.rank > kMaxTmaRank)
+    return fail(ErrorCode::Tma, name + ": rank " + std::to_string(g.rank) +
+                                    " outside [1, 5], the ranks of a tensor map");
+  auto paramsOnly = [&](const std::vector<ExprId> &exprs, const char *what) {
+    for (size_t d = 0; d < exprs.size(); ++d)
+      if (!exprFacts_[exprs[d]].paramsOnly)
+        return fail(ErrorCode::Tma, name + ": its ViewGlobal " + what + " entry " +
+                                        std::to_string(d) +
+                                        " depends on more than scalar parameters and constants, "
+                                        "so no tensor map can be built before the launch");
+    return true;
+  };
+  if (!paramsOnly(shape->exprs, "shape"))
+    return false;
+  if (const Argument *strides = optionalArg(view, ArgName::strides)) {
+    if (!paramsOnly(strides->exprs, "strides"))
+      return false;
+    std::optional<int64_t> inner = constValue(strides->exprs.back());
+    if (!inner || *inner != 1)
+      return fail(ErrorCode::Tma, name + ": its innermost stride is not the constant 1; a "
+                                         "tensor map reads rows of contiguous elements");
+  }
+  int bits = g.dtype.storageBits();
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
+    return fail(ErrorCode::Tma, name + ": elements of " + g.dtype.name() + " (" +
+                                    std::to_string(bits) +
+                                    " bits); a tensor map's elements are 8, 16, 32 or 64 bits "
+                                    "wide (view sub-byte data as u8)");
+  return true;
+}
+
+bool ProgramChecker::visitTmaLoad(const Instruction &inst, Results &) {
+  if (!checkTransfer(inst, ArgName::s, VarKind::Shared, ArgName::g, VarKind::Global, true))
+    return false;
+  if (!checkMbarrierOperand(inst, ArgName::bar))
+    return false;
+  VarId sVar = inst.arg(ArgName::s).var, gVar = inst.arg(ArgName::g).var;
+  const VarType &s = info_.vars[sVar];
+  const VarType &g = info_.vars[gVar];
+  uint32_t viewIndex = kNoId;
+  if (!checkTensorMapView(g, gVar, viewIndex))
+    return false;
+  // the box: the tile's extents, 1 at fixed offset entries
+  std::vector<int64_t> box;
+  const Argument *offset = optionalArg(inst, ArgName::offset);
+  if (!offset)
+    box = s.shape;
+  else {
+    size_t j = 0;
+    for (const OffsetEntry &e : offset->offsets)
+      box.push_back(e.slice ? s.shape[j++] : 1);
+  }
+  for (size_t d = 0; d < box.size(); ++d)
+    if (box[d] > kMaxBoxExtent)
+      return fail(ErrorCode::Tma, "TmaLoad box " + shapeString(box) + ": extent " +
+                                      std::to_string(box[d]) + " of dimension " +
+                                      std::to_string(d) + " exceeds 256");
+  // the shared layout: the first decomposition that gives every element its address
+  SharedViewAddresses view;
+  std::string why;
+  if (!sharedViewAddresses(s, view, why))
+    return fail(ErrorCode::Tma, "TmaLoad into " + varName(sVar) + ": " + why);
+  const int64_t bytes = view.elemBytes;
+  const int64_t inner = s.shape.empty() ? 1 : s.shape.back();
+  std::vector<Decomposition> modes;
+  for (int b : {3, 2, 1})
+    modes.push_back({b, (int64_t(16) << b) / bytes});
+  modes.push_back({0, inner});
+  std::string reasons; // why each mode failed: "128-byte swizzle: ...; no swizzle: ..."
+  auto reject = [&](const Decomposition &mode, const std::string &why) {
+    reasons += (reasons.empty() ? "" : "; ") +
+               (mode.bits ? std::to_string(16 << mode.bits) + "-byte swizzle: " : "no swizzle: ") +
+               why;
+  };
+  for (const Decomposition &mode : modes) {
+    int64_t rowBytes = mode.width * bytes;
+    if (mode.width <= 0 || inner % mode.width != 0 || size_t(inner / mode.width) > kMaxBoxes) {
+      reject(mode, "the innermost extent " + std::to_string(inner) +
+                       " is not a multiple of its rows of " + std::to_string(mode.width) +
+                       " elements (at most 32 rows)");
+      continue;
+    }
+    if (mode.bits == 0 && rowBytes % 16 != 0) {
+      reject(mode, "rows of " + std::to_string(rowBytes) + " bytes, not a multiple of 16");
+      continue;
+    }
+    const int64_t boxes = inner / mode.width;
+    const int64_t align = mode.bits == 0 ? 128 : 8 * (int64_t(16) << mode.bits);
+    const int64_t mask = ((int64_t(1) << mode.bits) - 1) << 4;
+    TmaPlan plan;
+    std::string failure;
+    // the tile's elements in row-major order, split into the boxes along the innermost dim
+    int64_t elements = shapeElements(s.shape);
+    std::vector<int64_t> tileBox = s.shape;
+    if (!tileBox.empty())
+      tileBox.back() = mode.width;
+    int64_t boxElements = shapeElements(tileBox);
+    for (size_t o = 0; o < view.origins.size() && failure.empty(); ++o) {
+      std::vector<int64_t> zero(s.shape.size(), 0);
+      int64_t originAddr = view.address(o, zero);
+      for (int64_t p = 0; p < boxes && failure.empty(); ++p) {
+        std::vector<int64_t> first(s.shape.size(), 0);
+        if (!first.empty())
+          first.back() = p * mode.width;
+        int64_t start = elements > 0 ? view.address(o, first) : originAddr;
+        if (o == 0)
+          plan.boxes.push_back({start - originAddr, p * mode.width});
+        else if (start - originAddr != plan.boxes[size_t(p)].sharedDelta) {
+          failure = "box " + std::to_string(p) +
+                    " is not at a fixed distance from the view's "
+                    "origin for every stage";
+          break;
+        }
+        if (start % align != 0) {
+          failure = "box " + std::to_string(p) + " starts at shared byte " + std::to_string(start) +
+                    ", not a multiple of " + std::to_string(align);
+          break;
+        }
+        for (int64_t i = 0; i < boxElements; ++i) {
+          std::vector<int64_t> x = unravelIndex(i, tileBox);
+          if (!x.empty())
+            x.back() += p * mode.width;
+          int64_t addr = start + i * bytes;
+          addr ^= (addr >> 3) & mask;
+          int64_t want = view.address(o, x);
+          if (addr != want) {
+            failure = "element " + shapeString(x) + " is at shared byte " + std::to_string(want) +
+                      ", the box writes it at " + std::to_string(addr);
+            break;
+          }
+        }
+      }
+    }
+    if (!failure.empty()) {
+      reject(mode, failure);
+      continue;
+    }
+    // the tensor map: one per (view, box, swizzle)
+    std::vector<int64_t> mapBox = box;
+    mapBox.back() = mode.width;
+    int swizzleBytes = mode.bits ? 16 << mode.bits : 0;
+    size_t mapIndex = 0;
+    for (; mapIndex < info_.tensorMaps.size(); ++mapIndex) {
+      const TensorMapSpec &m = info_.tensorMaps[mapIndex];
+      if (m.view == viewIndex && m.box == mapBox && m.swizzleBytes == swizzleBytes &&
+          m.dtype == g.dtype)
+        break;
+    }
+    if (mapIndex == info_.tensorMaps.size()) {
+      TensorMapSpec m;
+      m.view = viewIndex;
+      m.pointer = prog_.instructions[viewIndex].arg(ArgName::ptr).var;
+      m.dtype = g.dtype;
+      m.box = mapBox;
+      m.swizzleBytes = swizzleBytes;
+      info_.tensorMaps.push_back(std::move(m));
+    }
+    plan.tensorMap = uint32_t(mapIndex);
+    plan.bytes = elements * bytes;
+    info_.tma[uint32_t(curInstruction_)] = std::move(plan);
+    return true;
+  }
+  return fail(ErrorCode::Tma, "TmaLoad into " + varName(sVar) + " (layout " +
+                                  info_.vars[s.root].sharedLayout->toString() +
+                                  "): the tensor memory accelerator writes no such layout (" +
+                                  reasons + ")");
+}
+
+} // namespace tilus::detail

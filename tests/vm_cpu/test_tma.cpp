@@ -1,0 +1,194 @@
+// TmaLoad on the CPU interpreter (docs/isa.md, "Tensor-memory-accelerator loads"): tiles of
+// swizzled, paneled and plain layouts against a plain C++ reference with zeros outside the view,
+// a two-stage pipeline over mbarrier phases, coordinates before the start, a fixed offset entry
+// of a strided view, the race of a read before the wait, and the launch requirements of tensor
+// maps.
+#include "cpu_test_util.h"
+
+using namespace cputest;
+
+namespace {
+
+// Copies the [R, C] tile of a [m, n] f16 view at (r0, c0) into a shared tile of layout
+// `layout` with TmaLoad, waits, and stores the tile (LoadShared) to out [R, C].
+std::string tileSource(int rows, int cols, const std::string &layout) {
+  std::string r = std::to_string(rows), c = std::to_string(cols);
+  return R"(
+def k<1>(f16* a_ptr, f16* out_ptr, i32 m, i32 n, i32 r0, i32 c0) threads=128:
+    ga = ViewGlobal(a_ptr, shape=[m, n])
+    s = AllocateShared(f16, shape=[)" +
+         r + ", " + c + "], layout=" + layout + R"()
+    bar = AllocateShared(u64, shape=[1])
+    MbarrierInit(bar, count=1)
+    Synchronize()
+    MbarrierArrive(bar, tx=)" +
+         std::to_string(rows * cols * 2) + R"()
+    TmaLoad(s, ga, bar=bar, offset=[r0:, c0:])
+    MbarrierWait(bar, parity=0)
+    t = LoadShared(s, layout=spatial(32, 4).local()" +
+         std::to_string(rows / 32) + ", " + std::to_string(cols / 4) + R"())
+    StoreGlobal(t, ViewGlobal(out_ptr, shape=[)" +
+         r + ", " + c + R"(]))
+)";
+}
+
+// a[i, j] = distinct half values; the expected tile with zeros outside [m, n]
+std::vector<uint16_t> matrix(int m, int n) {
+  std::vector<uint16_t> a(size_t(m) * size_t(n));
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      a[size_t(i * n + j)] = doubleToHalf(double((i * 37 + j * 11) % 2001) - 1000.0);
+  return a;
+}
+
+std::vector<uint16_t> expectedTile(const std::vector<uint16_t> &a, int m, int n, int r0, int c0,
+                                   int rows, int cols) {
+  std::vector<uint16_t> t(size_t(rows) * size_t(cols), 0);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) {
+      int r = r0 + i, c = c0 + j;
+      if (r >= 0 && r < m && c >= 0 && c < n)
+        t[size_t(i * cols + j)] = a[size_t(r * n + c)];
+    }
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("TmaLoad: swizzled, paneled and plain tiles land as the view holds them, zeros "
+          "outside") {
+  struct Case {
+    int rows, cols;
+    const char *layout;
+  } cases[] = {
+      {64, 64, "swizzle(row_major(64, 64), 3, 3, 3)"},                  // 128-byte swizzle
+      {32, 128, "row_major(1, 2).swizzle(row_major(32, 64), 3, 3, 3)"}, // two panels
+      {32, 32, "swizzle(row_major(32, 32), 2, 3, 3)"},                  // 64-byte swizzle
+      {32, 16, "swizzle(row_major(32, 16), 1, 3, 3)"},                  // 32-byte swizzle
+      {32, 8, "row_major(32, 8)"},                                      // no swizzle
+  };
+  const int m = 70, n = 104; // rows of 208 bytes (a multiple of 16)
+  std::vector<uint16_t> a = matrix(m, n);
+  for (const Case &c : cases)
+    for (auto [r0, c0] : {std::pair{0, 0}, std::pair{40, 64}, std::pair{-5, -8}}) {
+      CAPTURE(std::string(c.layout));
+      CAPTURE(r0);
+      CAPTURE(c0);
+      std::vector<uint16_t> out(size_t(c.rows * c.cols), 0xffff);
+      CHECK_OK(run(build(tileSource(c.rows, c.cols, c.layout)),
+                   {bufferArg(a), bufferArg(out), i32Arg(m), i32Arg(n), i32Arg(r0), i32Arg(c0)}));
+      CHECK(out == expectedTile(a, m, n, r0, c0, c.rows, c.cols));
+    }
+}
+
+TEST_CASE("TmaLoad: a two-stage pipeline over mbarrier phases sums every tile") {
+  // out[r, c] = sum over tiles t of a[t * 16 + r, c]; the load of tile t + 2 goes into the
+  // stage tile t used, after a Synchronize that orders tile t's reads before it
+  const char *src = R"(
+def k<1>(f32* a_ptr, f32* out_ptr, i32 tiles) threads=128:
+    ga = ViewGlobal(a_ptr, shape=[tiles * 16, 32])
+    s = AllocateShared(f32, shape=[2, 16, 32])
+    bars = AllocateShared(u64, shape=[2])
+    for i in range(2):
+        MbarrierInit(SliceShared(bars, offset=[i]), count=1)
+    Synchronize()
+    for i in range(2):
+        if i < tiles:
+            MbarrierArrive(SliceShared(bars, offset=[i]), tx=2048)
+            TmaLoad(SliceShared(s, offset=[i, 0:, 0:]), ga, bar=SliceShared(bars, offset=[i]), offset=[i * 16:, 0:])
+    acc = AllocateRegister(f32, layout=spatial(16, 8).local(1, 4))
+    for t in range(tiles):
+        stage = t % 2
+        MbarrierWait(SliceShared(bars, offset=[stage]), parity=t / 2 % 2)
+        acc = Add(acc, LoadShared(s, layout=spatial(16, 8).local(1, 4), offset=[stage, 0:, 0:]))
+        Synchronize()
+        if t + 2 < tiles:
+            MbarrierArrive(SliceShared(bars, offset=[stage]), tx=2048)
+            TmaLoad(SliceShared(s, offset=[stage, 0:, 0:]), ga, bar=SliceShared(bars, offset=[stage]), offset=[(t + 2) * 16:, 0:])
+    StoreGlobal(acc, ViewGlobal(out_ptr, shape=[16, 32]))
+)";
+  const int tiles = 5;
+  std::vector<float> a(size_t(tiles * 16 * 32)), out(16 * 32, -1.0f), want(16 * 32, 0.0f);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(int(i % 97) - 48);
+  for (int t = 0; t < tiles; ++t)
+    for (int e = 0; e < 16 * 32; ++e)
+      want[size_t(e)] += a[size_t(t * 512 + e)];
+  CHECK_OK(run(build(src), {bufferArg(a), bufferArg(out), i32Arg(tiles)}));
+  CHECK(out == want);
+}
+
+TEST_CASE("TmaLoad: a fixed offset entry of a strided view selects one plane") {
+  // view [planes, rows, 8] f32 with a row stride of 12 (48 bytes); plane p rows [r0, r0 + 16)
+  const char *src = R"(
+def k<1>(f32* a_ptr, f32* out_ptr, i32 planes, i32 rows, i32 p, i32 r0) threads=32:
+    ga = ViewGlobal(a_ptr, shape=[planes, rows, 8], strides=[rows * 12, 12, 1])
+    s = AllocateShared(f32, shape=[16, 8])
+    bar = AllocateShared(u64, shape=[1])
+    MbarrierInit(bar, count=1)
+    Synchronize()
+    TmaLoad(s, ga, bar=bar, offset=[p, r0:, 0:])
+    MbarrierArrive(bar, tx=512)
+    MbarrierWait(bar, parity=0)
+    StoreGlobal(LoadShared(s, layout=spatial(16, 2).local(1, 4)), ViewGlobal(out_ptr, shape=[16, 8]))
+)";
+  const int planes = 3, rows = 20;
+  std::vector<float> a(size_t(planes * rows * 12));
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(i) + 0.25f;
+  for (auto [p, r0] : {std::pair{1, 0}, std::pair{2, 10}}) {
+    CAPTURE(p);
+    CAPTURE(r0);
+    std::vector<float> out(16 * 8, -1.0f);
+    CHECK_OK(run(build(src), {bufferArg(a), bufferArg(out), i32Arg(planes), i32Arg(rows), i32Arg(p),
+                              i32Arg(r0)}));
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 8; ++j) {
+        int r = r0 + i;
+        float want = r < rows ? a[size_t(p * rows * 12 + r * 12 + j)] : 0.0f;
+        CHECK(out[size_t(i * 8 + j)] == want);
+      }
+  }
+}
+
+TEST_CASE("TmaLoad: reading the destination before the wait races with the copy") {
+  std::string src = tileSource(32, 8, "row_major(32, 8)");
+  std::string early =
+      replaceAll(src, "    MbarrierWait(bar, parity=0)\n    t = LoadShared", "    t = LoadShared");
+  early = replaceAll(early, "    StoreGlobal(t,",
+                     "    MbarrierWait(bar, parity=0)\n    StoreGlobal(t,");
+  std::vector<uint16_t> a = matrix(32, 8), out(32 * 8);
+  Status s = run(build(early),
+                 {bufferArg(a), bufferArg(out), i32Arg(32), i32Arg(8), i32Arg(0), i32Arg(0)});
+  CHECK(hasDiagnostic(s, ErrorCode::Race,
+                      {"test.tasm:10:", "while TmaLoad at 9:5 may still be copying into it",
+                       "no MbarrierWait that observes the completion of its phase"}));
+}
+
+TEST_CASE("TmaLoad: a wait whose bytes never come is a deadlock; the launch requirements") {
+  std::string src = tileSource(32, 8, "row_major(32, 8)");
+  std::vector<uint16_t> a = matrix(32, 16), out(32 * 8);
+  // expecting more bytes than the copy delivers
+  std::string more = replaceAll(src, "tx=512", "tx=1024");
+  Status s =
+      run(build(more), {bufferArg(a), bufferArg(out), i32Arg(32), i32Arg(8), i32Arg(0), i32Arg(0)});
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"never returns", "512 transaction bytes"}));
+  // a row of 12 f16 elements is 24 bytes, not a multiple of 16
+  s = run(build(src), {bufferArg(a), bufferArg(out), i32Arg(16), i32Arg(12), i32Arg(0), i32Arg(0)});
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime,
+                      {"the tensor map of a_ptr", "stride of dimension 0 (12 elements of f16)",
+                       "multiple of 16 bytes"}));
+  // an extent of 0
+  s = run(build(src), {bufferArg(a), bufferArg(out), i32Arg(0), i32Arg(8), i32Arg(0), i32Arg(0)});
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"extent 0 of dimension 0 outside [1, 2^32]"}));
+  // an innermost coordinate of 4 f16 elements: 8 bytes into a row
+  s = run(build(src), {bufferArg(a), bufferArg(out), i32Arg(32), i32Arg(16), i32Arg(0), i32Arg(4)});
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime,
+                      {"test.tasm:9:", "innermost coordinate 4 (8 bytes) is not a multiple of 16"}));
+  // an address that is not a multiple of 16 bytes
+  KernelArg shifted = bufferArg(a);
+  shifted.pointer = a.data() + 1;
+  shifted.byteSize -= 2;
+  s = run(build(src), {shifted, bufferArg(out), i32Arg(8), i32Arg(8), i32Arg(0), i32Arg(0)});
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"is not a multiple of 16 bytes"}));
+}
