@@ -1778,6 +1778,64 @@ DIFF_CASE("wgmma GEMM (programs/gemm/wgmma.tasm) at a ragged shape, f16 and bf16
   }
 }
 
+DIFF_CASE("TmaLoad: swizzled stages, 64-column panels and a strided 3-d view, ragged edges") {
+  // every tile partly outside its view (zeros), then each stored back through registers
+  Case c;
+  c.name = "tma_tiles";
+  c.source = R"(
+def k<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr, f16* oa_ptr, f16* ob_ptr, f32* oc_ptr, i32 m, i32 n) threads=128:
+    ga = ViewGlobal(a_ptr, shape=[m, 64])
+    gb = ViewGlobal(b_ptr, shape=[64, n])
+    gc = ViewGlobal(c_ptr, shape=[3, m, 8], strides=[m * 8, 8, 1])
+    sa = AllocateShared(f16, shape=[2, 64, 64], layout=swizzle(row_major(2, 64, 64), 3, 3, 3))
+    sb = AllocateShared(f16, shape=[64, 128], layout=row_major(1, 2).swizzle(row_major(64, 64), 3, 3, 3))
+    sc = AllocateShared(f32, shape=[16, 8])
+    bars = AllocateShared(u64, shape=[2])
+    MbarrierInit(SliceShared(bars, offset=[0]), count=1)
+    MbarrierInit(SliceShared(bars, offset=[1]), count=1)
+    Synchronize()
+    for s in range(2):
+        bar = SliceShared(bars, offset=[s])
+        MbarrierArrive(bar, tx=8192)
+        TmaLoad(SliceShared(sa, offset=[s, 0:, 0:]), ga, bar=bar, offset=[s * 40 - 8:, 0:])
+    bar = SliceShared(bars, offset=[0])
+    MbarrierWait(bar, parity=0)
+    MbarrierWait(SliceShared(bars, offset=[1]), parity=0)
+    TmaLoad(sb, gb, bar=bar, offset=[0:, n - 104:])
+    TmaLoad(sc, gc, bar=bar, offset=[2, m - 10:, 0:])
+    MbarrierArrive(bar, tx=16384 + 512)
+    MbarrierWait(bar, parity=1)
+    goa = ViewGlobal(oa_ptr, shape=[2, 64, 64])
+    for s in range(2):
+        StoreGlobal(LoadShared(sa, layout=spatial(32, 4).local(2, 16), offset=[s, 0:, 0:]), goa, offset=[s, 0:, 0:])
+    StoreGlobal(LoadShared(sb, layout=spatial(32, 4).local(2, 32)), ViewGlobal(ob_ptr, shape=[64, 128]))
+    StoreGlobal(LoadShared(sc, layout=spatial(16, 8).local(1, 1)), ViewGlobal(oc_ptr, shape=[16, 8]))
+)";
+  c.scalars = {{"m", 72}, {"n", 120}};
+  c.buffers = {{"a_ptr", DataType::f16(), 72 * 64, Fill::Moderate},
+               {"b_ptr", DataType::f16(), 64 * 120, Fill::Moderate},
+               {"c_ptr", DataType::f32(), 3 * 72 * 8, Fill::Moderate},
+               {"oa_ptr", DataType::f16(), 2 * 64 * 64, Fill::Zero, 0, 0},
+               {"ob_ptr", DataType::f16(), 64 * 128, Fill::Zero, 0, 0},
+               {"oc_ptr", DataType::f32(), 16 * 8, Fill::Zero, 0, 0}};
+  runCase(c);
+}
+
+DIFF_CASE("wgmma GEMM with TMA loads (programs/gemm/wgmma_tma.tasm), ragged m, f16 and bf16") {
+  for (const char *at : {"f16", "bf16"}) {
+    Case c;
+    c.name = std::string("wgmma_tma_gemm_") + at;
+    c.source = programText("gemm/wgmma_tma.tasm");
+    c.defines = {{"AT", at}, {"CT", "f32"}};
+    c.scalars = {{"m", 200}, {"n", 264}, {"k", 200}};
+    DataType t = *DataType::parse(at);
+    c.buffers = {{"a_ptr", t, 200 * 200, Fill::Moderate},
+                 {"b_ptr", t, 200 * 264, Fill::Moderate},
+                 {"c_ptr", DataType::f32(), 200 * 264, Fill::Zero, 0, 1e-4}};
+    runCase(c);
+  }
+}
+
 namespace {
 
 // A GEMM tile loop with A in registers: each k tile of A is loaded from global memory straight

@@ -92,6 +92,10 @@ std::vector<std::filesystem::path> gemmPrograms() {
   return files;
 }
 
+struct Shape {
+  int64_t m, n, k;
+};
+
 /// The element types AT that the program declares in a header line "# AT in {f16, bf16, ...}";
 /// f16 and bf16 when it has none.
 std::vector<std::string> declaredTypes(const std::string &text) {
@@ -114,14 +118,28 @@ std::vector<std::string> declaredTypes(const std::string &text) {
   return {"f16", "bf16"};
 }
 
+/// The alignment that a program's preconditions require of n and k, declared in a header
+/// line "# n and k: multiples of 8"; 1 when it has none.
+int64_t declaredAlignment(const std::string &text) {
+  const std::string marker = "# n and k: multiples of ";
+  size_t at = text.find(marker);
+  return at == std::string::npos ? 1 : std::stoll(text.substr(at + marker.size()));
+}
+
+/// The shapes a program accepts: n and k rounded up to its declared alignment.
+std::vector<Shape> accepted(const std::filesystem::path &file, std::vector<Shape> shapes) {
+  int64_t align = declaredAlignment(readFile(file));
+  for (Shape &s : shapes) {
+    s.n = (s.n + align - 1) / align * align;
+    s.k = (s.k + align - 1) / align * align;
+  }
+  return shapes;
+}
+
 bool declares(const std::filesystem::path &file, const std::string &at) {
   std::vector<std::string> types = declaredTypes(readFile(file));
   return std::find(types.begin(), types.end(), at) != types.end();
 }
-
-struct Shape {
-  int64_t m, n, k;
-};
 
 void runGemm(const std::filesystem::path &file, const std::string &at, const std::string &ct,
              const std::vector<Shape> &shapes) {
@@ -221,14 +239,40 @@ TEST_CASE("gemm: every program of programs/gemm that declares f16 or bf16, 16-bi
   const std::vector<Shape> shapes = {{1, 1, 1}, {37, 45, 29}, {300, 130, 70}};
   for (const std::filesystem::path &file : files) {
     if (declares(file, "f16")) {
-      runGemm(file, "f16", "f16", shapes);
-      runGemm(file, "f16", "f32", {{300, 130, 70}});
+      runGemm(file, "f16", "f16", accepted(file, shapes));
+      runGemm(file, "f16", "f32", accepted(file, {{300, 130, 70}}));
     }
     if (declares(file, "bf16")) {
-      runGemm(file, "bf16", "bf16", {{37, 45, 29}, {300, 130, 70}});
-      runGemm(file, "bf16", "f32", {{1, 1, 1}, {37, 45, 29}});
+      runGemm(file, "bf16", "bf16", accepted(file, {{37, 45, 29}, {300, 130, 70}}));
+      runGemm(file, "bf16", "f32", accepted(file, {{1, 1, 1}, {37, 45, 29}}));
     }
   }
+}
+
+TEST_CASE("gemm: a program that declares aligned n and k refuses other shapes at launch") {
+  int programs = 0;
+  for (const std::filesystem::path &file : gemmPrograms()) {
+    if (declaredAlignment(readFile(file)) == 1)
+      continue;
+    ++programs;
+    INFO(file.filename().string());
+    AssembleOptions options;
+    options.defines = {{"AT", "f16"}, {"CT", "f16"}};
+    Expected<Module> module = assemble(readFile(file), options);
+    REQUIRE_OK(module);
+    Expected<VerifiedModule> vm = checkModule(std::move(module).value());
+    REQUIRE_OK(vm);
+    std::vector<uint16_t> a(64 * 64), b(64 * 64), c(64 * 64);
+    auto scalar = [](int64_t v) { return KernelArg{uint64_t(uint32_t(int32_t(v))), nullptr, 0}; };
+    for (auto [n, k] : {std::pair{64, 30}, std::pair{30, 64}}) {
+      Status st =
+          runOnCpu(*vm, 0,
+                   {KernelArg{0, a.data(), a.size() * 2}, KernelArg{0, b.data(), b.size() * 2},
+                    KernelArg{0, c.data(), c.size() * 2}, scalar(16), scalar(n), scalar(k)});
+      CHECK(st.code() == ErrorCode::Assert);
+    }
+  }
+  CHECK(programs >= 1); // programs/gemm/wgmma_tma.tasm
 }
 
 TEST_CASE(
