@@ -211,7 +211,8 @@ private:
   std::vector<ElementwiseUse> elementwise_;
   std::vector<DotUse> dots_;
   std::vector<std::pair<uint32_t, VarId>> wgmmas_; // (instruction, accumulator)
-  std::set<VarId> descriptorRoots_; // shared tensors read by Wgmma: their layouts carry meaning
+  // shared tensors read by Wgmma or copied by TmaLoad / TmaStore: their layouts carry meaning
+  std::set<VarId> descriptorRoots_;
   std::vector<std::pair<uint32_t, VarId>> views_; // (View, operand)
   std::vector<SharedAccess> sharedAccesses_;
   std::vector<uint32_t> registerHoles_, sharedHoles_;
@@ -623,6 +624,12 @@ void Inference::visit(uint32_t i) {
   }
   if (op == Opcode::Wgmma) {
     visitWgmma(i, inst);
+    return;
+  }
+  if (op == Opcode::TmaLoad || op == Opcode::TmaStore) {
+    VarId v = inst.arg(ArgName::s).var; // a box the tensor memory accelerator writes or reads
+    if (v != kNoId && t_[v].sharedRoot != kNoId)
+      descriptorRoots_.insert(t_[v].sharedRoot);
     return;
   }
   if (isElementwise(spec.category))
@@ -1142,7 +1149,7 @@ std::vector<PerformanceLayout> Inference::performanceOnly() {
     if (op != Opcode::AllocateShared && (t_[r].kind != VarKind::Register || meaningful[find(r)]))
       continue;
     if (op == Opcode::AllocateShared && descriptorRoots_.count(r))
-      continue; // a Wgmma operand: its layout must fit a matrix descriptor
+      continue; // a Wgmma operand or a TMA tile: its layout must fit a descriptor or a box
     out.push_back({in_.calls[i], op, l.regLayout ? l.regLayout->shape() : std::vector<int64_t>{}});
   }
   return out;

@@ -1,7 +1,9 @@
-// TmaLoad (docs/isa.md, "Tensor-memory-accelerator loads"), sm_90a only: thread 0 issues one
-// cp.async.bulk.tensor per box of the checker's plan (ProgramInfo::tma), each writing its box at
-// a fixed distance from the destination view's origin and completing its bytes on the mbarrier.
-// The tensor map is a kernel parameter (codegen.cpp); coordinates go innermost first.
+// TmaLoad and TmaStore (docs/isa.md, "Tensor-memory-accelerator loads" and "... stores"),
+// sm_90a only: thread 0 issues one cp.async.bulk.tensor per box of the checker's plan
+// (ProgramInfo::tma), each box at a fixed distance from the shared view's origin; a load
+// completes its bytes on the mbarrier, a store joins thread 0's bulk async-group, which
+// TmaStoreCommitGroup closes and TmaStoreWaitGroup waits for (until its sources are read). The
+// tensor map is a kernel parameter (codegen.cpp); coordinates go innermost first.
 #include "jit/lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -20,14 +22,21 @@ llvm::Value *sharedAddress(Codegen &cg, VarId v) {
 
 } // namespace
 
-Status MemoryLowering::visitTmaLoad(const Instruction &inst) {
-  TILUSVM_TRY(cg.requireHopper(inst));
+namespace {
+
+/// Thread 0 issues one cp.async.bulk.tensor per box of the TmaLoad / TmaStore `inst`: `head`
+/// is the instruction up to its operands, `load` whether the shared address and the mbarrier
+/// come as in a load ([dst], [tmap, {..}], [bar]) or as in a store ([tmap, {..}], [src]).
+Status issueBoxes(Codegen &cg, const Instruction &inst, const ProgramInfo &info,
+                  const Program &prog, bool load) {
+  llvm::IRBuilder<> &b = cg.b;
   auto it = info.tma.find(uint32_t(&inst - prog.instructions.data()));
   if (it == info.tma.end())
-    return cg.error(ErrorCode::Jit, inst, "TmaLoad without a plan from the checker");
+    return cg.error(ErrorCode::Jit, inst,
+                    std::string(inst.spec().name) + " without a plan from the checker");
   const TmaPlan &plan = it->second;
-  llvm::Value *dst = sharedAddress(cg, inst.arg(ArgName::s).var);
-  llvm::Value *bar = sharedAddress(cg, inst.arg(ArgName::bar).var);
+  llvm::Value *shared = sharedAddress(cg, inst.arg(ArgName::s).var);
+  llvm::Value *bar = load ? sharedAddress(cg, inst.arg(ArgName::bar).var) : nullptr;
   llvm::Value *map = cg.tensorMap(plan.tensorMap);
   // coordinates, outermost first: every offset entry (fixed or slice), 0 without offset=
   const size_t rank = info.tensorMaps[plan.tensorMap].box.size();
@@ -37,24 +46,36 @@ Status MemoryLowering::visitTmaLoad(const Instruction &inst) {
     coords.push_back(offset.present
                          ? b.CreateTrunc(cg.exprI64(offset.offsets[d].expr), b.getInt32Ty())
                          : cg.constI32(0));
-  std::string text = "cp.async.bulk.tensor." + std::to_string(rank) +
-                     "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {";
+  // operands: $0 shared address, $1 tensor map, ($2 mbarrier), then the coordinates
+  const size_t first = load ? 3 : 2;
+  std::string list = "{";
   for (size_t d = 0; d < rank; ++d)
-    text += (d ? ", $" : "$") + std::to_string(3 + d);
-  text += "}], [$2];";
-  std::string constraints = "r,l,r";
-  for (size_t d = 0; d < rank; ++d)
-    constraints += ",r";
-  constraints += ",~{memory}";
-  std::vector<llvm::Type *> types{b.getInt32Ty(), map->getType(), b.getInt32Ty()};
-  for (size_t d = 0; d < rank; ++d)
+    list += (d ? ", $" : "$") + std::to_string(first + d);
+  list += "}";
+  std::string dims = std::to_string(rank) + "d";
+  std::string text =
+      load ? "cp.async.bulk.tensor." + dims +
+                 ".shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, " + list +
+                 "], [$2];"
+           : "cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group [$1, " + list +
+                 "], [$0];";
+  std::string constraints = load ? "r,l,r" : "r,l";
+  std::vector<llvm::Type *> types{b.getInt32Ty(), map->getType()};
+  if (load)
     types.push_back(b.getInt32Ty());
+  for (size_t d = 0; d < rank; ++d) {
+    constraints += ",r";
+    types.push_back(b.getInt32Ty());
+  }
+  constraints += ",~{memory}";
   auto *asmType = llvm::FunctionType::get(b.getVoidTy(), types, false);
   llvm::InlineAsm *copy = llvm::InlineAsm::get(asmType, text, constraints, /*hasSideEffects=*/true);
-  cg.emitIf(b.CreateICmpEQ(cg.tid(), cg.constI32(0)), "tma.load", [&] {
+  cg.emitIf(b.CreateICmpEQ(cg.tid(), cg.constI32(0)), load ? "tma.load" : "tma.store", [&] {
     for (const TmaPlan::Box &box : plan.boxes) {
-      std::vector<llvm::Value *> args{b.CreateAdd(dst, cg.constI32(int32_t(box.sharedDelta))), map,
-                                      bar};
+      std::vector<llvm::Value *> args{b.CreateAdd(shared, cg.constI32(int32_t(box.sharedDelta))),
+                                      map};
+      if (load)
+        args.push_back(bar);
       for (size_t d = rank; d-- > 0;) {
         llvm::Value *c = coords[d];
         if (d == rank - 1 && box.innerShift != 0)
@@ -64,6 +85,39 @@ Status MemoryLowering::visitTmaLoad(const Instruction &inst) {
       b.CreateCall(copy, args);
     }
   });
+  return Status::success();
+}
+
+/// `text` (no operands) as inline PTX executed by thread 0.
+void threadZero(Codegen &cg, const std::string &text, const char *name) {
+  auto *type = llvm::FunctionType::get(cg.b.getVoidTy(), {}, false);
+  llvm::InlineAsm *op = llvm::InlineAsm::get(type, text, "~{memory}", /*hasSideEffects=*/true);
+  cg.emitIf(cg.b.CreateICmpEQ(cg.tid(), cg.constI32(0)), name, [&] { cg.b.CreateCall(op, {}); });
+}
+
+} // namespace
+
+Status MemoryLowering::visitTmaLoad(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  return issueBoxes(cg, inst, info, prog, true);
+}
+
+Status MemoryLowering::visitTmaStore(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  return issueBoxes(cg, inst, info, prog, false);
+}
+
+Status MemoryLowering::visitTmaStoreCommitGroup(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  threadZero(cg, "cp.async.bulk.commit_group;", "tma.commit");
+  return Status::success();
+}
+
+Status MemoryLowering::visitTmaStoreWaitGroup(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  threadZero(cg,
+             "cp.async.bulk.wait_group.read " + std::to_string(inst.arg(ArgName::n).intValue) + ";",
+             "tma.wait");
   return Status::success();
 }
 

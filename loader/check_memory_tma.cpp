@@ -1,15 +1,16 @@
-// Typing rules of TmaLoad (docs/isa.md, "Tensor-memory-accelerator loads"): TmaLoad(s, g,
-// bar=b, offset=[..]) copies the tile of the tensor-map view g at the offset into the shared
-// tensor s by the tensor memory accelerator, completing at the mbarrier b.
+// Typing rules of TmaLoad and TmaStore (docs/isa.md, "Tensor-memory-accelerator loads" and
+// "... stores"): TmaLoad(s, g, bar=b, offset=[..]) copies the tile of the tensor-map view g at
+// the offset into the shared tensor s by the tensor memory accelerator, completing at the
+// mbarrier b; TmaStore(s, g, offset=[..]) copies s into the tile of g in a bulk async-group.
 //
-// The source must be something the runtime can describe with a tensor map before the launch: a
-// ViewGlobal of a pointer parameter with a shape (and strides) over parameters and constants, an
+// The global tensor must be something the runtime can describe with a tensor map before the launch:
+// a ViewGlobal of a pointer parameter with a shape (and strides) over parameters and constants, an
 // innermost stride of 1, rank 1 to 5, elements of 8 to 64 bits. The box is the tile's shape with
 // a 1 at each fixed offset entry (extents up to 256).
 //
-// The destination's layout must be what the hardware writes: a box lands densely and row-major
-// at its start address B, element x at swz(B + rowmajor(box)(x) * bytes), swz being
-// Swizzle<b, 4, 3> on byte addresses (b = 3, 2, 1 for the 128-, 64- and 32-byte modes) or the
+// The shared tile's layout must be what the hardware writes (or reads, for a store): a box lands
+// densely and row-major at its start address B, element x at swz(B + rowmajor(box)(x) * bytes), swz
+// being Swizzle<b, 4, 3> on byte addresses (b = 3, 2, 1 for the 128-, 64- and 32-byte modes) or the
 // identity. A tile is one box, or for a swizzled mode boxes of one swizzle row (16 << b bytes)
 // side by side along the innermost dimension. As for wgmma's descriptors, the decision is made
 // on the addresses themselves, for every value the run-time parts of the view's origin can take,
@@ -33,8 +34,10 @@ struct Decomposition {
 
 } // namespace
 
-bool ProgramChecker::checkTensorMapView(const VarType &g, VarId gVar, uint32_t &viewIndex) {
-  std::string name = "TmaLoad from " + varName(gVar);
+bool ProgramChecker::checkTensorMapView(const Instruction &inst, const VarType &g, VarId gVar,
+                                        uint32_t &viewIndex) {
+  std::string name = std::string(inst.spec().name) +
+                     (inst.opcode == Opcode::TmaLoad ? " from " : " into ") + varName(gVar);
   if (!g.slices.empty())
     return fail(ErrorCode::Tma, name + ": a tensor map describes a whole ViewGlobal; this is a "
                                        "SliceGlobal of one (put the slice's origin into the "
@@ -82,15 +85,29 @@ bool ProgramChecker::checkTensorMapView(const VarType &g, VarId gVar, uint32_t &
 }
 
 bool ProgramChecker::visitTmaLoad(const Instruction &inst, Results &) {
-  if (!checkTransfer(inst, ArgName::s, VarKind::Shared, ArgName::g, VarKind::Global, true))
-    return false;
-  if (!checkMbarrierOperand(inst, ArgName::bar))
-    return false;
+  return checkTransfer(inst, ArgName::s, VarKind::Shared, ArgName::g, VarKind::Global, true) &&
+         checkMbarrierOperand(inst, ArgName::bar) && planTma(inst);
+}
+
+bool ProgramChecker::visitTmaStore(const Instruction &inst, Results &) {
+  return checkTransfer(inst, ArgName::s, VarKind::Shared, ArgName::g, VarKind::Global, false) &&
+         planTma(inst);
+}
+
+bool ProgramChecker::visitTmaStoreCommitGroup(const Instruction &, Results &) { return true; }
+
+bool ProgramChecker::visitTmaStoreWaitGroup(const Instruction &inst, Results &) {
+  return checkGroupCount(inst, std::nullopt);
+}
+
+bool ProgramChecker::planTma(const Instruction &inst) {
+  const char *op = inst.spec().name;
+  const char *into = inst.opcode == Opcode::TmaLoad ? " into " : " from ";
   VarId sVar = inst.arg(ArgName::s).var, gVar = inst.arg(ArgName::g).var;
   const VarType &s = info_.vars[sVar];
   const VarType &g = info_.vars[gVar];
   uint32_t viewIndex = kNoId;
-  if (!checkTensorMapView(g, gVar, viewIndex))
+  if (!checkTensorMapView(inst, g, gVar, viewIndex))
     return false;
   // the box: the tile's extents, 1 at fixed offset entries
   std::vector<int64_t> box;
@@ -104,14 +121,14 @@ bool ProgramChecker::visitTmaLoad(const Instruction &inst, Results &) {
   }
   for (size_t d = 0; d < box.size(); ++d)
     if (box[d] > kMaxBoxExtent)
-      return fail(ErrorCode::Tma, "TmaLoad box " + shapeString(box) + ": extent " +
+      return fail(ErrorCode::Tma, std::string(op) + " box " + shapeString(box) + ": extent " +
                                       std::to_string(box[d]) + " of dimension " +
                                       std::to_string(d) + " exceeds 256");
   // the shared layout: the first decomposition that gives every element its address
   SharedViewAddresses view;
   std::string why;
   if (!sharedViewAddresses(s, view, why))
-    return fail(ErrorCode::Tma, "TmaLoad into " + varName(sVar) + ": " + why);
+    return fail(ErrorCode::Tma, op + (into + varName(sVar)) + ": " + why);
   const int64_t bytes = view.elemBytes;
   const int64_t inner = s.shape.empty() ? 1 : s.shape.back();
   std::vector<Decomposition> modes;
@@ -212,7 +229,7 @@ bool ProgramChecker::visitTmaLoad(const Instruction &inst, Results &) {
     info_.tma[uint32_t(curInstruction_)] = std::move(plan);
     return true;
   }
-  return fail(ErrorCode::Tma, "TmaLoad into " + varName(sVar) + " (layout " +
+  return fail(ErrorCode::Tma, op + (into + varName(sVar)) + " (layout " +
                                   info_.vars[s.root].sharedLayout->toString() +
                                   "): the tensor memory accelerator writes no such layout (" +
                                   reasons + ")");

@@ -257,9 +257,14 @@ private:
   bool sharedViewAddresses(const VarType &v, SharedViewAddresses &out, std::string &why);
 
   // --- check_memory_tma.cpp ---
-  /// TmaLoad's source: a tensor-map view (a ViewGlobal root with a parameter-only shape), whose
-  /// ViewGlobal instruction goes to `viewIndex`; false after reporting.
-  bool checkTensorMapView(const VarType &g, VarId gVar, uint32_t &viewIndex);
+  /// The global tensor of TmaLoad / TmaStore: a tensor-map view (a ViewGlobal root with a
+  /// parameter-only shape), whose ViewGlobal instruction goes to `viewIndex`; false after
+  /// reporting.
+  bool checkTensorMapView(const Instruction &inst, const VarType &g, VarId gVar,
+                          uint32_t &viewIndex);
+  /// TmaLoad / TmaStore of s and g (argument types already checked): the tensor map and the
+  /// boxes (ProgramInfo::tensorMaps, ProgramInfo::tma); false after reporting.
+  bool planTma(const Instruction &inst);
 
   // --- check_contraction.cpp ---
   /// The operands a, b (tensors of `abKind`) and c (a register tensor) of Dot and Wgmma,

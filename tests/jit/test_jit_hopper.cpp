@@ -329,7 +329,7 @@ TEST_CASE("TmaLoad: ptxas accepts the TMA GEMM program, f16 and bf16" * needsPtx
   for (const char *at : {"f16", "bf16"}) {
     VerifiedModule g = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/gemm/wgmma_tma.tasm",
                                  {{"AT", at}, {"CT", at}});
-    REQUIRE(g.programs[0].tensorMaps.size() == 2);
+    REQUIRE(g.programs[0].tensorMaps.size() == 3); // A, B and the C store
     Expected<PtxKernel> gk = compileFor(g, 90);
     REQUIRE_OK(gk);
     CHECK(contains(gk->ptx, "cp.async.bulk.tensor.2d"));
@@ -339,6 +339,37 @@ TEST_CASE("TmaLoad: ptxas accepts the TMA GEMM program, f16 and bf16" * needsPtx
     CHECK(ok);
     CHECK(!contains(log, "C7514"));
   }
+}
+
+TEST_CASE("TmaStore: one bulk_group copy per box by thread 0, then its commit and wait" *
+          needsPtxas()) {
+  const char *src = R"(
+def k<1>(f16* b_ptr, i32 n, i32 c0) threads=128:
+    gb = ViewGlobal(b_ptr, shape=[64, n])
+    sb = AllocateShared(f16, shape=[64, 128], layout=row_major(1, 2).swizzle(row_major(64, 64), 3, 3, 3))
+    StoreShared(AllocateRegister(f16, layout=spatial(32, 4).local(2, 32), init=1.0), sb)
+    FenceProxyAsync()
+    Synchronize()
+    TmaStore(sb, gb, offset=[0:, c0:])
+    TmaStoreCommitGroup()
+    TmaStoreWaitGroup(0)
+)";
+  VerifiedModule m = buildSource(src);
+  REQUIRE(m.programs[0].tensorMaps.size() == 1);
+  Expected<PtxKernel> k = compileFor(m, 90);
+  REQUIRE_OK(k);
+  size_t copies = 0;
+  const std::string form = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group";
+  for (size_t at = k->ptx.find(form); at != std::string::npos; at = k->ptx.find(form, at + 1))
+    ++copies;
+  CHECK(copies == 2);
+  CHECK(contains(k->ptx, "cp.async.bulk.commit_group;"));
+  CHECK(contains(k->ptx, "cp.async.bulk.wait_group.read 0;"));
+  std::string log;
+  bool ok = runPtxas(k->ptx, 90, log);
+  INFO(log);
+  CHECK(ok);
+  REQUIRE_FALSE(compileFor(m, 80).ok());
 }
 
 TEST_CASE("TmaLoad is refused for sm_80") {

@@ -183,12 +183,103 @@ TEST_CASE("TmaLoad: a wait whose bytes never come is a deadlock; the launch requ
   CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"extent 0 of dimension 0 outside [1, 2^32]"}));
   // an innermost coordinate of 4 f16 elements: 8 bytes into a row
   s = run(build(src), {bufferArg(a), bufferArg(out), i32Arg(32), i32Arg(16), i32Arg(0), i32Arg(4)});
-  CHECK(hasDiagnostic(s, ErrorCode::Runtime,
-                      {"test.tasm:9:", "innermost coordinate 4 (8 bytes) is not a multiple of 16"}));
+  CHECK(
+      hasDiagnostic(s, ErrorCode::Runtime,
+                    {"test.tasm:9:", "innermost coordinate 4 (8 bytes) is not a multiple of 16"}));
   // an address that is not a multiple of 16 bytes
   KernelArg shifted = bufferArg(a);
   shifted.pointer = a.data() + 1;
   shifted.byteSize -= 2;
   s = run(build(src), {shifted, bufferArg(out), i32Arg(8), i32Arg(8), i32Arg(0), i32Arg(0)});
   CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"is not a multiple of 16 bytes"}));
+}
+
+namespace {
+
+// Copies in [R, C] f16 (global) through registers into a shared tile of layout `layout`, then
+// TmaStores the tile into out [m, n] at (r0, c0); out starts as 0xffff everywhere.
+std::string storeSource(int rows, int cols, const std::string &layout) {
+  std::string r = std::to_string(rows), c = std::to_string(cols);
+  return R"(
+def k<1>(f16* in_ptr, f16* out_ptr, i32 m, i32 n, i32 r0, i32 c0) threads=128:
+    s = AllocateShared(f16, shape=[)" +
+         r + ", " + c + "], layout=" + layout + R"()
+    t = LoadGlobal(ViewGlobal(in_ptr, shape=[)" +
+         r + ", " + c + R"(]), layout=spatial(32, 4).local()" + std::to_string(rows / 32) + ", " +
+         std::to_string(cols / 4) + R"())
+    StoreShared(t, s)
+    FenceProxyAsync()
+    Synchronize()
+    TmaStore(s, ViewGlobal(out_ptr, shape=[m, n]), offset=[r0:, c0:])
+    TmaStoreCommitGroup()
+    TmaStoreWaitGroup(0)
+)";
+}
+
+} // namespace
+
+TEST_CASE("TmaStore: swizzled, paneled and plain tiles written where the view holds them, "
+          "nothing outside") {
+  struct Case {
+    int rows, cols;
+    const char *layout;
+  } cases[] = {
+      {64, 64, "swizzle(row_major(64, 64), 3, 3, 3)"},
+      {32, 128, "row_major(1, 2).swizzle(row_major(32, 64), 3, 3, 3)"},
+      {32, 8, "row_major(32, 8)"},
+  };
+  const int m = 70, n = 104;
+  for (const Case &c : cases)
+    for (auto [r0, c0] : {std::pair{0, 0}, std::pair{40, 64}, std::pair{69, 96}}) {
+      CAPTURE(std::string(c.layout));
+      CAPTURE(r0);
+      CAPTURE(c0);
+      std::vector<uint16_t> in = matrix(c.rows, c.cols), out(size_t(m * n), 0xffff);
+      CHECK_OK(run(build(storeSource(c.rows, c.cols, c.layout)),
+                   {bufferArg(in), bufferArg(out), i32Arg(m), i32Arg(n), i32Arg(r0), i32Arg(c0)}));
+      std::vector<uint16_t> want(size_t(m * n), 0xffff);
+      for (int i = 0; i < c.rows; ++i)
+        for (int j = 0; j < c.cols; ++j) {
+          int r = r0 + i, col = c0 + j;
+          if (r >= 0 && r < m && col >= 0 && col < n)
+            want[size_t(r * n + col)] = in[size_t(i * c.cols + j)];
+        }
+      CHECK(out == want);
+    }
+}
+
+TEST_CASE("TmaStore: rewriting the source before the wait races; a block must wait before "
+          "it ends") {
+  std::string src = storeSource(32, 8, "row_major(32, 8)");
+  std::vector<uint16_t> in = matrix(32, 8), out(32 * 8);
+  KernelArgs args{bufferArg(in), bufferArg(out), i32Arg(32), i32Arg(8), i32Arg(0), i32Arg(0)};
+  // a write of the source between the store and its wait
+  std::string early = replaceAll(src, "    TmaStoreCommitGroup()\n",
+                                 "    TmaStoreCommitGroup()\n    StoreShared(t, s)\n");
+  Status s = run(build(early), args);
+  CHECK(hasDiagnostic(s, ErrorCode::Race,
+                      {"test.tasm:10:", "while TmaStore at 8:5 may still be reading it",
+                       "no covering TmaStoreWaitGroup and Synchronize()"}));
+  // after the wait, but without a Synchronize: thread 0 waited, the others did not
+  std::string unsynced = src + "    StoreShared(t, s)\n";
+  s = run(build(unsynced), args);
+  CHECK(hasDiagnostic(s, ErrorCode::Race, {"test.tasm:11:", "read by TmaStoreWaitGroup at 10:"}));
+  CHECK_OK(run(build(src + "    Synchronize()\n    StoreShared(t, s)\n"), args));
+  // no wait, then no commit either
+  std::string nowait = replaceAll(src, "    TmaStoreWaitGroup(0)\n", "");
+  s = run(build(nowait), args);
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime,
+                      {"test.tasm:8:", "the block ends while this TmaStore may still read",
+                       "wait for it (TmaStoreWaitGroup(0))"}));
+  std::string nocommit = replaceAll(nowait, "    TmaStoreCommitGroup()\n", "");
+  s = run(build(nocommit), args);
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"commit its group (TmaStoreCommitGroup)"}));
+  // a store's box must start at a coordinate of at least 0, and rows on 16 bytes
+  s = run(build(src),
+          {bufferArg(in), bufferArg(out), i32Arg(32), i32Arg(8), i32Arg(-1), i32Arg(0)});
+  CHECK(hasDiagnostic(
+      s, ErrorCode::Runtime,
+      {"test.tasm:8:", "TmaStore coordinate -1 of dimension 0 is outside [0, 2^31)"}));
+  s = run(build(src), {bufferArg(in), bufferArg(out), i32Arg(32), i32Arg(8), i32Arg(0), i32Arg(4)});
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"innermost coordinate 4 (8 bytes)"}));
 }

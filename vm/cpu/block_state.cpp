@@ -37,6 +37,8 @@ void BlockState::reset(int64_t block) {
   wgmmaRegisterReads = 0;
   wgmmaUncommitted.clear();
   wgmmaCommitted.clear();
+  tmaStoreUncommitted.clear();
+  tmaStoreCommitted.clear();
   if (race)
     race->reset(block);
 }

@@ -55,6 +55,17 @@ struct PendingWgmma {
   std::vector<std::pair<VarId, int64_t>> operands; // (shared root, element)
 };
 
+/// One TmaStore: the values it read from shared memory when issued, written to global memory
+/// at the TmaStoreWaitGroup that covers its group (elements outside the view left out).
+struct PendingTmaStore {
+  uint32_t instruction = kNoId;
+  VarId sharedRoot = kNoId;
+  std::vector<int64_t> sharedElements;    // read by the copy until the wait
+  GlobalView global;                      // the destination view
+  std::vector<int64_t> bitAddrs, offsets; // per written element: bit in global.base, element
+  std::vector<uint64_t> values;
+};
+
 enum class Flow : uint8_t { Normal, Break, Continue, Exit };
 
 class BlockState {
@@ -85,9 +96,11 @@ public:
   /// read it, nothing may write it) and the last one; and how many such reads are pending.
   std::vector<uint32_t> wgmmaReading, wgmmaReader;
   uint32_t wgmmaRegisterReads = 0;
-  std::vector<PendingWgmma> wgmmaUncommitted;           // issued since the last commit
-  std::deque<std::vector<PendingWgmma>> wgmmaCommitted; // oldest first
-  std::unique_ptr<BlockRaceDetector> race;              // checked mode only
+  std::vector<PendingWgmma> wgmmaUncommitted;                 // issued since the last commit
+  std::deque<std::vector<PendingWgmma>> wgmmaCommitted;       // oldest first
+  std::vector<PendingTmaStore> tmaStoreUncommitted;           // issued since the last commit
+  std::deque<std::vector<PendingTmaStore>> tmaStoreCommitted; // oldest first
+  std::unique_ptr<BlockRaceDetector> race;                    // checked mode only
   std::vector<uint64_t> scratch[3]; // operand staging for elementwise instructions
 
   /// Evaluate a scalar expression in this block.

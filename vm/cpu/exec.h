@@ -10,8 +10,10 @@
 
 namespace tilus::cpu {
 
-/// Run the block's body from the start.
+/// Run the block's body from the start; then the checks of a block's end (TmaStores still in
+/// flight: exec_memory_tma.cpp).
 Status runBlock(BlockState &b);
+Status finishBlock(BlockState &b);
 
 /// The interpreter's visitor over the instruction table: one handler visitNAME per row of
 /// isa/instructions.def, declared here from the table, except the elementwise rows

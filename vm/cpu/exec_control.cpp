@@ -125,7 +125,8 @@ Status Exec::visitInvalid(BlockState &b, uint32_t index) {
 
 Status runBlock(BlockState &b) {
   Flow flow = Flow::Normal;
-  return execBody(b, b.program.body, flow);
+  TILUSVM_TRY(execBody(b, b.program.body, flow));
+  return finishBlock(b);
 }
 
 } // namespace tilus::cpu

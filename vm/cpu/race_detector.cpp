@@ -123,8 +123,10 @@ void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thre
   if (s.asyncReader != kNoId) {
     if (shouldReport(Kind::PendingAsyncRead, s.asyncReader, thread, -1))
       report(site(current_, thread) + " writes " + name(target) + " while " +
-             plan_.describe(s.asyncReader) +
-             " may still be reading it (no covering WgmmaWaitGroup before the write)");
+             plan_.describe(s.asyncReader) + " may still be reading it (" +
+             (plan_.program->instructions[s.asyncReader].opcode == Opcode::TmaStore
+                  ? "no covering TmaStoreWaitGroup and Synchronize() before the write)"
+                  : "no covering WgmmaWaitGroup before the write)"));
   } else if (s.pendingCopy != kNoId) {
     if (shouldReport(Kind::PendingWrite, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " writes " + name(target) + " while " +
