@@ -295,6 +295,10 @@ TEST_CASE("a16wx: the prefill kernel (PREFILL = 1: wgmma, weights dequantised in
   runConfig(Config{u4, true, 128, 192, 64, 1, true, prefill});
   runConfig(Config{intType("u8", false, 8), false, 128, 512, 256, 7, true, prefill});
   runConfig(Config{intType("i4", true, 4), true, 128, 256, 256, 3, true, prefill});
+  // the copies by cp.async instead of TMA: tiles of 64 k of an odd width are 24 or 40 bytes
+  // per column, not whole 16-byte rows (PTMA = 0)
+  runConfig(Config{intType("u3", false, 3), false, 128, 256, 64, 5, false, prefill});
+  runConfig(Config{intType("u5", false, 5), true, 128, 192, 64, 130, true, prefill});
 }
 
 TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for every family") {
