@@ -1025,6 +1025,17 @@ void Inference::chooseShared() {
       continue;
     VarId s = inst.results[0];
     const Tensor &t = t_[s];
+    if (descriptorRoots_.count(s)) {
+      // the hardware reads it (wgmma descriptors, TMA boxes): the ISA's row_major default,
+      // which is a TMA box when its rows are whole 16-byte chunks
+      SharedLayout l = SharedLayout::rowMajor(t.shape).value();
+      decisions_.sharedLayouts[in_.calls[i]] = l;
+      lines_.push_back({i, location(i).toString() + ": " + p_.vars[s].name + " = " + opName(i) +
+                               ": " + l.toString() +
+                               "  [shared rule: read by Wgmma or copied by the tensor memory "
+                               "accelerator: the row_major default]"});
+      continue;
+    }
     bool columns = false;
     std::string reader;
     for (const SharedAccess &a : sharedAccesses_) {

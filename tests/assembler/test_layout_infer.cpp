@@ -94,6 +94,40 @@ TEST_CASE("inference: the Dot decides its operands, LoadShared takes the sliced 
   CHECK(r.report.notes.empty());
 }
 
+TEST_CASE("inference: a TMA tile without a layout keeps row_major, which the checker accepts") {
+  // the same tile read in mma fragments would be swizzled (the test above); copied by TmaLoad it
+  // must stay what the box writes
+  std::string src = R"(
+def mm<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr) threads=128:
+    ga = ViewGlobal(a_ptr, shape=[64, 32])
+    gb = ViewGlobal(b_ptr, shape=[32, 64])
+    gc = ViewGlobal(c_ptr, shape=[64, 64])
+    sa = AllocateShared(f16, shape=[2, 64, 32])
+    bar = AllocateShared(u64, shape=[1])
+    MbarrierInit(bar, count=1)
+    Synchronize()
+    MbarrierArrive(bar, tx=4096)
+    TmaLoad(SliceShared(sa, offset=[0, 0:, 0:]), ga, bar=bar)
+    MbarrierWait(bar, parity=0)
+    a = LoadShared(sa, offset=[0, 0:, 0:])
+    b = LoadGlobal(gb, shape=[32, 64])
+    acc = AllocateRegister(f32, shape=[64, 64])
+    Dot(a, b, acc, out=acc)
+    StoreGlobal(acc, gc)
+)";
+  Inferred r = infer(src);
+  const Program &p = r.module.programs[0];
+  const Instruction *alloc = nullptr;
+  for (const Instruction &inst : p.instructions)
+    if (inst.opcode == Opcode::AllocateShared && !alloc)
+      alloc = &inst;
+  REQUIRE(alloc != nullptr);
+  REQUIRE(alloc->arg(ArgName::layout).present);
+  CHECK(alloc->arg(ArgName::layout).sharedLayout->toString() == "row_major(2, 64, 32)");
+  REQUIRE(!r.report.lines.empty());
+  CHECK(r.report.lines[0].find("copied by the tensor memory accelerator") != std::string::npos);
+}
+
 TEST_CASE("inference: candidates are the other warp arrangements, each a valid program") {
   Inferred first = infer(kMatmul);
   // 1 x 1, 1 x 2, 2 x 1, 1 x 4, 2 x 2, 4 x 1 warps fit; the first four in order enter
