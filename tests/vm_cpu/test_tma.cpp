@@ -173,6 +173,13 @@ TEST_CASE("TmaLoad: a wait whose bytes never come is a deadlock; the launch requ
   Status s =
       run(build(more), {bufferArg(a), bufferArg(out), i32Arg(32), i32Arg(8), i32Arg(0), i32Arg(0)});
   CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"never returns", "512 transaction bytes"}));
+  // a barrier that MbarrierInit has not initialised
+  std::string uninit = replaceAll(replaceAll(src, "    MbarrierInit(bar, count=1)\n", ""),
+                                  "    MbarrierArrive(bar, tx=512)\n", "");
+  s = run(build(uninit),
+          {bufferArg(a), bufferArg(out), i32Arg(32), i32Arg(8), i32Arg(0), i32Arg(0)});
+  CHECK(hasDiagnostic(s, ErrorCode::Runtime,
+                      {"test.tasm:7:", "is used before MbarrierInit initialised it"}));
   // a row of 12 f16 elements is 24 bytes, not a multiple of 16
   s = run(build(src), {bufferArg(a), bufferArg(out), i32Arg(16), i32Arg(12), i32Arg(0), i32Arg(0)});
   CHECK(hasDiagnostic(s, ErrorCode::Runtime,

@@ -45,6 +45,10 @@ struct Exec {
   /// (exec_control_mbarrier.cpp).
   static Status barrierAddress(BlockState &b, uint32_t index, ArgName which, int64_t &address,
                                int64_t &element);
+  /// The state of the initialised mbarrier in argument `which`, read by the block (checked
+  /// mode); an error when MbarrierInit has not initialised it (exec_control_mbarrier.cpp).
+  static Status useBarrier(BlockState &b, uint32_t index, ArgName which, int64_t &address,
+                           MbarrierState *&state);
 
   /// The data of asynchronous copy `index` (CopyAsync, TmaLoad: argument s the destination,
   /// g the source, offset= the tile), read from global memory now; in checked mode the

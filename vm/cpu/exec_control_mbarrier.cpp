@@ -77,6 +77,15 @@ void maybeComplete(BlockState &b, MbarrierState &m) {
 
 } // namespace
 
+Status Exec::useBarrier(BlockState &b, uint32_t index, ArgName which, int64_t &address,
+                        MbarrierState *&state) {
+  int64_t element = 0;
+  TILUSVM_TRY(barrierAddress(b, index, which, address, element));
+  if (b.race)
+    b.race->sharedRead(b.shareds[b.program.instructions[index].arg(which).var].root, element, -1);
+  return liveBarrier(b, index, address, state);
+}
+
 Status Exec::visitMbarrierInit(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   int64_t address = 0, element = 0;
@@ -93,12 +102,9 @@ Status Exec::visitMbarrierInit(BlockState &b, uint32_t index) {
 
 Status Exec::visitMbarrierArrive(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  int64_t address = 0, element = 0;
-  TILUSVM_TRY(barrierAddress(b, index, ArgName::s, address, element));
-  if (b.race)
-    b.race->sharedRead(b.shareds[inst.arg(ArgName::s).var].root, element, -1);
+  int64_t address = 0;
   MbarrierState *m = nullptr;
-  TILUSVM_TRY(liveBarrier(b, index, address, m));
+  TILUSVM_TRY(useBarrier(b, index, ArgName::s, address, m));
   int64_t tx = 0;
   if (inst.arg(ArgName::tx).present) {
     tx = b.evalInt(inst.arg(ArgName::tx).expr);
@@ -123,13 +129,9 @@ Status Exec::completeTransaction(BlockState &b, uint32_t index, int64_t address,
 
 Status Exec::visitMbarrierWait(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  int64_t address = 0, element = 0;
-  TILUSVM_TRY(barrierAddress(b, index, ArgName::s, address, element));
-  VarId root = b.shareds[inst.arg(ArgName::s).var].root;
-  if (b.race)
-    b.race->sharedRead(root, element, -1);
+  int64_t address = 0;
   MbarrierState *m = nullptr;
-  TILUSVM_TRY(liveBarrier(b, index, address, m));
+  TILUSVM_TRY(useBarrier(b, index, ArgName::s, address, m));
   uint64_t parity = uint64_t(b.evalInt(inst.arg(ArgName::parity).expr)) & 1;
   // The phase in progress has parity phase % 2; the phase of the other parity (the previous
   // one, or the one before the first) has completed.

@@ -21,15 +21,9 @@ namespace tilus::cpu {
 
 Status Exec::visitTmaLoad(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
-  int64_t address = 0, element = 0;
-  TILUSVM_TRY(barrierAddress(b, index, ArgName::bar, address, element));
-  if (b.race)
-    b.race->sharedRead(b.shareds[inst.arg(ArgName::bar).var].root, element, -1);
-  auto barrier = b.mbarriers.find(address);
-  if (barrier == b.mbarriers.end())
-    return b.fail(ErrorCode::Runtime, index,
-                  "TmaLoad completes at the mbarrier at shared byte " + std::to_string(address) +
-                      ", which MbarrierInit has not initialised");
+  int64_t address = 0;
+  MbarrierState *barrier = nullptr;
+  TILUSVM_TRY(useBarrier(b, index, ArgName::bar, address, barrier));
   if (const Argument &offset = inst.arg(ArgName::offset); offset.present)
     for (size_t d = 0; d < offset.offsets.size(); ++d) {
       int64_t c = b.evalInt(offset.offsets[d].expr);
@@ -49,7 +43,7 @@ Status Exec::visitTmaLoad(BlockState &b, uint32_t index) {
   Expected<AsyncCopy> copy = readAsyncCopy(b, index);
   if (!copy.ok())
     return copy.takeStatus();
-  barrier->second.inFlight.push_back(std::move(copy.value()));
+  barrier->inFlight.push_back(std::move(copy.value()));
   return completeTransaction(b, index, address, b.info.tma.at(index).bytes);
 }
 
