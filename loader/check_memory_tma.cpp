@@ -118,6 +118,11 @@ bool ProgramChecker::planTma(const Instruction &inst) {
     size_t j = 0;
     for (const OffsetEntry &e : offset->offsets)
       box.push_back(e.slice ? s.shape[j++] : 1);
+    // the box's rows run along the tensor's innermost dimension, which the tile must span
+    if (!offset->offsets.empty() && !offset->offsets.back().slice)
+      return fail(ErrorCode::Tma, std::string(op) + " offset: the last entry is a fixed index, "
+                                                    "but a box's rows are along the innermost "
+                                                    "dimension (make it a slice entry `e:`)");
   }
   for (size_t d = 0; d < box.size(); ++d)
     if (box[d] > kMaxBoxExtent)
