@@ -510,6 +510,22 @@ void Inference::visit(uint32_t i) {
     t_[r] = t;
     return;
   }
+  if (op == Opcode::PermuteShared) {
+    VarId s = inst.arg(ArgName::s).var;
+    if (r == kNoId || s == kNoId || !t_[s].known)
+      return;
+    Tensor t = t_[s];
+    const std::vector<int64_t> &dims = inst.arg(ArgName::dims).ints;
+    if (dims.size() != t.shape.size())
+      return; // bad-argument: the checker's
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (dims[k] < 0 || size_t(dims[k]) >= t.shape.size())
+        return;
+    for (size_t k = 0; k < dims.size(); ++k)
+      t.shape[k] = t_[s].shape[size_t(dims[k])];
+    t_[r] = t;
+    return;
+  }
   if (op == Opcode::LoadGlobal || op == Opcode::LoadShared) {
     visitMemoryLoad(i, inst, op == Opcode::LoadGlobal);
     if (hole && r != kNoId && t_[r].known) {

@@ -206,4 +206,15 @@ Status ViewLowering::visitSliceShared(const Instruction &inst) {
   return cg.writeShared(inst.results[0], out);
 }
 
+Status ViewLowering::visitPermuteShared(const Instruction &inst) {
+  SharedView parent = cg.readShared(inst.arg(ArgName::s).var);
+  SharedView out = parent;
+  const std::vector<int64_t> &dims = inst.arg(ArgName::dims).ints;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    out.dims[k] = parent.dims[size_t(dims[k])];
+    out.shape[k] = parent.shape[size_t(dims[k])];
+  }
+  return cg.writeShared(inst.results[0], out);
+}
+
 } // namespace tilus::jit

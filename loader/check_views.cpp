@@ -281,4 +281,32 @@ bool ProgramChecker::visitSliceShared(const Instruction &inst, Results &r) {
   return true;
 }
 
+/// PermuteShared (docs/isa.md, "PermuteShared"): the view's dimension i is s's dims[i].
+bool ProgramChecker::visitPermuteShared(const Instruction &inst, Results &r) {
+  const VarType *s = tensorArg(inst, ArgName::s, VarKind::Shared);
+  if (!s)
+    return false;
+  const std::vector<int64_t> &dims = inst.arg(ArgName::dims).ints;
+  std::vector<uint8_t> seen(s->rank, 0);
+  bool ok = dims.size() == s->rank;
+  for (size_t k = 0; ok && k < dims.size(); ++k) {
+    ok = dims[k] >= 0 && dims[k] < int64_t(s->rank) && !seen[size_t(dims[k])];
+    if (ok)
+      seen[size_t(dims[k])] = 1;
+  }
+  if (!ok)
+    return fail(ErrorCode::BadArgument, "PermuteShared dims=" + shapeString(dims) +
+                                            " is not a permutation of the " +
+                                            std::to_string(s->rank) + " dimensions of " +
+                                            varName(inst.arg(ArgName::s).var));
+  VarType t = *s;
+  for (size_t k = 0; k < dims.size(); ++k)
+    t.shape[k] = s->shape[size_t(dims[k])];
+  t.slices.push_back(uint32_t(curInstruction_));
+  t.sharedLayout.reset();
+  t.sharedByteOffset = 0;
+  r[0] = std::move(t);
+  return true;
+}
+
 } // namespace tilus::detail

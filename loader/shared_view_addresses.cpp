@@ -47,7 +47,15 @@ bool ProgramChecker::sharedViewAddresses(const VarType &v, SharedViewAddresses &
     view.dims.push_back(int32_t(d));
   StaticArithmetic arithmetic;
   for (uint32_t si : v.slices) {
-    const std::vector<OffsetEntry> &entries = prog_.instructions[si].arg(ArgName::offset).offsets;
+    const Instruction &slice = prog_.instructions[si];
+    if (slice.opcode == Opcode::PermuteShared) { // view dimension k is the parent's dims[k]
+      std::vector<int32_t> permuted;
+      for (int64_t d : slice.arg(ArgName::dims).ints)
+        permuted.push_back(view.dims[size_t(d)]);
+      view.dims = std::move(permuted);
+      continue;
+    }
+    const std::vector<OffsetEntry> &entries = slice.arg(ArgName::offset).offsets;
     RootedView next;
     next.origin = view.origin;
     applyOffset<OffsetUse::Slice>(arithmetic, view, next, entries.size(), [&](size_t d) {

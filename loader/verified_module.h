@@ -25,8 +25,9 @@ struct VarType {
   /// Register tensors.
   std::optional<RegisterLayout> layout;
   /// Shared and global tensors are views. `root` is the variable created by AllocateShared,
-  /// ViewGlobal or AllocateGlobal; `slices` are the SliceShared / SliceGlobal instructions
-  /// (indices into Program::instructions) applied to it, outermost first. A root has no slices.
+  /// ViewGlobal or AllocateGlobal; `slices` are the SliceShared / PermuteShared / SliceGlobal
+  /// instructions (indices into Program::instructions) applied to it, outermost first. A root
+  /// has no slices.
   VarId root = kNoId;
   std::vector<uint32_t> slices;
   /// Shared roots: the layout and the byte offset of the allocation in the block's shared memory.

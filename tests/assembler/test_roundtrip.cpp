@@ -169,6 +169,7 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     g = ViewGlobal(p, dtype=f16, shape=[n, 64], strides=[64, 1])
     gs = SliceGlobal(g, offset=[bx, 0:], shape=[32])
     ss = SliceShared(sh, offset=[1, 0:], shape=[64])
+    pt = PermuteShared(sh, dims=[1, 0])
     a = LoadGlobal(g, layout=spatial(64).local(1), offset=[by:, 0])
     b = LoadShared(sh, layout=spatial(64), offset=[0, 0:])
     ls = LoadScalar(gs, offset=[n - 1], dtype=i64)

@@ -1846,6 +1846,17 @@ def k<1>(f16* in_ptr, f16* out_ptr, f32* o32_ptr, i32 m, i32 n) threads=128:
   runCase(c);
 }
 
+DIFF_CASE("PermuteShared: S = Q K^T with K loaded by TMA through a transposed view") {
+  // tests/conformance/ok_permute_shared.tasm: Q [64, 64], K [32, 64] -> S [64, 32] in f32
+  Case c;
+  c.name = "permute_shared_qkt";
+  c.source = programText("../tests/conformance/ok_permute_shared.tasm");
+  c.buffers = {{"q_ptr", DataType::f16(), 64 * 64, Fill::Moderate},
+               {"k_ptr", DataType::f16(), 32 * 64, Fill::Moderate},
+               {"s_ptr", DataType::f32(), 64 * 32, Fill::Zero, 0, 1e-4}};
+  runCase(c);
+}
+
 DIFF_CASE("wgmma GEMM with TMA loads and stores (programs/gemm/wgmma_tma.tasm), ragged m") {
   // C in f32 (the TMA store of 32-column panels) and in AT (64-column panels; the sums round
   // once to AT, where a different f32 summation order may move a result by one unit)

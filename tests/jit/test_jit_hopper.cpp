@@ -372,6 +372,25 @@ def k<1>(f16* b_ptr, i32 n, i32 c0) threads=128:
   REQUIRE_FALSE(compileFor(m, 80).ok());
 }
 
+TEST_CASE("PermuteShared: a TMA box written through a transposed view, read by wgmma as K-major "
+          "B" *
+          needsPtxas()) {
+  VerifiedModule m =
+      buildFile(std::string(TILUSVM_SOURCE_DIR) + "/tests/conformance/ok_permute_shared.tasm", {});
+  // the box of the K tile is [32, 64] (the global order), 128-byte swizzled: one box
+  const ProgramInfo &info = m.programs[0];
+  REQUIRE(info.tensorMaps.size() == 2);
+  CHECK(info.tensorMaps[1].box == std::vector<int64_t>{32, 64});
+  CHECK(info.tensorMaps[1].swizzleBytes == 128);
+  Expected<PtxKernel> k = compileFor(m, 90);
+  REQUIRE_OK(k);
+  CHECK(contains(k->ptx, "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16"));
+  std::string log;
+  bool ok = runPtxas(k->ptx, 90, log);
+  INFO(log);
+  CHECK(ok);
+}
+
 TEST_CASE("TmaLoad is refused for sm_80") {
   VerifiedModule m = buildSource(kTmaSource);
   Expected<PtxKernel> k = compileFor(m, 80);

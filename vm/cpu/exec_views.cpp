@@ -177,4 +177,21 @@ Status Exec::visitSliceShared(BlockState &b, uint32_t index) {
                    shape.present ? shape.ints : std::vector<int64_t>(), sliceShared);
 }
 
+Status Exec::visitPermuteShared(BlockState &b, uint32_t index) {
+  const Instruction &inst = b.program.instructions[index];
+  TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
+  const SharedView &parent = b.shareds[inst.arg(ArgName::s).var];
+  SharedView view = parent;
+  const std::vector<int64_t> &dims = inst.arg(ArgName::dims).ints;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    size_t d = size_t(dims[k]);
+    view.dims[k] = parent.dims[d];
+    view.shape[k] = parent.shape[d];
+    view.lo[k] = parent.lo[d];
+    view.hi[k] = parent.hi[d];
+  }
+  b.shareds[inst.results[0]] = std::move(view);
+  return Status::success();
+}
+
 } // namespace tilus::cpu
