@@ -58,19 +58,24 @@ bool ProgramChecker::visitView(const Instruction &inst, Results &r) {
   return true;
 }
 
+bool isPermutation(const std::vector<int64_t> &dims, size_t rank) {
+  std::vector<uint8_t> seen(rank, 0);
+  if (dims.size() != rank)
+    return false;
+  for (int64_t d : dims) {
+    if (d < 0 || d >= int64_t(rank) || seen[size_t(d)])
+      return false;
+    seen[size_t(d)] = 1;
+  }
+  return true;
+}
+
 bool ProgramChecker::visitPermute(const Instruction &inst, Results &r) {
   const VarType *a = tensorArg(inst, ArgName::a, VarKind::Register);
   if (!a)
     return false;
   const std::vector<int64_t> &dims = inst.arg(ArgName::dims).ints;
-  std::vector<uint8_t> seen(a->rank, 0);
-  bool ok = dims.size() == a->rank;
-  for (size_t k = 0; ok && k < dims.size(); ++k) {
-    ok = dims[k] >= 0 && dims[k] < int64_t(a->rank) && !seen[dims[k]];
-    if (ok)
-      seen[dims[k]] = 1;
-  }
-  if (!ok)
+  if (!isPermutation(dims, a->rank))
     return fail(ErrorCode::BadArgument, "Permute dims=" + shapeString(dims) +
                                             " is not a permutation of the " +
                                             std::to_string(a->rank) + " dimensions");

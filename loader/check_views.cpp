@@ -287,14 +287,7 @@ bool ProgramChecker::visitPermuteShared(const Instruction &inst, Results &r) {
   if (!s)
     return false;
   const std::vector<int64_t> &dims = inst.arg(ArgName::dims).ints;
-  std::vector<uint8_t> seen(s->rank, 0);
-  bool ok = dims.size() == s->rank;
-  for (size_t k = 0; ok && k < dims.size(); ++k) {
-    ok = dims[k] >= 0 && dims[k] < int64_t(s->rank) && !seen[size_t(dims[k])];
-    if (ok)
-      seen[size_t(dims[k])] = 1;
-  }
-  if (!ok)
+  if (!isPermutation(dims, s->rank))
     return fail(ErrorCode::BadArgument, "PermuteShared dims=" + shapeString(dims) +
                                             " is not a permutation of the " +
                                             std::to_string(s->rank) + " dimensions of " +

@@ -30,6 +30,8 @@ inline constexpr const char *kArithmeticTypes =
 /// The largest pending arrival count and transaction byte count of an mbarrier (20 bits).
 inline constexpr int64_t kMbarrierMaxPending = (int64_t(1) << 20) - 1;
 
+/// Whether `dims` lists each of 0 .. rank-1 once (Permute, PermuteShared).
+bool isPermutation(const std::vector<int64_t> &dims, size_t rank);
 /// "1 entry", "3 entries".
 std::string counted(int64_t n, const char *singular, const char *plural);
 /// "[16, 8]".
