@@ -5,7 +5,8 @@
 // after replays still see clean workspaces; and the errors: a launch that would compile or
 // allocate during capture fails with a message that says to prepare, and the capture can still
 // be ended. A library program with a workspace (a16wx with split-K) captured the same ways and
-// replayed against the interpreter. Also the other parts of the versioned C API that need a device:
+// replayed against the interpreter. Two captured launches of a TMA kernel with their own tensor
+// maps. Also the other parts of the versioned C API that need a device:
 // lazy compilation off, caller workspaces, the CUresult of a failed driver call, streams of another
 // context.
 #include "gpu_support.h"
@@ -61,7 +62,9 @@ struct CRuntime {
   tilusvm_module module = nullptr;
   std::map<std::string, tilusvm_kernel> kernels;
 
-  explicit CRuntime(int lazy = 1) {
+  explicit CRuntime(int lazy = 1, const char *programs = kGraphPrograms,
+                    std::vector<const char *> names = {"vector_add", "dirty", "clean_add",
+                                                       "huge"}) {
     tilusvm_runtime_options o;
     REQUIRE(tilusvm_runtime_options_init(&o) == TILUSVM_OK);
     o.device = runtime().device().ordinal;
@@ -71,9 +74,9 @@ struct CRuntime {
     int created = tilusvm_runtime_create_ex(&o, &rt);
     INFO(tilusvm_last_error());
     REQUIRE(created == TILUSVM_OK);
-    std::vector<uint8_t> bytes = encodeModule(loadProgramText(kGraphPrograms).verified.module);
+    std::vector<uint8_t> bytes = encodeModule(loadProgramText(programs).verified.module);
     REQUIRE(tilusvm_module_load(bytes.data(), bytes.size(), &module) == TILUSVM_OK);
-    for (const char *name : {"vector_add", "dirty", "clean_add", "huge"}) {
+    for (const char *name : names) {
       tilusvm_kernel k = nullptr;
       int got = tilusvm_kernel_get(rt, module, name, &k);
       INFO(name << ": " << tilusvm_last_error());
@@ -243,6 +246,84 @@ TEST_CASE("a captured graph of several launches replays 100 times with changing 
     if (wrong != 0 && badReplays++ < 3)
       MESSAGE("replay " << replay << ": " << wrong << " wrong elements (out[0] = " << out[0]
                         << ", in[0] = " << in[0] << ", out2[0] = " << out2[0] << ")");
+  }
+  CHECK(badReplays == 0);
+  CHECK_OK(TILUSVM_CU_CALL(api, cuGraphExecDestroy, exec));
+  CHECK_OK(TILUSVM_CU_CALL(api, cuGraphDestroy, graph));
+}
+
+namespace {
+
+// TMA loads and stores (sm_90a): y = 2 x over [m, 32] f32 in tiles of 64 rows; the last tile is
+// partial (the load reads zeros, the store clips rows past m).
+const char *kTmaProgram = R"(
+def tma_double<cdiv(m, 64)>(f32* x_ptr, f32* y_ptr, i32 m) threads=128:
+    bi = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[m, 32])
+    gy = ViewGlobal(y_ptr, shape=[m, 32])
+    s = AllocateShared(f32, shape=[64, 32])
+    bar = AllocateShared(u64, shape=[1])
+    MbarrierInit(bar, count=1)
+    Synchronize()
+    MbarrierArrive(bar, tx=8192)
+    TmaLoad(s, gx, bar=bar, offset=[bi * 64:, 0:])
+    MbarrierWait(bar, parity=0)
+    t = LoadShared(s, layout=spatial(32, 4).local(2, 8))
+    Synchronize()
+    StoreShared(Add(t, t), s)
+    FenceProxyAsync()
+    Synchronize()
+    TmaStore(s, gy, offset=[bi * 64:, 0:])
+    TmaStoreCommitGroup()
+    TmaStoreWaitGroup(0)
+)";
+
+} // namespace
+
+TEST_CASE("TMA: two captured launches of one kernel keep their own tensor maps across replays") {
+  if (runtime().device().computeCapability != 90) {
+    MESSAGE("skipped: TmaLoad and TmaStore need sm_90a (an H100)");
+    return;
+  }
+  const cuda::DriverApi &api = runtime().api();
+  cuda::ContextGuard guard(api, runtime().context());
+  REQUIRE_OK(guard.status());
+  CRuntime c(1, kTmaProgram, {"tma_double"});
+  Stream stream;
+  const int m1 = 1000, m2 = 700; // 16 and 11 tiles, both with a partial last tile
+  DeviceArray x1 = DeviceArray::from(std::vector<float>(size_t(m1) * 32)),
+              y1 = DeviceArray::from(std::vector<float>(size_t(m1) * 32 + 32, -5.0f)),
+              x2 = DeviceArray::from(std::vector<float>(size_t(m2) * 32)),
+              y2 = DeviceArray::from(std::vector<float>(size_t(m2) * 32 + 32, -5.0f));
+  std::vector<tilusvm_arg> a1 = {ptrArg(x1), ptrArg(y1), i32Arg(m1)};
+  std::vector<tilusvm_arg> a2 = {ptrArg(x2), ptrArg(y2), i32Arg(m2)};
+  settleUploads();
+  prepare(c["tma_double"], a1, stream);
+  REQUIRE_OK(TILUSVM_CU_CALL(api, cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  launch(c["tma_double"], a1, stream);
+  launch(c["tma_double"], a2, stream);
+  CUgraph graph = nullptr;
+  REQUIRE_OK(TILUSVM_CU_CALL(api, cuStreamEndCapture, stream, &graph));
+  CUgraphExec exec = nullptr;
+  REQUIRE_OK(TILUSVM_CU_CALL(api, cuGraphInstantiateWithFlags, &exec, graph, 0));
+  int badReplays = 0;
+  for (int replay = 0; replay < 20; ++replay) {
+    std::vector<float> in1 = randomFloats(size_t(m1) * 32, uint32_t(300 + replay));
+    std::vector<float> in2 = randomFloats(size_t(m2) * 32, uint32_t(900 + replay));
+    uploadAsync(x1, in1, stream);
+    uploadAsync(x2, in2, stream);
+    REQUIRE_OK(TILUSVM_CU_CALL(api, cuGraphLaunch, exec, stream));
+    REQUIRE_OK(TILUSVM_CU_CALL(api, cuStreamSynchronize, stream));
+    std::vector<float> out1 = y1.to<float>(), out2 = y2.to<float>();
+    int wrong = 0;
+    for (size_t i = 0; i < in1.size(); ++i)
+      wrong += out1[i] != 2.0f * in1[i];
+    for (size_t i = 0; i < in2.size(); ++i)
+      wrong += out2[i] != 2.0f * in2[i];
+    for (size_t i = 0; i < 32; ++i) // the row past m: clipped by the store
+      wrong += (out1[in1.size() + i] != -5.0f) + (out2[in2.size() + i] != -5.0f);
+    if (wrong != 0 && badReplays++ < 3)
+      MESSAGE("replay " << replay << ": " << wrong << " wrong elements");
   }
   CHECK(badReplays == 0);
   CHECK_OK(TILUSVM_CU_CALL(api, cuGraphExecDestroy, exec));
