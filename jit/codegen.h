@@ -251,6 +251,9 @@ public:
   llvm::Value *sharedOffset(VarId root, const std::vector<llvm::Value *> &coords);
   /// Byte address (ptr addrspace(3)) of element offset `elem` in shared root `root`.
   llvm::Value *sharedElementAddress(VarId root, llvm::Value *elem, DataType t);
+  /// The 32-bit shared address of the origin element of shared view `v` (the operand of the
+  /// inline PTX of mbarriers, wgmma descriptors and TMA copies).
+  llvm::Value *sharedOriginAddress32(VarId v);
   /// Load / store one element at an element offset of global or shared memory (sub-byte types
   /// bit-packed; stores of sub-byte types are atomic so that neighbours are not disturbed).
   llvm::Value *loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t);

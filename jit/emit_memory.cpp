@@ -136,6 +136,12 @@ llvm::Value *Codegen::sharedElementAddress(VarId root, llvm::Value *elem, DataTy
   return b.CreateGEP(b.getInt8Ty(), sharedBase(), byteOffset);
 }
 
+llvm::Value *Codegen::sharedOriginAddress32(VarId v) {
+  SharedView view = readShared(v);
+  llvm::Value *elem = sharedOffset(view.root, view.origin);
+  return b.CreatePtrToInt(sharedElementAddress(view.root, elem, view.dtype), b.getInt32Ty());
+}
+
 // ---- element primitives -------------------------------------------------------------------------
 
 namespace {

@@ -49,14 +49,6 @@ llvm::Value *descriptor(Codegen &cg, const std::vector<WgmmaDescriptor> &descs, 
   return result;
 }
 
-/// The 32-bit shared address of a shared view's origin element.
-llvm::Value *originAddress(Codegen &cg, VarId v) {
-  SharedView view = cg.readShared(v);
-  llvm::Value *elem = cg.sharedOffset(view.root, view.origin);
-  return cg.b.CreatePtrToInt(cg.sharedElementAddress(view.root, elem, view.dtype),
-                             cg.b.getInt32Ty());
-}
-
 /// The 32-bit register of `count` elements of type t at slots [first, first + count), the
 /// first in the lowest bits (a vector of the elements' bits, bit cast: one mov.b32 {..}).
 llvm::Value *packRegister(Codegen &cg, const std::vector<llvm::Value *> &slots, int64_t first,
@@ -95,8 +87,8 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
   llvm::Value *wg = b.CreateLShr(cg.tid(), cg.constI32(7));
   llvm::Value *wgI = b.CreateUDiv(wg, cg.constI32(plan.wgN));
   llvm::Value *wgJ = b.CreateURem(wg, cg.constI32(plan.wgN));
-  llvm::Value *originA = plan.registerA ? nullptr : originAddress(cg, va);
-  llvm::Value *originB = originAddress(cg, vb);
+  llvm::Value *originA = plan.registerA ? nullptr : cg.sharedOriginAddress32(va);
+  llvm::Value *originB = cg.sharedOriginAddress32(vb);
   std::vector<llvm::Value *> slotsA;
   if (plan.registerA)
     slotsA = cg.readRegister(va);

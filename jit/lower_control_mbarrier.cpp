@@ -18,10 +18,7 @@ namespace {
 
 /// The 32-bit shared address of the mbarrier operand `s` of `inst`.
 llvm::Value *barrierAddress(Codegen &cg, const Instruction &inst) {
-  SharedView view = cg.readShared(inst.arg(ArgName::s).var);
-  llvm::Value *elem = cg.sharedOffset(view.root, view.origin);
-  llvm::Value *ptr = cg.sharedElementAddress(view.root, elem, view.dtype);
-  return cg.b.CreatePtrToInt(ptr, cg.b.getInt32Ty());
+  return cg.sharedOriginAddress32(inst.arg(ArgName::s).var);
 }
 
 void emitAsm(Codegen &cg, const std::string &text, const std::string &constraints,

@@ -10,17 +10,7 @@
 
 namespace tilus::jit {
 
-namespace {
-
-/// The 32-bit shared address of the origin of shared view `v`.
-llvm::Value *sharedAddress(Codegen &cg, VarId v) {
-  SharedView view = cg.readShared(v);
-  llvm::Value *elem = cg.sharedOffset(view.root, view.origin);
-  llvm::Value *ptr = cg.sharedElementAddress(view.root, elem, view.dtype);
-  return cg.b.CreatePtrToInt(ptr, cg.b.getInt32Ty());
-}
-
-} // namespace
+namespace {} // namespace
 
 namespace {
 
@@ -35,8 +25,8 @@ Status issueBoxes(Codegen &cg, const Instruction &inst, const ProgramInfo &info,
     return cg.error(ErrorCode::Jit, inst,
                     std::string(inst.spec().name) + " without a plan from the checker");
   const TmaPlan &plan = it->second;
-  llvm::Value *shared = sharedAddress(cg, inst.arg(ArgName::s).var);
-  llvm::Value *bar = load ? sharedAddress(cg, inst.arg(ArgName::bar).var) : nullptr;
+  llvm::Value *shared = cg.sharedOriginAddress32(inst.arg(ArgName::s).var);
+  llvm::Value *bar = load ? cg.sharedOriginAddress32(inst.arg(ArgName::bar).var) : nullptr;
   llvm::Value *map = cg.tensorMap(plan.tensorMap);
   // coordinates, outermost first: every offset entry (fixed or slice), 0 without offset=
   const size_t rank = info.tensorMaps[plan.tensorMap].box.size();

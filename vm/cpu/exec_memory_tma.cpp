@@ -19,27 +19,44 @@
 
 namespace tilus::cpu {
 
+namespace {
+
+/// The coordinates of a TMA copy as the hardware takes them: 32-bit signed integers (not negative
+/// for a store, an illegal instruction on the GPU), the innermost one on a 16-byte boundary.
+Status checkCoordinates(const BlockState &b, uint32_t index, const std::vector<OffsetValue> &at,
+                        DataType dtype, bool store) {
+  const char *op = store ? "TmaStore" : "TmaLoad";
+  for (size_t d = 0; d < at.size(); ++d) {
+    int64_t c = at[d].start;
+    if (c < (store ? 0 : std::numeric_limits<int32_t>::min()) ||
+        c > std::numeric_limits<int32_t>::max())
+      return b.fail(ErrorCode::Runtime, index,
+                    std::string(op) + " coordinate " + std::to_string(c) + " of dimension " +
+                        std::to_string(d) +
+                        (store ? " is outside [0, 2^31): a store's box starts inside the tensor's "
+                                 "index range (an illegal instruction on the GPU)"
+                               : " is not a 32-bit signed integer"));
+  }
+  int64_t bytes = dtype.storageBits() / 8;
+  if (!at.empty() && (at.back().start * bytes) % 16 != 0)
+    return b.fail(ErrorCode::Runtime, index,
+                  std::string(op) + " innermost coordinate " + std::to_string(at.back().start) +
+                      " (" + std::to_string(at.back().start * bytes) +
+                      " bytes) is not a multiple of 16 bytes, where the tensor memory "
+                      "accelerator starts rows");
+  return Status::success();
+}
+
+} // namespace
+
 Status Exec::visitTmaLoad(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   int64_t address = 0;
   MbarrierState *barrier = nullptr;
   TILUSVM_TRY(useBarrier(b, index, ArgName::bar, address, barrier));
-  if (const Argument &offset = inst.arg(ArgName::offset); offset.present)
-    for (size_t d = 0; d < offset.offsets.size(); ++d) {
-      int64_t c = b.evalInt(offset.offsets[d].expr);
-      if (c < std::numeric_limits<int32_t>::min() || c > std::numeric_limits<int32_t>::max())
-        return b.fail(ErrorCode::Runtime, index,
-                      "TmaLoad coordinate " + std::to_string(c) + " of dimension " +
-                          std::to_string(d) + " is not a 32-bit signed integer");
-      // the hardware reads rows from 16-byte boundaries (an illegal instruction otherwise)
-      int64_t bytes = b.globals[inst.arg(ArgName::g).var].dtype.storageBits() / 8;
-      if (d + 1 == offset.offsets.size() && (c * bytes) % 16 != 0)
-        return b.fail(ErrorCode::Runtime, index,
-                      "TmaLoad innermost coordinate " + std::to_string(c) + " (" +
-                          std::to_string(c * bytes) +
-                          " bytes) is not a multiple of 16 bytes, where the tensor memory "
-                          "accelerator starts rows");
-    }
+  const GlobalView &src = b.globals[inst.arg(ArgName::g).var];
+  TILUSVM_TRY(checkCoordinates(b, index, b.offsets(inst.arg(ArgName::offset), src.shape.size()),
+                               src.dtype, false));
   Expected<AsyncCopy> copy = readAsyncCopy(b, index);
   if (!copy.ok())
     return copy.takeStatus();
@@ -77,20 +94,7 @@ Status Exec::visitTmaStore(BlockState &b, uint32_t index) {
   const SharedView &src = b.shareds[inst.arg(ArgName::s).var];
   const GlobalView &dst = b.globals[inst.arg(ArgName::g).var];
   std::vector<OffsetValue> offsets = b.offsets(inst.arg(ArgName::offset), dst.shape.size());
-  const int64_t bytes = dst.dtype.storageBits() / 8;
-  for (size_t d = 0; d < offsets.size(); ++d)
-    if (offsets[d].start < 0 || offsets[d].start > std::numeric_limits<int32_t>::max())
-      return b.fail(ErrorCode::Runtime, index,
-                    "TmaStore coordinate " + std::to_string(offsets[d].start) + " of dimension " +
-                        std::to_string(d) +
-                        " is outside [0, 2^31): a store's box starts inside the tensor's "
-                        "index range (an illegal instruction on the GPU)");
-  if (!offsets.empty() && (offsets.back().start * bytes) % 16 != 0)
-    return b.fail(ErrorCode::Runtime, index,
-                  "TmaStore innermost coordinate " + std::to_string(offsets.back().start) + " (" +
-                      std::to_string(offsets.back().start * bytes) +
-                      " bytes) is not a multiple of 16 bytes, where the tensor memory "
-                      "accelerator starts rows");
+  TILUSVM_TRY(checkCoordinates(b, index, offsets, dst.dtype, true));
   std::vector<OffsetValue> whole(src.shape.size(), OffsetValue{0, true});
   Expected<TileAccess> srcTile = sharedTile(src, whole, src.shape);
   Expected<TileAccess> dstTile = globalTile(dst, offsets, src.shape);
