@@ -6,7 +6,8 @@
 // passed as four 32-bit registers per atom and k step, packed from the thread's slots of a (the
 // A fragment layout puts register j of atom r, k step s at slots (r ksteps + s) 4e + j e + l,
 // e = 32 / element bits, element l in bits [l bits, (l + 1) bits)); the asm's operands are then
-// "r,r,r,r" (A), "l" (descriptor B), "r" (scale-d) before the tied accumulators.
+// "r,r,r,r" (A), "l" (descriptor B), "r" (scale-d) before the tied accumulators. All of them are
+// packed before the first wgmma and pass through one wgmma.fence (see visitWgmma).
 //
 // The accumulators are written by the tensor cores until wgmma.wait_group: the asm statements
 // tie them as outputs to inputs, and WgmmaWaitGroup(0) passes every accumulator issued so far
@@ -89,9 +90,30 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
   llvm::Value *wgJ = b.CreateURem(wg, cg.constI32(plan.wgN));
   llvm::Value *originA = plan.registerA ? nullptr : cg.sharedOriginAddress32(va);
   llvm::Value *originB = cg.sharedOriginAddress32(vb);
-  std::vector<llvm::Value *> slotsA;
-  if (plan.registerA)
-    slotsA = cg.readRegister(va);
+  int64_t perRegister = 32 / ta.storageBits(); // A elements per 32-bit register
+  // A register operand: every 32-bit register of every atom and k step packed first, then one
+  // wgmma.fence that takes and returns them all (tied), so that no register of any wgmma of this
+  // instruction is written after the fence. Packing each register just before its wgmma (after
+  // the program's WgmmaFence) makes ptxas insert a warpgroup.arrive before every wgmma and wait
+  // for each one (C7519: a gsb0 wait per HGMMA, the chain serialised).
+  std::vector<llvm::Value *> registersA;
+  if (plan.registerA) {
+    std::vector<llvm::Value *> slotsA = cg.readRegister(va);
+    int64_t count = plan.tilesM * plan.ksteps * 4;
+    for (int64_t i = 0; i < count; ++i)
+      registersA.push_back(packRegister(cg, slotsA, i * perRegister, perRegister, ta));
+    std::string constraints;
+    for (int64_t i = 0; i < count; ++i)
+      constraints += i ? ",=r" : "=r";
+    for (int64_t i = 0; i < count; ++i)
+      constraints += "," + std::to_string(i);
+    llvm::Type *ret =
+        llvm::StructType::get(ctx, std::vector<llvm::Type *>(size_t(count), b.getInt32Ty()));
+    llvm::Value *fenced =
+        emitVolatileAsm(cg, ret, "wgmma.fence.sync.aligned;", constraints, registersA);
+    for (int64_t i = 0; i < count; ++i)
+      registersA[size_t(i)] = b.CreateExtractValue(fenced, {unsigned(i)});
+  }
   int64_t q = plan.n / 2; // accumulator registers per atom
   std::string regs;
   for (int64_t r = 0; r < q; ++r) {
@@ -127,7 +149,6 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
     constraints += ',';
     constraints += std::to_string(r);
   }
-  int64_t perRegister = 32 / ta.storageBits(); // A elements per 32-bit register
   std::vector<llvm::Type *> outTypes(size_t(q), b.getFloatTy());
   llvm::Type *ret = llvm::StructType::get(ctx, outTypes);
   for (int64_t s = 0; s < plan.ksteps; ++s) {
@@ -136,8 +157,7 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
       std::vector<llvm::Value *> args;
       if (plan.registerA)
         for (int64_t j = 0; j < 4; ++j)
-          args.push_back(packRegister(cg, slotsA, ((r * plan.ksteps + s) * 4 + j) * perRegister,
-                                      perRegister, ta));
+          args.push_back(registersA[size_t((r * plan.ksteps + s) * 4 + j)]);
       else
         args.push_back(descriptor(cg, plan.a, plan.wgM, plan.tilesM * plan.ksteps,
                                   r * plan.ksteps + s, wgI, originA));

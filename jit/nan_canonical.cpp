@@ -72,7 +72,9 @@ bool hidesNaN(const llvm::Instruction *i) {
 /// value and the PTX max/min, the device library's math functions of one argument (NaN in, NaN
 /// out), the f16/bf16/f32 mma (a NaN in A, B or C makes the D elements it reaches NaN), and the
 /// moves that carry its bits whole (select as the value, bit casts between types of one width and
-/// element count, vector and aggregate element moves, shfl.sync), and the wgmma accumulator.
+/// element count, vector and aggregate element moves, shfl.sync), the wgmma accumulator, and the
+/// 32-bit registers of a wgmma A operand (two 16-bit elements bit cast into one, the fence that
+/// ties them, the wgmma that reads them).
 bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   switch (i->getOpcode()) {
   case llvm::Instruction::FAdd:
@@ -96,7 +98,11 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
       auto *v = llvm::dyn_cast<llvm::FixedVectorType>(t);
       return v ? v->getNumElements() : 1u;
     };
-    return count(from) == count(to) && from->getScalarSizeInBits() == to->getScalarSizeInBits();
+    if (count(from) == count(to) && from->getScalarSizeInBits() == to->getScalarSizeInBits())
+      return true;
+    // two 16-bit elements packed into the 32-bit register of a wgmma A operand: each NaN keeps
+    // its bits in its half (what the register reaches is decided by its own users)
+    return count(from) == 2 && from->getScalarSizeInBits() == 16 && to->isIntegerTy(32);
   }
   default:
     break;
@@ -114,6 +120,12 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
     if (operand->getType()->isFloatingPointTy() &&
         (text.find("wgmma.mma_async.") != std::string::npos ||
          (text.empty() && asmCallee->getConstraintString() == "=f,0")))
+      return true;
+    // a 32-bit register of a wgmma A operand: the wgmma (a NaN element of A makes the elements
+    // of D it reaches NaN; the other i32 operand, scale-d, is a constant) and the wgmma.fence
+    // that ties the registers before it (they leave as they came)
+    if (operand->getType()->isIntegerTy(32) &&
+        (text.find("wgmma.mma_async.") != std::string::npos || text == "wgmma.fence.sync.aligned;"))
       return true;
     return false;
   }

@@ -20,16 +20,16 @@ namespace tilus::jit {
 /// NaN codes are made canonical), through operations that leave a NaN for a NaN operand and never
 /// a different non-NaN result because of its payload (float arithmetic and conversions,
 /// ex2.approx, sqrt, the PTX max/min of emit_scalar.cpp, the device library's math functions,
-/// f16/bf16/f32 mma) and moves that carry its bits whole (select as the value passed, phis,
-/// same-width bit casts, vector and aggregate element moves, shfl.sync; shared memory, from
-/// its stores to all its loads, when only plain loads read it). Every non-NaN value of
-/// the program keeps its bits and every NaN stays a NaN; a NaN's payload reaches memory, an
-/// integer operation or any other use only through a canonicalization that is kept. Promotes
-/// f's allocas to SSA values first (mem2reg, as the pipeline would). Before deciding, a use
-/// that sees a float value at a smaller loop depth than a canonicalization reaching it gets a
-/// canonicalization of its own right before it (a loop-carried value published after its
-/// loop: one select after the loop instead of one per iteration). Decided on that IR, then
-/// applied; returns the number removed.
+/// f16/bf16/f32 mma and wgmma, accumulators and 16-bit register A operands) and moves that
+/// carry its bits whole (select as the value passed, phis, same-width bit casts, two 16-bit
+/// elements into a wgmma A register, vector and aggregate element moves, shfl.sync; shared memory,
+/// from its stores to all its loads, when only plain loads read it). Every non-NaN value of the
+/// program keeps its bits and every NaN stays a NaN; a NaN's payload reaches memory, an integer
+/// operation or any other use only through a canonicalization that is kept. Promotes f's allocas to
+/// SSA values first (mem2reg, as the pipeline would). Before deciding, a use that sees a float
+/// value at a smaller loop depth than a canonicalization reaching it gets a canonicalization of its
+/// own right before it (a loop-carried value published after its loop: one select after the loop
+/// instead of one per iteration). Decided on that IR, then applied; returns the number removed.
 size_t dropUnseenNaNCanonicalizations(llvm::Function &f);
 
 /// Marks a select as a canonicalization that dropUnseenNaNCanonicalizations may drop like the

@@ -235,10 +235,65 @@ TEST_CASE("Wgmma with A in registers: the register-A form, four packed registers
   CHECK(!contains(stmt, "p, 1, 1, "));
 }
 
+namespace {
+
+// A register A operand computed in f32 and cast to f16 (the P V of attention): the cast's NaN
+// canonicalization cannot be seen through the wgmma (a NaN element makes the D elements it
+// reaches NaN, and the stored accumulators are canonicalized)
+const char *kWgmmaCastASource = R"(
+def k<1>(f32* a_ptr, f16* b_ptr, f32* c_ptr) threads=128:
+    sb = AllocateShared(f16, shape=[32, 64], layout=swizzle(row_major(32, 64), 3, 3, 3))
+    CopyAsync(sb, ViewGlobal(b_ptr, shape=[32, 64]))
+    CopyAsyncWaitAll()
+    FenceProxyAsync()
+    Synchronize()
+    x = LoadGlobal(ViewGlobal(a_ptr, shape=[64, 32]), layout=local(1, 2).spatial(4, 1).column_local(2, 2).spatial(8, 4).local(1, 2))
+    acc = AllocateRegister(f32, layout=spatial(4, 1).local(1, 8).local(2, 1).spatial(8, 4).local(1, 2))
+    WgmmaFence()
+    Wgmma(Cast(Exp2(x), f16), sb, acc, out=acc)
+    WgmmaCommitGroup()
+    WgmmaWaitGroup(0)
+    StoreGlobal(acc, ViewGlobal(c_ptr, shape=[64, 64]))
+)";
+
+} // namespace
+
+TEST_CASE("Wgmma with A in registers: every A register is packed before one fence ahead of the "
+          "wgmma chain, and a cast into A keeps no NaN canonicalization") {
+  VerifiedModule m = buildSource(kWgmmaCastASource);
+  Expected<PtxKernel> k = compileFor(m, 90);
+  REQUIRE_OK(k);
+  const std::string &ptx = k->ptx;
+  size_t first = ptx.find("wgmma.mma_async.");
+  REQUIRE(first != std::string::npos);
+  // the program's WgmmaFence and the JIT's fence of the packed registers, both before the first
+  // wgmma; none between the two wgmma of the k steps
+  size_t fences = 0;
+  for (size_t p = ptx.find("wgmma.fence.sync.aligned"); p != std::string::npos;
+       p = ptx.find("wgmma.fence.sync.aligned", p + 1)) {
+    CHECK(p < first);
+    ++fences;
+  }
+  CHECK(fences == 2);
+  // no mov packs an A register ("mov.b32 %r, {%rs, %rs}") after the first wgmma: all eight
+  // came before the fence
+  size_t last = ptx.rfind("wgmma.mma_async.");
+  CHECK(ptx.substr(first, last - first).find(", {%rs") == std::string::npos);
+  size_t packs = 0;
+  for (size_t p = ptx.find(", {%rs"); p != std::string::npos && p < first;
+       p = ptx.find(", {%rs", p + 1))
+    ++packs;
+  CHECK(packs == 8);
+  // the cast to f16 is not canonicalized; the f32 accumulators stored to memory are
+  CHECK(contains(ptx, "cvt.rn.f16.f32"));
+  CHECK(!contains(ptx, "setp.nan.f16"));
+  CHECK(contains(ptx, "setp.nan.f32"));
+}
+
 TEST_CASE("Wgmma with A in registers: ptxas accepts the sm_90a kernels" * needsPtxas()) {
   std::vector<std::string> sources = {replaceAll(kWgmmaRegisterASource, "AT", "f16"),
                                       replaceAll(kWgmmaRegisterASource, "AT", "bf16"),
-                                      kWgmmaRegisterAFp8Source};
+                                      kWgmmaRegisterAFp8Source, kWgmmaCastASource};
   for (const std::string &src : sources) {
     VerifiedModule m = buildSource(src);
     Expected<PtxKernel> k = compileFor(m, 90);
@@ -248,6 +303,8 @@ TEST_CASE("Wgmma with A in registers: ptxas accepts the sm_90a kernels" * needsP
     INFO(log);
     CHECK(ok);
     CHECK(!contains(log, "C7514"));
+    // no warpgroup.arrive injected before each wgmma (which serialises the chain)
+    CHECK(!contains(log, "C7519"));
   }
 }
 
