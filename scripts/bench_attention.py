@@ -2,8 +2,9 @@
 """Benchmarks programs/attention/ and programs/layers/ on the GPU against baselines measured in
 the same run.
 
-- prefill.tasm (batch 4, heads 32, kv_heads 8, HD 128, seq 4096, causal and full, f16) against
-  PyTorch's scaled_dot_product_attention with the flash backend: TFLOP/s and the ratio.
+- prefill.tasm (batch 4, heads 32, kv_heads 8, HD 128, seq 4096, causal and full, f16; the
+  default wgmma design and the mma.sync design, HOPPER=0) against PyTorch's
+  scaled_dot_product_attention with the flash backend: TFLOP/s and the ratio.
 - decode_paged.tasm (batch 16 and 64, context 4096 and 32768, HD 128, GQA 8, page 16, f16,
   f8e4m3 and u4 caches, a shuffled block table) against the device-to-device copy bandwidth:
   the KV bytes read per second as a fraction of a copy moving as many bytes (reads + writes).
@@ -13,6 +14,7 @@ the same run.
     python3 scripts/bench_attention.py [--build DIR] [--only prefill,decode,layers]
                                        [--iters N] [--json FILE] [--dry-run]
                                        [--kv-types f16,f8e4m3,u4] [--decode-variants 'A=1;A=2,B=3']
+                                       [--prefill-variants ';HOPPER=0']
 
 Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
 (--build, default $BUILD_DIR or build). Times are medians of CUDA-event timed launches (vm-run
@@ -72,23 +74,11 @@ class Runner:
 def prefill_rows(r, args):
     rows = []
     B, H, KVH, HD, S = 4, 32, 8, 128, args.seq
+    # tuning variants as for decode; the default adds the mma.sync design (HOPPER=0)
+    variants = args.prefill_variants.split(";")
     for causal in (1, 0):
-        row = {"bench": "prefill", "case": f"B{B} H{H}/{KVH} HD{HD} S{S} " +
-               ("causal" if causal else "full") + " f16"}
         flops = 4.0 * B * H * S * S * HD * (0.5 if causal else 1.0)
-        try:
-            tbc = r.assemble("attention/prefill.tasm", f"prefill_{causal}",
-                             {"AT": "f16", "HD": HD, "CAUSAL": causal})
-            n = B * S * H * HD
-            nk = B * S * KVH * HD
-            ms = r.bench(tbc, "attention", [
-                f"q_ptr=rand:f16[{n}]:1", f"k_ptr=rand:f16[{nk}]:2", f"v_ptr=rand:f16[{nk}]:3",
-                f"o_ptr=zeros:f16[{n}]", f"batch={B}", f"seq_q={S}", f"seq_k={S}",
-                f"heads={H}", f"kv_heads={KVH}", f"scale={HD ** -0.5}"])
-            if ms is not None:
-                row.update({"ms": ms, "rate": flops / (ms * 1e-3) / 1e12, "unit": "TFLOP/s"})
-        except RuntimeError as e:
-            row["error"] = str(e)
+        base_row = {}
         if not args.dry_run:
             import torch
             import torch.nn.functional as F
@@ -115,13 +105,34 @@ def prefill_rows(r, args):
                 name = "SDPA flash (K/V expanded)"
             with ctx():
                 base = torch_bench(fn, iters=args.iters)
-            row.update({"baseline": name, "base_ms": base,
-                        "base_rate": flops / (base * 1e-3) / 1e12})
-            if "ms" in row:
-                row["ratio"] = base / row["ms"]
+            base_row = {"baseline": name, "base_ms": base,
+                        "base_rate": flops / (base * 1e-3) / 1e12}
             del q, k, v
             torch.cuda.empty_cache()
-        rows.append(row)
+        for variant in variants:
+            tuning = dict(d.split("=", 1) for d in variant.split(",") if d)
+            label = "".join(f" {k}={v}" for k, v in tuning.items())
+            row = {"bench": "prefill", "case": f"B{B} H{H}/{KVH} HD{HD} S{S} " +
+                   ("causal" if causal else "full") + f" f16{label}", **base_row}
+            try:
+                name = f"prefill_{causal}" + "".join(f"_{k}{v}" for k, v in tuning.items())
+                tbc = r.assemble("attention/prefill.tasm", name,
+                                 {"AT": "f16", "HD": HD, "CAUSAL": causal, **tuning})
+                n = B * S * H * HD
+                nk = B * S * KVH * HD
+                ms = r.bench(tbc, "attention", [
+                    f"q_ptr=rand:f16[{n}]:1", f"k_ptr=rand:f16[{nk}]:2",
+                    f"v_ptr=rand:f16[{nk}]:3", f"o_ptr=zeros:f16[{n}]", f"batch={B}",
+                    f"seq_q={S}", f"seq_k={S}", f"heads={H}", f"kv_heads={KVH}",
+                    f"scale={HD ** -0.5}"])
+                if ms is not None:
+                    row.update({"ms": ms, "rate": flops / (ms * 1e-3) / 1e12,
+                                "unit": "TFLOP/s"})
+                    if "base_ms" in row:
+                        row["ratio"] = row["base_ms"] / ms
+            except RuntimeError as e:
+                row["error"] = str(e)
+            rows.append(row)
     return rows
 
 
@@ -263,6 +274,9 @@ def main():
     ap.add_argument("--decode-variants", default="",
                     help="decode tuning variants, e.g. 'SPLITS=1;SPLITS=8;SPLITS=16,STAGES=6' "
                          "(';' between variants, ',' between -D NAME=VALUE; empty: defaults)")
+    ap.add_argument("--prefill-variants", default=";HOPPER=0",
+                    help="prefill tuning variants as for --decode-variants (default ';HOPPER=0': "
+                         "the default wgmma design and the mma.sync design)")
     ap.add_argument("--decode-hd", type=int, default=128,
                     help="head dimension of the decode rows (default 128)")
     ap.add_argument("--seq", type=int, default=4096, help="prefill sequence length")

@@ -1498,7 +1498,8 @@ Case decodeCase(const std::string &name, const DecodeShape &sh,
 } // namespace
 
 DIFF_CASE("the attention and layer programs (programs/attention, programs/layers)") {
-  const DataType f16 = DataType::f16(), i32 = DataType::i32(), f32 = DataType::f32();
+  const DataType f16 = DataType::f16(), bf16 = DataType::bf16(), i32 = DataType::i32(),
+                 f32 = DataType::f32();
   for (const char *kt : {"f16", "f8e4m3", "u4"}) {
     // block_table[b, j] = b * 3 + j (distinct pages), seq_lens in [1, 40], 3 pages of 16 each;
     // min(SPLITS, max_pages) = 2 splits: the workspace must be clean at each of three launches
@@ -1533,15 +1534,31 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                        extra, Fill::Random, {"seq_lens", i32, 3, Fill::Given, 0, 0, {1, 40, 77}},
                        2));
   }
+  // prefill: the wgmma and TMA design (the default) and the mma.sync design; the wgmma design
+  // also over several 128-key tiles (stages reused by loads in the loop) at HD 128, bf16
+  for (const char *hopper : {"1", "0"})
+    for (const char *causal : {"0", "1"}) {
+      Case c{std::string("prefill_hopper") + hopper + "_causal" + causal,
+             programText("attention/prefill.tasm")};
+      c.defines = {{"AT", "f16"}, {"HD", "64"}, {"CAUSAL", causal}, {"HOPPER", hopper}};
+      c.scalars = {{"batch", 1}, {"seq_q", 70},   {"seq_k", 90},
+                   {"heads", 4}, {"kv_heads", 2}, {"scale", std::bit_cast<uint32_t>(0.125f)}};
+      c.buffers = {{"q_ptr", f16, 70 * 4 * 64, Fill::Moderate},
+                   {"k_ptr", f16, 90 * 2 * 64, Fill::Moderate},
+                   {"v_ptr", f16, 90 * 2 * 64, Fill::Moderate},
+                   {"o_ptr", f16, 70 * 4 * 64, Fill::Zero, 0, 2e-2}};
+      runCase(c);
+    }
   for (const char *causal : {"0", "1"}) {
-    Case c{std::string("prefill_causal") + causal, programText("attention/prefill.tasm")};
-    c.defines = {{"AT", "f16"}, {"HD", "64"}, {"CAUSAL", causal}};
-    c.scalars = {{"batch", 1}, {"seq_q", 70},   {"seq_k", 90},
-                 {"heads", 4}, {"kv_heads", 2}, {"scale", std::bit_cast<uint32_t>(0.125f)}};
-    c.buffers = {{"q_ptr", f16, 70 * 4 * 64, Fill::Moderate},
-                 {"k_ptr", f16, 90 * 2 * 64, Fill::Moderate},
-                 {"v_ptr", f16, 90 * 2 * 64, Fill::Moderate},
-                 {"o_ptr", f16, 70 * 4 * 64, Fill::Zero, 0, 2e-2}};
+    Case c{std::string("prefill_bf16_hd128_long_causal") + causal,
+           programText("attention/prefill.tasm")};
+    c.defines = {{"AT", "bf16"}, {"HD", "128"}, {"CAUSAL", causal}};
+    c.scalars = {{"batch", 2}, {"seq_q", 300},  {"seq_k", 520},
+                 {"heads", 8}, {"kv_heads", 1}, {"scale", std::bit_cast<uint32_t>(0.09f)}};
+    c.buffers = {{"q_ptr", bf16, 2 * 300 * 8 * 128, Fill::Moderate},
+                 {"k_ptr", bf16, 2 * 520 * 128, Fill::Moderate},
+                 {"v_ptr", bf16, 2 * 520 * 128, Fill::Moderate},
+                 {"o_ptr", bf16, 2 * 300 * 8 * 128, Fill::Zero, 0, 5e-2}};
     runCase(c);
   }
   {

@@ -195,29 +195,53 @@ TEST_CASE("prefill: the reference's own conversions on hand-computed values") {
   CHECK(fromBf16(0xC040) == -3.0);
 }
 
+// Both designs of the program: the wgmma and TMA one (HOPPER=1, the default: two warpgroups of 64
+// query rows, key tiles of 128, two TMA stages of K and V, P V of tile j - 1 behind S of tile j)
+// and the mma.sync one (HOPPER=0).
+const std::map<std::string, std::string> kDesigns[] = {{}, {{"HOPPER", "0"}}};
+
 TEST_CASE("prefill: full attention, f16 and bf16, HD 64 and 128, ragged, GQA 1 and 2") {
-  // ragged single tiles; one query row over three key tiles; several query and key tiles
-  runPrefill("f16", 64, false, {{2, 37, 53, 2, 1}, {1, 1, 130, 1, 1}, {1, 130, 70, 1, 1}});
-  runPrefill("bf16", 128, false, {{1, 37, 53, 2, 2}});
-  runPrefill("f16", 128, false, {{1, 1, 1, 1, 1}});
-  runPrefill("bf16", 64, false, {{1, 65, 64, 2, 1}});
+  for (const auto &design : kDesigns) {
+    // ragged single tiles; one query row over three key tiles; several query and key tiles
+    runPrefill("f16", 64, false, {{2, 37, 53, 2, 1}, {1, 1, 130, 1, 1}, {1, 130, 70, 1, 1}},
+               design);
+    runPrefill("bf16", 128, false, {{1, 37, 53, 2, 2}}, design);
+    runPrefill("f16", 128, false, {{1, 1, 1, 1, 1}}, design);
+    runPrefill("bf16", 64, false, {{1, 65, 64, 2, 1}}, design);
+  }
 }
 
 TEST_CASE("prefill: causal attention, bottom-right mask, fewer and more queries than keys") {
-  // seq_q < seq_k: every row sees the first seq_k - seq_q keys and more
-  runPrefill("f16", 128, true, {{1, 37, 53, 2, 1}});
-  // seq_q = 1 sees every key (three key tiles, the last partial)
-  runPrefill("bf16", 64, true, {{1, 1, 130, 2, 2}});
-  // several query and key tiles: tiles below the diagonal unmasked, diagonal tiles masked,
-  // tiles above it skipped
-  runPrefill("f16", 64, true, {{1, 150, 150, 1, 1}});
-  // seq_q > seq_k: the first seq_q - seq_k rows see no key and are 0; GQA ratio 8
-  runPrefill("bf16", 64, true, {{1, 70, 45, 8, 1}});
-  runPrefill("f16", 128, true, {{1, 20, 9, 1, 1}});
+  for (const auto &design : kDesigns) {
+    // seq_q < seq_k: every row sees the first seq_k - seq_q keys and more
+    runPrefill("f16", 128, true, {{1, 37, 53, 2, 1}}, design);
+    // seq_q = 1 sees every key (three key tiles, the last partial)
+    runPrefill("bf16", 64, true, {{1, 1, 130, 2, 2}}, design);
+    // several query and key tiles: tiles below the diagonal unmasked, diagonal tiles masked,
+    // tiles above it skipped
+    runPrefill("f16", 64, true, {{1, 150, 150, 1, 1}}, design);
+    // seq_q > seq_k: the first seq_q - seq_k rows see no key and are 0; GQA ratio 8
+    runPrefill("bf16", 64, true, {{1, 70, 45, 8, 1}}, design);
+    runPrefill("f16", 128, true, {{1, 20, 9, 1, 1}}, design);
+  }
+}
+
+TEST_CASE(
+    "prefill: the wgmma design over several 128-key tiles (stages reused, loads in the loop)") {
+  // four and five key tiles, the last partial: K tile j + 2 and V tile j + 1 loaded into the
+  // stages that S of tile j and P V of tile j - 1 have released; three query tiles
+  runPrefill("f16", 128, false, {{1, 300, 520, 4, 1}});
+  runPrefill("bf16", 64, false, {{2, 129, 400, 2, 2}});
+  // causal over three query tiles: the skipped, the unmasked and the diagonal key tiles, and
+  // seq_q > seq_k (the first 40 rows see no key), GQA ratio 8
+  runPrefill("f16", 128, true, {{1, 300, 300, 2, 2}});
+  runPrefill("bf16", 64, true, {{1, 300, 260, 8, 1}});
 }
 
 TEST_CASE("prefill: tuning constants (two m16 atoms per warp, 16-key tiles, two warps)") {
-  runPrefill("f16", 128, true, {{1, 150, 150, 2, 1}}, {{"MW", "2"}, {"BN", "16"}});
-  runPrefill("bf16", 64, false, {{1, 33, 100, 2, 2}}, {{"MW", "2"}, {"W", "2"}});
-  runPrefill("f16", 64, true, {{1, 100, 90, 1, 1}}, {{"W", "4"}, {"BN", "32"}});
+  runPrefill("f16", 128, true, {{1, 150, 150, 2, 1}}, {{"HOPPER", "0"}, {"MW", "2"}, {"BN", "16"}});
+  runPrefill("bf16", 64, false, {{1, 33, 100, 2, 2}}, {{"HOPPER", "0"}, {"MW", "2"}, {"W", "2"}});
+  runPrefill("f16", 64, true, {{1, 100, 90, 1, 1}}, {{"HOPPER", "0"}, {"W", "4"}, {"BN", "32"}});
+  // the wgmma design with 64-key tiles
+  runPrefill("f16", 128, true, {{1, 200, 300, 2, 1}}, {{"BN", "64"}});
 }
