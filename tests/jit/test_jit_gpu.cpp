@@ -1732,9 +1732,9 @@ void libraryPrograms() {
        {std::tuple{"u4", "f16", 5, "0"}, std::tuple{"i6", "bf16", 130, "1"},
         std::tuple{"f8e4m3", "f16", 64, "1"}, std::tuple{"u3", "f16", 200, "0"},
         std::tuple{"u1", "bf16", 1, "1"}}) {
-    // the prefill kernel: wgmma on activation tiles and weights dequantised in shared memory
-    // (its own packed layout), m within one 128-row tile and past it, with and without zero
-    // points (their group sums by a second n = 8 wgmma with a tile of ones)
+    // the prefill kernel: wgmma on activation tiles and weights dequantised into its register
+    // A operand (its own packed layout), m within one 128-row tile and past it, with and without
+    // zero points (their group sums by a second n = 8 wgmma with a tile of ones)
     std::map<std::string, std::string> d = {{"WT", wt},      {"AT", at},  {"N", "256"},
                                             {"K", "256"},    {"G", "64"}, {"ZERO", zero},
                                             {"PREFILL", "1"}};

@@ -279,7 +279,8 @@ TEST_CASE("a16wx: m = 1, m past one row tile, other tile constants, several warp
   runConfig(Config{i6, true, 64, 256, 256, 17, false, {{"WARPS", "2"}, {"AN", "2"}}});
 }
 
-TEST_CASE("a16wx: the prefill kernel (PREFILL = 1: wgmma, weights dequantised in shared memory)") {
+TEST_CASE(
+    "a16wx: the prefill kernel (PREFILL = 1: wgmma, weights dequantised into its register A)") {
   // 128 columns per block, tiles of 64 k, groups of 64 to 256, m within one 128-row tile and
   // past it, zero points, bf16; every family of weight types
   const std::map<std::string, std::string> prefill = {{"PREFILL", "1"}};
@@ -295,8 +296,9 @@ TEST_CASE("a16wx: the prefill kernel (PREFILL = 1: wgmma, weights dequantised in
   runConfig(Config{u4, true, 128, 192, 64, 1, true, prefill});
   runConfig(Config{intType("u8", false, 8), false, 128, 512, 256, 7, true, prefill});
   runConfig(Config{intType("i4", true, 4), true, 128, 256, 256, 3, true, prefill});
-  // the copies by cp.async instead of TMA: tiles of 64 k of an odd width are 24 or 40 bytes
-  // per column, not whole 16-byte rows (PTMA = 0)
+  // the copies by cp.async instead of TMA (PTMA = 0): a thread's codes of an odd width are not
+  // whole 16-byte chunks (tiles of 64 k: 12 or 20 bytes, copied as 4-byte chunks; of 128 k, as
+  // in the loop above: 8-byte chunks)
   runConfig(Config{intType("u3", false, 3), false, 128, 256, 64, 5, false, prefill});
   runConfig(Config{intType("u5", false, 5), true, 128, 192, 64, 130, true, prefill});
 }
