@@ -145,6 +145,26 @@ Status ElementwiseLowering::visitElementwise(const Instruction &inst) {
   Expected<std::vector<llvm::Value *>> xs = cg.operandSlots(inst, a, result, ct);
   if (!xs)
     return xs.takeStatus();
+  if (inst.opcode == Opcode::Fma) {
+    // a * b + c rounded once: llvm.fma (fma.rn.f32 / fma.rn.f64); f32 and f64 only (checker)
+    if (rt != DataType::f32() && rt != DataType::f64())
+      return cg.error(ErrorCode::DtypeMismatch, inst, "Fma on " + rt.name());
+    Expected<std::vector<llvm::Value *>> yv =
+        cg.operandSlots(inst, inst.arg(ArgName::b), result, rt);
+    if (!yv)
+      return yv.takeStatus();
+    Expected<std::vector<llvm::Value *>> zv =
+        cg.operandSlots(inst, inst.arg(ArgName::c), result, rt);
+    if (!zv)
+      return zv.takeStatus();
+    std::vector<llvm::Value *> out(xs->size());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = cg.canonicalizeNaN(cg.callIntrinsic(llvm::Intrinsic::fma, {(*xs)[i]->getType()},
+                                                   {(*xs)[i], (*yv)[i], (*zv)[i]}),
+                                  rt);
+    cg.writeRegister(r, out);
+    return Status::success();
+  }
   std::vector<llvm::Value *> ys;
   if (binary) {
     Expected<std::vector<llvm::Value *>> yv =

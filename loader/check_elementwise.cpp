@@ -1,6 +1,6 @@
 // Typing rules of the elementwise instructions on register tensors (ISA section 5,
-// "Computation on register tensors"): the arithmetic, bitwise, comparison, unary and math rows
-// (one family handler, visitElementwise) and Where.
+// "Computation on register tensors"): the arithmetic (Fma among them, f32 and f64 only),
+// bitwise, comparison, unary and math rows (one family handler, visitElementwise) and Where.
 //
 // The elementwise rule in one place (elementwiseResult):
 //   shape  = numpy broadcast of the tensor operands' shapes            (shape-mismatch)
@@ -27,6 +27,8 @@ bool ProgramChecker::checkElementwiseDtype(const Instruction &inst, DataType dty
     return fail(ErrorCode::SubbyteArith, what + ": arithmetic is defined for " + kArithmeticTypes);
   if (spec.category == InstructionCategory::Math && !dtype.isFloat())
     return fail(ErrorCode::DtypeMismatch, what + ": expected f16, bf16, f32 or f64");
+  if (inst.opcode == Opcode::Fma && dtype != DataType::f32() && dtype != DataType::f64())
+    return fail(ErrorCode::DtypeMismatch, what + ": expected f32 or f64");
   return true;
 }
 

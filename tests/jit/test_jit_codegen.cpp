@@ -132,6 +132,18 @@ TEST_CASE("vector_add loads and stores two contiguous f32 per thread as one vect
   CHECK(contains(k.ptx, "st.global.v2.b32"));
 }
 
+TEST_CASE("Fma is one fma.rn per element (f32 and f64), with no separate mul and add") {
+  // ok_fma.tasm: 32 f32 elements per block in three Fma (one beside an Add), 32 f64 in one
+  VerifiedModule m = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/tests/conformance/ok_fma.tasm");
+  for (int sm : {80, 90}) {
+    PtxKernel k = ptxOf(m, "k", sm);
+    CHECK(occurrences(k.ptx, "fma.rn.f32") == 3);
+    CHECK(occurrences(k.ptx, "fma.rn.f64") == 1);
+    CHECK_FALSE(contains(k.ptx, "mul.rn.f32"));
+    CHECK_FALSE(contains(k.ptx, "mul.rn.f64"));
+  }
+}
+
 TEST_CASE("softmax reduces each row with warp shuffles, not shared memory") {
   VerifiedModule m = buildFile(programPath("softmax_rows.tasm"));
   PtxKernel k = ptxOf(m, "softmax");

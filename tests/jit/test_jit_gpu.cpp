@@ -565,6 +565,40 @@ DIFF_CASE("chains of float operations on NaNs of any payload give canonical NaNs
   }
 }
 
+DIFF_CASE("Fma of f32 and f64: one rounding, special values, broadcast and scalar operands") {
+  // fma.rn on the GPU against fmaf / fma in the interpreter, bit for bit: random bit patterns
+  // (subnormals, NaNs of any payload, infinities) and special values; a broadcast column and
+  // scalar operands; an Fma chain in a loop
+  for (DataType t : {DataType::f32(), DataType::f64()}) {
+    std::string T = name(t);
+    Case c;
+    c.source =
+        "def fma<1>(" + T + "* a_ptr, " + T + "* b_ptr, " + T + "* c_ptr, " + T +
+        "* d_ptr, i32 n) threads=32:\n"
+        "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[8, 32]), layout=local(8, 1).spatial(1, 32))\n"
+        "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[8, 32]), layout=local(8, 1).spatial(1, 32))\n"
+        "    c = LoadGlobal(ViewGlobal(c_ptr, shape=[8, 32]), layout=local(8, 1).spatial(1, 32))\n"
+        "    s = LoadGlobal(ViewGlobal(c_ptr, shape=[8, 1]), layout=local(8, 1).replicate(32))\n"
+        "    gd = ViewGlobal(d_ptr, shape=[4, 8, 32])\n"
+        "    StoreGlobal(Fma(a, b, c), gd, offset=[0, 0:, 0:])\n"
+        "    StoreGlobal(Fma(a, s, b), gd, offset=[1, 0:, 0:])\n"
+        "    StoreGlobal(Fma(a, 3.0, -0.5), gd, offset=[2, 0:, 0:])\n"
+        "    acc = Mul(a, 0.0)\n"
+        "    for i in range(n):\n"
+        "        acc = Fma(acc, b, a)\n"
+        "    StoreGlobal(acc, gd, offset=[3, 0:, 0:])\n";
+    c.scalars = {{"n", 3}};
+    for (Fill fill : {Fill::Special, Fill::Random, Fill::Moderate}) {
+      c.buffers = {{"a_ptr", t, 256, fill},
+                   {"b_ptr", t, 256, fill},
+                   {"c_ptr", t, 256, fill},
+                   {"d_ptr", t, 4 * 256, Fill::Zero}};
+      c.name = "fma_" + T + "_" + std::to_string(int(fill));
+      runCase(c);
+    }
+  }
+}
+
 DIFF_CASE("NaNs through shared memory: parked values, scratch reductions and layout changes") {
   // jit/nan_canonical.cpp treats shared memory as a carrier when only plain loads read it: a
   // NaN parked there may keep its payload when every load of it leads to a canonicalization,

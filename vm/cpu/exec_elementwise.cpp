@@ -1,6 +1,6 @@
 // Elementwise instructions (ISA section 5, "Computation on register tensors"): binary
-// arithmetic, bitwise and comparison operators, unary operators, math functions, Where, Cast
-// and ConvertLayout.
+// arithmetic, bitwise and comparison operators, Fma (one rounding: fmaf / fma), unary operators,
+// math functions, Where, Cast and ConvertLayout.
 //
 // Every operand is first staged into an array parallel to the result's slots: a scalar is
 // converted to the operand type and repeated, a tensor with the result's layout is used as is,
@@ -171,6 +171,23 @@ void where(DataType condType, const uint64_t *c, const Slots &s) {
   }
 }
 
+/// Fma: a * b + c rounded once (fmaf / fma, both correctly rounded); a NaN result is the
+/// canonical NaN. f32 and f64 only (the checker's rule).
+void fused(DataType t, const Slots &s, const uint64_t *c) {
+  for (size_t i = 0; i < s.n; ++i) {
+    if (t == DataType::f32()) {
+      float r =
+          std::fma(std::bit_cast<float>(uint32_t(s.a[i])), std::bit_cast<float>(uint32_t(s.b[i])),
+                   std::bit_cast<float>(uint32_t(c[i])));
+      s.d[i] = std::isnan(r) ? canonicalNaN(t) : std::bit_cast<uint32_t>(r);
+    } else {
+      double r = std::fma(std::bit_cast<double>(s.a[i]), std::bit_cast<double>(s.b[i]),
+                          std::bit_cast<double>(c[i]));
+      s.d[i] = std::isnan(r) ? canonicalNaN(t) : std::bit_cast<uint64_t>(r);
+    }
+  }
+}
+
 void cast(DataType from, DataType to, const Slots &s) {
   if (from == to) {
     std::copy(s.a, s.a + s.n, s.d);
@@ -249,6 +266,13 @@ Status Exec::visitElementwise(BlockState &b, uint32_t index) {
   Slots s{staged[0], staged[1], out.data(), n};
   switch (inst.spec().category) {
   case InstructionCategory::Arithmetic:
+    if (inst.opcode == Opcode::Fma) {
+      if (resultType != DataType::f32() && resultType != DataType::f64())
+        return b.fail(ErrorCode::Runtime, index, "Fma is defined on f32 and f64");
+      fused(resultType, s, staged[2]);
+      break;
+    }
+    [[fallthrough]];
   case InstructionCategory::Bitwise:
   case InstructionCategory::Comparison:
     binary(*scalarOpOf(inst.opcode), types[0], resultType, s);
