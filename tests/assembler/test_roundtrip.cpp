@@ -185,6 +185,7 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     x0 = Add(r, 1)
     x1 = Sub(r, r, layout=spatial(64).local(2))
     x2 = Mul(r, s)
+    x2f = Fma(r, s, x2, layout=spatial(64).local(2))
     x3 = Div(2.0, r)
     x4 = Mod(r, r)
     x5 = Max(r, r)

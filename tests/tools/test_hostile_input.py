@@ -148,9 +148,15 @@ with tempfile.TemporaryDirectory() as tmp:
        "is a character device", "--arg x_ptr=@/dev/zero")
 
     # ---- vm-run: sizes ----
-    vm([vadd, "--device", "cpu", "--arg", "n=2147483647"], 2, "does not fit in --max-memory",
-       "--arg n=2147483647 (3 buffers of 8 GiB)")
-    vm([vadd, "--device", "cpu", "--arg", "n=100", "--arg", "x_ptr=rand:f32[3000000000]"], 2,
+    # (the default --max-memory is the host's available memory, so the sizes that must be
+    # refused either exceed every host or come with an explicit limit)
+    vm([vadd, "--device", "cpu", "--arg", "n=100", "--arg", "x_ptr=rand:f32[1000000000000]"],
+       2, "x_ptr: a buffer of 4000000000000 bytes does not fit in --max-memory",
+       "rand:f32[1e12] under the default limit")
+    vm([vadd, "--device", "cpu", "--arg", "n=2147483647", "--max-memory", "16G"], 2,
+       "does not fit in --max-memory", "--arg n=2147483647 (3 buffers of 8 GiB)")
+    vm([vadd, "--device", "cpu", "--arg", "n=100", "--arg", "x_ptr=rand:f32[3000000000]",
+        "--max-memory", "8G"], 2,
        "x_ptr: a buffer of 12000000000 bytes does not fit in --max-memory", "rand:f32[3e9]")
     vm([vadd, "--device", "cpu", "--arg", "n=1000000", "--max-memory", "1M"], 2,
        "a buffer of 4000000 bytes does not fit in --max-memory 1048576 bytes",
