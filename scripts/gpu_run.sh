@@ -87,7 +87,11 @@ if [ "${1:-}" = "--sanitize" ]; then
   "$asm" programs/matmul_f16_pipelined.tasm -o "$work/matmul.tbc" &&
   "$asm" programs/matmul_f16_large_tile.tasm -o "$work/matmul_large.tbc" &&
   "$asm" programs/softmax_rows.tasm -o "$work/softmax.tbc" &&
-  "$asm" programs/vector_add.tasm -o "$work/vector_add.tbc" || fail "assemble"
+  "$asm" programs/vector_add.tasm -o "$work/vector_add.tbc" &&
+  "$asm" programs/attention/prefill.tasm -D AT=bf16 -D HD=128 -D CAUSAL=1 \
+    -o "$work/prefill.tbc" &&
+  "$asm" programs/quant/a16wx.tasm -D PREFILL=1 -D WT=u4 -D N=256 -D K=512 -D G=128 -D ZERO=1 \
+    -o "$work/a16wx_prefill.tbc" || fail "assemble"
   for tool in memcheck racecheck synccheck initcheck; do
     step "compute-sanitizer --tool $tool"
     extra=()
@@ -105,6 +109,13 @@ if [ "${1:-}" = "--sanitize" ]; then
       transformed_b_ptr="$work/tb.npy"
     san "$tool" "$tool-paper_matmul.log" "${extra[@]}" "$run" "$work/paper.tbc" \
       --kernel matmul --device cuda --arg a_ptr=rand:1 --arg transformed_b_ptr=@"$work/tb.npy"
+    # TMA loads and stores, mbarriers and wgmma (register A included); ragged sizes
+    san "$tool" "$tool-prefill.log" "${extra[@]}" "$run" "$work/prefill.tbc" --device cuda \
+      --arg q_ptr=rand:1 --arg k_ptr=rand:2 --arg v_ptr=rand:3 --arg batch=2 --arg seq_q=300 \
+      --arg seq_k=333 --arg heads=4 --arg kv_heads=2 --arg scale=0.088
+    san "$tool" "$tool-a16wx_prefill.log" "${extra[@]}" "$run" "$work/a16wx_prefill.tbc" \
+      --kernel matmul --device cuda --arg a_ptr=rand:1 --arg wq_ptr=rand:2 --arg s_ptr=rand:3 \
+      --arg z_ptr=rand:4 --arg m=200
   done
   step "compute-sanitizer --tool memcheck: gpu tests"
   # Less the case that makes a driver call fail on purpose (an out-of-memory cuMemAlloc).
