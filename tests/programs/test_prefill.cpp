@@ -242,6 +242,8 @@ TEST_CASE("prefill: tuning constants (two m16 atoms per warp, 16-key tiles, two 
   runPrefill("f16", 128, true, {{1, 150, 150, 2, 1}}, {{"HOPPER", "0"}, {"MW", "2"}, {"BN", "16"}});
   runPrefill("bf16", 64, false, {{1, 33, 100, 2, 2}}, {{"HOPPER", "0"}, {"MW", "2"}, {"W", "2"}});
   runPrefill("f16", 64, true, {{1, 100, 90, 1, 1}}, {{"HOPPER", "0"}, {"W", "4"}, {"BN", "32"}});
-  // the wgmma design with 64-key tiles
+  // the wgmma design with 64-key tiles at HD 128 and 128-key tiles at HD 64 (the defaults are
+  // the other way round)
   runPrefill("f16", 128, true, {{1, 200, 300, 2, 1}}, {{"BN", "64"}});
+  runPrefill("bf16", 64, false, {{1, 130, 300, 2, 2}}, {{"BN", "128"}});
 }
