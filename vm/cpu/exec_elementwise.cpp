@@ -171,20 +171,15 @@ void where(DataType condType, const uint64_t *c, const Slots &s) {
   }
 }
 
-/// Fma: a * b + c rounded once (fmaf / fma, both correctly rounded); a NaN result is the
-/// canonical NaN. f32 and f64 only (the checker's rule).
+/// Fma: a * b + c rounded once (fmaf / fma, both correctly rounded; decodeFloat is exact and
+/// encodeFloat of an f32 value rounds nothing), NaN results canonical as everywhere else. f32 and
+/// f64 only (the checker's rule).
 void fused(DataType t, const Slots &s, const uint64_t *c) {
   for (size_t i = 0; i < s.n; ++i) {
-    if (t == DataType::f32()) {
-      float r =
-          std::fma(std::bit_cast<float>(uint32_t(s.a[i])), std::bit_cast<float>(uint32_t(s.b[i])),
-                   std::bit_cast<float>(uint32_t(c[i])));
-      s.d[i] = std::isnan(r) ? canonicalNaN(t) : std::bit_cast<uint32_t>(r);
-    } else {
-      double r = std::fma(std::bit_cast<double>(s.a[i]), std::bit_cast<double>(s.b[i]),
-                          std::bit_cast<double>(c[i]));
-      s.d[i] = std::isnan(r) ? canonicalNaN(t) : std::bit_cast<uint64_t>(r);
-    }
+    double x = decodeFloat(s.a[i], t), y = decodeFloat(s.b[i], t), z = decodeFloat(c[i], t);
+    s.d[i] = encodeFloat(t == DataType::f32() ? double(std::fma(float(x), float(y), float(z)))
+                                              : std::fma(x, y, z),
+                         t);
   }
 }
 
