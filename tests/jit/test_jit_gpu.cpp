@@ -1924,6 +1924,18 @@ DIFF_CASE("wgmma GEMM with TMA loads and stores (programs/gemm/wgmma_tma.tasm), 
                    {"c_ptr", tc, 200 * 264, Fill::Zero, 0, tc == DataType::f32() ? 1e-4 : 1e-2}};
       runCase(c);
     }
+  // the persistent tile loop with fewer blocks than tiles: SMS = 2 blocks walk 3 x 3 tiles
+  // (the loads of a block's next tile in flight across its epilogue), the last column of tiles
+  // without its second half (n = 520: columns 512..519 only)
+  Case c;
+  c.name = "wgmma_tma_gemm_persistent";
+  c.source = programText("gemm/wgmma_tma.tasm");
+  c.defines = {{"AT", "f16"}, {"CT", "f16"}, {"SMS", "2"}};
+  c.scalars = {{"m", 300}, {"n", 520}, {"k", 136}};
+  c.buffers = {{"a_ptr", DataType::f16(), 300 * 136, Fill::Moderate},
+               {"b_ptr", DataType::f16(), 136 * 520, Fill::Moderate},
+               {"c_ptr", DataType::f16(), 300 * 520, Fill::Zero, 0, 1e-2}};
+  runCase(c);
 }
 
 namespace {

@@ -142,11 +142,16 @@ bool declares(const std::filesystem::path &file, const std::string &at) {
 }
 
 void runGemm(const std::filesystem::path &file, const std::string &at, const std::string &ct,
-             const std::vector<Shape> &shapes) {
+             const std::vector<Shape> &shapes,
+             const std::vector<std::pair<std::string, std::string>> &extra = {}) {
   INFO(file.filename().string() << " AT=" << at << " CT=" << ct);
   AssembleOptions options;
   options.fileName = "programs/gemm/" + file.filename().string();
   options.defines = {{"AT", at}, {"CT", ct}};
+  for (const auto &[name, value] : extra) {
+    INFO("-D " << name << "=" << value);
+    options.defines[name] = value;
+  }
   Expected<Module> module = assemble(testing::programUnderTest(readFile(file), options), options);
   REQUIRE_OK(module);
   Expected<VerifiedModule> verified = checkModule(std::move(module).value());
@@ -247,6 +252,18 @@ TEST_CASE("gemm: every program of programs/gemm that declares f16 or bf16, 16-bi
       runGemm(file, "bf16", "f32", accepted(file, {{1, 1, 1}, {37, 45, 29}}));
     }
   }
+}
+
+TEST_CASE("gemm: wgmma_tma.tasm's persistent tile loop with fewer blocks than output tiles") {
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_tma.tasm";
+  // SMS = 2: six tiles (3 x 2) on two blocks, three each, the loads of a block's next tile
+  // issued during its previous one; SMS = 4: nine tiles (3 x 3, a partial tile at every edge)
+  // on four blocks, one of them with three tiles and the others with two; k of one and of
+  // several k tiles
+  runGemm(file, "f16", "f16", {{300, 264, 136}, {37, 48, 32}}, {{"SMS", "2"}});
+  runGemm(file, "bf16", "f32", {{300, 520, 72}}, {{"SMS", "4"}});
+  runGemm(file, "f16", "f16", {{300, 520, 200}}, {{"SMS", "4"}, {"PERSIST", "0"}});
 }
 
 TEST_CASE("gemm: a program that declares aligned n and k refuses other shapes at launch") {
