@@ -156,6 +156,22 @@ Expected<std::unique_ptr<llvm::TargetMachine>> makeTargetMachine(const JitOption
   // optimisation pipeline has done that work already) and the machine passes are the same.
   llvm::CodeGenOptLevel level =
       options.optLevel <= 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Default;
+  // TILUSVM_JIT_CODEGEN=none|less|default|aggressive sets the backend's level for experiments
+  if (const char *text = std::getenv("TILUSVM_JIT_CODEGEN");
+      text && *text && options.optLevel > 0) {
+    std::string v(text);
+    if (v == "none")
+      level = llvm::CodeGenOptLevel::None;
+    else if (v == "less")
+      level = llvm::CodeGenOptLevel::Less;
+    else if (v == "default")
+      level = llvm::CodeGenOptLevel::Default;
+    else if (v == "aggressive")
+      level = llvm::CodeGenOptLevel::Aggressive;
+    else
+      return Status::error(ErrorCode::Usage, "TILUSVM_JIT_CODEGEN: `" + v +
+                                                 "` is not none, less, default or aggressive");
+  }
   std::unique_ptr<llvm::TargetMachine> tm(
       target->createTargetMachine(kTriple, cpu, features, to, std::nullopt, std::nullopt, level));
   if (!tm)
@@ -436,8 +452,17 @@ std::string Specialization::text() const {
 }
 
 const char *JitOptions::compilerVersion() {
-  static const std::string version = std::string("tilusvm-") + TILUSVM_VERSION +
-                                     " src-" TILUSVM_SOURCE_HASH " llvm-" + LLVM_VERSION_STRING;
+  // the experiment variables that change the compiled code are part of it, so that kernels
+  // cached under one setting are not served under another
+  static const std::string version = [] {
+    std::string v = std::string("tilusvm-") + TILUSVM_VERSION +
+                    " src-" TILUSVM_SOURCE_HASH " llvm-" + LLVM_VERSION_STRING;
+    if (const char *passes = std::getenv("TILUSVM_JIT_PASSES"); passes && *passes)
+      v += " passes-" + std::to_string(std::hash<std::string>()(passes));
+    if (const char *codegen = std::getenv("TILUSVM_JIT_CODEGEN"); codegen && *codegen)
+      v += std::string(" codegen-") + codegen;
+    return v;
+  }();
   return version.c_str();
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """TILUSVM_JIT_TIMING (docs/jit.md, "JIT time"): with 1, one line per compilation with the thread
 CPU time of each phase; with 2, also the IR that the program's instructions lowered to, by
-opcode and the largest instructions, whose numbers add up to the total.
+opcode and the largest instructions, whose numbers add up to the total. TILUSVM_JIT_CODEGEN:
+`default` is the JIT's own level, `none` changes the PTX, anything else is a usage error.
 
 Usage: test_jit_timing.py TILUS_ASM"""
 import os
@@ -74,9 +75,30 @@ def main():
             # 32 f16 per thread: the loads and stores are the bulk, not the scalar set-up
             if not instructions[2][1] > instructions[0][1] or not instructions[5][1] > 50:
                 failures.append(f"implausible counts {instructions}")
+        # TILUSVM_JIT_CODEGEN: the backend's optimisation level for experiments
+        ptx = {}
+        for level in ["", "default", "none", "bogus"]:
+            out = os.path.join(d, f"copy_{level or 'unset'}.ptx")
+            env = dict(os.environ, TILUSVM_JIT_CODEGEN=level)
+            r = subprocess.run([tool, source, "--emit", "ptx", "-o", out], capture_output=True,
+                               text=True, env=env)
+            if level == "bogus":
+                if r.returncode == 0 or "TILUSVM_JIT_CODEGEN: `bogus` is not none" not in r.stderr:
+                    failures.append(f"TILUSVM_JIT_CODEGEN=bogus: rc {r.returncode}, {r.stderr!r}")
+                continue
+            if r.returncode != 0:
+                failures.append(f"TILUSVM_JIT_CODEGEN={level}: {r.stderr}")
+                continue
+            with open(out) as f:
+                ptx[level] = f.read()
+        if len(ptx) == 3:
+            if ptx[""] != ptx["default"]:
+                failures.append("TILUSVM_JIT_CODEGEN=default changed the PTX")
+            if ptx["none"] == ptx["default"] or ".entry copy" not in ptx["none"]:
+                failures.append("TILUSVM_JIT_CODEGEN=none gave the default PTX (or no kernel)")
     for f in failures:
         print("FAIL:", f)
-    print(f"{'FAILED' if failures else 'passed'}: TILUSVM_JIT_TIMING output")
+    print(f"{'FAILED' if failures else 'passed'}: TILUSVM_JIT_TIMING output, TILUSVM_JIT_CODEGEN")
     return 1 if failures else 0
 
 
