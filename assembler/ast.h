@@ -98,7 +98,8 @@ struct AstProgram {
   AstName name;
   std::vector<AstExprPtr> grid;
   std::vector<AstParam> params;
-  AstExprPtr threads; // null when omitted
+  AstExprPtr threads;     // null when omitted
+  AstExprPtr blocksPerSm; // blocks_per_sm=, null when omitted
   std::vector<AstStmt> body;
 };
 

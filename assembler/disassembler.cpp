@@ -106,6 +106,8 @@ void Printer::program(std::string &out) const {
   out += ")";
   if (p_.threads != 0)
     out += " threads=" + std::to_string(p_.threads);
+  if (p_.blocksPerSm != 0)
+    out += " blocks_per_sm=" + std::to_string(p_.blocksPerSm);
   out += ":\n";
   defined_.assign(p_.vars.size(), false);
   for (VarId v : p_.params)

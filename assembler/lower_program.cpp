@@ -126,6 +126,18 @@ Status ProgramLowering::header(const AstProgram &ast) {
   } else if (decisions_ && decisions_->threads != 0) {
     program_.threads = decisions_->threads; // chosen by layout inference
   }
+  if (ast.blocksPerSm) {
+    auto b = buildIntConstant(*ast.blocksPerSm, exprContext(), ErrorCode::Threads, "blocks_per_sm");
+    if (!b) {
+      errors.append(b.status());
+    } else if (*b < 0 || *b > kMaxBlocksPerSm) {
+      errors.append(error(ErrorCode::Threads, ast.blocksPerSm->pos,
+                          "blocks_per_sm=" + std::to_string(*b) + " is not in [0, " +
+                              std::to_string(kMaxBlocksPerSm) + "] (0: no request)"));
+    } else {
+      program_.blocksPerSm = uint32_t(*b);
+    }
+  }
   return errors;
 }
 

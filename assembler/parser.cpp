@@ -285,13 +285,18 @@ Status Parser::program(AstProgram &out) {
     advance();
   }
   TILUSVM_TRY(expectOp(")"));
-  if (isName("threads")) {
+  // the header's attributes, each at most once, in any order
+  while (isName("threads") || isName("blocks_per_sm")) {
+    bool threads = isName("threads");
+    AstExprPtr &slot = threads ? out.threads : out.blocksPerSm;
+    if (slot)
+      return error(std::string(threads ? "threads" : "blocks_per_sm") + "= is given twice");
     advance();
     TILUSVM_TRY(expectOp("="));
     auto e = expr();
     if (!e)
       return e.takeStatus();
-    out.threads = std::move(*e);
+    slot = std::move(*e);
   }
   return block(out.body);
 }

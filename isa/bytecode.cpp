@@ -41,7 +41,7 @@ void writeSection(ByteWriter &out, uint8_t id, const ByteWriter &payload) {
 
 ByteWriter programsSection(const Module &module) {
   ByteWriter payload;
-  bytecode::writeProgramsPayload(payload, module);
+  bytecode::writeProgramsPayload(payload, module, bytecode::needsBlocksPerSm(module));
   ByteWriter section;
   writeSection(section, bytecode::kSectionPrograms, payload);
   return section;
@@ -86,8 +86,8 @@ void readProducer(ByteReader &r) {
                      " printable ASCII characters");
 }
 
-/// Header fields; returns whether the file has debug info.
-bool readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
+/// Header fields; returns the flags (kFlagDebugInfo, kFlagBlocksPerSm).
+uint32_t readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
   std::span<const uint8_t> magic = r.raw("magic", 4);
   if (r.ok() && std::memcmp(magic.data(), bytecode::kMagic, 4) != 0)
     r.failAt(0, "bad magic: not a Tilus bytecode file (expected \"TLBC\")");
@@ -98,7 +98,7 @@ bool readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
                      std::to_string(kBytecodeFormatVersion) + ")");
   at = r.offset();
   uint32_t flags = r.u32le("flags");
-  if (r.ok() && (flags & ~bytecode::kFlagDebugInfo) != 0)
+  if (r.ok() && (flags & ~(bytecode::kFlagDebugInfo | bytecode::kFlagBlocksPerSm)) != 0)
     r.failAt(at, "unknown flags " + hex64(flags));
   at = r.offset();
   if (r.u32le("reserved") != 0)
@@ -111,13 +111,13 @@ bool readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
   at = r.offset();
   uint64_t stored = r.u64le("integrity hash");
   if (!r.ok())
-    return false;
+    return 0;
   uint64_t computed =
       XXH3_64bits(bytes.data() + bytecode::kHeaderBytes, bytes.size() - bytecode::kHeaderBytes);
   if (stored != computed)
     r.failAt(at, "integrity hash mismatch: header has " + hex64(stored) + ", contents hash to " +
                      hex64(computed));
-  return (flags & bytecode::kFlagDebugInfo) != 0;
+  return flags;
 }
 
 } // namespace
@@ -138,7 +138,8 @@ std::vector<uint8_t> encodeModule(const Module &module, const EncodeOptions &opt
   for (uint8_t b : bytecode::kMagic)
     out.u8(b);
   out.u32le(kBytecodeFormatVersion);
-  out.u32le(options.debugInfo ? bytecode::kFlagDebugInfo : 0);
+  out.u32le((options.debugInfo ? bytecode::kFlagDebugInfo : 0) |
+            (bytecode::needsBlocksPerSm(module) ? bytecode::kFlagBlocksPerSm : 0));
   out.u32le(0);
   out.u64le(bytecode::kHeaderBytes + body.size());
   out.u64le(XXH3_64bits(body.data().data(), body.size()));
@@ -153,10 +154,12 @@ Expected<Module> decodeModule(std::span<const uint8_t> bytes, const BytecodeLimi
                                                   std::to_string(limits.maxFileBytes));
   ByteReader r(bytes);
   Module module;
-  module.hasDebugInfo = readHeader(r, bytes);
+  uint32_t flags = readHeader(r, bytes);
+  module.hasDebugInfo = (flags & bytecode::kFlagDebugInfo) != 0;
   readSection(r, bytecode::kSectionProducer, "producer", [&] { readProducer(r); });
-  readSection(r, bytecode::kSectionPrograms, "programs",
-              [&] { bytecode::readProgramsPayload(r, limits, module); });
+  readSection(r, bytecode::kSectionPrograms, "programs", [&] {
+    bytecode::readProgramsPayload(r, limits, module, (flags & bytecode::kFlagBlocksPerSm) != 0);
+  });
   if (module.hasDebugInfo)
     readSection(r, bytecode::kSectionDebug, "debug",
                 [&] { bytecode::readDebugPayload(r, limits, module); });

@@ -14,6 +14,10 @@ namespace tilus::bytecode {
 inline constexpr uint8_t kMagic[4] = {'T', 'L', 'B', 'C'};
 inline constexpr size_t kHeaderBytes = 32;
 inline constexpr uint32_t kFlagDebugInfo = 1u << 0;
+/// Every program carries a blocks_per_sm field after threads (set when some program has one).
+inline constexpr uint32_t kFlagBlocksPerSm = 1u << 1;
+/// Whether a module needs kFlagBlocksPerSm.
+bool needsBlocksPerSm(const Module &module);
 inline constexpr size_t kMaxProducerBytes = 64;
 /// Modes of one register layout: each has size >= 2 and their product is bounded, so this is
 /// never reached by a layout within maxLayoutElements; it caps the count before allocating.
@@ -48,11 +52,14 @@ std::optional<SharedLayout> readSharedLayout(ByteReader &r, const BytecodeLimits
                                              DecodeBudget &budget);
 
 // bytecode_write.cpp: section payloads.
-void writeProgramsPayload(ByteWriter &w, const Module &module);
+/// `blocksPerSm`: write every program's blocks_per_sm field (kFlagBlocksPerSm).
+void writeProgramsPayload(ByteWriter &w, const Module &module, bool blocksPerSm);
 void writeDebugPayload(ByteWriter &w, const Module &module);
 
 // bytecode_read.cpp: section payloads; the reader's limit is the section's end.
-void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &module);
+/// `blocksPerSm`: programs carry the blocks_per_sm field (kFlagBlocksPerSm).
+void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &module,
+                         bool blocksPerSm);
 void readDebugPayload(ByteReader &r, const BytecodeLimits &limits, Module &module);
 
 } // namespace tilus::bytecode

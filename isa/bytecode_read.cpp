@@ -36,9 +36,9 @@ std::string quoted(std::string_view s) {
 class ProgramReader {
 public:
   ProgramReader(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget, Program &p,
-                uint32_t index)
-      : r_(r), limits_(limits), budget_(budget), p_(p), where_("program " + std::to_string(index)) {
-  }
+                uint32_t index, bool blocksPerSm)
+      : r_(r), limits_(limits), budget_(budget), p_(p), where_("program " + std::to_string(index)),
+        blocksPerSm_(blocksPerSm) {}
 
   void read();
 
@@ -71,11 +71,14 @@ private:
   std::vector<uint8_t> referenced_; // per instruction: referenced by a statement
   uint64_t stmts_ = 0;
   bool inAssertPrefix_ = true; // no statement other than Assert read yet
+  bool blocksPerSm_;            // the file's programs carry blocks_per_sm (kFlagBlocksPerSm)
 };
 
 void ProgramReader::read() {
   readName();
   p_.threads = r_.u32("threads");
+  if (blocksPerSm_)
+    p_.blocksPerSm = r_.u32("blocks_per_sm");
   readVars();
   readExprs();
   readGrid();
@@ -480,7 +483,8 @@ void readProgramLocs(ByteReader &r, Program &p) {
 
 } // namespace
 
-void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &module) {
+void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &module,
+                         bool blocksPerSm) {
   // name (>= 2 bytes), threads, variable count, expression count, grid (>= 2 bytes),
   // instruction count, statement count
   uint32_t n = r.count("program", limits.maxPrograms, 8);
@@ -489,7 +493,7 @@ void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &mo
     return;
   module.programs.resize(n);
   for (uint32_t i = 0; i < n && r.ok(); ++i)
-    ProgramReader(r, limits, budget, module.programs[i], i).read();
+    ProgramReader(r, limits, budget, module.programs[i], i, blocksPerSm).read();
 }
 
 bool chargeMemory(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget,

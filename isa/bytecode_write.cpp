@@ -125,11 +125,13 @@ void writeBlock(ByteWriter &w, const std::vector<Stmt> &block) {
     writeStmt(w, s);
 }
 
-void writeProgram(ByteWriter &w, const Program &p) {
+void writeProgram(ByteWriter &w, const Program &p, bool blocksPerSm) {
   for (size_t i = 0; i < p.params.size(); ++i)
     assert(p.params[i] == i && p.vars[i].isParam && "parameters are the first variables");
   w.str(p.name);
   w.uleb(p.threads);
+  if (blocksPerSm)
+    w.uleb(p.blocksPerSm);
   w.uleb(p.vars.size());
   for (const Variable &v : p.vars)
     writeVariable(w, v);
@@ -163,10 +165,17 @@ uint64_t writeStmtLocs(ByteWriter &w, const std::vector<Stmt> &block) {
 
 } // namespace
 
-void writeProgramsPayload(ByteWriter &w, const Module &module) {
+bool needsBlocksPerSm(const Module &module) {
+  for (const Program &p : module.programs)
+    if (p.blocksPerSm != 0)
+      return true;
+  return false;
+}
+
+void writeProgramsPayload(ByteWriter &w, const Module &module, bool blocksPerSm) {
   w.uleb(module.programs.size());
   for (const Program &p : module.programs)
-    writeProgram(w, p);
+    writeProgram(w, p, blocksPerSm);
 }
 
 void writeDebugPayload(ByteWriter &w, const Module &module) {

@@ -59,11 +59,19 @@ struct Stmt {
   std::vector<Stmt> orelse; // If
 };
 
+/// Limits of blocks_per_sm= (the occupancy request of a program header): at most 32 resident
+/// blocks and 2048 resident threads per multiprocessor (sm_80 and sm_90).
+inline constexpr int64_t kMaxBlocksPerSm = 32;
+inline constexpr int64_t kMaxThreadsPerSm = 2048;
+
 struct Program {
   std::string name;
   std::vector<VarId> params; // in declaration order
   std::vector<ExprId> grid;  // 1 to 3 expressions of constants and scalar parameters
   uint32_t threads = 0;      // 0: inferred from register layouts by the checker
+  /// blocks_per_sm=: the occupancy the JIT asks the PTX compiler to allow for (registers per
+  /// thread at most 65536 / (blocksPerSm x threads)); 0: no request. A performance hint only.
+  uint32_t blocksPerSm = 0;
   SourceLoc loc;             // of the `def`
   std::vector<Variable> vars;
   std::vector<ExprNode> exprs;

@@ -220,7 +220,10 @@ Status materializeUsed(llvm::Module &mod) {
   return Status::success();
 }
 
-void annotateKernel(llvm::Module &mod, llvm::Function *kernel, uint32_t threads) {
+/// The kernel's NVVM annotations: `.reqntid threads` and, for blocks_per_sm=, `.minnctapersm`
+/// (ptxas then keeps the registers per thread low enough for that many blocks per SM).
+void annotateKernel(llvm::Module &mod, llvm::Function *kernel, uint32_t threads,
+                    uint32_t blocksPerSm) {
   llvm::LLVMContext &ctx = mod.getContext();
   llvm::NamedMDNode *annotations = mod.getOrInsertNamedMetadata("nvvm.annotations");
   auto add = [&](const char *key, uint32_t value) {
@@ -231,6 +234,8 @@ void annotateKernel(llvm::Module &mod, llvm::Function *kernel, uint32_t threads)
   };
   add("kernel", 1);
   add("reqntidx", threads);
+  if (blocksPerSm > 0)
+    add("minctasm", blocksPerSm);
 }
 
 /// Library functions become internal (unused ones are deleted, used ones may be inlined);
@@ -395,7 +400,7 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   TILUSVM_TRY(materializeUsed(*c.module));
   jit::dropUnseenNaNCanonicalizations(*cg.kernel());
   jit::foldZeroWgmmaAccumulators(*cg.kernel());
-  annotateKernel(*c.module, cg.kernel(), info.threads);
+  annotateKernel(*c.module, cg.kernel(), info.threads, program.blocksPerSm);
   internalizeLibrary(*c.module, cg.kernel());
   std::string verifyErrors;
   llvm::raw_string_ostream verifyStream(verifyErrors);

@@ -305,6 +305,12 @@ void ProgramChecker::checkHeader() {
     fail(ErrorCode::Threads,
          "threads=" + std::to_string(threads_) + " is not a multiple of 32 in [32, 1024]");
   info_.threads = threads_;
+  if (prog_.blocksPerSm > kMaxBlocksPerSm ||
+      int64_t(prog_.blocksPerSm) * threads_ > kMaxThreadsPerSm)
+    fail(ErrorCode::Threads, "blocks_per_sm=" + std::to_string(prog_.blocksPerSm) + " blocks of " +
+                                 std::to_string(threads_) + " threads exceed what one SM holds (" +
+                                 std::to_string(kMaxBlocksPerSm) + " blocks, " +
+                                 std::to_string(kMaxThreadsPerSm) + " threads)");
 }
 
 /// Without threads=, the block size is the thread count of the first register layout in

@@ -163,6 +163,17 @@ TEST_CASE("threads") {
         "t.tasm:1:20: error[threads]: threads=0 is not a multiple of 32 in [32, 1024]");
   CHECK(diag("def k<1>(i32 n) threads=n:\n    pass\n") ==
         "t.tasm:1:25: error[threads]: threads must be an integer constant");
+  // blocks_per_sm=: a constant in [0, 32], at most once
+  CHECK(diag("def k<1>() threads=32 blocks_per_sm=33:\n    pass\n") ==
+        "t.tasm:1:37: error[threads]: blocks_per_sm=33 is not in [0, 32] (0: no request)");
+  CHECK(diag("def k<1>() blocks_per_sm=-1:\n    pass\n") ==
+        "t.tasm:1:26: error[threads]: blocks_per_sm=-1 is not in [0, 32] (0: no request)");
+  CHECK(diag("def k<1>(i32 n) blocks_per_sm=n:\n    pass\n") ==
+        "t.tasm:1:31: error[threads]: blocks_per_sm must be an integer constant");
+  CHECK(diag("def k<1>() blocks_per_sm=2 threads=32 blocks_per_sm=2:\n    pass\n") ==
+        "t.tasm:1:39: error[syntax]: blocks_per_sm= is given twice");
+  CHECK(diag("def k<1>() threads=32 threads=32:\n    pass\n") ==
+        "t.tasm:1:23: error[syntax]: threads= is given twice");
 }
 
 TEST_CASE("grid-expr, scope and dtype-mismatch") {

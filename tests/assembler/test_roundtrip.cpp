@@ -44,6 +44,16 @@ TEST_CASE("every example program round-trips through the disassembler to identic
   }
   checkRoundTrip(readSourceFile("programs/paper_matmul_f16_i6.tasm"),
                  {{"M", "64"}, {"N", "64"}, {"K", "64"}});
+  // the header's blocks_per_sm= (printed after threads=; 0 is not printed)
+  std::string text = readSourceFile("tests/conformance/ok_blocks_per_sm.tasm");
+  checkRoundTrip(text);
+  auto m = asmText(text);
+  REQUIRE_OK(m);
+  std::string printed = disassemble(*m);
+  CHECK(printed.find("def one_warp<cdiv(n, 32)>(f32* x, i32 n) threads=32 blocks_per_sm=16:") !=
+        std::string::npos);
+  CHECK(printed.find("threads=1024 blocks_per_sm=2:") != std::string::npos);
+  CHECK(printed.find("blocks_per_sm=0") == std::string::npos);
 }
 
 TEST_CASE("decoded bytecode disassembles like the assembled module") {

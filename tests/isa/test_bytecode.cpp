@@ -450,6 +450,7 @@ void checkSameProgram(const Program &a, const Program &b) {
   CHECK(a.params == b.params);
   CHECK(a.grid == b.grid);
   CHECK(a.threads == b.threads);
+  CHECK(a.blocksPerSm == b.blocksPerSm);
   CHECK(a.loc == b.loc);
   REQUIRE(a.vars.size() == b.vars.size());
   for (size_t k = 0; k < a.vars.size(); ++k) {
@@ -546,6 +547,52 @@ TEST_CASE("bytecode: a hand-written file decodes to the module it describes") {
   Module decoded = must(decodeModule(file));
   checkSameModule(decoded, expected);
   CHECK(encodeModule(expected) == file);
+}
+
+TEST_CASE("bytecode: blocks_per_sm travels under header flag 2, after each program's threads") {
+  // two programs, the second with blocks_per_sm 16: flag bit 1 set, a field in every program
+  Bytes second;
+  second.str("q").uleb(32).uleb(16);
+  second.uleb(1).str("n").u8(1).u8(1).i32();
+  second.uleb(1).u8(0).i32().uleb(1);
+  second.uleb(1).uleb(0);
+  second.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+  second.uleb(1).u8(0).uleb(0);
+  Bytes first;
+  {
+    // tinyProgram() with its blocks_per_sm field (0) after threads
+    Bytes t = tinyProgram();
+    std::vector<uint8_t> v = t.v;
+    v.insert(v.begin() + 3, 0x00); // name "p" is 2 bytes, threads 32 is 1
+    first.v = v;
+  }
+  std::vector<uint8_t> file = makeFile(programsOf({first, second}));
+  file[8] = 2; // flags: kFlagBlocksPerSm
+  file = seal(file);
+  Module expected;
+  expected.programs = {tinyModuleProgram(), tinyModuleProgram()};
+  expected.programs[1].name = "q";
+  expected.programs[1].blocksPerSm = 16;
+  Module decoded = must(decodeModule(file));
+  checkSameModule(decoded, expected);
+  CHECK(encodeModule(expected) == file);
+  // without the flag the same programs are read without the field (and here fail to parse)
+  std::vector<uint8_t> noFlag = file;
+  noFlag[8] = 0;
+  CHECK(!decodeModule(seal(noFlag)).ok());
+  // a module without any blocks_per_sm is written without the flag and the fields (version 1
+  // files of every earlier build)
+  expected.programs[1].blocksPerSm = 0;
+  std::vector<uint8_t> plain = encodeModule(expected);
+  CHECK(plain[8] == 0);
+  CHECK(plain.size() == file.size() - 2);
+  checkSameModule(must(decodeModule(plain)), expected);
+  // the field's value is checked as a u32 like threads
+  Bytes big;
+  big.str("q").uleb(32).uleb(uint64_t(1) << 32);
+  std::vector<uint8_t> bad = makeFile(programsOf({big}));
+  bad[8] = 2;
+  CHECK(errorOf(seal(bad)).find("blocks_per_sm") != std::string::npos);
 }
 
 TEST_CASE("bytecode: the complete file printed in docs/bytecode.md") {

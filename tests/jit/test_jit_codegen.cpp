@@ -144,6 +144,22 @@ TEST_CASE("Fma is one fma.rn per element (f32 and f64), with no separate mul and
   }
 }
 
+TEST_CASE("blocks_per_sm= becomes .minnctapersm beside .reqntid; 0 and absent give none") {
+  VerifiedModule m =
+      buildFile(std::string(TILUSVM_SOURCE_DIR) + "/tests/conformance/ok_blocks_per_sm.tasm");
+  for (int sm : {80, 90}) {
+    PtxKernel one = ptxOf(m, "one_warp", sm);
+    CHECK(contains(one.ptx, ".reqntid 32, 1, 1"));
+    CHECK(occurrences(one.ptx, ".minnctapersm 16") == 1);
+    PtxKernel big = ptxOf(m, "big", sm);
+    CHECK(contains(big.ptx, ".reqntid 1024, 1, 1"));
+    CHECK(occurrences(big.ptx, ".minnctapersm 2") == 1);
+    CHECK_FALSE(contains(ptxOf(m, "inferred", sm).ptx, ".minnctapersm"));
+  }
+  CHECK_FALSE(contains(ptxOf(buildFile(programPath("vector_add.tasm")), "vector_add").ptx,
+                       ".minnctapersm"));
+}
+
 TEST_CASE("softmax reduces each row with warp shuffles, not shared memory") {
   VerifiedModule m = buildFile(programPath("softmax_rows.tasm"));
   PtxKernel k = ptxOf(m, "softmax");
