@@ -91,7 +91,8 @@ if [ "${1:-}" = "--sanitize" ]; then
   "$asm" programs/attention/prefill.tasm -D AT=bf16 -D HD=128 -D CAUSAL=1 \
     -o "$work/prefill.tbc" &&
   "$asm" programs/quant/a16wx.tasm -D PREFILL=1 -D WT=u4 -D N=256 -D K=512 -D G=128 -D ZERO=1 \
-    -o "$work/a16wx_prefill.tbc" || fail "assemble"
+    -o "$work/a16wx_prefill.tbc" &&
+  "$asm" programs/gemm/wgmma_tma.tasm -D SMS=2 -o "$work/wgmma_tma.tbc" || fail "assemble"
   for tool in memcheck racecheck synccheck initcheck; do
     step "compute-sanitizer --tool $tool"
     extra=()
@@ -116,6 +117,9 @@ if [ "${1:-}" = "--sanitize" ]; then
     san "$tool" "$tool-a16wx_prefill.log" "${extra[@]}" "$run" "$work/a16wx_prefill.tbc" \
       --kernel matmul --device cuda --arg a_ptr=rand:1 --arg wq_ptr=rand:2 --arg s_ptr=rand:3 \
       --arg z_ptr=rand:4 --arg m=200
+    # the persistent TMA GEMM: two blocks walking nine tiles, C stored in halves
+    san "$tool" "$tool-wgmma_tma.log" "${extra[@]}" "$run" "$work/wgmma_tma.tbc" --device cuda \
+      --arg a_ptr=rand:1 --arg b_ptr=rand:2 --arg m=300 --arg n=520 --arg k=136
   done
   step "compute-sanitizer --tool memcheck: gpu tests"
   # Less the case that makes a driver call fail on purpose (an out-of-memory cuMemAlloc).
