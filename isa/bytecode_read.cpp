@@ -71,7 +71,7 @@ private:
   std::vector<uint8_t> referenced_; // per instruction: referenced by a statement
   uint64_t stmts_ = 0;
   bool inAssertPrefix_ = true; // no statement other than Assert read yet
-  bool blocksPerSm_;            // the file's programs carry blocks_per_sm (kFlagBlocksPerSm)
+  bool blocksPerSm_;           // the file's programs carry blocks_per_sm (kFlagBlocksPerSm)
 };
 
 void ProgramReader::read() {

@@ -72,7 +72,7 @@ struct Program {
   /// blocks_per_sm=: the occupancy the JIT asks the PTX compiler to allow for (registers per
   /// thread at most 65536 / (blocksPerSm x threads)); 0: no request. A performance hint only.
   uint32_t blocksPerSm = 0;
-  SourceLoc loc;             // of the `def`
+  SourceLoc loc; // of the `def`
   std::vector<Variable> vars;
   std::vector<ExprNode> exprs;
   std::vector<Instruction> instructions;
