@@ -386,14 +386,23 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // fewer tiles than SMs: eight splits however short the walks (32 tiles, 32 steps of K)
   CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "512"}, {"K", "1024"}}, "SPLITK") == 8);
-  // one atom where N is not a multiple of 32, for 6- and 7-bit integers and for floats narrower
-  // than 8 bits; 8-bit weights take two atoms and steps of 4 x 16 k (KS = 4), the rest 8
+  // one atom where N is not a multiple of 32, for 6- and 7-bit integers and for 5- to 7-bit
+  // floats; 8-bit weights take two atoms and steps of 4 x 16 k (KS = 4), the rest 8
   CHECK(constant({{"N", "1040"}, {"K", "4096"}}, "AN") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "AN") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "AN") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "AN") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "AN") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "AN") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f3e1m1"}}, "AN") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f5e2m2"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f6e3m2"}}, "AN") == 1);
+  // the occupancy request: 16 blocks per SM for every weight narrower than 8 bits
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u4"}}, "OCC") == 16);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f6e3m2"}}, "OCC") == 16);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "OCC") == 0);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "OCC") == 0);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"PREFILL", "1"}}, "OCC") == 0);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "KS") == 4);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e5m2"}}, "KS") == 4);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "KS") == 8);
