@@ -201,6 +201,16 @@ private:
   std::string varName(VarId var) const;
   std::string exprTypeName(ExprId id) const;
   std::optional<int64_t> constValue(ExprId id) const;
+  /// What the checker knows of the low bits of integer expression `id` at run time: its value is
+  /// congruent to `residue` modulo `multiple`, a power of two in [1, 2^30] (1: nothing known).
+  /// From constants, +, -, negation, * and << by a constant, and casts between integer types
+  /// of 32 bits or more (a stage index times a tile height); the integer types wrap modulo 2^32
+  /// or 2^64, which a power of two up to 2^30 divides.
+  struct KnownMultiple {
+    int64_t multiple = 1;
+    int64_t residue = 0;
+  };
+  KnownMultiple knownMultiple(ExprId id) const;
   bool isIntegerExpr(ExprId id) const;
   const VarType &typeOf(VarId var) const { return info_.vars[var]; }
   /// A required tensor argument of kind `kind` (scope error otherwise).

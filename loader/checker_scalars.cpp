@@ -107,6 +107,68 @@ template <typename F> void forEachStmt(const std::vector<Stmt> &body, const F &f
 
 std::string ProgramChecker::exprTypeName(ExprId id) const { return prog_.exprs[id].dtype.name(); }
 
+ProgramChecker::KnownMultiple ProgramChecker::knownMultiple(ExprId id) const {
+  static constexpr int64_t kTop = int64_t(1) << 30;
+  auto make = [](int64_t multiple, int64_t residue) {
+    multiple = std::clamp<int64_t>(multiple, 1, kTop);
+    return KnownMultiple{multiple, ((residue % multiple) + multiple) % multiple};
+  };
+  // the largest power of two (up to 2^30) that divides r (2^30 for 0)
+  auto twos = [](int64_t r) {
+    if (r == 0)
+      return kTop;
+    int64_t m = 1;
+    while (m < kTop && r % (m * 2) == 0)
+      m *= 2;
+    return m;
+  };
+  if (id >= prog_.exprs.size() || id >= exprFacts_.size() || !exprFacts_[id].error.empty())
+    return {};
+  const ExprNode &n = prog_.exprs[id];
+  if (!n.dtype.isInt())
+    return {};
+  if (std::optional<int64_t> c = constValue(id))
+    return make(kTop, *c % kTop);
+  auto operand = [&](int k) { return knownMultiple(n.operands[k]); };
+  switch (n.op) {
+  case ExprOp::Add:
+  case ExprOp::Sub: {
+    KnownMultiple a = operand(0), b = operand(1);
+    int64_t m = std::min(a.multiple, b.multiple);
+    return make(m, n.op == ExprOp::Add ? a.residue + b.residue : a.residue - b.residue);
+  }
+  case ExprOp::Neg: {
+    KnownMultiple a = operand(0);
+    return make(a.multiple, -a.residue);
+  }
+  case ExprOp::Mul: {
+    // (ra + ka ma)(rb + kb mb) = ra rb + ra kb mb + rb ka ma + ka kb ma mb
+    KnownMultiple a = operand(0), b = operand(1);
+    int64_t m = std::min({twos(a.residue) * b.multiple, twos(b.residue) * a.multiple,
+                          a.multiple * b.multiple, kTop});
+    return make(m, (a.residue % m) * (b.residue % m));
+  }
+  case ExprOp::Shl: {
+    std::optional<int64_t> k = constValue(n.operands[1]);
+    if (!k || *k < 0 || *k > 30)
+      return {};
+    KnownMultiple a = operand(0);
+    int64_t scale = int64_t(1) << *k;
+    return make(std::min(a.multiple * scale, kTop), (a.residue % kTop) * scale);
+  }
+  case ExprOp::Cast: {
+    // between integer types of at least 32 bits the low 32 bits, and so every residue modulo
+    // a power of two up to 2^30, stay
+    const ExprNode &from = prog_.exprs[n.operands[0]];
+    if (from.dtype.isInt() && from.dtype.bits >= 32 && n.dtype.bits >= 32)
+      return operand(0);
+    return {};
+  }
+  default:
+    return {};
+  }
+}
+
 std::optional<int64_t> ProgramChecker::constValue(ExprId id) const {
   const ExprFacts &f = exprFacts_[id];
   if (!f.constant || !f.error.empty())

@@ -12,15 +12,20 @@ namespace tilus::detail {
 namespace {
 
 /// The origin of a rooted view as the checker knows it: per root dimension the constant part
-/// and whether a run-time term adds to it (applyOffset's rooted addressing).
+/// and whether a run-time term adds to it (applyOffset's rooted addressing), and a power of two
+/// that divides every run-time term (ProgramChecker::knownMultiple; their residues are in the
+/// constant part).
 struct StaticIndex {
   int64_t constant = 0;
   bool runtime = false;
+  int64_t multiple = 1;
 };
 struct StaticArithmetic {
   using Index = StaticIndex;
   StaticIndex add(StaticIndex x, StaticIndex y) const {
-    return {x.constant + y.constant, x.runtime || y.runtime};
+    int64_t m = x.runtime && y.runtime ? std::min(x.multiple, y.multiple)
+                                       : (x.runtime ? x.multiple : y.multiple);
+    return {x.constant + y.constant, x.runtime || y.runtime, m};
   }
 };
 struct RootedView {
@@ -60,7 +65,11 @@ bool ProgramChecker::sharedViewAddresses(const VarType &v, SharedViewAddresses &
     next.origin = view.origin;
     applyOffset<OffsetUse::Slice>(arithmetic, view, next, entries.size(), [&](size_t d) {
       std::optional<int64_t> cv = constValue(entries[d].expr);
-      return std::pair<StaticIndex, bool>{StaticIndex{cv.value_or(0), !cv}, entries[d].slice};
+      if (cv)
+        return std::pair<StaticIndex, bool>{StaticIndex{*cv, false, 1}, entries[d].slice};
+      KnownMultiple k = knownMultiple(entries[d].expr);
+      return std::pair<StaticIndex, bool>{StaticIndex{k.residue, true, k.multiple},
+                                          entries[d].slice};
     });
     view = std::move(next);
   }
@@ -78,9 +87,13 @@ bool ProgramChecker::sharedViewAddresses(const VarType &v, SharedViewAddresses &
   for (size_t r = 0; r < rr; ++r) {
     if (!view.origin[r].runtime)
       continue;
+    // the origins the run-time terms allow: every in-range value congruent to the constant
+    // part modulo their known multiple
+    int64_t m = view.origin[r].multiple;
+    int64_t first = ((view.origin[r].constant % m) + m) % m;
     std::vector<std::vector<int64_t>> grown;
     for (const std::vector<int64_t> &o : out.origins)
-      for (int64_t x = 0; x + extent[r] <= root.shape[r]; ++x) {
+      for (int64_t x = first; x + extent[r] <= root.shape[r]; x += m) {
         grown.push_back(o);
         grown.back()[r] = x;
       }
