@@ -7,6 +7,7 @@
 #include "exact_rounding.h"
 #include "jit_diff.h"
 
+#include "stage_rows_program.h"
 #include "test_helpers.h"
 
 #include <algorithm>
@@ -1929,24 +1930,7 @@ DIFF_CASE("wgmma GEMM with TMA loads and stores (programs/gemm/wgmma_tma.tasm), 
   for (int r : {0, 3}) {
     Case s;
     s.name = "tma_stage_rows_" + std::to_string(r);
-    s.source = R"(
-def k<1>(f16* a_ptr, f16* out_ptr, f16* back_ptr, i32 r) threads=128:
-    ga = ViewGlobal(a_ptr, shape=[128, 128])
-    s = AllocateShared(f16, shape=[128, 128], layout=row_major(1, 2).swizzle(row_major(128, 64), 3, 3, 3))
-    bar = AllocateShared(u64, shape=[1])
-    MbarrierInit(bar, count=1)
-    Synchronize()
-    MbarrierArrive(bar, tx=32768)
-    for t in range(4):
-        TmaLoad(SliceShared(s, offset=[(t + r) % 4 * 32:, 0:], shape=[32, 128]), ga, bar=bar, offset=[t * 32:, 0:])
-    MbarrierWait(bar, parity=0)
-    x = LoadShared(SliceShared(s, offset=[64:, 0:], shape=[64, 128]), layout=spatial(32, 4).local(2, 32))
-    StoreGlobal(x, ViewGlobal(out_ptr, shape=[64, 128]))
-    Synchronize()
-    TmaStore(SliceShared(s, offset=[r % 2 * 64:, 0:], shape=[64, 128]), ViewGlobal(back_ptr, shape=[64, 128]))
-    TmaStoreCommitGroup()
-    TmaStoreWaitGroup(0)
-)";
+    s.source = tilus::testing::kStageRowsProgram;
     s.scalars = {{"r", r}};
     s.buffers = {{"a_ptr", DataType::f16(), 128 * 128, Fill::Moderate},
                  {"out_ptr", DataType::f16(), 64 * 128, Fill::Zero, 0, 0.0},

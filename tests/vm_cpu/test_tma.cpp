@@ -4,6 +4,7 @@
 // of a strided view, the race of a read before the wait, and the launch requirements of tensor
 // maps.
 #include "cpu_test_util.h"
+#include "stage_rows_program.h"
 
 using namespace cputest;
 
@@ -293,28 +294,11 @@ TEST_CASE("TmaStore: rewriting the source before the wait races; a block must wa
 
 TEST_CASE("TmaLoad and TmaStore: stages as rows of one 2-D tile, sliced at run-time multiples of "
           "the stage height") {
-  // four stages of 32 rows x 128 columns (two 64-column panels of 256 rows), each loaded by a
+  // four stages of 32 rows x 128 columns (two 64-column panels of 128 rows), each loaded by a
   // slice at (t + r) % 4 * 32 rows (t the loop variable, r a parameter: the checker knows the
   // origin is a multiple of 32 rows, 4 KiB); the first 64 rows then go back out by one TMA store
   // of a slice at a parameter's multiple of 64, the last 64 by LoadShared
-  const std::string src = R"(
-def k<1>(f16* a_ptr, f16* out_ptr, f16* back_ptr, i32 r) threads=128:
-    ga = ViewGlobal(a_ptr, shape=[128, 128])
-    s = AllocateShared(f16, shape=[128, 128], layout=row_major(1, 2).swizzle(row_major(128, 64), 3, 3, 3))
-    bar = AllocateShared(u64, shape=[1])
-    MbarrierInit(bar, count=1)
-    Synchronize()
-    MbarrierArrive(bar, tx=32768)
-    for t in range(4):
-        TmaLoad(SliceShared(s, offset=[(t + r) % 4 * 32:, 0:], shape=[32, 128]), ga, bar=bar, offset=[t * 32:, 0:])
-    MbarrierWait(bar, parity=0)
-    x = LoadShared(SliceShared(s, offset=[64:, 0:], shape=[64, 128]), layout=spatial(32, 4).local(2, 32))
-    StoreGlobal(x, ViewGlobal(out_ptr, shape=[64, 128]))
-    Synchronize()
-    TmaStore(SliceShared(s, offset=[r % 2 * 64:, 0:], shape=[64, 128]), ViewGlobal(back_ptr, shape=[64, 128]))
-    TmaStoreCommitGroup()
-    TmaStoreWaitGroup(0)
-)";
+  const std::string src = tilus::testing::kStageRowsProgram;
   std::vector<uint16_t> a = matrix(128, 128);
   for (int r : {0, 1, 3}) {
     CAPTURE(r);
