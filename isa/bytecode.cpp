@@ -39,9 +39,11 @@ void writeSection(ByteWriter &out, uint8_t id, const ByteWriter &payload) {
   out.sized(payload);
 }
 
-ByteWriter programsSection(const Module &module) {
+/// The programs section; `blocksPerSm`: with every program's blocks_per_sm field
+/// (bytecode::needsBlocksPerSm, header flag kFlagBlocksPerSm).
+ByteWriter programsSection(const Module &module, bool blocksPerSm) {
   ByteWriter payload;
-  bytecode::writeProgramsPayload(payload, module, bytecode::needsBlocksPerSm(module));
+  bytecode::writeProgramsPayload(payload, module, blocksPerSm);
   ByteWriter section;
   writeSection(section, bytecode::kSectionPrograms, payload);
   return section;
@@ -127,7 +129,8 @@ std::vector<uint8_t> encodeModule(const Module &module, const EncodeOptions &opt
   ByteWriter producer;
   producer.str(kProducer);
   writeSection(body, bytecode::kSectionProducer, producer);
-  body.bytes(programsSection(module).data());
+  const bool blocksPerSm = bytecode::needsBlocksPerSm(module);
+  body.bytes(programsSection(module, blocksPerSm).data());
   if (options.debugInfo) {
     ByteWriter debug;
     bytecode::writeDebugPayload(debug, module);
@@ -139,7 +142,7 @@ std::vector<uint8_t> encodeModule(const Module &module, const EncodeOptions &opt
     out.u8(b);
   out.u32le(kBytecodeFormatVersion);
   out.u32le((options.debugInfo ? bytecode::kFlagDebugInfo : 0) |
-            (bytecode::needsBlocksPerSm(module) ? bytecode::kFlagBlocksPerSm : 0));
+            (blocksPerSm ? bytecode::kFlagBlocksPerSm : 0));
   out.u32le(0);
   out.u64le(bytecode::kHeaderBytes + body.size());
   out.u64le(XXH3_64bits(body.data().data(), body.size()));
@@ -173,7 +176,7 @@ Expected<Module> decodeModule(std::span<const uint8_t> bytes, const BytecodeLimi
 }
 
 uint64_t moduleContentHash(const Module &module) {
-  ByteWriter section = programsSection(module);
+  ByteWriter section = programsSection(module, bytecode::needsBlocksPerSm(module));
   return XXH3_64bits(section.data().data(), section.size());
 }
 

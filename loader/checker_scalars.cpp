@@ -13,6 +13,7 @@
 #include "isa/scalar_eval.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 namespace tilus::detail {
@@ -114,14 +115,7 @@ ProgramChecker::KnownMultiple ProgramChecker::knownMultiple(ExprId id) const {
     return KnownMultiple{multiple, ((residue % multiple) + multiple) % multiple};
   };
   // the largest power of two (up to 2^30) that divides r (2^30 for 0)
-  auto twos = [](int64_t r) {
-    if (r == 0)
-      return kTop;
-    int64_t m = 1;
-    while (m < kTop && r % (m * 2) == 0)
-      m *= 2;
-    return m;
-  };
+  auto twos = [](int64_t r) { return int64_t(1) << std::min(30, std::countr_zero(uint64_t(r))); };
   if (id >= prog_.exprs.size() || id >= exprFacts_.size() || !exprFacts_[id].error.empty())
     return {};
   const ExprNode &n = prog_.exprs[id];
