@@ -330,6 +330,15 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
   for (int64_t m : {1, 3})
     runConfig(Config{i6, true, 32, 256, 64, m, true, split1And2});
   runConfig(Config{u4, true, 32, 256, 256, 16, true, split8});
+  // ranges of unequal steps (8 steps in 3 ranges: 2, 3, 3; in 5: 1, 2, 1, 2, 2), one group
+  // cut by a range (G = 64, two steps)
+  const std::map<std::string, std::string> split3 = {{"KS", "2"}, {"SPLITK", "3"}};
+  const std::map<std::string, std::string> split5 = {
+      {"KS", "2"}, {"SPLITK", "5"}, {"SPLIT1", "5"}};
+  for (const WeightType &t : {u4, i6, floatType("f8e4m3", 4, 3)})
+    runConfig(Config{t, false, 32, 256, 64, 3, false, split3});
+  runConfig(Config{u4, true, 64, 256, 64, 1, true, split5});
+  runConfig(Config{i6, false, 32, 256, 128, 9, true, split5});
   runConfig(Config{i6, false, 48, 256, 32, 3, true, split2});
   runConfig(Config{i6, true, 32, 256, 64, 7, false, split4});
   // m past SPLITM: no split (one block per tile), the same program
@@ -373,17 +382,17 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
     return v;
   };
   // Llama-70B shapes (two atoms per warp by default: 32 rows of N per warp). The split is the
-  // largest power of two up to 8 with at most 2048 blocks and at least 16 steps of K per block:
-  // N = 57344 has 1792 column tiles (no split); N = 8192 and 10240 have 256 and 320 (four, as
-  // K = 8192 has 64 steps of 128); K = 28672 (224 steps) lets N = 8192 take eight
+  // most blocks per tile, up to 8, with at most 2048 blocks: N = 57344 has 1792 column tiles (no
+  // split), N = 28672 896 (two), N = 10240 320 (six), N = 8192 256 (eight)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "AN") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 1);
-  CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 4);
-  CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 8);
+  CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 6);
   CHECK(constant({{"N", "8192"}, {"K", "28672"}}, "SPLITK") == 8);
-  CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "10240"}, {"K", "28672"}}, "SPLITK") == 6);
   CHECK(constant({{"N", "28672"}, {"K", "8192"}}, "SPLITK") == 2);
-  // fewer tiles than SMs: eight splits however short the walks (32 tiles, 32 steps of K)
+  // fewer tiles than SMs: eight splits however short the walks (32 tiles, 32 steps of K; 16
+  // tiles, 8 steps)
   CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "512"}, {"K", "1024"}}, "SPLITK") == 8);
   // one atom where N is not a multiple of 32, for 6- and 7-bit integers and for 5- to 7-bit
@@ -408,9 +417,11 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "KS") == 8);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u4"}}, "KS") == 8);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "SPLITK") == 1);
-  // one atom per warp: 3584 column tiles at N = 57344 (no split), 512 at N = 8192 (four)
+  // one atom per warp: 3584 column tiles at N = 57344 (no split), 512 at N = 8192 (four), 640
+  // at N = 10240 (three)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 1);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 4);
+  CHECK(constant({{"N", "10240"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 3);
   // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 64 tiles, fewer than the
   // SMs: eight splits)
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
@@ -426,19 +437,20 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 1);
-  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WT", "u5"}}, "SPLIT1") == 4);
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WT", "u5"}}, "SPLIT1") == 8);
   // ... but not below 32 steps of K (16 per block)
   CHECK(constant({{"N", "57344"}, {"K", "2048"}, {"WT", "u5"}}, "SPLIT1") == 1);
-  // a split that does not divide the steps of K falls back to 1
-  CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 1);
-  // an explicit SPLITK must divide the steps of K (8 steps of 32 here)
-  for (std::string bad : {"3", "16", "-2"}) {
+  // no more blocks than steps of K (two steps of 128 here)
+  CHECK(constant({{"N", "1024"}, {"K", "256"}}, "SPLITK") == 2);
+  // an explicit SPLITK must be 1 to the steps of K (8 steps of 32 here; 3 is fine)
+  CHECK(constant({{"N", "64"}, {"K", "256"}, {"KS", "2"}, {"SPLITK", "3"}}, "SPLITK") == 3);
+  for (std::string bad : {"9", "16", "0", "-2"}) {
     INFO("SPLITK=" << bad);
     AssembleOptions options;
     options.defines = {{"N", "64"}, {"K", "256"}, {"KS", "2"}, {"SPLITK", bad}};
     Expected<Module> module = assemble(readProgram(), options);
     REQUIRE_FALSE(module.ok());
     CHECK(module.status().first().code == ErrorCode::Assert);
-    CHECK(module.status().first().message.find("SPLITK divides") != std::string::npos);
+    CHECK(module.status().first().message.find("SPLITK is at most") != std::string::npos);
   }
 }
