@@ -333,8 +333,7 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
   // ranges of unequal steps (8 steps in 3 ranges: 2, 3, 3; in 5: 1, 2, 1, 2, 2), one group
   // cut by a range (G = 64, two steps)
   const std::map<std::string, std::string> split3 = {{"KS", "2"}, {"SPLITK", "3"}};
-  const std::map<std::string, std::string> split5 = {
-      {"KS", "2"}, {"SPLITK", "5"}, {"SPLIT1", "5"}};
+  const std::map<std::string, std::string> split5 = {{"KS", "2"}, {"SPLITK", "5"}, {"SPLIT1", "5"}};
   for (const WeightType &t : {u4, i6, floatType("f8e4m3", 4, 3)})
     runConfig(Config{t, false, 32, 256, 64, 3, false, split3});
   runConfig(Config{u4, true, 64, 256, 64, 1, true, split5});

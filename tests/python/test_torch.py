@@ -259,30 +259,37 @@ class TestTorchCuda(unittest.TestCase):
             self.assertLess(relative_error(out, model(x)), 2e-3, f"call {i}")
 
     def test_workspace_of_split_k_shapes(self):
-        # the first layer (K = 1024, N = 512: SPLITK = 8) needs a workspace, the second
-        # (K = 512: four steps of K, no split) none; a launch with the caller's workspace gives
-        # the runtime-workspace launch's result (up to the order of the f32 partial sums)
+        # both layers split K (K = 1024, N = 512: SPLITK = 8; K = 512, four steps of K: SPLITK =
+        # 4) and need a workspace; a launch with the caller's workspace gives the
+        # runtime-workspace launch's result (up to the order of the f32 partial sums). A layer
+        # of one step of K (K = 128) has nothing to split and needs none.
         from tilusvm.torch import _module_for
         model = self.model()
         x = torch.randn(16, 1024, device="cuda", dtype=torch.float16)
-        for layer, split in ((model[0], True), (model[2], False)):
+        one_step = _module_for("f16", "i6", 1024, 128, 128, False)
+        f16 = dict(device="cuda", dtype=torch.float16)
+        self.assertEqual(one_step["matmul"].workspace_size(
+            torch.zeros(16, 128, **f16), torch.zeros(128 * 1024 * 6 // 8, device="cuda",
+                                                     dtype=torch.uint8),
+            torch.zeros(1, 1024, **f16), torch.zeros(1, 1024, **f16),
+            torch.zeros(16, 1024, **f16), 16), 0)
+        for layer in (model[0], model[2]):
             module = _module_for("f16", layer.weight_type, layer.out_features,
                                  layer.in_features, 128, layer.zero_point)
-            inp = x if split else torch.randn(16, 512, device="cuda", dtype=torch.float16)
-            y = torch.zeros(16, layer.out_features, device="cuda", dtype=torch.float16)
+            inp = x if layer is model[0] else torch.randn(16, 512, **f16)
+            y = torch.zeros(16, layer.out_features, **f16)
             args = (inp, layer.wq, layer.scales, layer.zeros, y, 16)
             size = module["matmul"].workspace_size(*args)
-            self.assertEqual(size > 0, split)
-            if split:
-                # the kernel computes x @ W^T; the layer adds its bias after it
-                ref = reference(layer, inp)
-                workspace = torch.full((size,), 0xAB, dtype=torch.uint8, device="cuda")
-                for _ in range(3):  # zeroed clean regions before each launch
-                    y.zero_()
-                    module["matmul"](*args, workspace=workspace)
-                    self.assertLess(relative_error(y, ref), 2e-3)
-                with self.assertRaisesRegex(tilusvm.Error, "workspace"):
-                    module["matmul"](*args, workspace=workspace[:size - 256])
+            self.assertGreater(size, 0)
+            # the kernel computes x @ W^T; the layer adds its bias after it
+            ref = reference(layer, inp)
+            workspace = torch.full((size,), 0xAB, dtype=torch.uint8, device="cuda")
+            for _ in range(3):  # zeroed clean regions before each launch
+                y.zero_()
+                module["matmul"](*args, workspace=workspace)
+                self.assertLess(relative_error(y, ref), 2e-3)
+            with self.assertRaisesRegex(tilusvm.Error, "workspace"):
+                module["matmul"](*args, workspace=workspace[:size - 256])
 
     def test_cuda_graph_replays_with_new_inputs(self):
         model = self.model()
