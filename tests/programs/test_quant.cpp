@@ -451,6 +451,6 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
     Expected<Module> module = assemble(readProgram(), options);
     REQUIRE_FALSE(module.ok());
     CHECK(module.status().first().code == ErrorCode::Assert);
-    CHECK(module.status().first().message.find("SPLITK is at most") != std::string::npos);
+    CHECK(module.status().first().message.find("SPLITK is 1 to the") != std::string::npos);
   }
 }
