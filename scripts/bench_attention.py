@@ -14,6 +14,7 @@ the same run.
     python3 scripts/bench_attention.py [--build DIR] [--only prefill,decode,layers]
                                        [--iters N] [--json FILE] [--dry-run]
                                        [--kv-types f16,f8e4m3,u4] [--decode-variants 'A=1;A=2,B=3']
+                                       [--decode-programs attention/decode_paged.tasm,old.tasm]
                                        [--prefill-variants ';HOPPER=0']
 
 Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
@@ -47,7 +48,9 @@ class Runner:
 
     def assemble(self, program, name, defines):
         tbc = os.path.join(self.work, name + ".tbc")
-        cmd = [self.asm, os.path.join(ROOT, "programs", program), "-o", tbc]
+        # a program of programs/, or another file (a path as given)
+        path = os.path.join(ROOT, "programs", program)
+        cmd = [self.asm, path if os.path.isfile(path) else program, "-o", tbc]
         for k, v in defines.items():
             cmd += ["-D", f"{k}={v}"]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -178,12 +181,16 @@ def decode_rows(r, args, copy):
     rng = random.Random(0)
     # tuning variants: ";"-separated sets of ","-separated NAME=VALUE (empty: the defaults)
     variants = [v for v in args.decode_variants.split(";")] or [""]
-    for kt, variant in [(kt, v) for kt in args.kv_types.split(",") for v in variants]:
+    programs = args.decode_programs.split(",")
+    for prog, kt, variant in [(p, kt, v) for p in programs for kt in args.kv_types.split(",")
+                              for v in variants]:
         tuning = dict(d.split("=", 1) for d in variant.split(",") if d)
         label = "".join(f" {k}={v}" for k, v in tuning.items())
+        if len(programs) > 1:  # rows of other versions of the program name their file
+            label += " " + os.path.basename(prog)
         try:
-            name = f"decode_{kt}" + "".join(f"_{k}{v}" for k, v in tuning.items())
-            tbc = r.assemble("attention/decode_paged.tasm", name,
+            name = f"decode{programs.index(prog)}_{kt}" + "".join(f"_{k}{v}" for k, v in tuning.items())
+            tbc = r.assemble(prog, name,
                              {"AT": "f16", "KT": kt, "HD": HD, "PAGE": PAGE, **tuning})
         except RuntimeError as e:
             rows.append({"bench": "decode", "case": f"KT={kt}{label}", "error": str(e)})
@@ -277,6 +284,10 @@ def main():
     ap.add_argument("--prefill-variants", default=";HOPPER=0",
                     help="prefill tuning variants as for --decode-variants (default ';HOPPER=0': "
                          "the default wgmma design and the mma.sync design)")
+    ap.add_argument("--decode-programs", default="attention/decode_paged.tasm",
+                    help="decode programs to run, ','-separated: paths under programs/ or of "
+                         "other files (e.g. an earlier version of decode_paged.tasm), each with "
+                         "the decode contract (default attention/decode_paged.tasm)")
     ap.add_argument("--decode-hd", type=int, default=128,
                     help="head dimension of the decode rows (default 128)")
     ap.add_argument("--seq", type=int, default=4096, help="prefill sequence length")

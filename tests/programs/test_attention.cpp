@@ -82,10 +82,11 @@ struct DecodeShape {
 };
 
 /// Runs decode `launches` times on the same inputs (o reset to NaN before each) and checks o
-/// after each launch against the reference.
+/// after each launch against the reference. q is drawn from [qLow, 1]; the scores are scaled by
+/// `scale` (0: 1 / sqrt(hd)).
 void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeShape &sh,
                  uint32_t seed, const std::map<std::string, std::string> &tuning = {},
-                 int launches = 1) {
+                 int launches = 1, float scale = 0, double qLow = -1) {
   CAPTURE(kt.name);
   CAPTURE(bf16);
   CAPTURE(hd);
@@ -104,7 +105,7 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
   const int B = sh.batch, H = sh.heads, KV = sh.kvHeads, G = H / KV;
   // q in AT
   std::vector<uint16_t> q(static_cast<size_t>(B * H * hd));
-  std::uniform_real_distribution<double> qd(-1, 1);
+  std::uniform_real_distribution<double> qd(qLow, 1);
   for (uint16_t &x : q)
     x = bf16 ? doubleToBf16(qd(rng)) : doubleToHalf(qd(rng));
   // caches: codes, bit-packed
@@ -131,7 +132,8 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
   }
   std::vector<int32_t> lens = sh.seqLens;
   std::vector<uint16_t> o;
-  const float scale = float(1.0 / std::sqrt(double(hd)));
+  if (scale == 0)
+    scale = float(1.0 / std::sqrt(double(hd)));
   const bool narrow = kt.bits <= 8;
   // unit roundoff of the type of the softmax weights in the P V product
   const double pUnit = kt.name == "bf16" ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
@@ -260,6 +262,13 @@ TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty spl
   // groups of 32 heads (two row tiles per kv head), split over 5 blocks
   checkDecode(false, intType("u4", false, 4), 64, 16, {2, 32, 1, 40, 20, {200, 33}}, 22,
               {{"SPLITS", "5"}}, 2);
+  // every score far below zero (u4 keys are at least 0, q at least 0.5, the scale -100): the
+  // combination reads the zero slots past the last split (groups of four splits per step) and
+  // must not take their maxima of 0 as the largest; G = 5 (an odd group: a word of two heads
+  // half past it)
+  checkDecode(false, intType("u4", false, 4), 64, 16, {2, 10, 2, 40, 20, {300, 100}}, 26,
+              {{"SPLITS", "3"}}, 2, -100.0f, 0.5);
+  checkDecode(false, f16, 64, 16, {2, 10, 2, 40, 20, {300, 100}}, 27, {{"SPLITS", "6"}});
   // SPLITS 1: the program without workspace
   checkDecode(false, f16, 64, 16, {2, 8, 1, 12, 6, {1, 77}}, 16, {{"SPLITS", "1"}});
   checkDecode(false, intType("i8", true, 8), 128, 16, {1, 8, 8, 6, 6, {90}}, 17, {{"SPLITS", "1"}});
