@@ -122,6 +122,24 @@ def _code_values(t, device):
     return torch.tensor(quant.code_value_list(t.name), dtype=torch.float64, device=device)
 
 
+def _round_from_float64(x, dtype):
+    """float64 ``x`` rounded once to ``dtype`` (to nearest, ties to even), as NumPy's and the
+    ISA's conversions round. PyTorch converts float64 to float16 and bfloat16 through float32,
+    rounding twice (1 + 2^-11 + 2^-40 becomes the tie 1 + 2^-11 in float32, then 1.0 instead of
+    1 + 2^-10). Rounding to float32 *to odd* first (truncate, and set the last bit where
+    anything was cut off) keeps the second rounding exact: float32 has more than two bits
+    beyond the 11 of float16 and the 8 of bfloat16."""
+    if dtype not in (torch.float16, torch.bfloat16):
+        return x.to(dtype)
+    y = x.to(torch.float32)
+    back = y.to(torch.float64)
+    inexact = back != x
+    # rounded away from zero: one step back toward zero gives the truncation
+    trunc = torch.where(back.abs() > x.abs(), torch.nextafter(y, torch.zeros_like(y)), y)
+    odd = (trunc.view(torch.int32) | inexact.to(torch.int32)).view(torch.float32)
+    return odd.to(dtype)
+
+
 def quantize(weight, weight_type, group_size, zero_point=None, scale_dtype=torch.float16):
     """Quantise ``weight[K, N]`` (any float tensor) on its device. Returns ``(codes, scales,
     zeros)``: codes ``[K, N]`` int64 B-bit patterns, scales and zeros ``[K / G, N]`` of
@@ -137,7 +155,7 @@ def quantize(weight, weight_type, group_size, zero_point=None, scale_dtype=torch
 
     def stored(s):  # the scale as stored, back in float64; an all-zero group gets 1
         s = torch.where(s > 0, s, torch.ones_like(s))
-        return s.to(scale_dtype).to(torch.float64)
+        return _round_from_float64(s, scale_dtype).to(torch.float64)
 
     if t.kind == "uint" and zero_point:
         qmax = (1 << t.bits) - 1
