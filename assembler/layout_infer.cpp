@@ -642,6 +642,23 @@ void Inference::visit(uint32_t i) {
     visitWgmma(i, inst);
     return;
   }
+  if (spec.category == InstructionCategory::Atomic && op != Opcode::Fence) {
+    // The old values are a register tensor of dst's dtype in r's layout (AtomicCas's cmp has
+    // that layout too), so a View of them reinterprets r's layout (docs/isa.md, "Atomics").
+    VarId reg = inst.arg(ArgName::r).var;
+    if (reg == kNoId || !t_[reg].known || t_[reg].kind != VarKind::Register)
+      return;
+    if (op == Opcode::AtomicCas) {
+      VarId cmp = inst.arg(ArgName::cmp).var;
+      if (cmp != kNoId && t_[cmp].known && t_[cmp].kind == VarKind::Register)
+        unite(cmp, reg);
+    }
+    if (r == kNoId)
+      return;
+    declareRegister(r, t_[reg].dtype, t_[reg].shape, i);
+    unite(r, reg);
+    return;
+  }
   if (op == Opcode::TmaLoad || op == Opcode::TmaStore) {
     VarId v = inst.arg(ArgName::s).var; // a box the tensor memory accelerator writes or reads
     if (v != kNoId && t_[v].sharedRoot != kNoId)

@@ -342,3 +342,23 @@ TEST_CASE("stripping: every program of programs/ loses its performance-only layo
         std::string::npos);
   CHECK(paper.find("acc = AllocateRegister(f32, shape=[16, 8], init=0.0)") != std::string::npos);
 }
+
+TEST_CASE("stripping: the old values of an atomic are in r's layout, so a View of them keeps it") {
+  // zm's layout reaches the View only through the AtomicExch's result: it stays; `add`'s does
+  // not feed a View and goes
+  const std::string source = R"(def k<1>(u64* p, f32* q) threads=32:
+    g = ViewGlobal(p, shape=[4])
+    zm = AllocateRegister(u64, layout=replicate(8).spatial(4))
+    m = View(AtomicExch(g, zm), dtype=f32, layout=replicate(8).spatial(4).local(2))
+    add = AllocateRegister(f32, layout=replicate(8).spatial(4).local(2), init=1.0)
+    StoreGlobal(Add(m, add), ViewGlobal(q, shape=[8]))
+)";
+  Expected<std::string> stripped = stripPerformanceLayouts(source, AssembleOptions{});
+  REQUIRE_OK(stripped);
+  CHECK(stripped->find("zm = AllocateRegister(u64, layout=replicate(8).spatial(4))") !=
+        std::string::npos);
+  CHECK(stripped->find("add = AllocateRegister(f32, shape=[8], init=1.0)") != std::string::npos);
+  Expected<Module> m = assemble(*stripped, AssembleOptions{});
+  REQUIRE_OK(m);
+  REQUIRE_OK(checkModule(std::move(m).value()));
+}
