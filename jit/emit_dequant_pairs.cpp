@@ -1,5 +1,5 @@
 // Dequantisation of low-bit integers from where their codes lie: two codes per 32-bit lane pair
-// with one mask, one magic number and one packed fused multiply-add.
+// with one mask, one magic number and one packed subtraction.
 //
 // A register slot of a sub-byte type is, in the IR that View and the loads emit, a chain of
 // shifts, masks, truncations and extensions of a wider value (a loaded 32-bit word, a byte of a
@@ -10,16 +10,19 @@
 //
 //     lanes = (Y & M) ^ (K | magic)        M: the two code fields; K: the sign bias of signed
 //                                          types (code ^ 2^(N-1) makes it non-negative);
-//                                          magic: 1024.0 (0x6400) in both halves
-//     value = lanes * 2^-p - (2^(10-p) + bias)   one fma.rn.f16x2 (sub.f16x2 when p0 = p1 = 0)
+//                                          magic: 2^(10-p) (exponent 25 - p) in each half
+//     value = lanes - (2^(10-p) + bias)    one sub.f16x2 by an immediate pair
 //
-// so that a lane holding the code c' at bit p reads 1024 + c' 2^p (the mantissa's unit is 1 at
-// exponent 10) and the fma leaves c' - bias. Every step is exact: the code fits the mantissa
-// (p + N <= 10), the scaling is by a power of two, and the result is a small integer, so the one
-// rounding of the fma rounds an exact value. bf16 works alike with 128.0 (0x4300, 7 mantissa
-// bits, p + N <= 7). LLVM folds the byte re-assembly (e.g. the bytes of a loop-carried word)
-// back into the word, and ptxas forms `prmt` and `lop3` from the rest: three instructions per
-// pair of codes instead of a shift, a bit-field extract and an or per code.
+// so that a lane holding the code c' at bit p reads 2^(10-p) + c' (the exponent makes the
+// mantissa's unit 2^-p, so bit p has weight 1) and the sub leaves c' - bias. Every step is
+// exact: the code fits the mantissa (p + N <= 10) and the result is a small integer, so the one
+// rounding of the sub rounds an exact value. bf16 works alike with 2^(7-p) (exponent 134 - p, 7
+// mantissa bits, p + N <= 7) where that exponent's low bit, which lies in the code's byte, is 0
+// (p even); at an odd p the half keeps 128.0 (0x4300), where the code reads 128 + c' 2^p, and the
+// pair takes one fma by 2^-p instead (sm_90: fma.rn.bf16x2 with these constants). LLVM folds the
+// byte re-assembly (e.g. the bytes of a loop-carried word) back into the word, and ptxas forms
+// `prmt` and `lop3` from the rest: three instructions per pair of codes instead of a shift, a
+// bit-field extract and an or per code.
 #include "jit/codegen.h"
 
 #include "isa/convert.h"
@@ -153,7 +156,14 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
   // fma.rn.bf16x2 with these constants: sm_90 (sm_80 aligns every code to bit 0, a plain sub)
   bool scaled = !intoBf16 || opts.smVersion >= 90;
   double base = intoBf16 ? 128.0 : 1024.0;
-  uint32_t magic = intoBf16 ? 0x4300u : 0x6400u;
+  // the magic number of a half whose code lies at bit p: 2^(room - p), whose mantissa unit is
+  // 2^-p (bit p has weight 1), when its exponent's bits fit above the code's byte (f16: always;
+  // bf16: even p); otherwise 2^room (bit p then has weight 2^p, undone by the fma's scale)
+  auto magicAt = [&](int p) -> uint32_t {
+    uint32_t e = uint32_t((intoBf16 ? 134 : 25) - p) << room;
+    return (e & 0xFFu) == 0 ? e : (intoBf16 ? 0x4300u : 0x6400u);
+  };
+  auto unitAt = [&](int p) { return magicAt(p) != (intoBf16 ? 0x4300u : 0x6400u) || p == 0; };
   uint32_t signBias = from.isSigned() ? (1u << (n - 1)) : 0u;
   llvm::Type *i16 = b.getInt16Ty();
   llvm::Type *i32 = b.getInt32Ty();
@@ -204,7 +214,6 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
     return b.CreateZExt(b.CreateZExtOrTrunc(v, i16), i32);
   };
   llvm::Value *zero = b.getInt32(0);
-  llvm::Value *magicByte = b.getInt32(magic >> 8);
   auto prmt = [&](llvm::Value *x, llvm::Value *y, uint32_t selector) -> llvm::Value * {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
   };
@@ -217,19 +226,22 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
 
   std::vector<llvm::Value *> out;
   out.reserve(slots.size());
+  const std::optional<Placed> noCode;
   for (size_t k = 0; k < slots.size(); k += 2) {
     bool pair = k + 1 < slots.size();
     const std::optional<Placed> &c0 = placed[k];
-    std::optional<Placed> c1 = pair ? placed[k + 1] : std::nullopt;
+    const std::optional<Placed> &c1 = pair ? placed[k + 1] : noCode;
     int p0 = c0 ? c0->p : 0, p1 = c1 ? c1->p : 0;
+    uint32_t magic0 = magicAt(p0), magic1 = magicAt(p1);
     uint32_t field = uint32_t(bitMask(n));
     llvm::Value *lanes = nullptr;
     if (inByte(c0) && (!pair || (inByte(c1) && c1->word == c0->word))) {
-      // each code's byte in the low byte of its half, the magic exponent byte above it, all
-      // from one prmt; one mask then clears the neighbouring codes (none for 8-bit codes)
+      // each code's byte in the low byte of its half, its half's magic exponent byte above it,
+      // all from one prmt; one mask then clears the neighbouring codes (none for 8-bit codes)
       uint32_t sel0 = uint32_t(c0->byte) | 4u << 4;
-      uint32_t sel1 = pair ? uint32_t(c1->byte) | 4u << 4 : 0x44u;
-      llvm::Value *y = prmt(words[c0->word].value, magicByte, sel0 | sel1 << 8);
+      uint32_t sel1 = pair ? uint32_t(c1->byte) | 5u << 4 : 0x44u;
+      llvm::Value *magicBytes = b.getInt32(magic0 >> 8 | (magic1 >> 8) << 8);
+      llvm::Value *y = prmt(words[c0->word].value, magicBytes, sel0 | sel1 << 8);
       uint32_t mask = field << p0 | 0xFF00u | (pair ? field << (16 + p1) : 0u) | 0xFF000000u;
       lanes = mask == 0xFFFFFFFFu ? y : b.CreateAnd(y, b.getInt32(mask));
     } else {
@@ -251,21 +263,24 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
       uint32_t mask = field << p0 | (pair ? field << (16 + p1) : 0u);
       // the codes read in place are biased already (their word was xor-ed)
       uint32_t flip = (c0 ? 0u : signBias) | (pair && !c1 ? signBias << 16 : 0u);
-      lanes = b.CreateXor(b.CreateAnd(y, b.getInt32(mask)), b.getInt32(flip | magic | magic << 16));
+      lanes =
+          b.CreateXor(b.CreateAnd(y, b.getInt32(mask)), b.getInt32(flip | magic0 | magic1 << 16));
     }
     llvm::Value *x = b.CreateBitCast(lanes, pairType);
     llvm::Value *r = nullptr;
-    if (p0 == 0 && p1 == 0) {
-      r = b.CreateFSub(x, llvm::ConstantFP::get(pairType, base + double(signBias)));
+    auto constPair = [&](double lo, double hi) {
+      return llvm::ConstantVector::get(
+          {llvm::ConstantFP::get(lane, lo), llvm::ConstantFP::get(lane, hi)});
+    };
+    // either way the offset is 2^(room - p) + bias: the magic number, less the code's bias
+    llvm::Value *shift = constPair(std::ldexp(base, -p0) + double(signBias),
+                                   std::ldexp(base, -p1) + double(signBias));
+    if (unitAt(p0) && unitAt(p1)) {
+      r = b.CreateFSub(x, shift);
     } else {
-      auto constPair = [&](double lo, double hi) {
-        return llvm::ConstantVector::get(
-            {llvm::ConstantFP::get(lane, lo), llvm::ConstantFP::get(lane, hi)});
-      };
-      llvm::Value *scale = constPair(std::ldexp(1.0, -p0), std::ldexp(1.0, -p1));
-      llvm::Value *shift = constPair(-(std::ldexp(base, -p0) + double(signBias)),
-                                     -(std::ldexp(base, -p1) + double(signBias)));
-      r = b.CreateIntrinsic(llvm::Intrinsic::fma, {pairType}, {x, scale, shift});
+      llvm::Value *scale = constPair(unitAt(p0) ? 1.0 : std::ldexp(1.0, -p0),
+                                     unitAt(p1) ? 1.0 : std::ldexp(1.0, -p1));
+      r = b.CreateIntrinsic(llvm::Intrinsic::fma, {pairType}, {x, scale, b.CreateFNeg(shift)});
     }
     out.push_back(b.CreateExtractElement(r, uint64_t(0)));
     if (pair)

@@ -11,6 +11,7 @@
 
 #include "jit/codegen.h"
 #include "jit/fatal_error.h"
+#include "jit/held_registers.h"
 #include "jit/nan_canonical.h"
 #include "jit/source_hash.h"
 #include "jit/wgmma_zero_accumulator.h"
@@ -410,6 +411,10 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   Status optimized = optimize(*c.module, **tm, options.optLevel);
   if (!optimized.ok())
     return optimized;
+  // TILUSVM_JIT_HOLD=0 leaves the kernel as optimised, for experiments (held_registers.h)
+  if (const char *hold = std::getenv("TILUSVM_JIT_HOLD");
+      options.optLevel > 0 && !(hold && std::string(hold) == "0"))
+    jit::holdLoopInvariantRegisters(*cg.kernel());
   double t3 = threadMs();
   c.setupMs = t1 - t0;
   c.buildMs = t2 - t1;
@@ -466,6 +471,8 @@ const char *JitOptions::compilerVersion() {
       v += " passes-" + std::to_string(std::hash<std::string>()(passes));
     if (const char *codegen = std::getenv("TILUSVM_JIT_CODEGEN"); codegen && *codegen)
       v += std::string(" codegen-") + codegen;
+    if (const char *hold = std::getenv("TILUSVM_JIT_HOLD"); hold && *hold)
+      v += std::string(" hold-") + hold;
     return v;
   }();
   return version.c_str();

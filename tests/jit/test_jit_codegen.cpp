@@ -7,6 +7,9 @@
 #include "tests/jit/exact_rounding.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <set>
+#include <sstream>
 #include <thread>
 
 using namespace tilus;
@@ -419,9 +422,10 @@ TEST_CASE("element paths of wide tiles: ptxas accepts the kernels" * needsPtxas(
   }
 }
 
-TEST_CASE("integer dequantisation reads two codes per prmt, mask and fma.rn.f16x2") {
-  // 32 u4 codes from four loaded words into f16: each pair of codes is one prmt of its word,
-  // one mask with the magic exponent (and / or, one lop3 in SASS) and one packed fma
+TEST_CASE("integer dequantisation reads two codes per prmt, mask and add.rn.f16x2") {
+  // 32 u4 codes from four loaded words into f16: each pair of codes is one prmt of its word
+  // (which also places each half's magic exponent: 1024 for the code at bit 0, 64 for the code
+  // at bit 4), one mask and one packed subtraction of an immediate pair, no fma with a scale
   // (jit/emit_dequant_pairs.cpp); no per-code bit-field extracts or shifts remain
   VerifiedModule m =
       buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
@@ -431,10 +435,13 @@ TEST_CASE("integer dequantisation reads two codes per prmt, mask and fma.rn.f16x
                   "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n");
   PtxKernel k = ptxOf(m, "dq");
   CHECK(occurrences(k.ptx, "prmt.b32") == 16);
-  CHECK(occurrences(k.ptx, "fma.rn.f16x2") == 16);
+  CHECK(occurrences(k.ptx, "add.rn.f16x2") == 16);
+  CHECK_FALSE(contains(k.ptx, "fma.rn.f16x2"));
+  // the prmt's second operand holds the two magic exponent bytes: 0x64 (1024.0), 0x54 (64.0)
+  CHECK(contains(k.ptx, ", 21604;"));
   CHECK_FALSE(contains(k.ptx, "bfe."));
   CHECK_FALSE(contains(k.ptx, "cvt.rn.f16.u"));
-  // signed codes: the sign bias is folded into the same mask (an xor), still one fma per pair
+  // signed codes: the sign bias is folded into the same mask (an xor), still one sub per pair
   VerifiedModule s =
       buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
                   "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
@@ -443,7 +450,8 @@ TEST_CASE("integer dequantisation reads two codes per prmt, mask and fma.rn.f16x
                   "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n");
   PtxKernel ks = ptxOf(s, "dq");
   CHECK(occurrences(ks.ptx, "prmt.b32") == 16);
-  CHECK(occurrences(ks.ptx, "fma.rn.f16x2") == 16);
+  CHECK(occurrences(ks.ptx, "add.rn.f16x2") == 16);
+  CHECK_FALSE(contains(ks.ptx, "fma.rn.f16x2"));
   // generic floats: one prmt, one shift right and one mul.f16x2 per pair (plus one shift per
   // word that brings its even codes to the top of their bytes)
   VerifiedModule f =
@@ -457,6 +465,60 @@ TEST_CASE("integer dequantisation reads two codes per prmt, mask and fma.rn.f16x
   CHECK(occurrences(kf.ptx, "mul.rn.f16x2") == 16);
   CHECK(occurrences(kf.ptx, "shr.u32") == 16);
   CHECK_FALSE(contains(kf.ptx, "bfe."));
+}
+
+namespace {
+
+/// The register lists of the A operands of every mma.sync in `ptx`.
+std::vector<std::vector<std::string>> mmaAOperands(const std::string &ptx) {
+  std::vector<std::vector<std::string>> out;
+  for (size_t at = ptx.find("mma.sync."); at != std::string::npos;
+       at = ptx.find("mma.sync.", at + 1)) {
+    size_t d = ptx.find('{', at), a = ptx.find('{', ptx.find('}', d)), end = ptx.find('}', a);
+    std::vector<std::string> regs;
+    std::stringstream list(ptx.substr(a + 1, end - a - 1));
+    for (std::string r; std::getline(list, r, ',');)
+      regs.push_back(r.substr(r.find_first_not_of(" \t\n")));
+    out.push_back(regs);
+  }
+  return out;
+}
+
+/// Compiles with TILUSVM_JIT_HOLD set to `hold` ("" for unset).
+PtxKernel ptxWithHold(const VerifiedModule &m, const std::string &program, const char *hold) {
+  if (*hold)
+    setenv("TILUSVM_JIT_HOLD", hold, 1);
+  PtxKernel k = ptxOf(m, program);
+  unsetenv("TILUSVM_JIT_HOLD");
+  return k;
+}
+
+} // namespace
+
+TEST_CASE("held registers: loop-invariant mma operand repeats and lop3 constants") {
+  // jit/held_registers.h: ptxas re-creates a value that an mma takes in two registers of one
+  // operand (decode_paged.tasm's Q rows 8 + g repeat rows g) with a move before every mma, and
+  // splits `(x & C1) | C2` into two lop3 (one immediate each). After optimisation the repeats
+  // of a loop-invariant value become copies made before the loop, and the second constant of
+  // such masks, used four times or more in loops, is made once in a register at the entry;
+  // both through an add of an opaque zero (a shuffle of lane 0's lane index).
+  VerifiedModule dec =
+      buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/attention/decode_paged.tasm");
+  auto repeats = [](const PtxKernel &k) {
+    int n = 0;
+    for (const std::vector<std::string> &regs : mmaAOperands(k.ptx)) {
+      std::set<std::string> distinct(regs.begin(), regs.end());
+      n += distinct.size() != regs.size();
+    }
+    return n;
+  };
+  PtxKernel held = ptxWithHold(dec, "decode", "");
+  CHECK(mmaAOperands(held.ptx).size() >= 16);
+  CHECK(repeats(held) == 0);
+  CHECK(contains(held.ptx, "shfl.sync.idx.b32"));
+  PtxKernel plain = ptxWithHold(dec, "decode", "0");
+  CHECK(repeats(plain) > 0);
+  CHECK_FALSE(contains(plain.ptx, "shfl.sync.idx.b32"));
 }
 
 TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, bf16") {
