@@ -235,7 +235,28 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
     uint32_t magic0 = magicAt(p0), magic1 = magicAt(p1);
     uint32_t field = uint32_t(bitMask(n));
     llvm::Value *lanes = nullptr;
-    if (inByte(c0) && (!pair || (inByte(c1) && c1->word == c0->word))) {
+    // both codes of a word at the same place q of its two halves (e.g. codes i and i + 4 of a
+    // word of u4 codes): the pair is in place already, or after one shift right of the word
+    // (shared by the codes that need it), so one mask and one xor (a lop3) replace the prmt
+    std::optional<int> inPlace;
+    if (pair && c0 && c1 && c0->word == c1->word && n <= 4) {
+      int q = 8 * c0->byte + c0->p, q1 = 8 * c1->byte + c1->p;
+      if (q < 16 && q1 == q + 16) {
+        int s = q + n <= room ? 0 : (q >= 8 && q - 8 + n <= room ? 8 : q);
+        if (!scaled && q - s != 0)
+          s = q;
+        inPlace = s;
+        p0 = p1 = q - s;
+        magic0 = magic1 = magicAt(p0);
+      }
+    }
+    if (inPlace) {
+      llvm::Value *w = words[c0->word].value;
+      if (*inPlace)
+        w = b.CreateLShr(w, uint64_t(*inPlace));
+      uint32_t mask = field << p0 | field << (16 + p1);
+      lanes = b.CreateXor(b.CreateAnd(w, b.getInt32(mask)), b.getInt32(magic0 | magic1 << 16));
+    } else if (inByte(c0) && (!pair || (inByte(c1) && c1->word == c0->word))) {
       // each code's byte in the low byte of its half, its half's magic exponent byte above it,
       // all from one prmt; one mask then clears the neighbouring codes (none for 8-bit codes)
       uint32_t sel0 = uint32_t(c0->byte) | 4u << 4;

@@ -467,6 +467,31 @@ TEST_CASE("integer dequantisation reads two codes per prmt, mask and add.rn.f16x
   CHECK_FALSE(contains(kf.ptx, "bfe."));
 }
 
+TEST_CASE("integer dequantisation of pairs at the same place of a word's halves needs no prmt") {
+  // codes i and i + 4 of each word of u4 codes side by side (an in-lane ConvertLayout): each
+  // pair is read in place (codes 0, 1 with 4, 5: bits 0 and 4 of each half) or after one shift
+  // right by 8 of its word (codes 2, 3 with 6, 7), so per word one shr, four masks and four
+  // packed subtractions, and no prmt (jit/emit_dequant_pairs.cpp)
+  for (const char *t : {"u4", "i4"}) {
+    CAPTURE(t);
+    VerifiedModule m = buildSource(
+        std::string("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
+                    "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
+                    "1).local(1, 4))\n"
+                    "    a = View(w, dtype=") +
+        t +
+        ", layout=spatial(32, 1, 1, 1).local(1, 4, 2, 4))\n"
+        "    p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, "
+        "1))\n"
+        "    StoreGlobal(Cast(p, f16), ViewGlobal(h_ptr, shape=[32, 4, 2, 4]))\n");
+    PtxKernel k = ptxOf(m, "dq");
+    CHECK(occurrences(k.ptx, "prmt.b32") == 0);
+    CHECK(occurrences(k.ptx, "shr.u32") == 4);
+    CHECK(occurrences(k.ptx, "add.rn.f16x2") == 16);
+    CHECK_FALSE(contains(k.ptx, "bfe."));
+  }
+}
+
 namespace {
 
 /// The register lists of the A operands of every mma.sync in `ptx`.
@@ -519,6 +544,23 @@ TEST_CASE("held registers: loop-invariant mma operand repeats and lop3 constants
   PtxKernel plain = ptxWithHold(dec, "decode", "0");
   CHECK(repeats(plain) > 0);
   CHECK_FALSE(contains(plain.ptx, "shfl.sync.idx.b32"));
+  // a loop dequantising u4 pairs in place: the magic numbers 0x64006400 (1677747200) and
+  // 0x54005400 (1409307648) once each at the entry instead of in every mask
+  VerifiedModule q =
+      buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
+                  "    g = ViewGlobal(h_ptr, shape=[4, 32, 4, 2, 4])\n"
+                  "    for i in range(4):\n"
+                  "        w = LoadGlobal(ViewGlobal(a_ptr, shape=[4, 32, 4]), layout=spatial(32, "
+                  "1).local(1, 4), offset=[i, 0:, 0:])\n"
+                  "        a = View(w, dtype=u4, layout=spatial(32, 1, 1, 1).local(1, 4, 2, 4))\n"
+                  "        p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, 4, 1, "
+                  "4).local(1, 1, 2, 1))\n"
+                  "        StoreGlobal(Cast(p, f16), g, offset=[i, 0:, 0:, 0:, 0:])\n");
+  PtxKernel mq = ptxWithHold(q, "dq", "");
+  CHECK(occurrences(mq.ptx, "1677747200") == 1);
+  CHECK(occurrences(mq.ptx, "1409307648") == 1);
+  PtxKernel pq = ptxWithHold(q, "dq", "0");
+  CHECK(occurrences(pq.ptx, "1677747200") >= 8);
 }
 
 TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, bf16") {

@@ -523,6 +523,46 @@ DIFF_CASE("dequantisation of codes read in place from loaded and carried words")
   }
 }
 
+DIFF_CASE("dequantisation of pairs at the same place of a word's two halves") {
+  // Pairs whose two codes lie at bit q and q + 16 of one word (codes i and i + 16 / n of a
+  // word of n-bit codes, put side by side by an in-lane ConvertLayout) are read in place or
+  // after one shift of the word, without a prmt (jit/emit_dequant_pairs.cpp); every such pair
+  // of every code (the buffer holds each code in turn), for every type whose codes divide a
+  // 16-bit half, must give isa/convert's result in f16, bf16 and f32.
+  for (int n : {1, 2, 4, 8})
+    for (DataType t : {DataType::u(n), DataType::i(n)}) {
+      if (n == 1 && t.isSigned())
+        continue;
+      std::string T = name(t), N = std::to_string(n), C = std::to_string(16 / n);
+      Case c;
+      c.name = "dequant_halves_" + T;
+      c.source = "def dequant<1>(" + T +
+                 "* a_ptr, f16* h_ptr, bf16* b_ptr, f32* f_ptr) threads=32:\n"
+                 "    w = LoadGlobal(ViewGlobal(a_ptr, dtype=u32, shape=[32, " +
+                 N + "]), layout=spatial(32, 1).local(1, " + N +
+                 "))\n"
+                 "    a = View(w, dtype=" +
+                 T + ", layout=spatial(32, 1, 1, 1).local(1, " + N + ", 2, " + C +
+                 "))\n"
+                 "    p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, " +
+                 N + ", 1, " + C +
+                 ").local(1, 1, 2, 1))\n"
+                 "    StoreGlobal(Cast(p, f16), ViewGlobal(h_ptr, shape=[32, " +
+                 N + ", 2, " + C +
+                 "]))\n"
+                 "    StoreGlobal(Cast(p, bf16), ViewGlobal(b_ptr, shape=[32, " +
+                 N + ", 2, " + C +
+                 "]))\n"
+                 "    StoreGlobal(Cast(p, f32), ViewGlobal(f_ptr, shape=[32, " +
+                 N + ", 2, " + C + "]))\n";
+      c.buffers = {{"a_ptr", t, 1024, Fill::Codes},
+                   {"h_ptr", DataType::f16(), 1024, Fill::Zero},
+                   {"b_ptr", DataType::bf16(), 1024, Fill::Zero},
+                   {"f_ptr", DataType::f32(), 1024, Fill::Zero}};
+      runCase(c);
+    }
+}
+
 DIFF_CASE("chains of float operations on NaNs of any payload give canonical NaNs") {
   // jit/nan_canonical.h drops the canonical NaN selects whose NaN only reaches other float
   // operations; every result that is stored, viewed as bits, reduced across lanes or fed to
