@@ -384,7 +384,12 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // most blocks per tile, up to 8, with at most 2048 blocks: N = 57344 has 1792 column tiles (no
   // split), N = 28672 896 (two), N = 10240 320 (six), N = 8192 256 (eight)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "AN") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 1);
+  // (4-bit integers, the default u4, take two there for m > 1, other types one)
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i4"}}, "SPLITK") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u2"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "2048"}, {"WT", "u4"}}, "SPLITK") == 1);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 6);
   CHECK(constant({{"N", "8192"}, {"K", "28672"}}, "SPLITK") == 8);
@@ -425,8 +430,8 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // SMs: eight splits)
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WARPS", "4"}}, "SPLITK") == 8);
-  // m = 1 at N = 57344 (no split for m > 1): two blocks per tile for every weight type but the
-  // 4- and 5-bit integers (one); where SPLITK splits, the same
+  // m = 1 at N = 57344 (where the tiles fill the GPU): two blocks per tile for every weight type
+  // but the 4- and 5-bit integers (one); where SPLITK splits by its rule, the same
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u1"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u2"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u3"}}, "SPLIT1") == 2);
