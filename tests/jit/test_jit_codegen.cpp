@@ -422,18 +422,33 @@ TEST_CASE("element paths of wide tiles: ptxas accepts the kernels" * needsPtxas(
   }
 }
 
+namespace {
+
+/// A kernel that loads four 32-bit words per thread, views them as 32 codes of type `t` in
+/// `layout` (of `shape`), reorders them within the thread to `reorder` (none if empty) and
+/// stores their Cast to f16.
+VerifiedModule dequantKernel(const std::string &t, const std::string &shape,
+                             const std::string &layout, const std::string &reorder = "") {
+  std::string src = "def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
+                    "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), "
+                    "layout=spatial(32, 1).local(1, 4))\n"
+                    "    a = View(w, dtype=" +
+                    t + ", layout=" + layout + ")\n";
+  if (!reorder.empty())
+    src += "    a = ConvertLayout(a, layout=" + reorder + ")\n";
+  src += "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=" + shape + "))\n";
+  return buildSource(src);
+}
+
+} // namespace
+
 TEST_CASE("integer dequantisation reads two codes per prmt, mask and add.rn.f16x2") {
   // 32 u4 codes from four loaded words into f16: each pair of codes is one prmt of its word
   // (which also places each half's magic exponent: 1024 for the code at bit 0, 64 for the code
   // at bit 4), one mask and one packed subtraction of an immediate pair, no fma with a scale
   // (jit/emit_dequant_pairs.cpp); no per-code bit-field extracts or shifts remain
-  VerifiedModule m =
-      buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
-                  "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
-                  "1).local(1, 4))\n"
-                  "    a = View(w, dtype=u4, layout=spatial(32, 1).local(1, 32))\n"
-                  "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n");
-  PtxKernel k = ptxOf(m, "dq");
+  const std::string rows = "[32, 32]", lanes = "spatial(32, 1).local(1, 32)";
+  PtxKernel k = ptxOf(dequantKernel("u4", rows, lanes), "dq");
   CHECK(occurrences(k.ptx, "prmt.b32") == 16);
   CHECK(occurrences(k.ptx, "add.rn.f16x2") == 16);
   CHECK_FALSE(contains(k.ptx, "fma.rn.f16x2"));
@@ -442,25 +457,13 @@ TEST_CASE("integer dequantisation reads two codes per prmt, mask and add.rn.f16x
   CHECK_FALSE(contains(k.ptx, "bfe."));
   CHECK_FALSE(contains(k.ptx, "cvt.rn.f16.u"));
   // signed codes: the sign bias is folded into the same mask (an xor), still one sub per pair
-  VerifiedModule s =
-      buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
-                  "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
-                  "1).local(1, 4))\n"
-                  "    a = View(w, dtype=i4, layout=spatial(32, 1).local(1, 32))\n"
-                  "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n");
-  PtxKernel ks = ptxOf(s, "dq");
+  PtxKernel ks = ptxOf(dequantKernel("i4", rows, lanes), "dq");
   CHECK(occurrences(ks.ptx, "prmt.b32") == 16);
   CHECK(occurrences(ks.ptx, "add.rn.f16x2") == 16);
   CHECK_FALSE(contains(ks.ptx, "fma.rn.f16x2"));
   // generic floats: one prmt, one shift right and one mul.f16x2 per pair (plus one shift per
   // word that brings its even codes to the top of their bytes)
-  VerifiedModule f =
-      buildSource("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
-                  "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
-                  "1).local(1, 4))\n"
-                  "    a = View(w, dtype=f4e2m1, layout=spatial(32, 1).local(1, 32))\n"
-                  "    StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[32, 32]))\n");
-  PtxKernel kf = ptxOf(f, "dq");
+  PtxKernel kf = ptxOf(dequantKernel("f4e2m1", rows, lanes), "dq");
   CHECK(occurrences(kf.ptx, "prmt.b32") == 16);
   CHECK(occurrences(kf.ptx, "mul.rn.f16x2") == 16);
   CHECK(occurrences(kf.ptx, "shr.u32") == 16);
@@ -474,17 +477,9 @@ TEST_CASE("integer dequantisation of pairs at the same place of a word's halves 
   // packed subtractions, and no prmt (jit/emit_dequant_pairs.cpp)
   for (const char *t : {"u4", "i4"}) {
     CAPTURE(t);
-    VerifiedModule m = buildSource(
-        std::string("def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
-                    "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, "
-                    "1).local(1, 4))\n"
-                    "    a = View(w, dtype=") +
-        t +
-        ", layout=spatial(32, 1, 1, 1).local(1, 4, 2, 4))\n"
-        "    p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, "
-        "1))\n"
-        "    StoreGlobal(Cast(p, f16), ViewGlobal(h_ptr, shape=[32, 4, 2, 4]))\n");
-    PtxKernel k = ptxOf(m, "dq");
+    PtxKernel k = ptxOf(dequantKernel(t, "[32, 4, 2, 4]", "spatial(32, 1, 1, 1).local(1, 4, 2, 4)",
+                                      "spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, 1)"),
+                        "dq");
     CHECK(occurrences(k.ptx, "prmt.b32") == 0);
     CHECK(occurrences(k.ptx, "shr.u32") == 4);
     CHECK(occurrences(k.ptx, "add.rn.f16x2") == 16);
