@@ -3,6 +3,8 @@
 CPU time of each phase; with 2, also the IR that the program's instructions lowered to, by
 opcode and the largest instructions, whose numbers add up to the total. TILUSVM_JIT_CODEGEN:
 `default` is the JIT's own level, `none` changes the PTX, anything else is a usage error.
+TILUSVM_JIT_HOLD=0: no held registers (docs/jit.md), and the compiler version of the kernel
+cache's key (`tilusvm-cache --version`, beside tilus-asm) says so.
 
 Usage: test_jit_timing.py TILUS_ASM"""
 import os
@@ -18,6 +20,15 @@ PROGRAM = """def copy<cdiv(n, 1024)>(f16* x_ptr, f16* y_ptr, i32 n) threads=32:
 """
 PHASES = re.compile(r"^jit: copy sm_90: setup [\d.]+ ms, IR [\d.]+ ms, optimisation [\d.]+ ms, "
                     r"PTX [\d.]+ ms, total [\d.]+ ms \(thread CPU time\)$")
+# a loop that dequantises u4 pairs in place: its magic numbers are held in registers
+HOLD_PROGRAM = """def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:
+    g = ViewGlobal(h_ptr, shape=[4, 32, 4, 2, 4])
+    for i in range(4):
+        w = LoadGlobal(ViewGlobal(a_ptr, shape=[4, 32, 4]), layout=spatial(32, 1).local(1, 4), offset=[i, 0:, 0:])
+        a = View(w, dtype=u4, layout=spatial(32, 1, 1, 1).local(1, 4, 2, 4))
+        p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, 1))
+        StoreGlobal(Cast(p, f16), g, offset=[i, 0:, 0:, 0:, 0:])
+"""
 IR = re.compile(r"^jit: copy IR before optimisation: (\d+) instructions; by opcode: (.*); "
                 r"largest: (.*)$")
 
@@ -96,9 +107,32 @@ def main():
                 failures.append("TILUSVM_JIT_CODEGEN=default changed the PTX")
             if ptx["none"] == ptx["default"] or ".entry copy" not in ptx["none"]:
                 failures.append("TILUSVM_JIT_CODEGEN=none gave the default PTX (or no kernel)")
+        # TILUSVM_JIT_HOLD=0: the kernel as optimised, under another compiler version
+        hold_source = os.path.join(d, "hold.tasm")
+        with open(hold_source, "w") as f:
+            f.write(HOLD_PROGRAM)
+        held = {}
+        cache_tool = os.path.join(os.path.dirname(tool), "tilusvm-cache")
+        for hold in ["", "0"]:
+            env = dict(os.environ, TILUSVM_JIT_HOLD=hold)
+            r = subprocess.run([tool, hold_source, "--emit", "ptx"], capture_output=True,
+                               text=True, env=env)
+            v = subprocess.run([cache_tool, "--version"], capture_output=True, text=True, env=env)
+            if r.returncode != 0 or v.returncode != 0:
+                failures.append(f"TILUSVM_JIT_HOLD={hold}: {r.stderr} {v.stderr}")
+                continue
+            held[hold] = (r.stdout, v.stdout)
+        if len(held) == 2:
+            if "shfl.sync.idx" not in held[""][0] or "shfl.sync.idx" in held["0"][0]:
+                failures.append("TILUSVM_JIT_HOLD: the magic numbers were not held by default, "
+                                "or held with 0")
+            if "hold-0" in held[""][1] or "hold-0" not in held["0"][1]:
+                failures.append(f"TILUSVM_JIT_HOLD: compiler versions {held[''][1]!r}, "
+                                f"{held['0'][1]!r}")
     for f in failures:
         print("FAIL:", f)
-    print(f"{'FAILED' if failures else 'passed'}: TILUSVM_JIT_TIMING output, TILUSVM_JIT_CODEGEN")
+    print(f"{'FAILED' if failures else 'passed'}: TILUSVM_JIT_TIMING output, TILUSVM_JIT_CODEGEN, "
+          "TILUSVM_JIT_HOLD")
     return 1 if failures else 0
 
 
