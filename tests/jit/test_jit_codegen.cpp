@@ -487,6 +487,22 @@ TEST_CASE("integer dequantisation of pairs at the same place of a word's halves 
   }
 }
 
+TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit integers in place") {
+  // programs/quant/a16wx.tasm packs u1, u2, u4 and i4 codes, and programs/attention/
+  // decode_paged.tasm reads 4-bit keys, so that each f16 pair of codes lies at the same place of
+  // a word's two halves: their weights and keys need no prmt (V's pairs span two keys, so a
+  // decode stage keeps one prmt per two of its pairs: 16); 3-bit codes still take one per pair
+  const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
+  for (const char *wt : {"u1", "u2", "u4", "i4", "u3"}) {
+    CAPTURE(wt);
+    PtxKernel k = ptxOf(
+        buildFile(root + "quant/a16wx.tasm", {{"WT", wt}, {"N", "8192"}, {"K", "8192"}}), "matmul");
+    CHECK(occurrences(k.ptx, "prmt.b32") == (std::string(wt) == "u3" ? 64 : 0));
+  }
+  PtxKernel d = ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}}), "decode");
+  CHECK(occurrences(d.ptx, "prmt.b32") == 16);
+}
+
 namespace {
 
 /// The register lists of the A operands of every mma.sync in `ptx`.
