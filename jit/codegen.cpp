@@ -261,9 +261,21 @@ Status Codegen::writeShared(VarId v, const SharedView &view) {
 const LayoutMap &Codegen::layoutMap(const RegisterLayout &layout) {
   std::string key = layout.canonicalString();
   std::unique_ptr<LayoutMap> &slot = layoutCache_[key];
-  if (!slot)
+  if (!slot) {
     slot = std::make_unique<LayoutMap>(layout);
+    cachedMaps_.insert(slot.get());
+  }
   return *slot;
+}
+
+std::shared_ptr<const std::vector<SlotSource>> Codegen::slotSources(const LayoutMap &result,
+                                                                    const LayoutMap &operand) {
+  if (!cachedMaps_.count(&result) || !cachedMaps_.count(&operand))
+    return std::make_shared<const std::vector<SlotSource>>(gatherSlots(result, operand));
+  std::shared_ptr<const std::vector<SlotSource>> &slot = slotSourceCache_[{&result, &operand}];
+  if (!slot)
+    slot = std::make_shared<const std::vector<SlotSource>>(gatherSlots(result, operand));
+  return slot;
 }
 
 const LayoutMap &Codegen::layoutOf(VarId v) { return layoutMap(*info.vars[v].layout); }

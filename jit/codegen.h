@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -156,6 +157,10 @@ public:
   const LayoutMap &layoutMap(const RegisterLayout &layout);
   /// S_d(t) of a layout for the calling thread, i64 per dimension (cached per layout).
   const std::vector<llvm::Value *> &threadPart(const LayoutMap &map);
+  /// gatherSlots(result, operand), computed once per pair of layouts that layoutMap returned
+  /// (the unrolled steps of a loop repeat the same pairs); other maps are gathered each time.
+  std::shared_ptr<const std::vector<SlotSource>> slotSources(const LayoutMap &result,
+                                                             const LayoutMap &operand);
   /// Whether the calling thread is the primary owner of its elements (i1).
   llvm::Value *isPrimary(const LayoutMap &map);
 
@@ -335,6 +340,10 @@ private:
   std::vector<std::optional<std::vector<int32_t>>> sharedDims_; // per VarId
   std::map<std::string, std::unique_ptr<LayoutMap>> layoutCache_;
   std::map<const LayoutMap *, std::vector<llvm::Value *>> threadPartCache_;
+  std::set<const LayoutMap *> cachedMaps_; // the maps of layoutCache_
+  std::map<std::pair<const LayoutMap *, const LayoutMap *>,
+           std::shared_ptr<const std::vector<SlotSource>>>
+      slotSourceCache_;
   std::map<const LayoutMap *, llvm::Value *> primaryCache_;
   std::vector<LoopTargets> loops_;
 };

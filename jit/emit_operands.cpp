@@ -66,9 +66,9 @@ Expected<std::vector<llvm::Value *>> Codegen::operandSlots(const Instruction &in
   for (llvm::Value *&v : values)
     v = convert(v, type.dtype, t);
   const LayoutMap &operand = layoutOf(arg.var);
-  std::vector<SlotSource> sources = gatherSlots(result, operand);
+  std::shared_ptr<const std::vector<SlotSource>> sources = slotSources(result, operand);
   for (int64_t i = 0; i < result.locals(); ++i) {
-    const SlotSource &src = sources[size_t(i)];
+    const SlotSource &src = (*sources)[size_t(i)];
     if (!src.ok)
       return error(ErrorCode::LayoutMismatch, inst,
                    "operand `" + prog.var(arg.var).name + "` is not owned by the result's threads");

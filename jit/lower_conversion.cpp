@@ -104,7 +104,7 @@ Status ConversionLowering::visitConvertLayout(const Instruction &inst) {
   const LayoutMap &source = cg.layoutOf(a);
   DataType t = info.vars[a].dtype;
   bool local = true;
-  for (const SlotSource &src : gatherSlots(result, source))
+  for (const SlotSource &src : *cg.slotSources(result, source))
     local = local && src.ok;
   if (local) {
     Expected<std::vector<llvm::Value *>> slots =

@@ -520,12 +520,11 @@ bool MemoryLowering::contiguousRuns(VarId root, int dim, int width) {
     }
     if (x[size_t(dim)] % width != 0)
       continue;
-    int64_t first = layout.offset(x);
+    int64_t first = layout.offset(x.data());
     ok = first % width == 0;
-    for (int j = 1; j < width && ok; ++j) {
-      std::vector<int64_t> y = x;
-      y[size_t(dim)] += j;
-      ok = layout.offset(y) == first + j;
+    for (int j = 1; j < width && ok; ++j) { // x is rebuilt from e at the next element
+      ++x[size_t(dim)];
+      ok = layout.offset(x.data()) == first + j;
     }
   }
   runsCache_[key] = ok;
