@@ -271,12 +271,14 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
 /// the end of the CGSCC function pipeline), DSE, BDCE, ADCE, MemCpyOpt, MergedLoadStoreMotion, both
 /// JumpThreading runs, the three CorrelatedValuePropagation runs, ConstraintElimination,
 /// VectorCombine, Float2Int, LoopSink, InstSimplify, the second TailCallElim,
-/// LibCallsShrinkWrap and CalledValuePropagation (about 20 % of the optimisation time; the last
-/// two CorrelatedValuePropagation runs went once the element paths of vector groups became inline
+/// LibCallsShrinkWrap and CalledValuePropagation, and the sixth InstCombine round, after the
+/// late LoopUnroll (together about 25 % of the optimisation time; the sixth InstCombine round,
+/// 3-5 %, only swapped two instructions in one kernel's PTX; the last two
+/// CorrelatedValuePropagation runs went once the element paths of vector groups became inline
 /// PTX, after which they found nothing and took 10-15 % of the GEMMs' optimisation time,
-/// LazyValueInfo over chains of cold blocks;
+/// LazyValueInfo over chains of cold blocks).
 /// AggressiveInstCombine stays: it folds the byte shuffles of the FP8 operand transposition in
-/// programs/gemm/wgmma_fp8.tasm). Smaller pipelines (one or two
+/// programs/gemm/wgmma_fp8.tasm. Smaller pipelines (one or two
 /// InstCombine rounds around LoopRotate and LICM) are twice as fast but lose the
 /// induction-variable reasoning that proves the bounds tests of unrolled tile loads true (IPSCCP
 /// after SROA, then InstCombine, then IndVarSimplify), and with it registers and loop
@@ -322,7 +324,6 @@ constexpr const char *kPipeline =
     "simplifycfg<bonus-inst-threshold=1;forward-switch-cond;switch-range-to-icmp;switch-to-lookup;n"
     "o-keep-loops;hoist-common-insts;sink-common-insts;speculate-blocks;simplify-cond-branch;no-spe"
     "culate-unpredictables>,loop-unroll<O2>,transform-warning,sroa<preserve-cfg>,infer-alignment,"
-    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,"
     "loop-mssa(licm<allowspeculation>),alignment-from-assumptions,div-rem-pairs,"
     "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
     "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
