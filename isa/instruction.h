@@ -67,7 +67,7 @@ enum class InstructionCategory : uint8_t {
 };
 
 /// The math functions of the Math rows (payload TILUSVM_MATH_FN of isa/instructions.def).
-enum class MathFn : uint8_t { None, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh };
+enum class MathFn : uint8_t { None, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sin, Cos, Tanh, Rcp };
 
 /// The memory space of a variable (or of an instruction's results).
 enum class VarKind : uint8_t {

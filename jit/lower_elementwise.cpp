@@ -7,12 +7,15 @@
 // (`ex2.approx`, see fastExp2 for the error bounds); Exp of f32 by the device library in f32
 // (within 0.77 ulp of f32); everything else by the device library in f64 (within 1.1 ulp of
 // f64), then rounded into the type, so at most 1 ulp from the correctly rounded result; Sqrt is
-// the IEEE square root (.rn); Rsqrt is 1 / sqrt(x) in f64, as the interpreter computes it.
+// the IEEE square root (.rn); Rsqrt is 1 / sqrt(x) in f64, as the interpreter computes it; Rcp
+// of f32/f16/bf16 by the hardware reciprocal (`rcp.approx.f32`, see fastRcp), of f64 the IEEE
+// division 1 / x.
 #include "jit/lowering.h"
 
 #include "isa/convert.h"
 #include "isa/scalar_eval.h"
 
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <cassert>
@@ -66,8 +69,28 @@ llvm::Value *ElementwiseLowering::fastExp2(MathFn fn, llvm::Value *x, DataType t
   return cg.canonicalizeNaN(cg.convert(r, DataType::f32(), t), t);
 }
 
+llvm::Value *ElementwiseLowering::fastRcp(llvm::Value *x, DataType t) {
+  // 1 / x in f32 by the hardware reciprocal (MUFU.RCP), then rounded once into t. The PTX ISA
+  // (section "Floating Point Instructions: rcp") documents `rcp.approx.f32` as within 1 ulp
+  // across the full range of inputs, subnormal inputs and results supported without `.ftz`, and
+  // 1/+-0 = +-inf, 1/+-inf = +-0, 1/NaN = NaN (CUDA's __frcp_rn is the correctly rounded
+  // instruction sequence; this is the one instruction of 1.0f / x under -prec-div=false). For
+  // f16 and bf16 the f32 result v is within 2^-23 |y| of y = 1 / x, and the ulp u of t at y is
+  // at least 2^-11 |y| (f16) or 2^-8 |y| (bf16), larger on subnormal results: |v - y| <= 2^-12 u,
+  // so rounding v into t gives a neighbour of the correctly rounded result at worst, within
+  // 1 ulp (every f16 and bf16 code is checked on the GPU: tests/jit/test_jit_gpu.cpp, "math
+  // sweeps"). f32's own range covers every f16 and bf16 input and result.
+  llvm::Value *f = cg.convert(x, t, DataType::f32());
+  auto *type = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false);
+  llvm::Value *r =
+      b.CreateCall(llvm::InlineAsm::get(type, "rcp.approx.f32 $0, $1;", "=f,f", false), {f});
+  return cg.canonicalizeNaN(cg.convert(r, DataType::f32(), t), t);
+}
+
 llvm::Value *ElementwiseLowering::mathOp(MathFn fn, llvm::Value *x, DataType t) {
   DataType f64 = DataType::f64();
+  if (fn == MathFn::Rcp && t != f64)
+    return fastRcp(x, t);
   if (fn == MathFn::Sqrt) {
     bool narrow = t == DataType::f16() || t == DataType::bf16();
     llvm::Value *v = narrow ? b.CreateFPExt(x, b.getFloatTy()) : x;
@@ -111,6 +134,9 @@ llvm::Value *ElementwiseLowering::mathOp(MathFn fn, llvm::Value *x, DataType t) 
     break;
   case MathFn::Tanh:
     r = cg.callDevlib("tl_tanh", {d});
+    break;
+  case MathFn::Rcp: // f64 (the others above)
+    r = b.CreateFDiv(llvm::ConstantFP::get(b.getDoubleTy(), 1.0), d);
     break;
   case MathFn::Sqrt: // handled above
   case MathFn::None:

@@ -92,6 +92,8 @@ private:
   llvm::Value *mathOp(MathFn fn, llvm::Value *x, DataType t);
   /// Exp2 of f32/f16/bf16 and Exp of f16/bf16 by `ex2.approx` (bounds in lower_elementwise.cpp).
   llvm::Value *fastExp2(MathFn fn, llvm::Value *x, DataType t);
+  /// Rcp of f32, f16 and bf16 by the hardware reciprocal.
+  llvm::Value *fastRcp(llvm::Value *x, DataType t);
 };
 
 /// Cast, View, Permute and ConvertLayout (lower_conversion.cpp).

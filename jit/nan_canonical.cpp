@@ -69,12 +69,12 @@ bool hidesNaN(const llvm::Instruction *i) {
 
 /// An operation through which a NaN operand leaves a NaN, with a non-NaN result never depending
 /// on the NaN's payload: float arithmetic and conversions, fused multiply-add, the exponential,
-/// square root, absolute value and the PTX max/min, the device library's math functions of one
-/// argument (NaN in, NaN out), the f16/bf16/f32 mma (a NaN in A, B or C makes the D elements it
-/// reaches NaN), and the moves that carry its bits whole (select as the value, bit casts between
-/// types of one width and element count, vector and aggregate element moves, shfl.sync), the wgmma
-/// accumulator, and the 32-bit registers of a wgmma A operand (two 16-bit elements bit cast into
-/// one, the fence that ties them, the wgmma that reads them).
+/// the reciprocal (`rcp.approx`), square root, absolute value and the PTX max/min, the device
+/// library's math functions of one argument (NaN in, NaN out), the f16/bf16/f32 mma (a NaN in A, B
+/// or C makes the D elements it reaches NaN), and the moves that carry its bits whole (select as
+/// the value, bit casts between types of one width and element count, vector and aggregate element
+/// moves, shfl.sync), the wgmma accumulator, and the 32-bit registers of a wgmma A operand (two
+/// 16-bit elements bit cast into one, the fence that ties them, the wgmma that reads them).
 bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   switch (i->getOpcode()) {
   case llvm::Instruction::FAdd:
@@ -112,7 +112,7 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
     return false;
   if (const auto *asmCallee = llvm::dyn_cast<llvm::InlineAsm>(call->getCalledOperand())) {
     const std::string &text = asmCallee->getAsmString();
-    if (isPtxMinMax(text))
+    if (isPtxMinMax(text) || text.rfind("rcp.approx.", 0) == 0)
       return true;
     // the wgmma accumulator (jit/lower_contraction_wgmma.cpp): a NaN in C makes the element of
     // D it is added to NaN; the empty asm that pins the accumulator registers at a wait moves

@@ -223,6 +223,7 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     m6 = Sin(r)
     m7 = Cos(r)
     m8 = Tanh(r)
+    m9 = Rcp(r, layout=spatial(64).local(2))
     w = Where(c0, r, 0.0)
     h = Cast(r, f16)
     v = View(h, dtype=u16, layout=spatial(64).local(2))

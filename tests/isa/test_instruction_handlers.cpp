@@ -61,6 +61,8 @@ TEST_CASE("instruction handlers: TILUSVM_PER_ROW declares a handler for each row
   CHECK(visitInstruction(Opcode::Add, visitor, 0) == "family Elementwise");
   CHECK(visitInstruction(Opcode::Not, visitor, 0) == "family Elementwise");
   CHECK(visitInstruction(Opcode::Tanh, visitor, 0) == "family Elementwise");
+  CHECK(visitInstruction(Opcode::Rcp, visitor, 0) == "family Elementwise");
+  CHECK(size_t(Opcode::Rcp) == 78); // appended: the earlier opcodes keep their numbers
   CHECK(visitInstruction(Opcode::Ge, visitor, 0) == "family Elementwise");
   CHECK(visitInstruction(Opcode::AtomicCas, visitor, 0) == "category Atomic");
   CHECK(visitInstruction(Opcode::Fence, visitor, 0) == "category Atomic");

@@ -105,18 +105,18 @@ Case castCase(DataType from, Fill fill) {
 }
 
 Case mathCase(DataType t, Fill fill) {
-  const char *ops[] = {"Exp", "Exp2", "Log", "Log2", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh"};
+  const char *ops[] = {"Exp", "Exp2", "Log", "Log2", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh", "Rcp"};
   std::string T = name(t);
   std::stringstream s;
   s << "def math<1>(" << T << "* x_ptr, " << T << "* y_ptr) threads=128:\n"
     << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[512]), layout=spatial(128).local(4))\n"
-    << "    gy = ViewGlobal(y_ptr, shape=[9, 512])\n";
-  for (int k = 0; k < 9; ++k)
+    << "    gy = ViewGlobal(y_ptr, shape=[10, 512])\n";
+  for (int k = 0; k < 10; ++k)
     s << "    StoreGlobal(" << ops[k] << "(x), gy, offset=[" << k << ", 0:])\n";
   Case c;
   c.name = "math_" + T + (fill == Fill::Special ? "_special" : "");
   c.source = s.str();
-  c.buffers = {{"x_ptr", t, 512, fill}, {"y_ptr", t, 9 * 512, Fill::Zero, 2.0}};
+  c.buffers = {{"x_ptr", t, 512, fill}, {"y_ptr", t, 10 * 512, Fill::Zero, 2.0}};
   return c;
 }
 
@@ -147,44 +147,50 @@ std::vector<uint64_t> exp2SweepF32() {
   return codes;
 }
 
-/// Exp2 (and for f16 and bf16 Exp) of every given input, checked against the correctly
-/// rounded result of long double libm on each side: within `gpuUlps` on the GPU (the ISA's 2
-/// ulp; 1 where jit/lower_elementwise.cpp proves it), within 1 in the interpreter (f64 math
-/// rounded once).
-Case expSweepCase(DataType t, std::vector<uint64_t> codes, bool withExp, double gpuUlps,
-                  double gpuExpUlps = 0) {
+/// A math function of one argument in a sweep: its assembly name, its value in long double, and
+/// the most ulp its GPU result may lie from the correctly rounded one.
+struct SweepOp {
+  std::string name;
+  long double (*fn)(long double);
+  double gpuUlps;
+};
+
+/// Each op of every given input, checked against the correctly rounded result of long double
+/// libm on each side: within the op's `gpuUlps` on the GPU (the ISA's 2 ulp; 1 where
+/// jit/lower_elementwise.cpp proves it), within 1 in the interpreter (f64 math rounded once).
+Case sweepCase(DataType t, std::vector<uint64_t> codes, std::vector<SweepOp> ops) {
   std::string T = name(t);
   int64_t n = int64_t(codes.size());
   std::stringstream s;
-  s << "def sweep<cdiv(n, 1024)>(" << T << "* x_ptr, " << T << "* y_ptr, " << T
-    << "* z_ptr, i32 n) threads=256:\n"
+  s << "def sweep<cdiv(n, 1024)>(" << T << "* x_ptr";
+  for (size_t k = 0; k < ops.size(); ++k)
+    s << ", " << T << "* y" << k;
+  s << ", i32 n) threads=256:\n"
     << "    bi = BlockIndices()\n"
     << "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(256).local(4), "
-       "offset=[bi * 1024:])\n"
-    << "    StoreGlobal(Exp2(x), ViewGlobal(y_ptr, shape=[n]), offset=[bi * 1024:])\n";
-  if (withExp)
-    s << "    StoreGlobal(Exp(x), ViewGlobal(z_ptr, shape=[n]), offset=[bi * 1024:])\n";
+       "offset=[bi * 1024:])\n";
+  for (size_t k = 0; k < ops.size(); ++k)
+    s << "    StoreGlobal(" << ops[k].name << "(x), ViewGlobal(y" << k
+      << ", shape=[n]), offset=[bi * 1024:])\n";
   Case c;
-  c.name = "exp_sweep_" + T;
+  c.name = "sweep_" + ops[0].name + "_" + T;
   c.source = s.str();
   c.scalars = {{"n", uint64_t(n)}};
-  c.buffers = {{"x_ptr", t, n, Fill::Given, 0, 0, codes},
-               {"y_ptr", t, n, Fill::Zero, 2.0},
-               {"z_ptr", t, withExp ? n : 1, Fill::Zero, 2.0}};
-  c.check = [t, codes, withExp, gpuUlps,
-             gpuExpUlps](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+  c.buffers = {{"x_ptr", t, n, Fill::Given, 0, 0, codes}};
+  for (size_t k = 0; k < ops.size(); ++k)
+    c.buffers.push_back({"y" + std::to_string(k), t, n, Fill::Zero, 2.0});
+  c.check = [t, codes, ops](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
     size_t bytes = size_t(t.bits / 8);
-    for (int which = 0; which < (withExp ? 2 : 1); ++which) {
-      double gpu = which && gpuExpUlps > 0 ? gpuExpUlps : gpuUlps;
-      double bound = std::string(side) == "gpu" ? gpu : 1.0;
-      std::string what = std::string(side) + " " + (which ? "Exp" : "Exp2") + " " + t.name();
-      const std::vector<uint8_t> &out = buffers[size_t(1 + which)];
+    for (size_t which = 0; which < ops.size(); ++which) {
+      double bound = std::string(side) == "gpu" ? ops[which].gpuUlps : 1.0;
+      std::string what = std::string(side) + " " + ops[which].name + " " + t.name();
+      const std::vector<uint8_t> &out = buffers[1 + which];
       double worst = 0;
       long double worstInput = 0;
       int64_t bad = 0;
       for (size_t k = 0; k < codes.size(); ++k) {
         long double x = toDouble(codes[k], t);
-        long double want = roundInto(which ? expl(x) : exp2l(x), t);
+        long double want = roundInto(ops[which].fn(x), t);
         uint64_t bits = 0;
         std::memcpy(&bits, out.data() + k * bytes, bytes);
         double got = toDouble(bits, t);
@@ -203,6 +209,21 @@ Case expSweepCase(DataType t, std::vector<uint64_t> codes, bool withExp, double 
     }
   };
   return c;
+}
+
+/// Exp2 (and for f16 and bf16 Exp) of every given input (sweepCase).
+Case expSweepCase(DataType t, std::vector<uint64_t> codes, bool withExp, double gpuUlps,
+                  double gpuExpUlps = 0) {
+  std::vector<SweepOp> ops = {{"Exp2", [](long double x) { return exp2l(x); }, gpuUlps}};
+  if (withExp)
+    ops.push_back(
+        {"Exp", [](long double x) { return expl(x); }, gpuExpUlps > 0 ? gpuExpUlps : gpuUlps});
+  return sweepCase(t, std::move(codes), std::move(ops));
+}
+
+/// Rcp of every given input (sweepCase).
+Case rcpSweepCase(DataType t, std::vector<uint64_t> codes, double gpuUlps) {
+  return sweepCase(t, std::move(codes), {{"Rcp", [](long double x) { return 1.0L / x; }, gpuUlps}});
 }
 
 /// Max and Min of every pair of a list of special values of t (zeros of both signs, NaNs with
@@ -710,6 +731,31 @@ DIFF_CASE("math functions within 2 ulp, special values") {
                   -0x1p-149f, 0x1p-25f, -0x1p-25f, 0x1p-24f, -0x1p-24f})
     expCodes.push_back(std::bit_cast<uint32_t>(x));
   runCase(expSweepCase(DataType::f32(), expCodes, true, 2.0, 1.0));
+  // Rcp (jit/lower_elementwise.cpp fastRcp: rcp.approx.f32, 1 ulp; f16 and bf16 through it, 1
+  // ulp; f64 the IEEE division): every f16 and bf16 input; f32 inputs with subnormal results
+  // (|x| in [2^126, 2^128)) and around 1, subnormal inputs from 2^-128 (reciprocal past the
+  // largest f32) to 2^-126, every 4099th pattern and the special values
+  runCase(rcpSweepCase(DataType::f16(), every16, 1.0));
+  runCase(rcpSweepCase(DataType::bf16(), every16, 1.0));
+  std::vector<uint64_t> rcpCodes;
+  auto every = [&](float from, float to, uint32_t step) {
+    for (uint32_t u = std::bit_cast<uint32_t>(from); u <= std::bit_cast<uint32_t>(to); u += step)
+      rcpCodes.push_back(u);
+  };
+  every(0x1p126f, 0x1.fffffep127f, 61); // subnormal results, every 61st
+  every(-0x1p126f, -0x1.fffffep127f, 61);
+  every(0x1p-1f, 0x1p1f, 61);      // around 1
+  every(0x1p-128f, 0x1p-126f, 13); // subnormal inputs, their reciprocals finite or not
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 4099)
+    rcpCodes.push_back(u);
+  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 0x1p-149f, -0x1p-149f, 0x1p-127f,
+                  0x1.fffffep127f, -0x1.fffffep127f, 3.0f, -3.0f})
+    rcpCodes.push_back(std::bit_cast<uint32_t>(x));
+  runCase(rcpSweepCase(DataType::f32(), rcpCodes, 1.0));
+  runCase(rcpSweepCase(DataType::f64(),
+                       {std::bit_cast<uint64_t>(3.0), std::bit_cast<uint64_t>(-0.0),
+                        std::bit_cast<uint64_t>(1e-310), std::bit_cast<uint64_t>(7.0)},
+                       0.5));
 }
 
 DIFF_CASE("View between packed types") {

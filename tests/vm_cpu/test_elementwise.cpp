@@ -279,7 +279,8 @@ TEST_CASE("math functions are within 2 ulp of the correctly rounded result") {
                   {"Rsqrt", [](double v) { return 1 / std::sqrt(v); }},
                   {"Sin", [](double v) { return std::sin(v); }},
                   {"Cos", [](double v) { return std::cos(v); }},
-                  {"Tanh", [](double v) { return std::tanh(v / 8); }}};
+                  {"Tanh", [](double v) { return std::tanh(v / 8); }},
+                  {"Rcp", [](double v) { return 1 / v; }}};
   for (const Case &c : cases) {
     CAPTURE(c.op);
     bool scaled = std::string(c.op) == "Exp" || std::string(c.op) == "Tanh";
@@ -298,6 +299,41 @@ TEST_CASE("math functions are within 2 ulp of the correctly rounded result") {
       CHECK(ulps <= 2);
     }
   }
+}
+
+TEST_CASE("Rcp: exact quotients, rounded ones and special values") {
+  // 64 inputs: the first ones hand-picked, the rest 1 (whose reciprocal is 1)
+  std::vector<float> x(64, 1.0f);
+  std::vector<std::pair<float, float>> want = {
+      {4.0f, 0.25f},
+      {-0.5f, -2.0f},
+      {3.0f, 0x1.555556p-2f},          // 1/3 = 0x0.5555...: rounds up in the last place
+      {-10.0f, -0x1.99999ap-4f},       // -0.1 correctly rounded
+      {0x1p127f, 0x1p-127f},           // a subnormal result, kept
+      {0x1p-149f, INFINITY},           // the smallest subnormal: overflows
+      {0x1.8p-128f, 0x1.555556p+127f}, // a subnormal input, kept
+      {0.0f, INFINITY},
+      {-0.0f, -INFINITY},
+      {INFINITY, 0.0f},
+      {-INFINITY, -0.0f},
+      {NAN, NAN}};
+  for (size_t i = 0; i < want.size(); ++i)
+    x[i] = want[i].first;
+  std::vector<float> z(64);
+  CHECK_OK(run(build(unaryProgram("Rcp", "f32")), {bufferArg(x), bufferArg(z)}));
+  for (size_t i = 0; i < 64; ++i) {
+    CAPTURE(i);
+    float expect = i < want.size() ? want[i].second : 1.0f;
+    CHECK(sameFloat(z[i], expect));
+    if (std::isnan(expect)) // the canonical NaN
+      CHECK(floatToBits(z[i]) == 0x7FC00000u);
+  }
+  // f64: the IEEE quotient
+  std::vector<double> xd(64, 3.0), zd(64);
+  xd[1] = -0.0;
+  CHECK_OK(run(build(unaryProgram("Rcp", "f64")), {bufferArg(xd), bufferArg(zd)}));
+  CHECK(zd[0] == 1.0 / 3.0);
+  CHECK(zd[1] == -INFINITY);
 }
 
 TEST_CASE("Neg, Abs and Not") {

@@ -133,6 +133,8 @@ double mathFunction(MathFn fn, double x) {
     return std::cos(x);
   case MathFn::Tanh:
     return std::tanh(x);
+  case MathFn::Rcp:
+    return 1.0 / x;
   case MathFn::None:
     break;
   }
