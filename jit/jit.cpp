@@ -273,7 +273,8 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
 /// VectorCombine, Float2Int, LoopSink, InstSimplify, the second TailCallElim,
 /// LibCallsShrinkWrap and CalledValuePropagation, and the sixth InstCombine round, after the
 /// late LoopUnroll (together about 25 % of the optimisation time; the sixth InstCombine round,
-/// 3-5 %, only swapped two instructions in one kernel's PTX; the last two
+/// 3-5 %, only swapped two instructions in swiglu_quant.tasm's PTX and laid out the blocks of
+/// tests/conformance/ok_control_flow.tasm differently; the last two
 /// CorrelatedValuePropagation runs went once the element paths of vector groups became inline
 /// PTX, after which they found nothing and took 10-15 % of the GEMMs' optimisation time,
 /// LazyValueInfo over chains of cold blocks).
