@@ -24,7 +24,9 @@
 //    replaced by the canonical NaN.
 //  * on sm_90, OCP e4m3 and e5m2 -> f16 instead take the hardware's pair conversion
 //    (`cvt.rn.f16x2.e4m3x2` / `.e5m2x2`: one instruction per two codes), NaN codes again
-//    replaced by the canonical NaN.
+//    replaced by the canonical NaN. Its 16-bit operand (the pair's two bytes) is one `prmt` of
+//    the 32-bit words the two codes lie in (trace_code.h), or nothing when they are the low or
+//    high half of one word, instead of a shift, a mask and an or of each byte.
 //
 // Low-bit integers and floats into f32 take the path into f16, then one exact widening per
 // element.
@@ -35,6 +37,7 @@
 // on the GPU against isa/convert.
 #include "jit/codegen.h"
 #include "jit/nan_canonical.h"
+#include "jit/trace_code.h"
 
 #include "isa/convert.h"
 
@@ -147,15 +150,41 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
       hardware = "cvt.rn.f16x2.e5m2x2 $0, $1;";
   }
 
+  // The pair's operand of the hardware conversion, from the words its bytes lie in: the low or
+  // high half of one word as it stands, else one prmt (byte 0 of the result from word a's byte
+  // i, byte 1 from word b's byte j: selector nibbles i and 4 + j); nullptr when a code is not a
+  // whole byte of a 32-bit part of a traced value.
+  auto pairFromWords = [&](llvm::Value *lo, llvm::Value *hi) -> llvm::Value * {
+    std::optional<WordCode> a = wordCode(traceCode(lo, 8), 8);
+    std::optional<WordCode> c = wordCode(traceCode(hi, 8), 8);
+    if (!a || !c || a->offset % 8 != 0 || c->offset % 8 != 0)
+      return nullptr;
+    llvm::Value *wa = wordValue(b, a->root, a->part);
+    unsigned i = a->offset / 8, j = c->offset / 8;
+    if (a->root == c->root && a->part == c->part && j == i + 1 && i % 2 == 0)
+      return b.CreateTrunc(i ? b.CreateLShr(wa, uint64_t(16)) : wa, i16);
+    llvm::Value *wc = wordValue(b, c->root, c->part);
+    auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
+    llvm::Value *bytes =
+        b.CreateCall(llvm::InlineAsm::get(
+                         type, "prmt.b32 $0, $1, $2, " + std::to_string(i | ((4 + j) << 4)) + ";",
+                         "=r,r,r", false),
+                     {wa, wc});
+    return b.CreateTrunc(bytes, i16);
+  };
+
   std::vector<llvm::Value *> out;
   out.reserve(slots.size());
   for (size_t k = 0; k < slots.size(); k += 2) {
     bool pair = k + 1 < slots.size();
     llvm::Value *r = nullptr;
     if (hardware) {
-      llvm::Value *codes = b.CreateZExt(slots[k], i16);
-      if (pair)
-        codes = b.CreateOr(codes, b.CreateShl(b.CreateZExt(slots[k + 1], i16), 8));
+      llvm::Value *codes = pair ? pairFromWords(slots[k], slots[k + 1]) : nullptr;
+      if (!codes) {
+        codes = b.CreateZExt(slots[k], i16);
+        if (pair)
+          codes = b.CreateOr(codes, b.CreateShl(b.CreateZExt(slots[k + 1], i16), 8));
+      }
       auto *asmType = llvm::FunctionType::get(i32, {i16}, false);
       r = b.CreateBitCast(
           b.CreateCall(llvm::InlineAsm::get(asmType, hardware, "=r,h", false), {codes}), pairType);

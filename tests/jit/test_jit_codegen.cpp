@@ -487,6 +487,40 @@ TEST_CASE("integer dequantisation of pairs at the same place of a word's halves 
   }
 }
 
+TEST_CASE("OCP FP8 pairs into f16 on sm_90: one cvt, their bytes gathered by one prmt") {
+  // 32 f8e4m3 codes per thread from four words. Pairs of adjacent codes (bytes 0, 1 or 2, 3 of
+  // a word) are a half of the word as it stands: no prmt and no byte arithmetic
+  const std::string rows = "[32, 16]", lanes = "spatial(32, 1).local(1, 16)";
+  for (const char *t : {"f8e4m3", "f8e5m2"}) {
+    CAPTURE(t);
+    PtxKernel k = ptxOf(dequantKernel(t, rows, lanes), "dq");
+    CHECK(occurrences(k.ptx, std::string("cvt.rn.f16x2.") + (t[3] == '4' ? "e4m3x2" : "e5m2x2")) ==
+          8);
+    CHECK(occurrences(k.ptx, "prmt.b32") == 0);
+    CHECK_FALSE(contains(k.ptx, "and.b16"));
+    CHECK_FALSE(contains(k.ptx, "or.b16"));
+  }
+  // pairs of codes from two words (byte i of word 0 with byte i of word 1, as V's pairs of two
+  // keys in programs/attention/decode_paged.tasm): one prmt per pair selects the two bytes
+  // (selector i | (4 + i) << 4), instead of a shift, a mask and an or of each byte
+  PtxKernel x =
+      ptxOf(dequantKernel("f8e4m3", "[32, 2, 2, 4]", "spatial(32, 1, 1, 1).local(1, 2, 2, 4)",
+                          "spatial(32, 1, 1, 1).local(1, 2, 1, 4).local(1, 1, 2, 1)"),
+            "dq");
+  CHECK(occurrences(x.ptx, "cvt.rn.f16x2.e4m3x2") == 8);
+  CHECK(occurrences(x.ptx, "prmt.b32") == 8);
+  for (int i = 0; i < 4; ++i)
+    CHECK(contains(x.ptx, ", " + std::to_string(i | ((4 + i) << 4)) + ";"));
+  CHECK_FALSE(contains(x.ptx, "and.b16"));
+  CHECK_FALSE(contains(x.ptx, "or.b16"));
+  // the library's decode program: V's 32 pairs of a stage, one prmt each
+  const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
+  PtxKernel d =
+      ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "f8e4m3"}}), "decode");
+  CHECK(occurrences(d.ptx, "prmt.b32") == 32);
+  CHECK_FALSE(contains(d.ptx, "or.b16"));
+}
+
 TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit integers in place") {
   // programs/quant/a16wx.tasm packs u1, u2, u4 and i4 codes, and programs/attention/
   // decode_paged.tasm reads 4-bit keys, so that each f16 pair of codes lies at the same place of

@@ -550,9 +550,11 @@ DIFF_CASE("dequantisation of pairs at the same place of a word's two halves") {
   // after one shift of the word, without a prmt (jit/emit_dequant_pairs.cpp); every such pair
   // of every code (the buffer holds each code in turn), for every type whose codes divide a
   // 16-bit half, must give isa/convert's result in f16, bf16 and f32.
+  // (OCP FP8: the pair's two bytes i and i + 2 of a word, gathered by one prmt for the hardware
+  // conversion into f16)
   for (int n : {1, 2, 4, 8})
-    for (DataType t : {DataType::u(n), DataType::i(n)}) {
-      if (n == 1 && t.isSigned())
+    for (DataType t : {DataType::u(n), DataType::i(n), DataType::f8e4m3(), DataType::f8e5m2()}) {
+      if ((n == 1 && t.isSigned()) || (t.isFloat() && n != 8))
         continue;
       std::string T = name(t), N = std::to_string(n), C = std::to_string(16 / n);
       Case c;
@@ -582,6 +584,33 @@ DIFF_CASE("dequantisation of pairs at the same place of a word's two halves") {
                    {"f_ptr", DataType::f32(), 1024, Fill::Zero}};
       runCase(c);
     }
+}
+
+DIFF_CASE("OCP FP8 pairs of two words' bytes into f16: one prmt and one cvt per pair") {
+  // byte i of word 2a with byte i of word 2a + 1 (an in-lane ConvertLayout puts them side by
+  // side, as V's two keys in programs/attention/decode_paged.tasm): the pair's operand of the
+  // hardware conversion is one prmt of the two words (jit/emit_dequant.cpp); every code (the
+  // buffer holds each in turn, NaNs included) must give isa/convert's result
+  for (DataType t : {DataType::f8e4m3(), DataType::f8e5m2()}) {
+    std::string T = name(t);
+    Case c;
+    c.name = "dequant_fp8_words_" + T;
+    c.source = "def dequant<1>(" + T +
+               "* a_ptr, f16* h_ptr, f32* f_ptr) threads=32:\n"
+               "    w = LoadGlobal(ViewGlobal(a_ptr, dtype=u32, shape=[32, 8]), "
+               "layout=spatial(32, 1).local(1, 8))\n"
+               "    a = View(w, dtype=" +
+               T +
+               ", layout=spatial(32, 1, 1, 1).local(1, 4, 2, 4))\n"
+               "    p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, "
+               "1, 2, 1))\n"
+               "    StoreGlobal(Cast(p, f16), ViewGlobal(h_ptr, shape=[32, 4, 2, 4]))\n"
+               "    StoreGlobal(Cast(p, f32), ViewGlobal(f_ptr, shape=[32, 4, 2, 4]))\n";
+    c.buffers = {{"a_ptr", t, 1024, Fill::Codes},
+                 {"h_ptr", DataType::f16(), 1024, Fill::Zero},
+                 {"f_ptr", DataType::f32(), 1024, Fill::Zero}};
+    runCase(c);
+  }
 }
 
 DIFF_CASE("chains of float operations on NaNs of any payload give canonical NaNs") {
