@@ -21,7 +21,8 @@
 // first bit is byte-aligned, its bytes suitably aligned and the whole run in bounds; its bytes
 // hold no other element, so a store never touches a neighbour's bits. Otherwise (and for
 // single elements) loadElement / storeElement (emit_memory.cpp) read the words that hold the
-// element and update its bits atomically.
+// element and update its bits atomically; a single element of 1, 2 or 4 bits (within one byte,
+// so within one aligned word) is loaded as that word by a predicated access, without a branch.
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
 
@@ -689,6 +690,21 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     if (extra)
       ok = b.CreateAnd(ok, extra);
     llvm::Value *elem = elementOffset(b, a, loc, rank);
+    if (!nativeAccess(t) && 8 % t.storageBits() == 0 && !t.isBool()) {
+      // the aligned word that holds the element (it lies within one byte), loaded under the
+      // bounds test as a predicated access (0 outside): no branch per element
+      llvm::Value *bit = b.CreateMul(elem, cg.constI64(t.storageBits()));
+      llvm::Value *byte =
+          b.CreateAdd(b.CreatePtrToInt(tile.ptr, b.getInt64Ty()), b.CreateAShr(bit, 3));
+      llvm::Value *word =
+          b.CreateIntToPtr(b.CreateAnd(byte, b.getInt64(~uint64_t(3))), tile.ptr->getType());
+      llvm::Value *shift =
+          b.CreateTrunc(b.CreateAdd(b.CreateShl(b.CreateAnd(byte, b.getInt64(3)), 3),
+                                    b.CreateAnd(bit, b.getInt64(7))),
+                        b.getInt32Ty());
+      llvm::Value *bits = asmLoadGlobal(b, word, ok, 4)[0];
+      return b.CreateTrunc(b.CreateLShr(bits, shift), cg.elemType(t));
+    }
     if (!nativeAccess(t))
       return guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); });
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
