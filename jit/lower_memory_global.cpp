@@ -22,9 +22,12 @@
 // hold no other element, so a store never touches a neighbour's bits. Otherwise (and for
 // single elements) loadElement / storeElement (emit_memory.cpp) read the words that hold the
 // element and update its bits atomically; a single element of 1, 2 or 4 bits (within one byte,
-// so within one aligned word) is loaded as that word by a predicated access, without a branch.
+// so within one aligned word) is loaded as that word by a predicated access and stored by two
+// predicated reductions (and, or) on it, without a branch.
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
+
+#include "isa/convert.h"
 
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/InlineAsm.h>
@@ -300,6 +303,42 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
   }
   auto *asmType = llvm::FunctionType::get(b.getVoidTy(), params, false);
   b.CreateCall(llvm::InlineAsm::get(asmType, text, constraints, true), args);
+}
+
+/// A sub-byte element of 1, 2 or 4 bits (bool is a byte): it lies within one byte, so within one
+/// aligned 32-bit word.
+bool withinByte(DataType t) { return !t.isBool() && 8 % t.storageBits() == 0; }
+
+/// The aligned word that holds the element at element offset `elem` of `bits`-bit elements from
+/// `ptr`, and the element's bit offset in it.
+struct ElementWord {
+  llvm::Value *word = nullptr;  // pointer
+  llvm::Value *shift = nullptr; // i32
+};
+
+ElementWord elementWord(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *elem, int bits) {
+  llvm::Value *bit = b.CreateMul(elem, b.getInt64(uint64_t(bits)));
+  llvm::Value *byte = b.CreateAdd(b.CreatePtrToInt(ptr, b.getInt64Ty()), b.CreateAShr(bit, 3));
+  ElementWord w;
+  w.word = b.CreateIntToPtr(b.CreateAnd(byte, b.getInt64(~uint64_t(3))), ptr->getType());
+  w.shift = b.CreateTrunc(b.CreateAdd(b.CreateShl(b.CreateAnd(byte, b.getInt64(3)), 3),
+                                      b.CreateAnd(bit, b.getInt64(7))),
+                          b.getInt32Ty());
+  return w;
+}
+
+/// `word &= clear; word |= set` as two relaxed reductions at gpu scope (the bits of the other
+/// elements of the word stay; other threads update theirs the same way), both predicated on
+/// `pred`.
+void redAndOr(llvm::IRBuilder<> &b, llvm::Value *word, llvm::Value *pred, llvm::Value *clear,
+              llvm::Value *set) {
+  auto *type = llvm::FunctionType::get(
+      b.getVoidTy(), {b.getInt1Ty(), b.getInt64Ty(), b.getInt32Ty(), b.getInt32Ty()}, false);
+  b.CreateCall(llvm::InlineAsm::get(type,
+                                    "{ @$0 red.relaxed.gpu.global.and.b32 [$1], $2; @$0 "
+                                    "red.relaxed.gpu.global.or.b32 [$1], $3; }",
+                                    "b,l,r,r,~{memory}", true),
+               {pred, b.CreatePtrToInt(word, b.getInt64Ty()), clear, set});
 }
 
 /// Split 32-bit words (or one i16) into `count` elements of type t (little-endian).
@@ -690,20 +729,12 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     if (extra)
       ok = b.CreateAnd(ok, extra);
     llvm::Value *elem = elementOffset(b, a, loc, rank);
-    if (!nativeAccess(t) && 8 % t.storageBits() == 0 && !t.isBool()) {
-      // the aligned word that holds the element (it lies within one byte), loaded under the
-      // bounds test as a predicated access (0 outside): no branch per element
-      llvm::Value *bit = b.CreateMul(elem, cg.constI64(t.storageBits()));
-      llvm::Value *byte =
-          b.CreateAdd(b.CreatePtrToInt(tile.ptr, b.getInt64Ty()), b.CreateAShr(bit, 3));
-      llvm::Value *word =
-          b.CreateIntToPtr(b.CreateAnd(byte, b.getInt64(~uint64_t(3))), tile.ptr->getType());
-      llvm::Value *shift =
-          b.CreateTrunc(b.CreateAdd(b.CreateShl(b.CreateAnd(byte, b.getInt64(3)), 3),
-                                    b.CreateAnd(bit, b.getInt64(7))),
-                        b.getInt32Ty());
-      llvm::Value *bits = asmLoadGlobal(b, word, ok, 4)[0];
-      return b.CreateTrunc(b.CreateLShr(bits, shift), cg.elemType(t));
+    if (!nativeAccess(t) && withinByte(t)) {
+      // the aligned word that holds the element, loaded under the bounds test as a predicated
+      // access (0 outside): no branch per element
+      ElementWord w = elementWord(b, tile.ptr, elem, t.storageBits());
+      llvm::Value *bits = asmLoadGlobal(b, w.word, ok, 4)[0];
+      return b.CreateTrunc(b.CreateLShr(bits, w.shift), cg.elemType(t));
     }
     if (!nativeAccess(t))
       return guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); });
@@ -777,6 +808,16 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     const int64_t *loc = map.localPart(i);
     llvm::Value *ok = inBounds(b, a, loc, rank);
     llvm::Value *elem = elementOffset(b, a, loc, rank);
+    if (!nativeAccess(t) && withinByte(t)) {
+      // the element's bits in its aligned word, cleared and set by two predicated reductions
+      // (the elements of other threads in that word are updated the same way): no branch
+      ElementWord w = elementWord(b, tile.ptr, elem, t.storageBits());
+      llvm::Value *mask = b.CreateShl(b.getInt32(uint32_t(bitMask(t.storageBits()))), w.shift);
+      llvm::Value *bits =
+          b.CreateShl(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()), w.shift);
+      redAndOr(b, w.word, ok, b.CreateNot(mask), bits);
+      return;
+    }
     if (!nativeAccess(t)) {
       guarded(cg, ok, nullptr, [&]() -> llvm::Value * {
         cg.storeElement(tile.ptr, elem, t, slots[size_t(i)]);

@@ -343,12 +343,15 @@ TEST_CASE("sub-byte tiles load and store whole bytes with vector accesses") {
 
 TEST_CASE("sub-byte tiles that do not cover whole bytes of one thread stay element by element") {
   // consecutive slots 256 elements apart: no run. Each u4 (within one byte, so within one
-  // aligned word) is loaded as its word by one predicated 4-byte access (0 outside the tile),
-  // without a branch; stores update the element's bits atomically
+  // aligned word) is loaded as its word by one predicated 4-byte access (0 outside the tile)
+  // and stored by two predicated reductions on that word (clear the element's bits, set them),
+  // without a branch
   std::string strided = ptxOf(packedCopy("u4", "local(32).spatial(256)", 32), "copy").ptx;
   CHECK(guarded(strided, "ld.global.b32") == 32);
   CHECK_FALSE(guarded(strided, "st.global") > 0);
-  CHECK(contains(strided, "atom.global.and.b32"));
+  CHECK(guarded(strided, "red.relaxed.gpu.global.and.b32") == 32);
+  CHECK(guarded(strided, "red.relaxed.gpu.global.or.b32") == 32);
+  CHECK_FALSE(contains(strided, "atom.global"));
   // 4 consecutive u3 are 12 bits: they share bytes with the neighbouring thread's elements
   // (and a u3 may straddle two words: loaded in a branch)
   std::string u3 = ptxOf(packedCopy("u3", "spatial(256).local(4)", 4), "copy").ptx;
