@@ -348,6 +348,10 @@ private:
   std::vector<LoopTargets> loops_;
 };
 
+/// A call of inline PTX without side effects (hoisted, merged and deleted like arithmetic).
+llvm::Value *pureAsm(llvm::IRBuilder<> &b, llvm::Type *result, const std::string &text,
+                     const char *constraints, llvm::ArrayRef<llvm::Value *> args);
+
 /// x + y and x * y, folding additions of 0 and multiplications by 1.
 llvm::Value *addFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 llvm::Value *mulFolded(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);

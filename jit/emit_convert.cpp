@@ -53,19 +53,6 @@ bool hardwareFp8(DataType from, DataType to, int smVersion) {
   return smVersion >= 90 && fp8 && source;
 }
 
-/// A call of inline PTX without side effects (hoisted, merged and deleted like arithmetic).
-llvm::Value *pureAsm(llvm::IRBuilder<> &b, llvm::Type *result, const std::string &text,
-                     const char *constraints, llvm::ArrayRef<llvm::Value *> args) {
-  std::vector<llvm::Type *> params;
-  for (llvm::Value *a : args)
-    params.push_back(a->getType());
-  auto *type = llvm::FunctionType::get(result, params, false);
-  llvm::CallInst *r = b.CreateCall(llvm::InlineAsm::get(type, text, constraints, false), args);
-  r->setDoesNotAccessMemory();
-  r->setDoesNotThrow();
-  return r;
-}
-
 } // namespace
 
 std::optional<std::vector<llvm::Value *>>
@@ -261,6 +248,18 @@ llvm::Value *Codegen::convert(llvm::Value *v, DataType from, DataType to) {
     r = b.CreateFPTrunc(v, target);
   }
   return canonicalizeNaN(r, to);
+}
+
+llvm::Value *pureAsm(llvm::IRBuilder<> &b, llvm::Type *result, const std::string &text,
+                     const char *constraints, llvm::ArrayRef<llvm::Value *> args) {
+  std::vector<llvm::Type *> params;
+  for (llvm::Value *a : args)
+    params.push_back(a->getType());
+  auto *type = llvm::FunctionType::get(result, params, false);
+  llvm::CallInst *r = b.CreateCall(llvm::InlineAsm::get(type, text, constraints, false), args);
+  r->setDoesNotAccessMemory();
+  r->setDoesNotThrow();
+  return r;
 }
 
 } // namespace tilus::jit

@@ -164,12 +164,10 @@ Codegen::dequantize(const std::vector<llvm::Value *> &slots, DataType from, Data
     if (a->root == c->root && a->part == c->part && j == i + 1 && i % 2 == 0)
       return b.CreateTrunc(i ? b.CreateLShr(wa, uint64_t(16)) : wa, i16);
     llvm::Value *wc = wordValue(b, c->root, c->part);
-    auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
+    // inline PTX keeps the selector an immediate (the intrinsic's becomes a register move)
     llvm::Value *bytes =
-        b.CreateCall(llvm::InlineAsm::get(
-                         type, "prmt.b32 $0, $1, $2, " + std::to_string(i | ((4 + j) << 4)) + ";",
-                         "=r,r,r", false),
-                     {wa, wc});
+        pureAsm(b, i32, "prmt.b32 $0, $1, $2, " + std::to_string(i | ((4 + j) << 4)) + ";",
+                "=r,r,r", {wa, wc});
     return b.CreateTrunc(bytes, i16);
   };
 

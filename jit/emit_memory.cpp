@@ -157,25 +157,29 @@ struct PackedWords {
 };
 
 PackedWords packedWords(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit, int n) {
-  llvm::Type *i64 = b.getInt64Ty();
-  unsigned as = ptr->getType()->getPointerAddressSpace();
-  llvm::Value *addr = b.CreatePtrToInt(ptr, i64);
-  llvm::Value *firstByte = b.CreateAdd(addr, b.CreateAShr(bit, 3));
+  PackedWord first = packedWord(b, ptr, bit);
   llvm::Value *lastByte =
-      b.CreateAdd(addr, b.CreateAShr(b.CreateAdd(bit, b.getInt64(uint64_t(n - 1))), 3));
-  llvm::Value *firstWord = b.CreateAnd(firstByte, b.getInt64(~uint64_t(3)));
+      b.CreateAdd(b.CreatePtrToInt(ptr, b.getInt64Ty()),
+                  b.CreateAShr(b.CreateAdd(bit, b.getInt64(uint64_t(n - 1))), 3));
   llvm::Value *lastWord = b.CreateAnd(lastByte, b.getInt64(~uint64_t(3)));
   PackedWords w;
-  llvm::Type *ptrType = llvm::PointerType::get(b.getContext(), as);
-  w.first = b.CreateIntToPtr(firstWord, ptrType);
-  w.last = b.CreateIntToPtr(lastWord, ptrType);
-  w.shift = b.CreateAdd(b.CreateShl(b.CreateAnd(firstByte, b.getInt64(3)), 3),
-                        b.CreateAnd(bit, b.getInt64(7)));
-  w.same = b.CreateICmpEQ(firstWord, lastWord);
+  w.first = first.word;
+  w.last = b.CreateIntToPtr(lastWord, ptr->getType());
+  w.shift = first.shift;
+  w.same = b.CreateICmpEQ(b.CreatePtrToInt(first.word, b.getInt64Ty()), lastWord);
   return w;
 }
 
 } // namespace
+
+PackedWord packedWord(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit) {
+  llvm::Value *byte = b.CreateAdd(b.CreatePtrToInt(ptr, b.getInt64Ty()), b.CreateAShr(bit, 3));
+  PackedWord w;
+  w.word = b.CreateIntToPtr(b.CreateAnd(byte, b.getInt64(~uint64_t(3))), ptr->getType());
+  w.shift = b.CreateAdd(b.CreateShl(b.CreateAnd(byte, b.getInt64(3)), 3),
+                        b.CreateAnd(bit, b.getInt64(7)));
+  return w;
+}
 
 llvm::Value *Codegen::loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t) {
   int sb = t.storageBits();

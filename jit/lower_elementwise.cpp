@@ -15,7 +15,6 @@
 #include "isa/convert.h"
 #include "isa/scalar_eval.h"
 
-#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <cassert>
@@ -79,11 +78,10 @@ llvm::Value *ElementwiseLowering::fastRcp(llvm::Value *x, DataType t) {
   // at least 2^-11 |y| (f16) or 2^-8 |y| (bf16), larger on subnormal results: |v - y| <= 2^-12 u,
   // so rounding v into t gives a neighbour of the correctly rounded result at worst, within
   // 1 ulp (every f16 and bf16 code is checked on the GPU: tests/jit/test_jit_gpu.cpp, "math
-  // sweeps"). f32's own range covers every f16 and bf16 input and result.
+  // functions within 2 ulp, special values"). f32's own range covers every f16 and bf16 input
+  // and result.
   llvm::Value *f = cg.convert(x, t, DataType::f32());
-  auto *type = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false);
-  llvm::Value *r =
-      b.CreateCall(llvm::InlineAsm::get(type, "rcp.approx.f32 $0, $1;", "=f,f", false), {f});
+  llvm::Value *r = pureAsm(b, b.getFloatTy(), "rcp.approx.f32 $0, $1;", "=f,f", {f});
   return cg.canonicalizeNaN(cg.convert(r, DataType::f32(), t), t);
 }
 

@@ -309,24 +309,6 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
 /// aligned 32-bit word.
 bool withinByte(DataType t) { return !t.isBool() && 8 % t.storageBits() == 0; }
 
-/// The aligned word that holds the element at element offset `elem` of `bits`-bit elements from
-/// `ptr`, and the element's bit offset in it.
-struct ElementWord {
-  llvm::Value *word = nullptr;  // pointer
-  llvm::Value *shift = nullptr; // i32
-};
-
-ElementWord elementWord(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *elem, int bits) {
-  llvm::Value *bit = b.CreateMul(elem, b.getInt64(uint64_t(bits)));
-  llvm::Value *byte = b.CreateAdd(b.CreatePtrToInt(ptr, b.getInt64Ty()), b.CreateAShr(bit, 3));
-  ElementWord w;
-  w.word = b.CreateIntToPtr(b.CreateAnd(byte, b.getInt64(~uint64_t(3))), ptr->getType());
-  w.shift = b.CreateTrunc(b.CreateAdd(b.CreateShl(b.CreateAnd(byte, b.getInt64(3)), 3),
-                                      b.CreateAnd(bit, b.getInt64(7))),
-                          b.getInt32Ty());
-  return w;
-}
-
 /// `word &= clear; word |= set` as two relaxed reductions at gpu scope (the bits of the other
 /// elements of the word stay; other threads update theirs the same way), both predicated on
 /// `pred`.
@@ -732,9 +714,10 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     if (!nativeAccess(t) && withinByte(t)) {
       // the aligned word that holds the element, loaded under the bounds test as a predicated
       // access (0 outside): no branch per element
-      ElementWord w = elementWord(b, tile.ptr, elem, t.storageBits());
+      PackedWord w = packedWord(b, tile.ptr, b.CreateMul(elem, cg.constI64(t.storageBits())));
+      llvm::Value *shift = b.CreateTrunc(w.shift, b.getInt32Ty());
       llvm::Value *bits = asmLoadGlobal(b, w.word, ok, 4)[0];
-      return b.CreateTrunc(b.CreateLShr(bits, w.shift), cg.elemType(t));
+      return b.CreateTrunc(b.CreateLShr(bits, shift), cg.elemType(t));
     }
     if (!nativeAccess(t))
       return guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); });
@@ -811,10 +794,11 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     if (!nativeAccess(t) && withinByte(t)) {
       // the element's bits in its aligned word, cleared and set by two predicated reductions
       // (the elements of other threads in that word are updated the same way): no branch
-      ElementWord w = elementWord(b, tile.ptr, elem, t.storageBits());
-      llvm::Value *mask = b.CreateShl(b.getInt32(uint32_t(bitMask(t.storageBits()))), w.shift);
+      PackedWord w = packedWord(b, tile.ptr, b.CreateMul(elem, cg.constI64(t.storageBits())));
+      llvm::Value *shift = b.CreateTrunc(w.shift, b.getInt32Ty());
+      llvm::Value *mask = b.CreateShl(b.getInt32(uint32_t(bitMask(t.storageBits()))), shift);
       llvm::Value *bits =
-          b.CreateShl(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()), w.shift);
+          b.CreateShl(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()), shift);
       redAndOr(b, w.word, ok, b.CreateNot(mask), bits);
       return;
     }

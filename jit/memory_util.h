@@ -84,6 +84,15 @@ int vectorWidth(int bytes, int64_t locals);
 /// Whether v is the constant 1.
 bool isConstOne(llvm::Value *v);
 
+/// The aligned 32-bit word holding bit `bit` of the bytes at `ptr` (i64), and that bit's offset
+/// within it (i64). An element of N bits with N dividing 8 lies within one byte, so wholly in
+/// this word (emit_memory.cpp, lower_memory_global.cpp).
+struct PackedWord {
+  llvm::Value *word = nullptr;  // ptr
+  llvm::Value *shift = nullptr; // i64
+};
+PackedWord packedWord(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit);
+
 /// A run of consecutive bit-packed elements (N < 8 bits) that starts on a byte boundary and
 /// covers whole bytes (lower_memory_packed.cpp): `bytes` in all, moved as accesses of `unit`
 /// bytes (the largest power of two dividing `bytes`, at most 16).
