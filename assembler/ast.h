@@ -64,7 +64,9 @@ enum class AstStmtKind : uint8_t {
   Continue,
   Return,
   Pass,
-  Assert
+  Assert,
+  Parallel, // body: its Group clauses
+  Group     // value: the thread count; regs: regs= (null when absent); body
 };
 
 struct AstStmt {
@@ -79,6 +81,7 @@ struct AstStmt {
   std::vector<AstExprPtr> rangeArgs; // For: 1 to 3
   std::vector<AstStmt> body;
   std::vector<AstStmt> orelse; // If; `elif` is an If as the only statement of orelse
+  AstExprPtr regs;             // Group: regs=, null when absent
 };
 
 struct AstConst {

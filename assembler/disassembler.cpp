@@ -90,6 +90,8 @@ void Printer::define(const Stmt &s) const {
   case StmtKind::Break:
   case StmtKind::Continue:
   case StmtKind::Assert:
+  case StmtKind::Parallel:
+  case StmtKind::Group:
     return;
   }
 }
@@ -167,6 +169,16 @@ void Printer::stmt(const Stmt &s, int indent, std::string &out) const {
   case StmtKind::Assert:
     out +=
         pad + "assert " + expr(s.expr) + (s.text.empty() ? "" : ", " + quoteString(s.text)) + "\n";
+    return;
+  case StmtKind::Parallel:
+    out += pad + "parallel:\n";
+    for (const Stmt &g : s.body)
+      stmt(g, indent + 1, out);
+    return;
+  case StmtKind::Group:
+    out += pad + "group(" + std::to_string(s.threads) +
+           (s.regs != 0 ? ", regs=" + std::to_string(s.regs) : "") + "):\n";
+    body(s.body, indent + 1, out);
     return;
   }
 }

@@ -204,6 +204,15 @@ private:
   const std::string &file_;
   Chooser chooser_;
   int64_t threads_ = 128;
+  /// Per instruction: the threads of the thread group that runs it, 0 outside groups (docs/isa.md,
+  /// "Thread groups"); and the threads of the first parallel statement together (0: none).
+  std::vector<int64_t> groupThreads_;
+  int64_t parallelThreads_ = 0;
+  void markGroups(const std::vector<Stmt> &body, int64_t threads);
+  /// The threads that run instruction `inst` (UINT32_MAX: the block's).
+  int64_t threadsAt(uint32_t inst) const {
+    return inst < groupThreads_.size() && groupThreads_[inst] != 0 ? groupThreads_[inst] : threads_;
+  }
   std::vector<Tensor> t_;
   std::vector<VarId> parent_;
   std::vector<Class> cls_;
@@ -768,9 +777,9 @@ void Inference::solveDot(const DotUse &u) {
   std::optional<RegisterLayout> la = cls_[find(u.a)].layout, lb = cls_[find(u.b)].layout,
                                 lc = cls_[find(u.c)].layout;
   for (const std::optional<RegisterLayout> *l : {&la, &lb, &lc})
-    if (*l && (*l)->numThreads() != threads_)
+    if (*l && (*l)->numThreads() != threadsAt(u.inst))
       return; // layout-threads: the checker's
-  std::vector<DotPlan> plans = dotPlans(m, n, k, ta.dtype, tc.dtype, threads_,
+  std::vector<DotPlan> plans = dotPlans(m, n, k, ta.dtype, tc.dtype, threadsAt(u.inst),
                                         operandCost(ta.fromInt), operandCost(tb.fromInt));
   // Last, the per-thread plan made from an accumulator whose layout is already decided.
   if (lc)
@@ -795,7 +804,7 @@ void Inference::solveDot(const DotUse &u) {
           continue;
         bool any = false;
         for (const DotPlan &q :
-             dotPlans(vc.shape[0], vc.shape[1], va.shape[1], va.dtype, vc.dtype, threads_))
+             dotPlans(vc.shape[0], vc.shape[1], va.shape[1], va.dtype, vc.dtype, threadsAt(v.inst)))
           if (dotLayoutsFit(asA ? p.c : q.a, asB ? p.c : q.b, q.c, va.dtype, vc.dtype, q.mma)) {
             any = true;
             break;
@@ -874,9 +883,10 @@ bool Inference::wgmmaAccumulator(VarId root) {
 /// warpgroups along M (each warpgroup then reads its own rows of A and all of B's tile).
 void Inference::solveWgmma(const std::pair<uint32_t, VarId> &u) {
   const Tensor &tc = t_[u.second];
-  if (cls_[find(u.second)].layout || tc.shape.size() != 2 || threads_ % 128 != 0)
+  int64_t threads = threadsAt(u.first);
+  if (cls_[find(u.second)].layout || tc.shape.size() != 2 || threads % 128 != 0)
     return;
-  std::vector<WgmmaFragment> f = wgmmaFragments(tc.shape[0], tc.shape[1], int(threads_ / 128));
+  std::vector<WgmmaFragment> f = wgmmaFragments(tc.shape[0], tc.shape[1], int(threads / 128));
   if (f.empty())
     return; // wgmma-shape: the checker's
   assign(u.second, f.back().layout,
@@ -905,7 +915,7 @@ std::optional<std::pair<RegisterLayout, std::string>> Inference::broadcastUp(Var
       continue;
     const Class &o = cls_[find(d.to)];
     const std::vector<int64_t> &os = t_[d.to].shape;
-    if (!o.layout || os.size() != c.shape.size() || o.layout->numThreads() != threads_)
+    if (!o.layout || os.size() != c.shape.size() || o.layout->numThreads() != threadsAt(c.first))
       continue;
     std::vector<int64_t> expand(os.size(), 1);
     int64_t elems = 1;
@@ -970,7 +980,8 @@ void Inference::solveFree() {
     }
     int bits = c.memoryBits != 0 ? c.memoryBits : c.dtype.storageBits();
     int vdim = c.vectorDim >= 0 ? c.vectorDim : int(c.shape.size()) - 1;
-    std::vector<RegisterLayout> options = vectorLayouts(c.shape, bits, threads_, vdim);
+    int64_t threads = threadsAt(c.first);
+    std::vector<RegisterLayout> options = vectorLayouts(c.shape, bits, threads, vdim);
     if (options.empty()) {
       c.shapeKnown = false; // nothing fits: left to the error below
       continue;
@@ -981,7 +992,7 @@ void Inference::solveFree() {
                        (c.memory ? "" : "no Dot or memory access decides it; ") + "runs of " +
                        std::to_string(run) + " elements (" + std::to_string(run * bits / 8) +
                        " bytes) along dimension " + std::to_string(vdim) + " over " +
-                       std::to_string(threads_) + " threads";
+                       std::to_string(threads) + " threads";
     assign(pick, l, rule);
   }
 }
@@ -1130,13 +1141,30 @@ void Inference::emit(LayoutReport *report) {
   report->candidates = std::min<int64_t>(report->candidates * chooser_.total, int64_t(1) << 20);
 }
 
+void Inference::markGroups(const std::vector<Stmt> &body, int64_t threads) {
+  for (const Stmt &s : body) {
+    if (s.kind == StmtKind::Instruction && s.index < groupThreads_.size())
+      groupThreads_[s.index] = threads;
+    if (s.kind == StmtKind::Parallel && parallelThreads_ == 0)
+      for (const Stmt &g : s.body)
+        parallelThreads_ += g.threads;
+    markGroups(s.body, s.kind == StmtKind::Group ? int64_t(s.threads) : threads);
+    markGroups(s.orelse, threads);
+  }
+}
+
 Expected<LayoutDecisions> Inference::run(LayoutReport *report) {
   for (uint32_t i = 0; i < p_.instructions.size(); ++i)
     visit(i);
-  // The block size: threads= when written, else the thread count of the first written register
-  // layout, else four warps.
+  groupThreads_.assign(p_.instructions.size(), 0);
+  markGroups(p_.body, 0);
+  // The block size: threads= when written, else the threads of the groups of the first parallel
+  // statement, else the thread count of the first written register layout outside groups, else
+  // four warps.
   if (p_.threads != 0) {
     threads_ = p_.threads;
+  } else if (parallelThreads_ != 0) {
+    threads_ = parallelThreads_;
   } else {
     for (const Instruction &inst : p_.instructions) {
       bool found = false;

@@ -190,6 +190,10 @@ Status ProgramLowering::statement(const AstStmt &s, std::vector<Stmt> &out) {
     return Status::success();
   case AstStmtKind::Assert:
     return assertion(s, out);
+  case AstStmtKind::Parallel:
+    return parallel(s, out);
+  case AstStmtKind::Group: // only inside a parallel statement (the parser)
+    break;
   }
   return error(ErrorCode::Syntax, s.pos, "malformed statement");
 }
@@ -331,6 +335,51 @@ Expected<ExprId> ProgramLowering::condition(const AstExpr &cond, const char *wha
                  std::string("condition of '") + what + "' must be bool or an integer, got " +
                      e->dtype.name());
   return emitExpr(program_, *e);
+}
+
+// parallel: its groups, each with constant thread count and registers, and a body in a scope
+// of its own in which break and continue do not reach an enclosing loop (docs/isa.md, "Thread
+// groups").
+Status ProgramLowering::parallel(const AstStmt &s, std::vector<Stmt> &out) {
+  Stmt st;
+  st.kind = StmtKind::Parallel;
+  st.loc = loc(s.pos);
+  Status errors;
+  for (const AstStmt &g : s.body) {
+    Stmt group;
+    group.kind = StmtKind::Group;
+    group.loc = loc(g.pos);
+    auto count = buildIntConstant(*g.value, exprContext(), ErrorCode::ThreadGroup, "group threads");
+    if (!count)
+      errors.append(count.status());
+    else if (*count < 32 || *count > 1024 || *count % 32 != 0)
+      errors.append(error(ErrorCode::ThreadGroup, g.value->pos,
+                          "a group of " + std::to_string(*count) +
+                              " threads; expected a multiple of 32 in [32, 1024]"));
+    else
+      group.threads = uint32_t(*count);
+    if (g.regs) {
+      auto regs = buildIntConstant(*g.regs, exprContext(), ErrorCode::ThreadGroup, "regs");
+      if (!regs)
+        errors.append(regs.status());
+      else if (*regs < 24 || *regs > 256 || *regs % 8 != 0)
+        errors.append(
+            error(ErrorCode::ThreadGroup, g.regs->pos,
+                  "regs=" + std::to_string(*regs) + " is not a multiple of 8 in [24, 256]"));
+      else
+        group.regs = uint32_t(*regs);
+    }
+    int loops = loopDepth_;
+    loopDepth_ = 0;
+    scopes_.push();
+    for (const AstStmt &b : g.body)
+      errors.append(statement(b, group.body));
+    scopes_.pop();
+    loopDepth_ = loops;
+    st.body.push_back(std::move(group));
+  }
+  out.push_back(std::move(st));
+  return errors;
 }
 
 // if/elif/else and while: a condition and one or two bodies, each in a scope of its own. An `if`

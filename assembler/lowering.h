@@ -31,6 +31,7 @@ private:
   Status assignment(const AstStmt &s, std::vector<Stmt> &out);
   Status forLoop(const AstStmt &s, std::vector<Stmt> &out);
   Status conditional(const AstStmt &s, std::vector<Stmt> &out);
+  Status parallel(const AstStmt &s, std::vector<Stmt> &out);
   Status assertion(const AstStmt &s, std::vector<Stmt> &out);
   Expected<ExprId> condition(const AstExpr &cond, const char *what);
   /// After an error, declare the targets that do not exist yet, so that later statements using

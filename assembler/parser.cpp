@@ -114,6 +114,7 @@ private:
   Status forStmt(AstStmt &out);
   Status ifStmt(AstStmt &out);
   Status whileStmt(AstStmt &out);
+  Status parallelStmt(AstStmt &out);
   Status assertStmt(AstStmt &out);
 
   Expected<AstExprPtr> expr() { return ternary(); }
@@ -351,6 +352,8 @@ Status Parser::statement(AstStmt &out) {
       return ifStmt(out);
     if (w == "while")
       return whileStmt(out);
+    if (w == "parallel" && next().kind == TokenKind::Op && next().text == ":")
+      return parallelStmt(out);
     if (w == "break" || w == "continue" || w == "pass" || w == "return") {
       out.kind = w == "break"      ? AstStmtKind::Break
                  : w == "continue" ? AstStmtKind::Continue
@@ -479,6 +482,54 @@ Status Parser::assertStmt(AstStmt &out) {
     out.message = (*m)->text;
   }
   return expectNewline();
+}
+
+// 'parallel' ':' NEWLINE INDENT group+ DEDENT, each group
+// 'group' '(' COUNT (',' 'regs' '=' R)? ')' ':' block (docs/isa.md, "Thread groups").
+Status Parser::parallelStmt(AstStmt &out) {
+  out.kind = AstStmtKind::Parallel;
+  advance(); // parallel
+  NestingGuard guard(blockDepth_);
+  if (blockDepth_ > kMaxBlockDepth)
+    return error("blocks nested too deeply (more than " + std::to_string(kMaxBlockDepth) +
+                 " levels)");
+  TILUSVM_TRY(expectOp(":"));
+  if (!isKind(TokenKind::Newline))
+    return error("expected end of line after 'parallel:', found " + describe(cur()));
+  advance();
+  if (!isKind(TokenKind::Indent))
+    return error("expected an indented list of 'group(...):' clauses, found " + describe(cur()));
+  advance();
+  while (!isKind(TokenKind::Dedent) && !isKind(TokenKind::End)) {
+    AstStmt g;
+    g.pos = cur().pos;
+    g.kind = AstStmtKind::Group;
+    if (!isName("group"))
+      return error("expected 'group(THREADS[, regs=R]):' in a parallel statement, found " +
+                   describe(cur()));
+    advance();
+    TILUSVM_TRY(expectOp("("));
+    auto count = expr();
+    if (!count)
+      return count.takeStatus();
+    g.value = std::move(*count);
+    if (isOp(",")) {
+      advance();
+      if (!isName("regs"))
+        return error("expected 'regs=' in group(...), found " + describe(cur()));
+      advance();
+      TILUSVM_TRY(expectOp("="));
+      auto regs = expr();
+      if (!regs)
+        return regs.takeStatus();
+      g.regs = std::move(*regs);
+    }
+    TILUSVM_TRY(expectOp(")"));
+    TILUSVM_TRY(block(g.body));
+    out.body.push_back(std::move(g));
+  }
+  advance(); // Dedent
+  return Status::success();
 }
 
 Status Parser::whileStmt(AstStmt &out) {

@@ -52,7 +52,8 @@ private:
   void readInstructions();
   void readInstruction(Instruction &inst);
   void readArgument(ArgKind kind, Argument &a);
-  void readBlock(std::vector<Stmt> &block, uint32_t depth);
+  /// `groups`: the block of a Parallel, whose statements are its Groups.
+  void readBlock(std::vector<Stmt> &block, uint32_t depth, bool groups = false);
   void readStmt(Stmt &s, uint32_t depth);
   void readInstructionStmt(Stmt &s);
   /// An index below `count` (`items` names what it indexes in the error), 0 on an error.
@@ -71,6 +72,7 @@ private:
   std::vector<uint8_t> referenced_; // per instruction: referenced by a statement
   uint64_t stmts_ = 0;
   bool inAssertPrefix_ = true; // no statement other than Assert read yet
+  bool groupAllowed_ = false;  // the next statement is a direct child of a Parallel
   bool blocksPerSm_;           // the file's programs carry blocks_per_sm (kFlagBlocksPerSm)
 };
 
@@ -337,7 +339,7 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
   }
 }
 
-void ProgramReader::readBlock(std::vector<Stmt> &block, uint32_t depth) {
+void ProgramReader::readBlock(std::vector<Stmt> &block, uint32_t depth, bool groups) {
   size_t at = r_.offset();
   uint32_t n = r_.count("statement", limits_.maxStmts);
   charge(uint64_t(n) * sizeof(Stmt));
@@ -350,15 +352,23 @@ void ProgramReader::readBlock(std::vector<Stmt> &block, uint32_t depth) {
   if (!r_.ok())
     return;
   block.resize(n);
-  for (uint32_t k = 0; k < n && r_.ok(); ++k)
+  for (uint32_t k = 0; k < n && r_.ok(); ++k) {
+    groupAllowed_ = groups;
     readStmt(block[k], depth);
+  }
 }
 
 void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
   size_t at = r_.offset();
   uint8_t kind = r_.u8("statement kind");
-  if (r_.ok() && kind > uint8_t(StmtKind::Assert))
-    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..7");
+  if (r_.ok() && kind > uint8_t(StmtKind::Group))
+    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..9");
+  // A Group only directly inside a Parallel, and a Parallel holds only Groups.
+  bool groupAllowed = groupAllowed_;
+  groupAllowed_ = false;
+  if (r_.ok() && (kind == uint8_t(StmtKind::Group)) != groupAllowed)
+    return r_.failAt(at, groupAllowed ? "a parallel statement holds a statement other than group"
+                                      : "group statement outside a parallel statement");
   s.kind = StmtKind(kind);
   if (!r_.ok())
     return;
@@ -393,6 +403,15 @@ void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
   case StmtKind::Break:
   case StmtKind::Continue:
     return;
+  case StmtKind::Parallel:
+    readBlock(s.body, depth + 1, /*groups=*/true);
+    if (r_.ok() && s.body.empty())
+      r_.failAt(at, "parallel statement without groups");
+    return;
+  case StmtKind::Group:
+    s.threads = r_.u32("group thread count");
+    s.regs = r_.u32("group registers");
+    return readBlock(s.body, depth + 1);
   case StmtKind::Assert: {
     s.expr = exprId("assert condition");
     size_t textAt = r_.offset();

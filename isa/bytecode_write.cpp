@@ -116,6 +116,12 @@ void writeStmt(ByteWriter &w, const Stmt &s) {
   case StmtKind::Assert:
     w.uleb(s.expr);
     return w.str(s.text);
+  case StmtKind::Parallel:
+    return writeBlock(w, s.body);
+  case StmtKind::Group:
+    w.uleb(s.threads);
+    w.uleb(s.regs);
+    return writeBlock(w, s.body);
   }
 }
 

@@ -42,8 +42,10 @@ enum class StmtKind : uint8_t {
   While = 4,       // while expr: body
   Break = 5,
   Continue = 6,
-  Assert = 7, // precondition: exprs[expr] (bool, of constants and scalar parameters) with
-              // the message `text`; only as a prefix of the program body (docs/isa.md)
+  Assert = 7,   // precondition: exprs[expr] (bool, of constants and scalar parameters) with
+                // the message `text`; only as a prefix of the program body (docs/isa.md)
+  Parallel = 8, // parallel: body holds its Group statements, run concurrently
+  Group = 9,    // group(threads, regs=regs): body (only directly inside a Parallel)
 };
 
 struct Stmt {
@@ -55,6 +57,8 @@ struct Stmt {
   ExprId stop = kNoId;    // For
   ExprId step = kNoId;    // For
   std::string text;       // Assert: the message (may be empty)
+  uint32_t threads = 0;   // Group: its thread count
+  uint32_t regs = 0;      // Group: registers per thread asked for (regs=); 0 without
   std::vector<Stmt> body;
   std::vector<Stmt> orelse; // If
 };

@@ -63,7 +63,9 @@ namespace tilus {
   X(WgmmaDtype, "wgmma-dtype")                                                                     \
   X(WgmmaLayout, "wgmma-layout")                                                                   \
   /* The tensor memory accelerator (docs/isa.md, "Tensor-memory-accelerator loads"). */            \
-  X(Tma, "tma")
+  X(Tma, "tma")                                                                                    \
+  /* Thread groups (docs/isa.md, "Thread groups: warp specialisation"). */                         \
+  X(ThreadGroup, "thread-group")
 
 enum class ErrorCode : uint8_t {
 #define TILUSVM_X(name, text) name,

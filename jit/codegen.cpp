@@ -90,7 +90,14 @@ llvm::Value *Codegen::callDevlib(const char *name, llvm::ArrayRef<llvm::Value *>
   return b.CreateCall(f, args);
 }
 
-void Codegen::barrier() { callIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+void Codegen::barrier() {
+  if (group_.threads == 0) {
+    callIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+    return;
+  }
+  callIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {},
+                {constI32(group_.barrier), constI32(group_.threads)});
+}
 
 Status Codegen::requireHopper(const Instruction &inst) {
   if (opts.smVersion >= 90)
@@ -131,6 +138,8 @@ void Codegen::countAssignments(const std::vector<Stmt> &body) {
     case StmtKind::Break:
     case StmtKind::Continue:
     case StmtKind::Assert:
+    case StmtKind::Parallel:
+    case StmtKind::Group:
       break;
     }
     countAssignments(s.body);
@@ -509,6 +518,10 @@ Status Codegen::lowerStmt(const Stmt &s) {
     return Status::success();
   case StmtKind::Assert: // a precondition, checked on the host before the launch
     return Status::success();
+  case StmtKind::Parallel:
+    return lowerParallel(s);
+  case StmtKind::Group: // only inside a Parallel (the checker)
+    return Status::error(ErrorCode::Bytecode, "group statement outside a parallel statement");
   }
   return Status::success();
 }

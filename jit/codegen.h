@@ -133,7 +133,10 @@ public:
   /// The value's bit pattern as an integer of t.bits bits (and back).
   llvm::Value *toBits(llvm::Value *v, DataType t);
   llvm::Value *fromBits(llvm::Value *bits, DataType t);
-  llvm::Value *tid();        // threadIdx.x, i32
+  /// The calling thread's index in the block, or inside a thread group in the group (i32).
+  llvm::Value *tid();
+  /// The threads that execute the current statement: the block's, or a thread group's.
+  int64_t threads() const { return group_.threads != 0 ? group_.threads : int64_t(info.threads); }
   llvm::Value *sharedBase(); // the dynamic shared memory, ptr addrspace(3)
   /// A call to an intrinsic or to a device library function.
   llvm::Value *callIntrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Type *> types,
@@ -303,6 +306,11 @@ public:
   /// plans for the worst case of every instruction, e.g. a Dot that takes the scratch path;
   /// a Dot that becomes mma.sync stages nothing).
   int64_t scratchUsed() const { return scratchUsed_; }
+  /// Bytes of the scratch area that the current statement may use: the block's, or inside a
+  /// thread group the group's own part (ProgramInfo::groupScratch).
+  int64_t scratchLimit() const {
+    return group_.threads != 0 ? group_.scratchBytes : info.scratchBytes;
+  }
 
   /// An `unsupported` error unless the target is sm_90a (the Hopper instructions).
   Status requireHopper(const Instruction &inst);
@@ -311,6 +319,15 @@ public:
 
 private:
   int64_t scratchUsed_ = 0;
+  /// The thread group being lowered (lower_thread_group.cpp); threads == 0 outside groups.
+  struct GroupContext {
+    int64_t threads = 0;
+    int barrier = 0; // its named barrier
+    int64_t scratchOffset = 0, scratchBytes = 0;
+  };
+  GroupContext group_;
+  size_t groupsLowered_ = 0; // index into ProgramInfo::groupScratch
+  Status lowerParallel(const Stmt &stmt);
   Status lowerBody(const std::vector<Stmt> &body);
   Status lowerStmt(const Stmt &stmt);
   /// Lower one instruction: InstructionRouter (lowering.h) hands it to its family's lowerer,
@@ -347,6 +364,12 @@ private:
   std::map<const LayoutMap *, llvm::Value *> primaryCache_;
   std::vector<LoopTargets> loops_;
 };
+
+/// The registers per thread that a block of `threads` starts with when a thread group
+/// re-allocates them: the kernel's .maxnreg (lower_thread_group.cpp).
+int64_t startRegisters(uint32_t threads, uint32_t blocksPerSm);
+/// Whether some thread group of the program asks for regs= (lower_thread_group.cpp).
+bool reallocatesRegisters(const std::vector<Stmt> &body);
 
 /// A call of inline PTX without side effects (hoisted, merged and deleted like arithmetic).
 llvm::Value *pureAsm(llvm::IRBuilder<> &b, llvm::Type *result, const std::string &text,

@@ -6,7 +6,8 @@
 namespace tilus::jit {
 
 llvm::Value *Codegen::scratchBase() {
-  return b.CreateGEP(b.getInt8Ty(), sharedBase(), constI64(info.scratchByteOffset));
+  return b.CreateGEP(b.getInt8Ty(), sharedBase(),
+                     constI64(info.scratchByteOffset + group_.scratchOffset));
 }
 
 Codegen::ScratchSlots Codegen::scratchSlots(const LayoutMap &map, int64_t byteOffset,
@@ -35,7 +36,7 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
   int64_t elements = 1;
   for (int64_t n : map.shape())
     elements *= n;
-  scratchUsed_ = std::max(scratchUsed_, byteOffset + elements * elemBytes);
+  scratchUsed_ = std::max(scratchUsed_, group_.scratchOffset + byteOffset + elements * elemBytes);
   emitIf(isPrimary(map), "stage", [&] {
     ScratchSlots at = scratchSlots(map, byteOffset, elemBytes);
     for (int64_t i = 0; i < map.locals(); ++i) {
@@ -83,12 +84,11 @@ Status Codegen::requireScratch(const Instruction &inst, const std::vector<int64_
   int64_t elements = 1;
   for (int64_t n : shape)
     elements *= n;
-  if (elements * elemBytes <= info.scratchBytes)
+  if (elements * elemBytes <= scratchLimit())
     return Status::success();
   return error(ErrorCode::Runtime, inst,
-               "scratch area of " + std::to_string(info.scratchBytes) +
-                   " bytes is smaller than the " + std::to_string(elements * elemBytes) +
-                   " bytes " + need);
+               "scratch area of " + std::to_string(scratchLimit()) + " bytes is smaller than the " +
+                   std::to_string(elements * elemBytes) + " bytes " + need);
 }
 
 } // namespace tilus::jit

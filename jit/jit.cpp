@@ -224,7 +224,7 @@ Status materializeUsed(llvm::Module &mod) {
 /// The kernel's NVVM annotations: `.reqntid threads` and, for blocks_per_sm=, `.minnctapersm`
 /// (ptxas then keeps the registers per thread low enough for that many blocks per SM).
 void annotateKernel(llvm::Module &mod, llvm::Function *kernel, uint32_t threads,
-                    uint32_t blocksPerSm) {
+                    uint32_t blocksPerSm, bool reallocates) {
   llvm::LLVMContext &ctx = mod.getContext();
   llvm::NamedMDNode *annotations = mod.getOrInsertNamedMetadata("nvvm.annotations");
   auto add = [&](const char *key, uint32_t value) {
@@ -237,6 +237,9 @@ void annotateKernel(llvm::Module &mod, llvm::Function *kernel, uint32_t threads,
   add("reqntidx", threads);
   if (blocksPerSm > 0)
     add("minctasm", blocksPerSm);
+  // setmaxnreg re-distributes a register file of a known size (docs/isa.md, "Thread groups")
+  if (reallocates)
+    add("maxnreg", uint32_t(jit::startRegisters(threads, blocksPerSm)));
 }
 
 /// Library functions become internal (unused ones are deleted, used ones may be inlined);
@@ -403,7 +406,8 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   TILUSVM_TRY(materializeUsed(*c.module));
   jit::dropUnseenNaNCanonicalizations(*cg.kernel());
   jit::foldZeroWgmmaAccumulators(*cg.kernel());
-  annotateKernel(*c.module, cg.kernel(), info.threads, program.blocksPerSm);
+  annotateKernel(*c.module, cg.kernel(), info.threads, program.blocksPerSm,
+                 jit::reallocatesRegisters(program.body));
   internalizeLibrary(*c.module, cg.kernel());
   std::string verifyErrors;
   llvm::raw_string_ostream verifyStream(verifyErrors);

@@ -292,9 +292,9 @@ Expected<std::vector<llvm::Value *>> dotScratch(Codegen &cg, const Instruction &
   int bytesB = db.storageBits() % 8 == 0 ? db.storageBits() / 8 : 1;
   int64_t kDim = op.kDim, nDim = op.mb->shape()[1];
   int64_t offsetB = op.ma->shape()[0] * kDim * bytesA;
-  if (offsetB + kDim * nDim * bytesB > cg.info.scratchBytes)
+  if (offsetB + kDim * nDim * bytesB > cg.scratchLimit())
     return cg.error(ErrorCode::Runtime, inst,
-                    "scratch area of " + std::to_string(cg.info.scratchBytes) +
+                    "scratch area of " + std::to_string(cg.scratchLimit()) +
                         " bytes is too small for Dot");
   cg.stageToScratch(va, op.a, 0, bytesA);
   cg.stageToScratch(vb, op.b, offsetB, bytesB);
@@ -357,7 +357,7 @@ Status ContractionLowering::visitDot(const Instruction &inst) {
   op.b = cg.readRegister(vb);
   if (std::optional<MmaPlan> plan =
           planMma(*op.ta->layout, *op.tb->layout, *op.td->layout, op.ta->dtype, op.tb->dtype, op.dd,
-                  int64_t(info.threads), opts.smVersion)) {
+                  cg.threads(), opts.smVersion)) {
     cg.writeRegister(vd, dotMma(cg, op, *plan));
     return Status::success();
   }

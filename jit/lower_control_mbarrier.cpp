@@ -5,8 +5,11 @@
 // counts one arrival per warp: lane 0 arrives after bar.warp.sync (which orders the warp's
 // earlier accesses before the arrival), so MbarrierInit(count=C) initialises the barrier with
 // C * warps. With tx=, thread 0's arrival also expects the transaction bytes
-// (mbarrier.arrive.expect_tx). MbarrierWait polls mbarrier.try_wait.parity in every thread
-// (the labels of the loop are local to the asm's braces, so the asm may appear many times).
+// (mbarrier.arrive.expect_tx). In a thread group of W_g of the block's W warps, lane 0 of every
+// warp arrives and the group's first warp adds W - W_g arrivals (mbarrier.arrive with a count),
+// so that a group's arrival counts as the block's. MbarrierWait polls mbarrier.try_wait.parity in
+// every thread (the labels of the loop are local to the asm's braces, so the asm may appear many
+// times).
 #include "jit/lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -51,7 +54,21 @@ Status ControlLowering::visitMbarrierArrive(const Instruction &inst) {
   cg.callIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {cg.constI32(-1)});
   const std::string plain = "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}";
   llvm::Value *lane0 = b.CreateICmpEQ(b.CreateAnd(cg.tid(), cg.constI32(31)), cg.constI32(0));
+  int64_t extra = int64_t(info.threads / 32) - cg.threads() / 32; // 0 outside thread groups
   cg.emitIf(lane0, "mbarrier.arrive", [&] {
+    if (extra > 0) {
+      // the group's first warp: its own arrival (expecting the bytes) and the missing warps'
+      emitAsm(cg,
+              "{\n.reg .pred p;\n.reg .b64 st;\nsetp.eq.u32 p, $1, 0;\n" +
+                  std::string(bytes ? "@p mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $3;\n"
+                                      "@!p mbarrier.arrive.shared::cta.b64 st, [$0];\n"
+                                    : "mbarrier.arrive.shared::cta.b64 st, [$0];\n") +
+                  "@p mbarrier.arrive.shared::cta.b64 st, [$0], $2;\n}",
+              bytes ? "r,r,r,r,~{memory}" : "r,r,r,~{memory}",
+              bytes ? std::vector<llvm::Value *>{addr, cg.tid(), cg.constI32(extra), bytes}
+                    : std::vector<llvm::Value *>{addr, cg.tid(), cg.constI32(extra)});
+      return;
+    }
     if (!bytes) {
       emitAsm(cg, plain, "r,~{memory}", {addr});
       return;

@@ -65,7 +65,7 @@ void rolledLoop(Codegen &cg, llvm::Value *start, int64_t step, int64_t end, bool
 /// unrolled they would hold many addresses in registers across the caller's loop).
 template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, bool unroll, F &&body) {
   llvm::IRBuilder<> &b = cg.b;
-  int64_t threads = int64_t(cg.info.threads);
+  int64_t threads = cg.threads();
   int64_t iterations = (count + threads - 1) / threads;
   llvm::Value *t = b.CreateZExt(cg.tid(), b.getInt64Ty());
   if (unroll && iterations <= 16) {
@@ -290,7 +290,7 @@ private:
     std::vector<int64_t> chunkShape = plan_.shape;
     chunkShape[rank_ - 1] /= vec;
     int64_t chunks = plan_.elements / vec;
-    int64_t threads = int64_t(cg_.info.threads);
+    int64_t threads = cg_.threads();
     int64_t inner = 1;
     for (size_t k = 1; k < rank_; ++k)
       inner *= chunkShape[k];
@@ -372,7 +372,7 @@ private:
     llvm::InlineAsm *cpAsync = llvm::InlineAsm::get(asmType, asmText, "r,l,r,~{memory}", true);
     llvm::Value *lo = g_.lo[rank_ - 1], *hi = g_.hi[rank_ - 1];
     int64_t chunks = plan_.elements / vec;
-    int64_t perThread = (chunks + int64_t(cg_.info.threads) - 1) / int64_t(cg_.info.threads);
+    int64_t perThread = (chunks + cg_.threads() - 1) / cg_.threads();
     forEachThreadItem(cg_, chunks, perThread < kRolledChunks, [&](llvm::Value *c) {
       std::vector<llvm::Value *> x = unravel(b_, c, chunkShape);
       x[rank_ - 1] = b_.CreateMul(x[rank_ - 1], cg_.constI64(vec));

@@ -29,7 +29,7 @@ namespace tilus::jit {
 bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
   DataType t = tile.dtype;
   const RegisterLayout &layout = *info.vars[result].layout;
-  if (t.storageBits() != 16 || t.isBool() || layout.rank() != 2 || info.threads % 32 != 0)
+  if (t.storageBits() != 16 || t.isBool() || layout.rank() != 2 || cg.threads() % 32 != 0)
     return false;
   using L = RegisterLayout;
   static const RegisterLayout plain = layoutChain({L::spatial({8, 4}), L::local({1, 2})});
@@ -40,7 +40,7 @@ bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
     outer = layout.divideRight(trans);
     isTrans = true;
   }
-  if (!outer || outer->numThreads() * 32 != int64_t(info.threads))
+  if (!outer || outer->numThreads() * 32 != cg.threads())
     return false;
   int lastRoot = tile.dims[1];
   if (!contiguousRuns(tile.root, lastRoot, 8) || info.vars[tile.root].sharedByteOffset % 16 != 0)

@@ -27,7 +27,7 @@ bool ProgramChecker::visitMbarrierInit(const Instruction &inst, Results &) {
   if (!checkMbarrierOperand(inst))
     return false;
   int64_t count = inst.arg(ArgName::count).intValue;
-  int64_t warps = int64_t(threads_ / 32);
+  int64_t warps = int64_t(blockThreads_ / 32); // the block's warps, in a group too
   int64_t limit = kMbarrierMaxPending / (warps > 0 ? warps : 1);
   if (count < 1 || count > limit)
     return fail(ErrorCode::Mbarrier, "MbarrierInit count=" + std::to_string(count) +

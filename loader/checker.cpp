@@ -189,6 +189,12 @@ void ProgramChecker::checkStmt(const Stmt &stmt) {
   case StmtKind::Assert:
     checkAssert(stmt);
     return;
+  case StmtKind::Parallel:
+    checkParallel(stmt);
+    return;
+  case StmtKind::Group:
+    fail(ErrorCode::Bytecode, "group statement outside a parallel statement");
+    return;
   }
   fail(ErrorCode::Bytecode, "unknown statement kind " + std::to_string(int(stmt.kind)));
 }
@@ -239,9 +245,16 @@ void ProgramChecker::writeVar(VarId var, VarType type, bool scalarAssign) {
     info_.vars[var] = std::move(type);
     state_[var] = VarState::Live;
     scopes_.back().push_back(var);
+    declScope_[var] = scopes_.size() - 1;
     return;
   case VarState::Live:
     break;
+  }
+  if (declaredOutsideGroup(var)) {
+    fail(ErrorCode::ThreadGroup, "assignment of " + varName(var) +
+                                     ", declared outside the thread group (each group holds its "
+                                     "own copy of the block's scalars and tensors)");
+    return;
   }
   if (poisoned_[var])
     return;
@@ -260,6 +273,7 @@ void ProgramChecker::poisonResults(const Instruction &inst) {
     poisoned_[r] = 1;
     info_.vars[r].kind = prog_.vars[r].kind;
     scopes_.back().push_back(r);
+    declScope_[r] = scopes_.size() - 1;
   }
 }
 
@@ -283,6 +297,11 @@ void ProgramChecker::checkInstructionStmt(const Stmt &stmt) {
   curInstruction_ = stmt.index;
   curLoc_ = inst.loc.line != 0 ? inst.loc : stmt.loc;
   bool poisoned = false;
+  if (groupScope_ != std::string::npos && inst.opcode == Opcode::Exit) {
+    fail(ErrorCode::ThreadGroup, "Exit() (or return) inside a thread group; a group ends at the "
+                                 "end of its body");
+    return;
+  }
   if (!checkStructure(inst)) {
     poisonResults(inst);
     return;
@@ -564,7 +583,8 @@ bool ProgramChecker::checkOut(const Instruction &inst, const VarType &computed) 
 }
 
 void ProgramChecker::noteScratch(int64_t bytes) {
-  scratchBytes_ = std::max(scratchBytes_, alignUp(bytes, 16));
+  int64_t &need = groupScope_ != std::string::npos ? groupScratch_ : scratchBytes_;
+  need = std::max(need, alignUp(bytes, 16));
 }
 
 void ProgramChecker::finishSharedPlan() {
@@ -588,6 +608,7 @@ ProgramInfo ProgramChecker::run() {
   state_.assign(nv, VarState::Undeclared);
   poisoned_.assign(nv, 0);
   loopVar_.assign(nv, 0);
+  declScope_.assign(nv, 0);
   instructionSeen_.assign(prog_.instructions.size(), 0);
   analyseExprs();
   checkHeader();

@@ -178,6 +178,11 @@ private:
   void checkFor(const Stmt &stmt);
   void checkCondition(const Stmt &stmt, const char *what);
   void checkAssert(const Stmt &stmt);
+  // check_thread_group.cpp: parallel and its groups (docs/isa.md, "Thread groups")
+  void checkParallel(const Stmt &stmt);
+  /// Whether `var` (live) was declared outside the thread group being checked (false outside
+  /// groups).
+  bool declaredOutsideGroup(VarId var) const;
   void checkInstructionStmt(const Stmt &stmt);
   bool checkStructure(const Instruction &inst);
   bool checkArgument(const Instruction &inst, size_t k);
@@ -311,7 +316,14 @@ private:
   SourceLoc curLoc_;
   int64_t curInstruction_ = -1;
 
+  /// The threads of the block, or inside a thread group the group's (its layouts' count).
   uint32_t threads_ = 0;
+  uint32_t blockThreads_ = 0;
+  /// Per variable: the depth of the scope that declared it; and inside a thread group the depth
+  /// of the group's scope (npos outside groups).
+  std::vector<size_t> declScope_;
+  size_t groupScope_ = std::string::npos;
+  int64_t groupScratch_ = 0; // the scratch bytes of the group being checked
   int64_t sharedEnd_ = 0;
   int64_t scratchBytes_ = 0;
   bool capacityReported_ = false;

@@ -272,6 +272,8 @@ void ProgramChecker::markRootUses(std::vector<uint8_t> &used) {
     case StmtKind::Instruction:
     case StmtKind::Break:
     case StmtKind::Continue:
+    case StmtKind::Parallel:
+    case StmtKind::Group:
       return;
     }
   });
@@ -287,6 +289,11 @@ bool ProgramChecker::checkVarRead(VarId var, bool &poisoned) {
   case VarState::Live:
     break;
   }
+  if (info_.vars[var].kind == VarKind::Register && declaredOutsideGroup(var))
+    return fail(ErrorCode::ThreadGroup,
+                "register tensor " + varName(var) +
+                    " is declared outside the thread group (its layout spans the whole block); "
+                    "a group uses only its own register tensors");
   if (poisoned_[var])
     poisoned = true;
   return true;
@@ -361,6 +368,7 @@ void ProgramChecker::checkHeader() {
     fail(ErrorCode::Threads,
          "threads=" + std::to_string(threads_) + " is not a multiple of 32 in [32, 1024]");
   info_.threads = threads_;
+  blockThreads_ = threads_;
   if (prog_.blocksPerSm > kMaxBlocksPerSm ||
       int64_t(prog_.blocksPerSm) * threads_ > kMaxThreadsPerSm)
     fail(ErrorCode::Threads, "blocks_per_sm=" + std::to_string(prog_.blocksPerSm) + " blocks of " +
@@ -369,10 +377,39 @@ void ProgramChecker::checkHeader() {
                                  std::to_string(kMaxThreadsPerSm) + " threads)");
 }
 
-/// Without threads=, the block size is the thread count of the first register layout in
-/// program order (every other layout must agree: checkLayoutThreads). A program without any
-/// register layout runs one warp.
+namespace {
+
+/// The first parallel statement of `body` in program order, or nullptr.
+const Stmt *firstParallel(const std::vector<Stmt> &body) {
+  for (const Stmt &s : body) {
+    if (s.kind == StmtKind::Parallel)
+      return &s;
+    if (const Stmt *p = firstParallel(s.body))
+      return p;
+    if (const Stmt *p = firstParallel(s.orelse))
+      return p;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+/// Without threads=, the block size is the sum of the group counts of the first parallel
+/// statement, or else the thread count of the first register layout in program order (every
+/// other layout must agree: checkLayoutThreads). A program without any register layout runs one
+/// warp.
 uint32_t ProgramChecker::inferThreads() {
+  if (const Stmt *par = firstParallel(prog_.body)) {
+    uint64_t sum = 0;
+    for (const Stmt &g : par->body)
+      sum += g.threads;
+    if (sum % 32 != 0 || sum < 32 || sum > 1024)
+      report(ErrorCode::Threads,
+             "threads inferred from the groups of the parallel statement would be " +
+                 std::to_string(sum) + ", not a multiple of 32 in [32, 1024]; give threads=",
+             par->loc, -1);
+    return uint32_t(std::min<uint64_t>(sum, 1024));
+  }
   for (size_t idx = 0; idx < prog_.instructions.size(); ++idx) {
     const Instruction &inst = prog_.instructions[idx];
     for (const Argument &a : inst.args) {
@@ -444,6 +481,7 @@ void ProgramChecker::checkAssign(const Stmt &stmt) {
       poisoned_[stmt.var] = 1;
       info_.vars[stmt.var] = VarType{prog_.vars[stmt.var].kind, prog_.vars[stmt.var].dtype};
       scopes_.back().push_back(stmt.var);
+      declScope_[stmt.var] = scopes_.size() - 1;
     }
     return;
   }

@@ -118,6 +118,10 @@ struct ProgramInfo {
   /// each rounded up to 16 (storageBytes of a sub-byte type is 1). 0 when none occurs.
   int64_t scratchByteOffset = 0;
   int64_t scratchBytes = 0;
+  /// Per thread group, in program order (docs/isa.md, "Thread groups"): its own part of the
+  /// scratch area (offset from scratchByteOffset, bytes), since groups run at the same time. The
+  /// parts of one parallel statement lie one after the other; scratchBytes covers them.
+  std::vector<std::pair<int64_t, int64_t>> groupScratch;
   std::vector<PointerExtent> extents; // one per pointer parameter, in parameter order
   bool usesWorkspace = false;         // has AllocateGlobal
   /// Per Wgmma instruction (index into Program::instructions): its issue plan.

@@ -1157,7 +1157,31 @@ TEST_CASE("bytecode: enum values out of range") {
   CHECK(contains(errorOf(programWith(0, 0, 5)), "variable kind 0 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(6, 0, 5)), "variable kind 6 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(1, 28, 5)), "expression op 28 is not one of 0..27"));
-  CHECK(contains(errorOf(programWith(1, 0, 8)), "statement kind 8 is not one of 0..7"));
+  CHECK(contains(errorOf(programWith(1, 0, 10)), "statement kind 10 is not one of 0..9"));
+  // Thread groups: a Group only directly inside a Parallel, which holds only Groups.
+  CHECK(contains(errorOf(programWith(1, 0, 9)), "group statement outside a parallel statement"));
+  auto parallelOf = [](uint8_t childKind) {
+    Bytes p;
+    p.str("p").uleb(64);
+    p.uleb(1).str("n").u8(1).u8(0).i32();
+    p.uleb(1).u8(0).i32().uleb(1);
+    p.uleb(1).uleb(0);
+    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+    // Instruction 0, then parallel { group(32): []; CHILD }
+    p.uleb(2).u8(0).uleb(0).u8(8).uleb(2).u8(9).uleb(32).uleb(0).uleb(0).u8(childKind);
+    if (childKind == 9)
+      p.uleb(32).uleb(0).uleb(0);
+    return makeFile(programsOf({p}));
+  };
+  Expected<Module> two = decodeModule(parallelOf(9));
+  REQUIRE(two.ok());
+  const Stmt &par = two->programs[0].body[1];
+  CHECK(par.kind == StmtKind::Parallel);
+  REQUIRE(par.body.size() == 2);
+  CHECK(
+      (par.body[1].kind == StmtKind::Group && par.body[1].threads == 32 && par.body[1].regs == 0));
+  CHECK(
+      contains(errorOf(parallelOf(5)), "a parallel statement holds a statement other than group"));
   // Opcode numOpcodes() and a reduce op of 6.
   Bytes p;
   p.str("p").uleb(32).uleb(0).uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0);

@@ -68,6 +68,8 @@ struct PendingTmaStore {
 
 enum class Flow : uint8_t { Normal, Break, Continue, Exit };
 
+class GroupScheduler;
+
 class BlockState {
 public:
   explicit BlockState(const LaunchPlan &plan);
@@ -101,6 +103,10 @@ public:
   std::vector<PendingTmaStore> tmaStoreUncommitted;           // issued since the last commit
   std::deque<std::vector<PendingTmaStore>> tmaStoreCommitted; // oldest first
   std::unique_ptr<BlockRaceDetector> race;                    // checked mode only
+  /// While a parallel statement runs: its scheduler (MbarrierWait lets another thread group
+  /// run) and the running group's index (docs/isa.md, "Thread groups"); -1 outside groups.
+  GroupScheduler *groups = nullptr;
+  int32_t group = -1;
   std::vector<uint64_t> scratch[3]; // operand staging for elementwise instructions
 
   /// Evaluate a scalar expression in this block.

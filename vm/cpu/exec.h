@@ -13,6 +13,8 @@ namespace tilus::cpu {
 /// Run the block's body from the start; then the checks of a block's end (TmaStores still in
 /// flight: exec_memory_tma.cpp).
 Status runBlock(BlockState &b);
+/// Run a list of statements (a body) of the block's program (exec_control.cpp).
+Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow);
 Status finishBlock(BlockState &b);
 
 /// The interpreter's visitor over the instruction table: one handler visitNAME per row of

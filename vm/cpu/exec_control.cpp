@@ -2,10 +2,12 @@
 // while, break, continue, return/Exit) over block-uniform scalars, scalar assignments, and
 // the dispatch generated from isa/instructions.def that hands an instruction to its handler.
 // Synchronize() advances the race detector's epoch; on the CPU everything else about it is
-// implicit, because the block's threads execute each instruction together.
+// implicit, because the block's threads execute each instruction together. A parallel
+// statement runs its thread groups as cooperative tasks (group_scheduler.h).
 #include "vm/cpu/exec.h"
 
 #include "isa/convert.h"
+#include "vm/cpu/group_scheduler.h"
 
 namespace tilus::cpu {
 
@@ -21,8 +23,6 @@ Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
   TILUSVM_TRY(b.checkWgmmaRegisterA(index));
   return visitInstruction(b.program.instructions[index].opcode, Exec{flow}, b, index);
 }
-
-Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow);
 
 Location statementLocation(const BlockState &b, const Stmt &s) {
   Location loc;
@@ -93,9 +93,26 @@ Status execStatement(BlockState &b, const Stmt &s, Flow &flow) {
     return Status::success();
   case StmtKind::Assert: // a precondition, checked before the launch (evaluateGrid)
     return Status::success();
+  case StmtKind::Parallel: {
+    // the groups run as cooperative tasks (group_scheduler.h); then the block goes on as after
+    // a Synchronize()
+    GroupScheduler groups(b, s);
+    b.groups = &groups;
+    Status status = groups.run();
+    b.groups = nullptr;
+    TILUSVM_TRY(status);
+    if (b.race)
+      b.race->synchronize();
+    return Status::success();
+  }
+  case StmtKind::Group: // only inside a Parallel (the checker)
+    return Status::error(ErrorCode::Bytecode, "group statement outside a parallel statement",
+                         statementLocation(b, s));
   }
   return Status::success();
 }
+
+} // namespace
 
 Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow) {
   for (const Stmt &s : body) {
@@ -106,11 +123,9 @@ Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow) {
   return Status::success();
 }
 
-} // namespace
-
 Status Exec::visitSynchronize(BlockState &b, uint32_t) {
-  if (b.race)
-    b.race->synchronize();
+  if (b.race) // inside a thread group, a barrier of the group only
+    b.race->synchronizeGroup();
   return Status::success();
 }
 

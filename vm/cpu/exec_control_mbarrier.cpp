@@ -4,7 +4,9 @@
 // expected by MbarrierArrive(tx=) and completed by the asynchronous copies that name the
 // barrier, and a phase completes when both its arrivals and its bytes are in. A wait returns
 // when the phase of the given parity has completed; otherwise nothing else could ever complete
-// it (every copy of the block has already landed), so the wait is reported as a deadlock.
+// it (every copy of the block has already landed), so the wait is reported as a deadlock. In a
+// thread group the wait lets the other groups run first (group_scheduler.h): a deadlock is when
+// none of them can make progress either.
 //
 // TmaLoad (exec_memory_tma.cpp) completes its bytes when issued and leaves its data with the
 // barrier: it lands at the first wait that returns after its phase completed, as a write ordered
@@ -17,6 +19,7 @@
 // are ordered before accesses after the wait (an access after the completion that skips the
 // wait is not reported, a limit of the epoch model).
 #include "vm/cpu/exec.h"
+#include "vm/cpu/group_scheduler.h"
 
 namespace tilus::cpu {
 
@@ -134,7 +137,13 @@ Status Exec::visitMbarrierWait(BlockState &b, uint32_t index) {
   TILUSVM_TRY(useBarrier(b, index, ArgName::s, address, m));
   uint64_t parity = uint64_t(b.evalInt(inst.arg(ArgName::parity).expr)) & 1;
   // The phase in progress has parity phase % 2; the phase of the other parity (the previous
-  // one, or the one before the first) has completed.
+  // one, or the one before the first) has completed. In a thread group, the other groups run
+  // until it has (group_scheduler.h).
+  GroupScheduler::Wake wake = GroupScheduler::Wake::Deadlock;
+  if (m->phase % 2 == parity && b.groups)
+    wake = b.groups->wait([m, parity] { return m->phase % 2 != parity; });
+  if (wake == GroupScheduler::Wake::Aborted)
+    return Status::error(ErrorCode::Runtime, "abandoned: another thread group failed");
   if (m->phase % 2 == parity)
     return b.fail(ErrorCode::Runtime, index,
                   "MbarrierWait(parity=" + std::to_string(parity) + ") never returns: phase " +

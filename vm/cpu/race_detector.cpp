@@ -32,6 +32,8 @@ void BlockRaceDetector::reset(int64_t blockLinear) {
   instance_ = 0;
   epoch_ = 1;
   current_ = kNoId;
+  group_ = -1;
+  groupEpochs_.clear();
   const auto &vars = plan_.info->vars;
   for (size_t v = 0; v < vars.size(); ++v)
     if (vars[v].kind == VarKind::Shared && vars[v].sharedLayout)
@@ -91,9 +93,12 @@ void BlockRaceDetector::report(const std::string &message) {
 
 void BlockRaceDetector::conflict(Kind kind, const Access &prior, const Target &target,
                                  int32_t thread, const char *verb, const char *how) {
+  bool groups = prior.group != group_ && prior.group >= 0 && group_ >= 0;
   if (shouldReport(kind, prior.instruction, thread, prior.thread))
     report(site(current_, thread) + " " + verb + " " + name(target) + " " + how + " " +
-           site(prior.instruction, prior.thread) + " with no Synchronize() between them");
+           site(prior.instruction, prior.thread) +
+           (groups ? " of another thread group, with no completed mbarrier phase between them"
+                   : " with no Synchronize() between them"));
 }
 
 void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t thread) {
@@ -116,7 +121,7 @@ void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t threa
   } else if (concurrent(s.atomic)) {
     conflict(Kind::ReadAfterAtomic, s.atomic, target, thread, "reads", "updated atomically by");
   }
-  s.read = Access{instance_, epoch_, current_, thread};
+  s.read = now(current_, thread, epoch_);
 }
 
 void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thread) {
@@ -138,7 +143,7 @@ void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thre
   } else if (concurrent(s.atomic)) {
     conflict(Kind::WriteAfterAtomic, s.atomic, target, thread, "writes", "updated atomically by");
   }
-  s.write = Access{instance_, epoch_, current_, thread};
+  s.write = now(current_, thread, epoch_);
   s.landedAt = kNoId;
 }
 
@@ -152,7 +157,7 @@ void BlockRaceDetector::checkAtomic(Shadow &s, const Target &target, int32_t thr
   } else if (concurrent(s.read)) {
     conflict(Kind::AtomicAfterRead, s.read, target, thread, "updates", "atomically, read by");
   }
-  s.atomic = Access{instance_, epoch_, current_, thread};
+  s.atomic = now(current_, thread, epoch_);
 }
 
 void BlockRaceDetector::sharedRead(VarId root, int64_t element, int32_t thread) {
@@ -178,11 +183,11 @@ void BlockRaceDetector::sharedCopyLand(VarId root, int64_t element, uint32_t cop
   Shadow &s = sharedShadow(root, element);
   s.pendingCopy = kNoId;
   if (atBarrier) { // the epoch before the phase's completion: ordered before the wait
-    s.write = Access{instance_, epoch_ - 1, copyInstruction, -1};
+    s.write = now(copyInstruction, -1, epoch_ - 1);
     s.landedAt = kNoId;
     return;
   }
-  s.write = Access{instance_, epoch_, copyInstruction, -1};
+  s.write = now(copyInstruction, -1, epoch_);
   s.landedAt = current_;
 }
 

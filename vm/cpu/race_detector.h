@@ -44,6 +44,8 @@ struct Access {
   uint32_t epoch = 0;
   uint32_t instruction = kNoId;
   int32_t thread = -1; // -1: the whole block (CopyAsync)
+  int32_t group = -1;  // the thread group that made it (-1: the block, outside groups)
+  uint32_t groupEpoch = 0;
 };
 
 struct Shadow {
@@ -74,7 +76,21 @@ public:
     ++instance_;
     current_ = instruction;
   }
+  /// A barrier of the block (Synchronize() outside thread groups, a completed mbarrier phase).
   void synchronize() { ++epoch_; }
+  /// Accesses from now on are thread group `group`'s (-1: the block's again); a Synchronize()
+  /// in a group orders only that group's accesses (docs/isa.md, "Thread groups").
+  void enterGroup(int32_t group) {
+    group_ = group;
+    if (group >= 0 && size_t(group) >= groupEpochs_.size())
+      groupEpochs_.resize(size_t(group) + 1, 0);
+  }
+  void synchronizeGroup() {
+    if (group_ >= 0)
+      ++groupEpochs_[size_t(group_)];
+    else
+      ++epoch_;
+  }
 
   void sharedRead(VarId root, int64_t element, int32_t thread);
   void sharedWrite(VarId root, int64_t element, int32_t thread);
@@ -127,8 +143,15 @@ private:
   void checkWrite(Shadow &s, const Target &target, int32_t thread);
   void checkAtomic(Shadow &s, const Target &target, int32_t thread);
   /// Whether access `a` is in the current epoch and from another dynamic instruction.
+  /// Within a thread group also: another group's, or the group's own in its current epoch.
   bool concurrent(const Access &a) const {
-    return a.instance != 0 && a.epoch == epoch_ && a.instance != instance_;
+    return a.instance != 0 && a.epoch == epoch_ && a.instance != instance_ &&
+           (a.group != group_ || group_ < 0 || a.groupEpoch == groupEpochs_[size_t(group_)]);
+  }
+  /// The current access of `thread` (instruction `instruction`, epoch `epoch`).
+  Access now(uint32_t instruction, int32_t thread, uint32_t epoch) const {
+    return Access{instance_, epoch,  instruction,
+                  thread,    group_, group_ >= 0 ? groupEpochs_[size_t(group_)] : 0};
   }
   /// Whether to (re)write the report for this pair of instructions: the first conflict of a
   /// pair is reported, and replaced once by a conflict between two different threads (the
@@ -147,6 +170,8 @@ private:
   uint64_t instance_ = 0;
   uint32_t epoch_ = 1;
   uint32_t current_ = kNoId;
+  int32_t group_ = -1;
+  std::vector<uint32_t> groupEpochs_;       // per thread group of the block
   std::vector<std::vector<Shadow>> shared_; // per shared root VarId
   std::unordered_map<uint64_t, Shadow> global_;
   std::vector<AccessInterval> reads_, writes_, atomics_;

@@ -1,0 +1,101 @@
+// The parallel statement (docs/isa.md, "Thread groups: warp specialisation"): each group is a
+// warp-uniform `if (B <= tid < B + COUNT)` around its body, lowered as a block of COUNT threads
+// (thread index tid - B, its own named barrier and its own part of the scratch area); with
+// regs= the group re-allocates its registers (setmaxnreg) on entry and gives them back on exit.
+// A block barrier precedes the groups (the code before may use the scratch area that the groups
+// share out) and joins them after.
+#include "jit/codegen.h"
+
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace tilus::jit {
+
+namespace {
+
+void setMaxRegisters(llvm::IRBuilder<> &b, int64_t from, int64_t to) {
+  if (from == to)
+    return;
+  std::string text = std::string("setmaxnreg.") + (to > from ? "inc" : "dec") +
+                     ".sync.aligned.u32 " + std::to_string(to) + ";";
+  auto *type = llvm::FunctionType::get(b.getVoidTy(), false);
+  b.CreateCall(llvm::InlineAsm::get(type, text, "~{memory}", /*hasSideEffects=*/true), {});
+}
+
+} // namespace
+
+/// The registers per thread that a block of `threads` starts with when a group re-allocates
+/// them (the kernel's .maxnreg; docs/isa.md, "Thread groups").
+int64_t startRegisters(uint32_t threads, uint32_t blocksPerSm) {
+  int64_t occupancy = blocksPerSm > 0 ? int64_t(blocksPerSm) : 1;
+  return std::min<int64_t>(256, 65536 / (int64_t(threads) * occupancy) / 8 * 8);
+}
+
+bool reallocatesRegisters(const std::vector<Stmt> &body) {
+  for (const Stmt &s : body)
+    if ((s.kind == StmtKind::Group && s.regs != 0) || reallocatesRegisters(s.body) ||
+        reallocatesRegisters(s.orelse))
+      return true;
+  return false;
+}
+
+Status Codegen::lowerParallel(const Stmt &s) {
+  bool regs = false;
+  for (const Stmt &g : s.body)
+    regs = regs || g.regs != 0;
+  if (regs && opts.smVersion < 90) {
+    Location loc;
+    loc.program = prog.name;
+    loc.line = s.loc.line;
+    loc.column = s.loc.column;
+    return Status::error(ErrorCode::Unsupported,
+                         "group(regs=) needs sm_90a (Hopper, setmaxnreg); the target is sm_" +
+                             std::to_string(opts.smVersion),
+                         loc);
+  }
+  int64_t start = startRegisters(info.threads, prog.blocksPerSm);
+  barrier();
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "parallel.end", fn_);
+  int64_t begin = 0;
+  int barrierId = 1;
+  for (const Stmt &g : s.body) {
+    const std::pair<int64_t, int64_t> &scratch = info.groupScratch[groupsLowered_++];
+    // the group's thread index, computed once in the prologue like the block's
+    llvm::IRBuilder<> pb(entry_->getTerminator());
+    llvm::Value *local = pb.CreateSub(tid_, pb.getInt32(uint32_t(begin)), "group.tid");
+    llvm::Value *mine = b.CreateICmpULT(local, constI32(int64_t(g.threads)));
+    llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx, "group", fn_);
+    llvm::BasicBlock *next = llvm::BasicBlock::Create(ctx, "group.next", fn_);
+    b.CreateCondBr(mine, body, next);
+    b.SetInsertPoint(body);
+
+    GroupContext outer = group_;
+    llvm::Value *outerTid = tid_;
+    std::map<const LayoutMap *, std::vector<llvm::Value *>> outerParts;
+    std::map<const LayoutMap *, llvm::Value *> outerPrimary;
+    outerParts.swap(threadPartCache_);
+    outerPrimary.swap(primaryCache_);
+    group_ = GroupContext{int64_t(g.threads), barrierId++, scratch.first, scratch.second};
+    tid_ = local;
+    int64_t want = g.regs != 0 ? int64_t(g.regs) : start;
+    if (regs)
+      setMaxRegisters(b, start, want);
+    Status status = lowerBody(g.body);
+    if (status.ok() && regs)
+      setMaxRegisters(b, want, start);
+    tid_ = outerTid;
+    group_ = outer;
+    threadPartCache_.swap(outerParts);
+    primaryCache_.swap(outerPrimary);
+    TILUSVM_TRY(status);
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+    begin += int64_t(g.threads);
+  }
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  barrier();
+  return Status::success();
+}
+
+} // namespace tilus::jit

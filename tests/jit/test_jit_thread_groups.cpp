@@ -1,0 +1,120 @@
+// Thread groups in the JIT (docs/isa.md, "Thread groups: warp specialisation"): each group is a
+// range test on the thread index around its body, with its own named barrier for
+// Synchronize(), group-relative thread indices, mbarrier arrivals that count as the block's,
+// setmaxnreg on entry and exit with regs= (and .maxnreg on the kernel), refused for sm_80.
+#include "jit/jit_test_util.h"
+
+#include <regex>
+
+using namespace tilus;
+using namespace tilus::testing;
+
+namespace {
+
+Expected<PtxKernel> compileFor(const VerifiedModule &m, int sm) {
+  JitOptions options;
+  options.smVersion = sm;
+  return compileToPtx(m, 0, options);
+}
+
+bool contains(const std::string &text, const std::string &what) {
+  return text.find(what) != std::string::npos;
+}
+
+int count(const std::string &text, const std::string &what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
+    ++n;
+  return n;
+}
+
+// A group of 128 threads (4 warps) and one of 256 (8 warps): the block has 12 warps.
+const char *kGroupsSource = R"(
+def k<1>(f32* x_ptr, f32* y_ptr) threads=384:
+    gx = ViewGlobal(x_ptr, shape=[256])
+    gy = ViewGlobal(y_ptr, shape=[256])
+    buf = AllocateShared(f32, shape=[256])
+    full = AllocateShared(u64, shape=[1])
+    MbarrierInit(full, count=1)
+    Synchronize()
+    parallel:
+        group(128, regs=40):
+            v = LoadGlobal(gx, layout=spatial(128).local(2))
+            StoreShared(v, buf)
+            MbarrierArrive(full)
+        group(256, regs=232):
+            MbarrierWait(full, parity=0)
+            w = LoadShared(buf, layout=spatial(256))
+            Synchronize()
+            StoreGlobal(w, gy)
+)";
+
+} // namespace
+
+TEST_CASE("thread groups: range tests, named barriers, register re-allocation on sm_90a") {
+  VerifiedModule m = buildSource(kGroupsSource);
+  Expected<PtxKernel> k = compileFor(m, 90);
+  REQUIRE_OK(k);
+  // 65536 / 384 = 170 registers per thread, rounded down to 168: the file that regs= shares out
+  CHECK(contains(k->ptx, ".maxnreg 168"));
+  CHECK(count(k->ptx, "setmaxnreg.dec.sync.aligned.u32 40;") == 1);
+  CHECK(count(k->ptx, "setmaxnreg.inc.sync.aligned.u32 168;") == 1); // the producer gives back
+  CHECK(count(k->ptx, "setmaxnreg.inc.sync.aligned.u32 232;") == 1);
+  CHECK(count(k->ptx, "setmaxnreg.dec.sync.aligned.u32 168;") == 1);
+  // the second group's Synchronize() is named barrier 2 of its 256 threads
+  CHECK(std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+2,\s*256;)")));
+  // the block barriers before and after the groups (and after the initialisation)
+  int blockBarriers = count(k->ptx, "bar.sync \t0;");
+  CHECK(blockBarriers >= 3);
+  // one group arrival = 12 warp arrivals: lane 0 of each of the group's 4 warps, and 8 more
+  // from its first warp (count 1 block arrival = 12 warp arrivals at init)
+  bool counted = std::regex_search(
+      k->ptx, std::regex(R"(@p mbarrier\.arrive\.shared::cta\.b64 st, \[%r\d+\], %r\d+;)"));
+  CHECK(counted);
+}
+
+TEST_CASE("thread groups: ptxas accepts the sm_90a kernel" * needsPtxas()) {
+  VerifiedModule m = buildSource(kGroupsSource);
+  Expected<PtxKernel> k = compileFor(m, 90);
+  REQUIRE_OK(k);
+  std::string log;
+  bool ok = runPtxas(k->ptx, 90, log);
+  INFO(log);
+  CHECK(ok);
+}
+
+TEST_CASE("thread groups without regs= compile for sm_80; with it they are refused") {
+  const char *plain = R"(
+def k<1>(f32* x_ptr) threads=64:
+    gx = ViewGlobal(x_ptr, shape=[64])
+    parallel:
+        group(32):
+            v = LoadGlobal(gx, layout=spatial(32), offset=[0:])
+            Synchronize()
+            StoreGlobal(Add(v, v), gx, offset=[0:])
+        group(32):
+            w = LoadGlobal(gx, layout=spatial(32), offset=[32:])
+            StoreGlobal(Add(w, w), gx, offset=[32:])
+)";
+  VerifiedModule p = buildSource(plain);
+  Expected<PtxKernel> k = compileFor(p, 80);
+  REQUIRE_OK(k);
+  CHECK(!contains(k->ptx, "setmaxnreg"));
+  CHECK(!contains(k->ptx, ".maxnreg"));
+  // group 0's barrier: named barrier 1 of its 32 threads
+  CHECK(std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+1,\s*32;)")));
+  VerifiedModule m = buildSource(R"(
+def k<1>() threads=256:
+    parallel:
+        group(128, regs=40):
+            pass
+        group(128):
+            pass
+)");
+  Expected<PtxKernel> refused = compileFor(m, 80);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().code() == ErrorCode::Unsupported);
+  INFO(refused.status().toString());
+  CHECK(contains(refused.status().toString(), "group(regs=) needs sm_90a"));
+  CHECK(refused.status().first().location.line == 3);
+}

@@ -1,0 +1,166 @@
+// Cooperative tasks for the thread groups of a parallel statement (group_scheduler.h).
+#include "vm/cpu/group_scheduler.h"
+
+#include "vm/cpu/exec.h"
+
+namespace tilus::cpu {
+
+namespace {
+
+void swapQueues(BlockState &b, AsyncQueues &q) {
+  std::swap(b.uncommitted, q.uncommitted);
+  std::swap(b.committed, q.committed);
+  std::swap(b.wgmmaUncommitted, q.wgmmaUncommitted);
+  std::swap(b.wgmmaCommitted, q.wgmmaCommitted);
+  std::swap(b.tmaStoreUncommitted, q.tmaStoreUncommitted);
+  std::swap(b.tmaStoreCommitted, q.tmaStoreCommitted);
+}
+
+} // namespace
+
+GroupScheduler::GroupScheduler(BlockState &b, const Stmt &parallel) : b_(b) {
+  tasks_.resize(parallel.body.size());
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    tasks_[i].stmt = &parallel.body[i];
+}
+
+GroupScheduler::~GroupScheduler() {
+  for (Task &t : tasks_)
+    if (t.thread.joinable())
+      t.thread.join();
+}
+
+size_t GroupScheduler::next(size_t from) const {
+  for (size_t k = 1; k <= tasks_.size(); ++k) {
+    size_t j = (from == kBlock ? k - 1 : from + k) % tasks_.size();
+    const Task &t = tasks_[j];
+    if (j != from && !t.done && (!t.started || t.ready()))
+      return j;
+  }
+  return kBlock;
+}
+
+void GroupScheduler::switchTo(size_t to) {
+  if (running_ != kBlock)
+    swapQueues(b_, tasks_[running_].queues);
+  running_ = to;
+  if (to != kBlock) {
+    swapQueues(b_, tasks_[to].queues);
+    b_.group = int32_t(to);
+    tasks_[to].started = true;
+  } else {
+    b_.group = -1;
+  }
+  if (b_.race)
+    b_.race->enterGroup(b_.group);
+  cv_.notify_all();
+}
+
+void GroupScheduler::abort(Status status) {
+  if (!aborting_)
+    error_ = std::move(status);
+  aborting_ = true;
+  cv_.notify_all();
+}
+
+Status GroupScheduler::finishGroup(size_t index) {
+  const Stmt &g = *tasks_[index].stmt;
+  Location loc;
+  loc.program = b_.program.name;
+  loc.file = b_.plan.module->sourceName;
+  loc.line = g.loc.line;
+  loc.column = g.loc.column;
+  std::string where = b_.blockText() + ", thread group " + std::to_string(index) + ": ";
+  if (!b_.wgmmaUncommitted.empty() || !b_.wgmmaCommitted.empty())
+    return Status::error(ErrorCode::Runtime,
+                         where + "the group ends while a Wgmma it issued is still in flight: "
+                                 "commit it and wait for it (WgmmaWaitGroup(0)) before the end",
+                         loc);
+  if (!b_.tmaStoreUncommitted.empty() || !b_.tmaStoreCommitted.empty())
+    return Status::error(ErrorCode::Runtime,
+                         where + "the group ends while a TmaStore it issued may still read its "
+                                 "shared source: commit it and wait for it (TmaStoreWaitGroup(0)) "
+                                 "before the end",
+                         loc);
+  return Status::success();
+}
+
+void GroupScheduler::body(size_t index) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return running_ == index || aborting_; });
+  Status status;
+  if (!aborting_) {
+    lock.unlock(); // only this group runs until it waits or ends
+    Flow flow = Flow::Normal;
+    status = execBody(b_, tasks_[index].stmt->body, flow);
+    if (status.ok())
+      status = finishGroup(index);
+    lock.lock();
+  }
+  tasks_[index].done = true;
+  if (!status.ok()) {
+    abort(std::move(status));
+  }
+  if (aborting_) {
+    if (running_ == index)
+      switchTo(kBlock);
+    cv_.notify_all();
+    return;
+  }
+  size_t to = next(index);
+  if (to == kBlock) {
+    // every other group is done, or waits for a phase that nothing can complete any more:
+    // the first of those reports its wait as a deadlock
+    for (size_t j = 0; j < tasks_.size(); ++j)
+      if (!tasks_[j].done) {
+        tasks_[j].deadlock = true;
+        to = j;
+        break;
+      }
+  }
+  switchTo(to);
+}
+
+GroupScheduler::Wake GroupScheduler::wait(std::function<bool()> ready) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  size_t self = running_;
+  Task &task = tasks_[self];
+  task.ready = std::move(ready);
+  size_t to = next(self);
+  if (to == kBlock)
+    return Wake::Deadlock;
+  switchTo(to);
+  cv_.wait(lock, [&] { return running_ == self || aborting_; });
+  task.ready = nullptr;
+  if (aborting_)
+    return Wake::Aborted;
+  if (task.deadlock)
+    return Wake::Deadlock;
+  return Wake::Resumed;
+}
+
+Status GroupScheduler::run() {
+  swapQueues(b_, blockQueues_); // the block's own queues wait for the statement's end
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    tasks_[i].thread = std::thread([this, i] { body(i); });
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    switchTo(0);
+    cv_.wait(lock, [&] {
+      for (const Task &t : tasks_)
+        if (!t.done)
+          return false;
+      return true;
+    });
+  }
+  for (Task &t : tasks_)
+    t.thread.join();
+  running_ = kBlock;
+  b_.group = -1;
+  if (b_.race)
+    b_.race->enterGroup(-1);
+  swapQueues(b_, blockQueues_);
+  return error_;
+}
+
+} // namespace tilus::cpu
