@@ -2070,6 +2070,81 @@ DIFF_CASE("wgmma GEMM with TMA loads and stores (programs/gemm/wgmma_tma.tasm), 
   runCase(c);
 }
 
+DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread groups, ragged m") {
+  // a producer warpgroup loads by TMA, two consumer warpgroups compute (docs/isa.md, "Thread
+  // groups"); C in f32 and in AT, and the persistent loop with fewer blocks than tiles
+  for (const char *at : {"f16", "bf16"})
+    for (const char *ct : {"f32", at}) {
+      Case c;
+      c.name = std::string("wgmma_ws_gemm_") + at + "_" + ct;
+      c.source = programText("gemm/wgmma_ws.tasm");
+      c.defines = {{"AT", at}, {"CT", ct}};
+      c.scalars = {{"m", 200}, {"n", 264}, {"k", 200}};
+      DataType t = *DataType::parse(at), tc = *DataType::parse(ct);
+      // f32 C: the tensor cores' f32 sums of 200 products differ from the interpreter's by up
+      // to about 1.2e-4 here (measured: one element of 52800 at 1.19e-4 on the H200)
+      c.buffers = {{"a_ptr", t, 200 * 200, Fill::Moderate},
+                   {"b_ptr", t, 200 * 264, Fill::Moderate},
+                   {"c_ptr", tc, 200 * 264, Fill::Zero, 0, tc == DataType::f32() ? 3e-4 : 1e-2}};
+      runCase(c);
+    }
+  Case c;
+  c.name = "wgmma_ws_gemm_persistent";
+  c.source = programText("gemm/wgmma_ws.tasm");
+  c.defines = {{"AT", "f16"}, {"CT", "f16"}, {"SMS", "2"}};
+  c.scalars = {{"m", 300}, {"n", 520}, {"k", 136}};
+  c.buffers = {{"a_ptr", DataType::f16(), 300 * 136, Fill::Moderate},
+               {"b_ptr", DataType::f16(), 136 * 520, Fill::Moderate},
+               {"c_ptr", DataType::f16(), 300 * 520, Fill::Zero, 0, 1e-2}};
+  runCase(c);
+}
+
+DIFF_CASE("thread groups: a producer and a consumer group hand tiles over through mbarriers") {
+  // groups of 128 and 64 threads (6 warps: one group arrival is 6 warp arrivals), each with
+  // its own named barrier, group-relative layouts
+  Case c;
+  c.name = "thread_groups_pipe";
+  c.source = R"(
+const N = 4096
+const S = 3
+const BN = 256
+def pipe<4>(f32* x_ptr, f32* y_ptr):
+    bi = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[4, N])
+    gy = ViewGlobal(y_ptr, shape=[4, N])
+    buf = AllocateShared(f32, shape=[S, BN])
+    mine = AllocateShared(f32, shape=[BN])
+    full = AllocateShared(u64, shape=[S])
+    empty = AllocateShared(u64, shape=[S])
+    for s in range(S):
+        MbarrierInit(SliceShared(full, offset=[s]), count=1)
+        MbarrierInit(SliceShared(empty, offset=[s]), count=1)
+    Synchronize()
+    parallel:
+        group(128):
+            for i in range(N / BN):
+                st = i % S
+                MbarrierWait(SliceShared(empty, offset=[st]), parity=(i / S + 1) % 2)
+                v = LoadGlobal(gx, layout=spatial(128).local(2), offset=[bi, i * BN:])
+                StoreShared(v, SliceShared(buf, offset=[st, 0:]))
+                MbarrierArrive(SliceShared(full, offset=[st]))
+        group(64):
+            for i in range(N / BN):
+                st = i % S
+                MbarrierWait(SliceShared(full, offset=[st]), parity=i / S % 2)
+                w = LoadShared(SliceShared(buf, offset=[st, 0:]), layout=spatial(64).local(4))
+                MbarrierArrive(SliceShared(empty, offset=[st]))
+                StoreShared(Add(w, w), mine)
+                Synchronize()
+                u = LoadShared(mine, layout=local(4).spatial(64))
+                StoreGlobal(u, gy, offset=[bi, i * BN:])
+                Synchronize()
+)";
+  c.buffers = {{"x_ptr", DataType::f32(), 4 * 4096, Fill::Moderate},
+               {"y_ptr", DataType::f32(), 4 * 4096, Fill::Zero, 0, 0.0}};
+  runCase(c);
+}
+
 namespace {
 
 // A GEMM tile loop with A in registers: each k tile of A is loaded from global memory straight
