@@ -115,6 +115,10 @@ private:
   Status ifStmt(AstStmt &out);
   Status whileStmt(AstStmt &out);
   Status parallelStmt(AstStmt &out);
+  /// An error when blocks are nested deeper than kMaxBlockDepth.
+  Status blockDepthLimit() const;
+  /// ':' NEWLINE INDENT, the start of an indented block.
+  Status blockStart();
   Status assertStmt(AstStmt &out);
 
   Expected<AstExprPtr> expr() { return ternary(); }
@@ -318,11 +322,14 @@ Status Parser::param(AstParam &out) {
   return Status::success();
 }
 
-Status Parser::block(std::vector<AstStmt> &out) {
-  NestingGuard guard(blockDepth_);
+Status Parser::blockDepthLimit() const {
   if (blockDepth_ > kMaxBlockDepth)
     return error("blocks nested too deeply (more than " + std::to_string(kMaxBlockDepth) +
                  " levels)");
+  return Status::success();
+}
+
+Status Parser::blockStart() {
   TILUSVM_TRY(expectOp(":"));
   if (!isKind(TokenKind::Newline))
     return error("expected end of line after ':', found " + describe(cur()) +
@@ -331,6 +338,13 @@ Status Parser::block(std::vector<AstStmt> &out) {
   if (!isKind(TokenKind::Indent))
     return error("expected an indented block, found " + describe(cur()));
   advance();
+  return Status::success();
+}
+
+Status Parser::block(std::vector<AstStmt> &out) {
+  NestingGuard guard(blockDepth_);
+  TILUSVM_TRY(blockDepthLimit());
+  TILUSVM_TRY(blockStart());
   while (!isKind(TokenKind::Dedent) && !isKind(TokenKind::End)) {
     AstStmt s;
     TILUSVM_TRY(statement(s));
@@ -448,9 +462,7 @@ Status Parser::ifStmt(AstStmt &out) {
   TILUSVM_TRY(block(out.body));
   if (isName("elif")) {
     NestingGuard guard(blockDepth_);
-    if (blockDepth_ > kMaxBlockDepth)
-      return error("blocks nested too deeply (more than " + std::to_string(kMaxBlockDepth) +
-                   " levels)");
+    TILUSVM_TRY(blockDepthLimit());
     AstStmt nested;
     nested.pos = cur().pos;
     TILUSVM_TRY(ifStmt(nested));
@@ -490,16 +502,8 @@ Status Parser::parallelStmt(AstStmt &out) {
   out.kind = AstStmtKind::Parallel;
   advance(); // parallel
   NestingGuard guard(blockDepth_);
-  if (blockDepth_ > kMaxBlockDepth)
-    return error("blocks nested too deeply (more than " + std::to_string(kMaxBlockDepth) +
-                 " levels)");
-  TILUSVM_TRY(expectOp(":"));
-  if (!isKind(TokenKind::Newline))
-    return error("expected end of line after 'parallel:', found " + describe(cur()));
-  advance();
-  if (!isKind(TokenKind::Indent))
-    return error("expected an indented list of 'group(...):' clauses, found " + describe(cur()));
-  advance();
+  TILUSVM_TRY(blockDepthLimit());
+  TILUSVM_TRY(blockStart());
   while (!isKind(TokenKind::Dedent) && !isKind(TokenKind::End)) {
     AstStmt g;
     g.pos = cur().pos;

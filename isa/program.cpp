@@ -19,4 +19,17 @@ std::vector<const Stmt *> Program::preconditions() const {
   return out;
 }
 
+namespace {
+
+bool anyRegs(const std::vector<Stmt> &body) {
+  for (const Stmt &s : body)
+    if ((s.kind == StmtKind::Group && s.regs != 0) || anyRegs(s.body) || anyRegs(s.orelse))
+      return true;
+  return false;
+}
+
+} // namespace
+
+bool Program::reallocatesRegisters() const { return anyRegs(body); }
+
 } // namespace tilus

@@ -68,6 +68,17 @@ struct Stmt {
 inline constexpr int64_t kMaxBlocksPerSm = 32;
 inline constexpr int64_t kMaxThreadsPerSm = 2048;
 
+/// The registers per thread that a block of `threads` starts with when its thread groups
+/// re-allocate registers (group(N, regs=R); docs/isa.md, "Thread groups"): the register file of
+/// one multiprocessor shared by the blocks_per_sm= blocks (at least one), in units of 8, at most
+/// 256. The JIT compiles such a kernel with this .maxnreg; the checker bounds the groups' demand
+/// by threads times it.
+inline int64_t groupStartRegisters(uint32_t threads, uint32_t blocksPerSm) {
+  int64_t blocks = blocksPerSm > 0 ? int64_t(blocksPerSm) : 1;
+  int64_t perThread = 65536 / (int64_t(threads > 0 ? threads : 1) * blocks) / 8 * 8;
+  return perThread < 256 ? perThread : 256;
+}
+
 struct Program {
   std::string name;
   std::vector<VarId> params; // in declaration order
@@ -86,6 +97,8 @@ struct Program {
   const ExprNode &expr(ExprId id) const { return exprs[id]; }
   /// The Assert statements of the body (its prefix), in order.
   std::vector<const Stmt *> preconditions() const;
+  /// Whether some thread group of the body asks for regs= (register re-allocation).
+  bool reallocatesRegisters() const;
 };
 
 struct Module {

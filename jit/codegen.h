@@ -365,12 +365,6 @@ private:
   std::vector<LoopTargets> loops_;
 };
 
-/// The registers per thread that a block of `threads` starts with when a thread group
-/// re-allocates them: the kernel's .maxnreg (lower_thread_group.cpp).
-int64_t startRegisters(uint32_t threads, uint32_t blocksPerSm);
-/// Whether some thread group of the program asks for regs= (lower_thread_group.cpp).
-bool reallocatesRegisters(const std::vector<Stmt> &body);
-
 /// A call of inline PTX without side effects (hoisted, merged and deleted like arithmetic).
 llvm::Value *pureAsm(llvm::IRBuilder<> &b, llvm::Type *result, const std::string &text,
                      const char *constraints, llvm::ArrayRef<llvm::Value *> args);

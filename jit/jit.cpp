@@ -239,7 +239,7 @@ void annotateKernel(llvm::Module &mod, llvm::Function *kernel, uint32_t threads,
     add("minctasm", blocksPerSm);
   // setmaxnreg re-distributes a register file of a known size (docs/isa.md, "Thread groups")
   if (reallocates)
-    add("maxnreg", uint32_t(jit::startRegisters(threads, blocksPerSm)));
+    add("maxnreg", uint32_t(groupStartRegisters(threads, blocksPerSm)));
 }
 
 /// Library functions become internal (unused ones are deleted, used ones may be inlined);
@@ -407,7 +407,7 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   jit::dropUnseenNaNCanonicalizations(*cg.kernel());
   jit::foldZeroWgmmaAccumulators(*cg.kernel());
   annotateKernel(*c.module, cg.kernel(), info.threads, program.blocksPerSm,
-                 jit::reallocatesRegisters(program.body));
+                 program.reallocatesRegisters());
   internalizeLibrary(*c.module, cg.kernel());
   std::string verifyErrors;
   llvm::raw_string_ostream verifyStream(verifyErrors);

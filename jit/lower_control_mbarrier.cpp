@@ -52,34 +52,32 @@ Status ControlLowering::visitMbarrierArrive(const Instruction &inst) {
   const Argument &tx = inst.arg(ArgName::tx);
   llvm::Value *bytes = tx.present ? b.CreateTrunc(cg.exprI64(tx.expr), b.getInt32Ty()) : nullptr;
   cg.callIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {cg.constI32(-1)});
-  const std::string plain = "{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [$0];\n}";
   llvm::Value *lane0 = b.CreateICmpEQ(b.CreateAnd(cg.tid(), cg.constI32(31)), cg.constI32(0));
+  // lane 0 of every warp arrives; thread 0 (of the block, or of the group) expects the bytes
+  // with its arrival and, in a group, adds the arrivals of the block's other warps
   int64_t extra = int64_t(info.threads / 32) - cg.threads() / 32; // 0 outside thread groups
-  cg.emitIf(lane0, "mbarrier.arrive", [&] {
-    if (extra > 0) {
-      // the group's first warp: its own arrival (expecting the bytes) and the missing warps'
-      emitAsm(cg,
-              "{\n.reg .pred p;\n.reg .b64 st;\nsetp.eq.u32 p, $1, 0;\n" +
-                  std::string(bytes ? "@p mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $3;\n"
-                                      "@!p mbarrier.arrive.shared::cta.b64 st, [$0];\n"
-                                    : "mbarrier.arrive.shared::cta.b64 st, [$0];\n") +
-                  "@p mbarrier.arrive.shared::cta.b64 st, [$0], $2;\n}",
-              bytes ? "r,r,r,r,~{memory}" : "r,r,r,~{memory}",
-              bytes ? std::vector<llvm::Value *>{addr, cg.tid(), cg.constI32(extra), bytes}
-                    : std::vector<llvm::Value *>{addr, cg.tid(), cg.constI32(extra)});
-      return;
-    }
-    if (!bytes) {
-      emitAsm(cg, plain, "r,~{memory}", {addr});
-      return;
-    }
-    // thread 0 expects the bytes with its arrival; lane 0 of every other warp just arrives
-    emitAsm(cg,
-            "{\n.reg .pred p;\n.reg .b64 st;\nsetp.eq.u32 p, $1, 0;\n"
-            "@p mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $2;\n"
-            "@!p mbarrier.arrive.shared::cta.b64 st, [$0];\n}",
-            "r,r,r,~{memory}", {addr, cg.tid(), bytes});
-  });
+  bool first = bytes || extra > 0;                                // thread 0 does more
+  std::string text = std::string("{\n") + (first ? ".reg .pred p;\n" : "") + ".reg .b64 st;\n" +
+                     (first ? "setp.eq.u32 p, $1, 0;\n" : "");
+  std::string constraints = first ? "r,r" : "r";
+  std::vector<llvm::Value *> args = {addr};
+  if (first)
+    args.push_back(cg.tid());
+  if (bytes) {
+    text += "@p mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $" +
+            std::to_string(args.size()) + ";\n@!p mbarrier.arrive.shared::cta.b64 st, [$0];\n";
+    constraints += ",r";
+    args.push_back(bytes);
+  } else {
+    text += "mbarrier.arrive.shared::cta.b64 st, [$0];\n";
+  }
+  if (extra > 0) {
+    text += "@p mbarrier.arrive.shared::cta.b64 st, [$0], $" + std::to_string(args.size()) + ";\n";
+    constraints += ",r";
+    args.push_back(cg.constI32(extra));
+  }
+  cg.emitIf(lane0, "mbarrier.arrive",
+            [&] { emitAsm(cg, text + "}", constraints + ",~{memory}", args); });
   return Status::success();
 }
 

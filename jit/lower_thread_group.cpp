@@ -24,21 +24,6 @@ void setMaxRegisters(llvm::IRBuilder<> &b, int64_t from, int64_t to) {
 
 } // namespace
 
-/// The registers per thread that a block of `threads` starts with when a group re-allocates
-/// them (the kernel's .maxnreg; docs/isa.md, "Thread groups").
-int64_t startRegisters(uint32_t threads, uint32_t blocksPerSm) {
-  int64_t occupancy = blocksPerSm > 0 ? int64_t(blocksPerSm) : 1;
-  return std::min<int64_t>(256, 65536 / (int64_t(threads) * occupancy) / 8 * 8);
-}
-
-bool reallocatesRegisters(const std::vector<Stmt> &body) {
-  for (const Stmt &s : body)
-    if ((s.kind == StmtKind::Group && s.regs != 0) || reallocatesRegisters(s.body) ||
-        reallocatesRegisters(s.orelse))
-      return true;
-  return false;
-}
-
 Status Codegen::lowerParallel(const Stmt &s) {
   bool regs = false;
   for (const Stmt &g : s.body)
@@ -53,7 +38,7 @@ Status Codegen::lowerParallel(const Stmt &s) {
                              std::to_string(opts.smVersion),
                          loc);
   }
-  int64_t start = startRegisters(info.threads, prog.blocksPerSm);
+  int64_t start = groupStartRegisters(info.threads, prog.blocksPerSm);
   barrier();
   llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "parallel.end", fn_);
   int64_t begin = 0;

@@ -58,8 +58,7 @@ void ProgramChecker::checkParallel(const Stmt &stmt) {
   if (regs && counts) {
     // The registers per thread the block starts with (the kernel's .maxnreg) and its register
     // file, which regs= re-distributes among whole warpgroups.
-    int64_t occupancy = std::max<int64_t>(1, prog_.blocksPerSm);
-    int64_t start = std::min<int64_t>(256, 65536 / (int64_t(blockThreads_) * occupancy) / 8 * 8);
+    int64_t start = groupStartRegisters(blockThreads_, prog_.blocksPerSm);
     int64_t total = 0;
     for (const Stmt &g : groups) {
       curLoc_ = g.loc;

@@ -228,3 +228,18 @@ def b<1>():
 }
 
 } // namespace
+
+TEST_CASE("thread groups: the parallel statement's syntax and constants") {
+  // only group clauses, each with an integer constant count and regs= as its one option
+  CHECK(diag("def k<1>() threads=64:\n    parallel:\n        pass\n") ==
+        "t.tasm:3:9: error[syntax]: expected 'group(THREADS[, regs=R]):' in a parallel "
+        "statement, found 'pass'");
+  CHECK(diag("def k<1>() threads=64:\n    parallel:\n        group(64, warps=2):\n"
+             "            pass\n") ==
+        "t.tasm:3:19: error[syntax]: expected 'regs=' in group(...), found 'warps'");
+  CHECK(diag("def k<1>(i32 n) threads=64:\n    parallel:\n        group(n):\n"
+             "            pass\n")
+            .find("error[thread-group]") != std::string::npos);
+  // `group` and `parallel` stay usable as names outside the statement
+  CHECK_OK(asmText("def k<1>() threads=32:\n    group = 1\n    parallel = group + 1\n"));
+}

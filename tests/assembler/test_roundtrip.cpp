@@ -378,3 +378,16 @@ TEST_CASE("constant printing covers every data type and edge value") {
 }
 
 } // namespace
+
+TEST_CASE("parallel statements and their groups round-trip") {
+  std::string text = readSourceFile("tests/conformance/ok_thread_groups.tasm");
+  checkRoundTrip(text);
+  checkRoundTrip("def k<1>() threads=384:\n    parallel:\n        group(128, regs=40):\n"
+                 "            pass\n        group(256, regs=232):\n            x = 1\n");
+  auto m = asmText("def k<1>() threads=384:\n    parallel:\n        group(128, regs=40):\n"
+                   "            pass\n        group(256):\n            pass\n");
+  REQUIRE_OK(m);
+  std::string printed = disassemble(*m);
+  CHECK(printed.find("    parallel:\n        group(128, regs=40):\n            pass\n"
+                     "        group(256):\n            pass\n") != std::string::npos);
+}

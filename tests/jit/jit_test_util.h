@@ -93,4 +93,23 @@ inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
 #endif
 }
 
+/// Compile program 0 of `m` to PTX for sm_80 (80) or sm_90a (90).
+inline Expected<PtxKernel> compileFor(const VerifiedModule &m, int sm) {
+  JitOptions options;
+  options.smVersion = sm;
+  return compileToPtx(m, 0, options);
+}
+
+inline bool contains(const std::string &text, const std::string &what) {
+  return text.find(what) != std::string::npos;
+}
+
+/// How often `what` occurs in `text` (overlapping occurrences counted).
+inline size_t occurrences(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
 } // namespace tilus::testing

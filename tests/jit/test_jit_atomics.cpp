@@ -16,10 +16,6 @@ PtxKernel ptxOf(const VerifiedModule &m, int sm) {
   return *k;
 }
 
-bool contains(const std::string &text, const std::string &what) {
-  return text.find(what) != std::string::npos;
-}
-
 /// One program with every atomic row that type t allows (integers: all; floats: add and, for
 /// f32 and f64, exch) on global and shared memory.
 std::string everyAtomic(const std::string &t, bool integer, bool exch = true) {

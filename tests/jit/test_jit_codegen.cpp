@@ -35,17 +35,6 @@ PtxKernel ptxOf(const VerifiedModule &m, const std::string &program, int sm = 90
   return {};
 }
 
-bool contains(const std::string &text, const std::string &what) {
-  return text.find(what) != std::string::npos;
-}
-
-size_t occurrences(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
-
 /// Occurrences of the instruction `op` under a predicate guard (`@%p12 op` or, inside an asm
 /// statement's own scope, `@p op`).
 size_t guarded(const std::string &text, const std::string &op) {

@@ -9,6 +9,7 @@
 
 #include "stage_rows_program.h"
 #include "test_helpers.h"
+#include "thread_groups_program.h"
 
 #include <algorithm>
 #include <bit>
@@ -2028,22 +2029,48 @@ DIFF_CASE("PermuteShared: S = Q K^T with K loaded by TMA through a transposed vi
   runCase(c);
 }
 
-DIFF_CASE("wgmma GEMM with TMA loads and stores (programs/gemm/wgmma_tma.tasm), ragged m") {
-  // C in f32 (the TMA store of 32-column panels) and in AT (64-column panels; the sums round
-  // once to AT, where a different f32 summation order may move a result by one unit)
+namespace {
+
+/// A TMA GEMM of programs/gemm/ (`matmul` taking n and k multiples of 8) at a ragged m: f16 and
+/// bf16 into f32 (the TMA store of 32-column panels, to within `f32Tolerance`) and into AT
+/// (64-column panels; the sums round once to AT, where a different f32 summation order may move
+/// a result by one unit).
+void raggedTmaGemmCases(const std::string &program, double f32Tolerance) {
   for (const char *at : {"f16", "bf16"})
     for (const char *ct : {"f32", at}) {
       Case c;
-      c.name = std::string("wgmma_tma_gemm_") + at + "_" + ct;
-      c.source = programText("gemm/wgmma_tma.tasm");
+      c.name = program + "_gemm_" + at + "_" + ct;
+      c.source = programText("gemm/" + program + ".tasm");
       c.defines = {{"AT", at}, {"CT", ct}};
       c.scalars = {{"m", 200}, {"n", 264}, {"k", 200}};
       DataType t = *DataType::parse(at), tc = *DataType::parse(ct);
-      c.buffers = {{"a_ptr", t, 200 * 200, Fill::Moderate},
-                   {"b_ptr", t, 200 * 264, Fill::Moderate},
-                   {"c_ptr", tc, 200 * 264, Fill::Zero, 0, tc == DataType::f32() ? 1e-4 : 1e-2}};
+      c.buffers = {
+          {"a_ptr", t, 200 * 200, Fill::Moderate},
+          {"b_ptr", t, 200 * 264, Fill::Moderate},
+          {"c_ptr", tc, 200 * 264, Fill::Zero, 0, tc == DataType::f32() ? f32Tolerance : 1e-2}};
       runCase(c);
     }
+}
+
+/// The persistent tile loop with fewer blocks than tiles: SMS = 2 blocks walk 3 x 3 tiles (the
+/// loads of a block's next tile in flight across its epilogue), the last column of tiles without
+/// its second half (n = 520: columns 512..519 only).
+void persistentTmaGemmCase(const std::string &program) {
+  Case c;
+  c.name = program + "_gemm_persistent";
+  c.source = programText("gemm/" + program + ".tasm");
+  c.defines = {{"AT", "f16"}, {"CT", "f16"}, {"SMS", "2"}};
+  c.scalars = {{"m", 300}, {"n", 520}, {"k", 136}};
+  c.buffers = {{"a_ptr", DataType::f16(), 300 * 136, Fill::Moderate},
+               {"b_ptr", DataType::f16(), 136 * 520, Fill::Moderate},
+               {"c_ptr", DataType::f16(), 300 * 520, Fill::Zero, 0, 1e-2}};
+  runCase(c);
+}
+
+} // namespace
+
+DIFF_CASE("wgmma GEMM with TMA loads and stores (programs/gemm/wgmma_tma.tasm), ragged m") {
+  raggedTmaGemmCases("wgmma_tma", 1e-4);
   // stages as rows of one 2-D tile, sliced at run-time multiples of the stage height (TMA loads
   // into them, LoadShared and a TMA store out of them; tests/vm_cpu/test_tma.cpp)
   for (int r : {0, 3}) {
@@ -2056,90 +2083,22 @@ DIFF_CASE("wgmma GEMM with TMA loads and stores (programs/gemm/wgmma_tma.tasm), 
                  {"back_ptr", DataType::f16(), 64 * 128, Fill::Zero, 0, 0.0}};
     runCase(s);
   }
-  // the persistent tile loop with fewer blocks than tiles: SMS = 2 blocks walk 3 x 3 tiles
-  // (the loads of a block's next tile in flight across its epilogue), the last column of tiles
-  // without its second half (n = 520: columns 512..519 only)
-  Case c;
-  c.name = "wgmma_tma_gemm_persistent";
-  c.source = programText("gemm/wgmma_tma.tasm");
-  c.defines = {{"AT", "f16"}, {"CT", "f16"}, {"SMS", "2"}};
-  c.scalars = {{"m", 300}, {"n", 520}, {"k", 136}};
-  c.buffers = {{"a_ptr", DataType::f16(), 300 * 136, Fill::Moderate},
-               {"b_ptr", DataType::f16(), 136 * 520, Fill::Moderate},
-               {"c_ptr", DataType::f16(), 300 * 520, Fill::Zero, 0, 1e-2}};
-  runCase(c);
+  persistentTmaGemmCase("wgmma_tma");
 }
 
 DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread groups, ragged m") {
   // a producer warpgroup loads by TMA, two consumer warpgroups compute (docs/isa.md, "Thread
-  // groups"); C in f32 and in AT, and the persistent loop with fewer blocks than tiles
-  for (const char *at : {"f16", "bf16"})
-    for (const char *ct : {"f32", at}) {
-      Case c;
-      c.name = std::string("wgmma_ws_gemm_") + at + "_" + ct;
-      c.source = programText("gemm/wgmma_ws.tasm");
-      c.defines = {{"AT", at}, {"CT", ct}};
-      c.scalars = {{"m", 200}, {"n", 264}, {"k", 200}};
-      DataType t = *DataType::parse(at), tc = *DataType::parse(ct);
-      // f32 C: the tensor cores' f32 sums of 200 products differ from the interpreter's by up
-      // to about 1.2e-4 here (measured: one element of 52800 at 1.19e-4 on the H200)
-      c.buffers = {{"a_ptr", t, 200 * 200, Fill::Moderate},
-                   {"b_ptr", t, 200 * 264, Fill::Moderate},
-                   {"c_ptr", tc, 200 * 264, Fill::Zero, 0, tc == DataType::f32() ? 3e-4 : 1e-2}};
-      runCase(c);
-    }
-  Case c;
-  c.name = "wgmma_ws_gemm_persistent";
-  c.source = programText("gemm/wgmma_ws.tasm");
-  c.defines = {{"AT", "f16"}, {"CT", "f16"}, {"SMS", "2"}};
-  c.scalars = {{"m", 300}, {"n", 520}, {"k", 136}};
-  c.buffers = {{"a_ptr", DataType::f16(), 300 * 136, Fill::Moderate},
-               {"b_ptr", DataType::f16(), 136 * 520, Fill::Moderate},
-               {"c_ptr", DataType::f16(), 300 * 520, Fill::Zero, 0, 1e-2}};
-  runCase(c);
+  // groups"). f32 C: the tensor cores' f32 sums of 200 products differ from the interpreter's by
+  // up to about 1.2e-4 here (measured: one element of 52800 at 1.19e-4 on the H200)
+  raggedTmaGemmCases("wgmma_ws", 3e-4);
+  persistentTmaGemmCase("wgmma_ws");
 }
 
 DIFF_CASE("thread groups: a producer and a consumer group hand tiles over through mbarriers") {
-  // groups of 128 and 64 threads (6 warps: one group arrival is 6 warp arrivals), each with
-  // its own named barrier, group-relative layouts
+  // tests/thread_groups_program.h: groups of 128 and 64 threads, each with its own named barrier
   Case c;
   c.name = "thread_groups_pipe";
-  c.source = R"(
-const N = 4096
-const S = 3
-const BN = 256
-def pipe<4>(f32* x_ptr, f32* y_ptr):
-    bi = BlockIndices()
-    gx = ViewGlobal(x_ptr, shape=[4, N])
-    gy = ViewGlobal(y_ptr, shape=[4, N])
-    buf = AllocateShared(f32, shape=[S, BN])
-    mine = AllocateShared(f32, shape=[BN])
-    full = AllocateShared(u64, shape=[S])
-    empty = AllocateShared(u64, shape=[S])
-    for s in range(S):
-        MbarrierInit(SliceShared(full, offset=[s]), count=1)
-        MbarrierInit(SliceShared(empty, offset=[s]), count=1)
-    Synchronize()
-    parallel:
-        group(128):
-            for i in range(N / BN):
-                st = i % S
-                MbarrierWait(SliceShared(empty, offset=[st]), parity=(i / S + 1) % 2)
-                v = LoadGlobal(gx, layout=spatial(128).local(2), offset=[bi, i * BN:])
-                StoreShared(v, SliceShared(buf, offset=[st, 0:]))
-                MbarrierArrive(SliceShared(full, offset=[st]))
-        group(64):
-            for i in range(N / BN):
-                st = i % S
-                MbarrierWait(SliceShared(full, offset=[st]), parity=i / S % 2)
-                w = LoadShared(SliceShared(buf, offset=[st, 0:]), layout=spatial(64).local(4))
-                MbarrierArrive(SliceShared(empty, offset=[st]))
-                StoreShared(Add(w, w), mine)
-                Synchronize()
-                u = LoadShared(mine, layout=local(4).spatial(64))
-                StoreGlobal(u, gy, offset=[bi, i * BN:])
-                Synchronize()
-)";
+  c.source = tilus::testing::kThreadGroupsPipe;
   c.buffers = {{"x_ptr", DataType::f32(), 4 * 4096, Fill::Moderate},
                {"y_ptr", DataType::f32(), 4 * 4096, Fill::Zero, 0, 0.0}};
   runCase(c);

@@ -8,16 +8,6 @@ using namespace tilus::testing;
 
 namespace {
 
-Expected<PtxKernel> compileFor(const VerifiedModule &m, int sm) {
-  JitOptions options;
-  options.smVersion = sm;
-  return compileToPtx(m, 0, options);
-}
-
-bool contains(const std::string &text, const std::string &what) {
-  return text.find(what) != std::string::npos;
-}
-
 /// The PTX statement that starts with `head` (up to its ';'), empty when there is none.
 std::string statementAt(const std::string &ptx, const std::string &head) {
   size_t at = ptx.find(head);

@@ -11,23 +11,6 @@ using namespace tilus::testing;
 
 namespace {
 
-Expected<PtxKernel> compileFor(const VerifiedModule &m, int sm) {
-  JitOptions options;
-  options.smVersion = sm;
-  return compileToPtx(m, 0, options);
-}
-
-bool contains(const std::string &text, const std::string &what) {
-  return text.find(what) != std::string::npos;
-}
-
-int count(const std::string &text, const std::string &what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
-    ++n;
-  return n;
-}
-
 // A group of 128 threads (4 warps) and one of 256 (8 warps): the block has 12 warps.
 const char *kGroupsSource = R"(
 def k<1>(f32* x_ptr, f32* y_ptr) threads=384:
@@ -57,14 +40,15 @@ TEST_CASE("thread groups: range tests, named barriers, register re-allocation on
   REQUIRE_OK(k);
   // 65536 / 384 = 170 registers per thread, rounded down to 168: the file that regs= shares out
   CHECK(contains(k->ptx, ".maxnreg 168"));
-  CHECK(count(k->ptx, "setmaxnreg.dec.sync.aligned.u32 40;") == 1);
-  CHECK(count(k->ptx, "setmaxnreg.inc.sync.aligned.u32 168;") == 1); // the producer gives back
-  CHECK(count(k->ptx, "setmaxnreg.inc.sync.aligned.u32 232;") == 1);
-  CHECK(count(k->ptx, "setmaxnreg.dec.sync.aligned.u32 168;") == 1);
+  CHECK(occurrences(k->ptx, "setmaxnreg.dec.sync.aligned.u32 40;") == 1);
+  CHECK(occurrences(k->ptx, "setmaxnreg.inc.sync.aligned.u32 168;") ==
+        1); // the producer gives back
+  CHECK(occurrences(k->ptx, "setmaxnreg.inc.sync.aligned.u32 232;") == 1);
+  CHECK(occurrences(k->ptx, "setmaxnreg.dec.sync.aligned.u32 168;") == 1);
   // the second group's Synchronize() is named barrier 2 of its 256 threads
   CHECK(std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+2,\s*256;)")));
   // the block barriers before and after the groups (and after the initialisation)
-  int blockBarriers = count(k->ptx, "bar.sync \t0;");
+  size_t blockBarriers = occurrences(k->ptx, "bar.sync \t0;");
   CHECK(blockBarriers >= 3);
   // one group arrival = 12 warp arrivals: lane 0 of each of the group's 4 warps, and 8 more
   // from its first warp (count 1 block arrival = 12 warp arrivals at init)

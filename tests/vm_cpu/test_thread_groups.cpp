@@ -4,57 +4,29 @@
 // deadlock between groups named at its wait, a race between groups that no phase orders, and a
 // group that ends with work in flight.
 #include "cpu_test_util.h"
+#include "thread_groups_program.h"
+
+#include <algorithm>
 
 using namespace cputest;
+using tilus::testing::kThreadGroupsPipe;
 
 namespace {
 
-// Producer: 128 threads stage tile i of x into buf[i % S] once the consumer has released it;
-// consumer: 64 threads wait for the tile, store 2x it (a Synchronize() of the consumer only
-// between reading the tile and a shared exchange of their own) and release the stage.
-const char *kPipe = R"(
-const N = 1024
-const S = 2
-const BN = 256
-def pipe<1>(f32* x_ptr, f32* y_ptr):
-    gx = ViewGlobal(x_ptr, shape=[N])
-    gy = ViewGlobal(y_ptr, shape=[N])
-    buf = AllocateShared(f32, shape=[S, BN])
-    mine = AllocateShared(f32, shape=[BN])
-    full = AllocateShared(u64, shape=[S])
-    empty = AllocateShared(u64, shape=[S])
-    for s in range(S):
-        MbarrierInit(SliceShared(full, offset=[s]), count=1)
-        MbarrierInit(SliceShared(empty, offset=[s]), count=1)
-    Synchronize()
-    parallel:
-        group(128):
-            for i in range(N / BN):
-                st = i % S
-                MbarrierWait(SliceShared(empty, offset=[st]), parity=(i / S + 1) % 2)
-                v = LoadGlobal(gx, layout=spatial(128).local(2), offset=[i * BN:])
-                StoreShared(v, SliceShared(buf, offset=[st, 0:]))
-                MbarrierArrive(SliceShared(full, offset=[st]))
-        group(64):
-            for i in range(N / BN):
-                st = i % S
-                MbarrierWait(SliceShared(full, offset=[st]), parity=i / S % 2)
-                w = LoadShared(SliceShared(buf, offset=[st, 0:]), layout=spatial(64).local(4))
-                MbarrierArrive(SliceShared(empty, offset=[st]))
-                StoreShared(Add(w, w), mine)
-                Synchronize()
-                u = LoadShared(mine, layout=local(4).spatial(64))
-                StoreGlobal(u, gy, offset=[i * BN:])
-                Synchronize()
-)";
+/// The line of the first occurrence of `what` in `source` (1-based).
+uint32_t lineOf(const std::string &source, const std::string &what) {
+  size_t at = source.find(what);
+  REQUIRE(at != std::string::npos);
+  return uint32_t(std::count(source.begin(), source.begin() + long(at), '\n') + 1);
+}
 
 } // namespace
 
-TEST_CASE("thread groups: a producer and a consumer hand four tiles over through two stages") {
-  std::vector<float> x(1024), y(1024, 0.0f);
+TEST_CASE("thread groups: a producer and a consumer hand 16 tiles over through 3 stages") {
+  std::vector<float> x(4 * 4096), y(4 * 4096, 0.0f);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = float(int(i % 97) - 48) * 0.25f;
-  CHECK_OK(run(build(kPipe), {bufferArg(x), bufferArg(y)}));
+  CHECK_OK(run(build(kThreadGroupsPipe), {bufferArg(x), bufferArg(y)}));
   bool all = true;
   for (size_t i = 0; i < x.size(); ++i)
     all = all && y[i] == 2.0f * x[i];
@@ -63,12 +35,13 @@ TEST_CASE("thread groups: a producer and a consumer hand four tiles over through
 
 TEST_CASE("thread groups: groups waiting for each other's phases deadlock at the first wait") {
   // every barrier needs two arrivals per phase, but each stage gets one
-  std::string src = replaceAll(kPipe, "count=1)", "count=2)");
-  std::vector<float> x(1024, 1.0f), y(1024, 0.0f);
+  std::string src = replaceAll(kThreadGroupsPipe, "count=1)", "count=2)");
+  std::vector<float> x(4 * 4096, 1.0f), y(4 * 4096, 0.0f);
   Status s = run(build(src.c_str()), {bufferArg(x), bufferArg(y)});
   CHECK(hasDiagnostic(s, ErrorCode::Runtime, {"MbarrierWait(parity=0) never returns", "deadlock"}));
   INFO(s.toString());
-  CHECK(s.first().location.line == 27); // the consumer's wait: the producer waits too
+  // the consumer's wait (the producer waits too)
+  CHECK(s.first().location.line == lineOf(src, "MbarrierWait(SliceShared(full"));
 }
 
 TEST_CASE("thread groups: a shared access of one group races with another group's") {

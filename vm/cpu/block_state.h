@@ -103,10 +103,9 @@ public:
   std::vector<PendingTmaStore> tmaStoreUncommitted;           // issued since the last commit
   std::deque<std::vector<PendingTmaStore>> tmaStoreCommitted; // oldest first
   std::unique_ptr<BlockRaceDetector> race;                    // checked mode only
-  /// While a parallel statement runs: its scheduler (MbarrierWait lets another thread group
-  /// run) and the running group's index (docs/isa.md, "Thread groups"); -1 outside groups.
+  /// While a parallel statement runs: its scheduler (an MbarrierWait lets another thread group
+  /// run; docs/isa.md, "Thread groups").
   GroupScheduler *groups = nullptr;
-  int32_t group = -1;
   std::vector<uint64_t> scratch[3]; // operand staging for elementwise instructions
 
   /// Evaluate a scalar expression in this block.

@@ -15,6 +15,8 @@ namespace tilus::cpu {
 Status runBlock(BlockState &b);
 /// Run a list of statements (a body) of the block's program (exec_control.cpp).
 Status execBody(BlockState &b, const std::vector<Stmt> &body, Flow &flow);
+/// Where statement `s` of the block's program is (its source position, when known).
+Location statementLocation(const BlockState &b, const Stmt &s);
 Status finishBlock(BlockState &b);
 
 /// The interpreter's visitor over the instruction table: one handler visitNAME per row of

@@ -11,6 +11,17 @@
 
 namespace tilus::cpu {
 
+Location statementLocation(const BlockState &b, const Stmt &s) {
+  Location loc;
+  loc.program = b.program.name;
+  if (s.loc.line != 0) {
+    loc.file = b.plan.module->sourceName;
+    loc.line = s.loc.line;
+    loc.column = s.loc.column;
+  }
+  return loc;
+}
+
 namespace {
 
 bool truthy(uint64_t bits, DataType type) {
@@ -22,17 +33,6 @@ Status executeInstruction(BlockState &b, uint32_t index, Flow &flow) {
     b.race->beginInstruction(index);
   TILUSVM_TRY(b.checkWgmmaRegisterA(index));
   return visitInstruction(b.program.instructions[index].opcode, Exec{flow}, b, index);
-}
-
-Location statementLocation(const BlockState &b, const Stmt &s) {
-  Location loc;
-  loc.program = b.program.name;
-  if (s.loc.line != 0) {
-    loc.file = b.plan.module->sourceName;
-    loc.line = s.loc.line;
-    loc.column = s.loc.column;
-  }
-  return loc;
 }
 
 /// Run a loop body once; true when the loop must stop (break, or exit of the block).

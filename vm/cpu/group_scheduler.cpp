@@ -46,13 +46,10 @@ void GroupScheduler::switchTo(size_t to) {
   running_ = to;
   if (to != kBlock) {
     swapQueues(b_, tasks_[to].queues);
-    b_.group = int32_t(to);
     tasks_[to].started = true;
-  } else {
-    b_.group = -1;
   }
   if (b_.race)
-    b_.race->enterGroup(b_.group);
+    b_.race->enterGroup(to == kBlock ? -1 : int32_t(to));
   cv_.notify_all();
 }
 
@@ -64,12 +61,7 @@ void GroupScheduler::abort(Status status) {
 }
 
 Status GroupScheduler::finishGroup(size_t index) {
-  const Stmt &g = *tasks_[index].stmt;
-  Location loc;
-  loc.program = b_.program.name;
-  loc.file = b_.plan.module->sourceName;
-  loc.line = g.loc.line;
-  loc.column = g.loc.column;
+  Location loc = statementLocation(b_, *tasks_[index].stmt);
   std::string where = b_.blockText() + ", thread group " + std::to_string(index) + ": ";
   if (!b_.wgmmaUncommitted.empty() || !b_.wgmmaCommitted.empty())
     return Status::error(ErrorCode::Runtime,
@@ -155,10 +147,6 @@ Status GroupScheduler::run() {
   }
   for (Task &t : tasks_)
     t.thread.join();
-  running_ = kBlock;
-  b_.group = -1;
-  if (b_.race)
-    b_.race->enterGroup(-1);
   swapQueues(b_, blockQueues_);
   return error_;
 }
