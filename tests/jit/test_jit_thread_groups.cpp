@@ -41,8 +41,8 @@ TEST_CASE("thread groups: range tests, named barriers, register re-allocation on
   // 65536 / 384 = 170 registers per thread, rounded down to 168: the file that regs= shares out
   CHECK(contains(k->ptx, ".maxnreg 168"));
   CHECK(occurrences(k->ptx, "setmaxnreg.dec.sync.aligned.u32 40;") == 1);
-  CHECK(occurrences(k->ptx, "setmaxnreg.inc.sync.aligned.u32 168;") ==
-        1); // the producer gives back
+  // the producer gives its registers back at its end, the consumers theirs
+  CHECK(occurrences(k->ptx, "setmaxnreg.inc.sync.aligned.u32 168;") == 1);
   CHECK(occurrences(k->ptx, "setmaxnreg.inc.sync.aligned.u32 232;") == 1);
   CHECK(occurrences(k->ptx, "setmaxnreg.dec.sync.aligned.u32 168;") == 1);
   // the second group's Synchronize() is named barrier 2 of its 256 threads
