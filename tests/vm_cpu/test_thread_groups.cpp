@@ -65,6 +65,8 @@ def k<1>(f32* x_ptr, f32* y_ptr):
   // the first group's own read after its Synchronize() is ordered; the second group's is not
   CHECK(hasDiagnostic(s, ErrorCode::Race,
                       {"test.tasm:14:", "reads shared element", "of another thread group"}));
+  // threads are named in the block: the second group's first thread is the block's thread 64
+  CHECK(hasDiagnostic(s, ErrorCode::Race, {"test.tasm:14:", "(thread 64) reads", "(thread 0)"}));
   CHECK(!hasDiagnostic(s, ErrorCode::Race, {"test.tasm:11:"}));
 }
 

@@ -20,8 +20,12 @@ void swapQueues(BlockState &b, AsyncQueues &q) {
 
 GroupScheduler::GroupScheduler(BlockState &b, const Stmt &parallel) : b_(b) {
   tasks_.resize(parallel.body.size());
-  for (size_t i = 0; i < tasks_.size(); ++i)
+  int32_t first = 0;
+  for (size_t i = 0; i < tasks_.size(); ++i) {
     tasks_[i].stmt = &parallel.body[i];
+    tasks_[i].firstThread = first;
+    first += int32_t(parallel.body[i].threads);
+  }
 }
 
 GroupScheduler::~GroupScheduler() {
@@ -49,7 +53,7 @@ void GroupScheduler::switchTo(size_t to) {
     tasks_[to].started = true;
   }
   if (b_.race)
-    b_.race->enterGroup(to == kBlock ? -1 : int32_t(to));
+    b_.race->enterGroup(to == kBlock ? -1 : int32_t(to), to == kBlock ? 0 : tasks_[to].firstThread);
   cv_.notify_all();
 }
 

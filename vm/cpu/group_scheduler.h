@@ -43,6 +43,7 @@ public:
 private:
   struct Task {
     const Stmt *stmt = nullptr;
+    int32_t firstThread = 0; // in the block
     std::thread thread;
     std::function<bool()> ready; // while blocked
     bool started = false, done = false, deadlock = false;

@@ -33,6 +33,7 @@ void BlockRaceDetector::reset(int64_t blockLinear) {
   epoch_ = 1;
   current_ = kNoId;
   group_ = -1;
+  threadBase_ = 0;
   groupEpochs_.clear();
   const auto &vars = plan_.info->vars;
   for (size_t v = 0; v < vars.size(); ++v)
@@ -102,6 +103,8 @@ void BlockRaceDetector::conflict(Kind kind, const Access &prior, const Target &t
 }
 
 void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t thread) {
+  if (thread >= 0)
+    thread += threadBase_; // a thread of the block
   if (s.pendingCopy != kNoId) {
     if (shouldReport(Kind::PendingRead, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " reads " + name(target) + " while " +
@@ -125,6 +128,8 @@ void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t threa
 }
 
 void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thread) {
+  if (thread >= 0)
+    thread += threadBase_; // a thread of the block
   if (s.asyncReader != kNoId) {
     if (shouldReport(Kind::PendingAsyncRead, s.asyncReader, thread, -1))
       report(site(current_, thread) + " writes " + name(target) + " while " +
@@ -148,6 +153,8 @@ void BlockRaceDetector::checkWrite(Shadow &s, const Target &target, int32_t thre
 }
 
 void BlockRaceDetector::checkAtomic(Shadow &s, const Target &target, int32_t thread) {
+  if (thread >= 0)
+    thread += threadBase_; // a thread of the block
   if (s.pendingCopy != kNoId) {
     if (shouldReport(Kind::PendingAtomic, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " updates " + name(target) + " atomically while " +

@@ -78,10 +78,12 @@ public:
   }
   /// A barrier of the block (Synchronize() outside thread groups, a completed mbarrier phase).
   void synchronize() { ++epoch_; }
-  /// Accesses from now on are thread group `group`'s (-1: the block's again); a Synchronize()
-  /// in a group orders only that group's accesses (docs/isa.md, "Thread groups").
-  void enterGroup(int32_t group) {
+  /// Accesses from now on are thread group `group`'s (-1: the block's again), whose thread t
+  /// is the block's thread `firstThread` + t (reports name block threads); a Synchronize() in a
+  /// group orders only that group's accesses (docs/isa.md, "Thread groups").
+  void enterGroup(int32_t group, int32_t firstThread) {
     group_ = group;
+    threadBase_ = firstThread;
     if (group >= 0 && size_t(group) >= groupEpochs_.size())
       groupEpochs_.resize(size_t(group) + 1, 0);
   }
@@ -171,6 +173,7 @@ private:
   uint32_t epoch_ = 1;
   uint32_t current_ = kNoId;
   int32_t group_ = -1;
+  int32_t threadBase_ = 0;                  // the running group's first thread in the block
   std::vector<uint32_t> groupEpochs_;       // per thread group of the block
   std::vector<std::vector<Shadow>> shared_; // per shared root VarId
   std::unordered_map<uint64_t, Shadow> global_;
