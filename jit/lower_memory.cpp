@@ -21,6 +21,7 @@
 // elements (which other threads update atomically, element by element) alone.
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
+#include "jit/pack_bytes.h"
 
 #include "isa/convert.h"
 #include "isa/view_rules.h"
@@ -311,6 +312,28 @@ void storePackedShared(Codegen &cg, VarId root, llvm::Value *elem, DataType t,
   }
 }
 
+/// Slots [first, first + count) of 8-bit elements as count / 4 words (an i32, or a vector of
+/// them), each packed by prmt from the words its bytes were cut from (pack_bytes.h); nullptr
+/// when some byte was not cut from a word.
+llvm::Value *packedWords(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &slots,
+                         int64_t first, int64_t count) {
+  std::vector<llvm::Value *> words;
+  for (int64_t w = 0; w < count / 4; ++w) {
+    auto from = slots.begin() + first + 4 * w;
+    llvm::Value *word = packTracedBytes(b, std::vector<llvm::Value *>(from, from + 4));
+    if (!word)
+      return nullptr;
+    words.push_back(word);
+  }
+  if (words.size() == 1)
+    return words[0];
+  llvm::Value *vec =
+      llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getInt32Ty(), unsigned(words.size())));
+  for (size_t w = 0; w < words.size(); ++w)
+    vec = b.CreateInsertElement(vec, words[w], uint64_t(w));
+  return vec;
+}
+
 /// `g` as one vector group when `vector`, else its slots one by one.
 void keepOrSplit(std::vector<SlotGroup> &groups, const SlotGroup &g, bool vector) {
   if (vector) {
@@ -489,10 +512,15 @@ Status MemoryLowering::visitStoreShared(const Instruction &inst) {
       }
       int bytes = t.storageBits() / 8;
       llvm::Value *addr = cg.sharedElementAddress(tile.root, ss.elem[size_t(g.first)], t);
-      auto *vecType = llvm::FixedVectorType::get(cg.elemType(t), unsigned(g.count));
-      llvm::Value *vec = llvm::PoisonValue::get(vecType);
-      for (int64_t j = 0; j < g.count; ++j)
-        vec = b.CreateInsertElement(vec, slots[size_t(g.first + j)], uint64_t(j));
+      llvm::Value *vec = nullptr;
+      if (bytes == 1 && g.count % 4 == 0) // bytes cut from words: words by prmt
+        vec = packedWords(b, slots, g.first, g.count);
+      if (!vec) {
+        auto *vecType = llvm::FixedVectorType::get(cg.elemType(t), unsigned(g.count));
+        vec = llvm::PoisonValue::get(vecType);
+        for (int64_t j = 0; j < g.count; ++j)
+          vec = b.CreateInsertElement(vec, slots[size_t(g.first + j)], uint64_t(j));
+      }
       b.CreateAlignedStore(vec, addr, llvm::Align(uint64_t(bytes * g.count)));
     }
     return nullptr;

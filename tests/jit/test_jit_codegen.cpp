@@ -3,6 +3,7 @@
 // paper matmul, cp.async for the pipelined one, vector loads, warp shuffles, ex2.approx for
 // the exponentials where it meets the ISA's 2 ulp), cache-key versions, errors, and thread
 // safety of concurrent compilations.
+#include "byte_transpose_program.h"
 #include "jit/jit_test_util.h"
 #include "tests/jit/exact_rounding.h"
 
@@ -776,4 +777,23 @@ TEST_CASE("canonical NaNs only where a NaN's bits can be seen") {
   CHECK(nanSelects(std::string(loop) + "    StoreGlobal(acc, gy)\n") >= 1);
   CHECK(nanSelects(std::string(loop) + "    StoreGlobal(Sub(acc, 1.0), gy)\n") == 1);
   CHECK(nanSelects(std::string(loop) + "    StoreGlobal(View(acc, dtype=u32), gu)\n") >= 1);
+}
+
+TEST_CASE("bytes stored to shared memory from loaded words are packed by prmt, two per word") {
+  // tests/byte_transpose_program.h: a 4 x 4 (transpose4) and 8 x 4 (transpose8) byte transpose
+  // per thread, 16 and 32 stored words: two prmt per word (pair steps shared by the words of a
+  // transpose, jit/pack_bytes.h) and no per-byte bit-field inserts; words stored as they were
+  // loaded (rows) need no permute at all
+  VerifiedModule m = buildSource(kByteTransposes);
+  for (auto [index, words, store] : {std::tuple{size_t(0), size_t(16), "st.shared.u32"},
+                                     std::tuple{size_t(1), size_t(32), "st.shared.v2.u32"},
+                                     std::tuple{size_t(2), size_t(0), "st.shared.v4.u32"}}) {
+    INFO("kernel " << m.module.programs[index].name);
+    JitOptions options;
+    Expected<PtxKernel> k = compileToPtx(m, index, options);
+    REQUIRE_OK(k);
+    CHECK(occurrences(k->ptx, "prmt.b32") == 2 * words);
+    CHECK(!contains(k->ptx, "bfi.b32"));
+    CHECK(contains(k->ptx, store));
+  }
 }

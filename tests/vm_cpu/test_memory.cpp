@@ -2,6 +2,7 @@
 // shared accesses outside the tensor trap with a location), slices and strides, bit-packed
 // sub-byte stores from many threads and many blocks into shared bytes, shared layouts, the
 // CopyAsync group semantics (data lands at the covering wait), and the global workspace.
+#include "byte_transpose_program.h"
 #include "cpu_test_util.h"
 
 #include <random>
@@ -293,4 +294,22 @@ def k<1>(i32* x_ptr, i32* y_ptr, i32* z_ptr, i32 col) threads=32:
   Status s = run(m, {bufferArg(x), bufferArg(y), bufferArg(z), i32Arg(1)});
   CHECK(hasDiagnostic(s, ErrorCode::OutOfBounds,
                       {"test.tasm:9:17:", "LoadShared reads index [4]", "shape [4]"}));
+}
+
+TEST_CASE("byte transposes: words viewed as bytes, reordered k fastest, through shared memory") {
+  // tests/byte_transpose_program.h: out[k, n] = byte n % 4 of w[k, n / 4] for every kernel
+  VerifiedModule m = build(tilus::testing::kByteTransposes);
+  std::mt19937 rng(7);
+  for (auto [name, rows] :
+       {std::pair{"transpose4", 16}, std::pair{"transpose8", 32}, std::pair{"rows", 16}}) {
+    INFO(name);
+    std::vector<uint32_t> w(size_t(rows) * 32);
+    for (uint32_t &x : w)
+      x = uint32_t(rng());
+    std::vector<uint8_t> out(size_t(rows) * 128, 0);
+    CHECK_OK(run(m, {bufferArg(w), bufferArg(out)}, options(), name));
+    for (int k = 0; k < rows; ++k)
+      for (int n = 0; n < 128; ++n)
+        CHECK(out[size_t(k * 128 + n)] == uint8_t(w[size_t(k * 32 + n / 4)] >> (8 * (n % 4))));
+  }
 }
