@@ -373,10 +373,15 @@ Status Codegen::setupParameters() {
     }
     if (fact == ParamFact::One)
       value = llvm::ConstantInt::get(value->getType(), 1);
-    else if (fact == ParamFact::Divisible16)
+    else if (fact == ParamFact::Divisible16) {
       b.CreateAssumption(
           b.CreateICmpEQ(b.CreateAnd(value, llvm::ConstantInt::get(value->getType(), 15)),
                          llvm::ConstantInt::get(value->getType(), 0)));
+      // the value as the lowering sees it: its zero low bits visible to computeKnownBits without
+      // the assumption (e.g. bounds that no vector group can straddle); InstCombine removes the
+      // mask again by the assumption
+      value = b.CreateAnd(value, llvm::ConstantInt::get(value->getType(), ~uint64_t(15)));
+    }
     DataType t = var.dtype;
     llvm::Type *want = elemType(t);
     if (value->getType() != want) {

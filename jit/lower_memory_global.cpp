@@ -31,6 +31,7 @@
 
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/Support/KnownBits.h>
 
 #include <algorithm>
@@ -78,8 +79,21 @@ unsigned trailingZeros(llvm::Value *v, const llvm::DataLayout &dl, int depth) {
   if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
     return c->isZero() ? 64u : c->getValue().countr_zero();
   unsigned known = llvm::computeKnownBits(v, dl).countMinTrailingZeros();
+  if (depth > 24)
+    return known;
+  // extensions, selects and min/max (the clamps of extents) keep the zero low bits their
+  // operands share
+  if (auto *cast = llvm::dyn_cast<llvm::CastInst>(v);
+      cast && (llvm::isa<llvm::SExtInst>(cast) || llvm::isa<llvm::ZExtInst>(cast)))
+    return std::max(known, trailingZeros(cast->getOperand(0), dl, depth + 1));
+  if (auto *sel = llvm::dyn_cast<llvm::SelectInst>(v))
+    return std::max(known, std::min(trailingZeros(sel->getTrueValue(), dl, depth + 1),
+                                    trailingZeros(sel->getFalseValue(), dl, depth + 1)));
+  if (auto *mm = llvm::dyn_cast<llvm::MinMaxIntrinsic>(v))
+    return std::max(known, std::min(trailingZeros(mm->getLHS(), dl, depth + 1),
+                                    trailingZeros(mm->getRHS(), dl, depth + 1)));
   auto *inst = llvm::dyn_cast<llvm::BinaryOperator>(v);
-  if (!inst || depth > 24)
+  if (!inst)
     return known;
   llvm::Value *x = inst->getOperand(0), *y = inst->getOperand(1);
   switch (inst->getOpcode()) {
@@ -95,6 +109,25 @@ unsigned trailingZeros(llvm::Value *v, const llvm::DataLayout &dl, int depth) {
       return std::max(known, unsigned(std::min<uint64_t>(64, trailingZeros(x, dl, depth + 1) +
                                                                  c->getZExtValue())));
     return known;
+  case llvm::Instruction::SDiv:
+  case llvm::Instruction::UDiv:
+  case llvm::Instruction::AShr:
+  case llvm::Instruction::LShr: {
+    // x / 2^s and x >> s of an x with z >= s zero low bits: exact, z - s of them remain
+    auto *c = llvm::dyn_cast<llvm::ConstantInt>(y);
+    if (!c || c->isNegative())
+      return known;
+    bool shift = inst->getOpcode() == llvm::Instruction::AShr ||
+                 inst->getOpcode() == llvm::Instruction::LShr;
+    if (!shift && !c->getValue().isPowerOf2())
+      return known;
+    uint64_t s = shift ? c->getZExtValue() : c->getValue().logBase2();
+    unsigned z = trailingZeros(x, dl, depth + 1);
+    unsigned width = v->getType()->getIntegerBitWidth();
+    if (z >= width) // x == 0
+      return 64u;
+    return z >= s ? std::max(known, unsigned(z - s)) : known;
+  }
   default:
     return known;
   }
@@ -410,19 +443,36 @@ std::vector<bool> unitStrides(const GlobalAccess &a) {
 /// The vector access of a slot group along g.dim: its address and size, and the tests of its
 /// two paths. The group's elements agree on being in or out of bounds in the other dimensions
 /// (the thread's row of a partial tile is out as a whole), so only a group cut by the bounds of
-/// g.dim, or misaligned, takes the element path.
+/// g.dim, or misaligned, takes the element path. A group that no bound can cut (`uncut`: its
+/// first local index and both bounds along g.dim are multiples of its power-of-two size, so its
+/// elements are all in or all out) takes the element path only when misaligned: with alignment
+/// proven too (pointers of 16-byte alignment, divisible extents) the path is gone.
 struct GroupTests {
   llvm::Value *elem = nullptr; // element offset of the group's first element
   llvm::Value *addr = nullptr;
   int bytes = 0;
   int unit = 0; // bytes per access (bytes, or a packed run's unit)
+  bool uncut = false;
   llvm::Value *othersIn = nullptr, *runIn = nullptr, *aligned = nullptr;
   llvm::Value *fast = nullptr; // the vector path: all in bounds and aligned
   /// The element path: in bounds in the other dimensions, but cut along g.dim or misaligned.
   llvm::Value *slow(llvm::IRBuilder<> &b) const {
+    if (uncut)
+      return both(b, othersIn, both(b, runIn, b.CreateNot(aligned)));
     return both(b, othersIn, b.CreateNot(both(b, runIn, aligned)));
   }
 };
+
+/// Whether no bound along dimension d can cut a group of `count` elements (a power of two)
+/// whose first local index is `first`: first and the bounds a.lo[d], a.hi[d] (local
+/// coordinates) are all multiples of count, so first in bounds means the whole group is.
+bool groupUncut(llvm::IRBuilder<> &b, const GlobalAccess &a, int d, int64_t first, int64_t count) {
+  if (count < 2 || !std::has_single_bit(uint64_t(count)) || first % count != 0)
+    return false;
+  const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
+  unsigned need = unsigned(std::countr_zero(uint64_t(count)));
+  return trailingZeros(a.lo[size_t(d)], dl) >= need && trailingZeros(a.hi[size_t(d)], dl) >= need;
+}
 
 /// alignedTest of a group's address, shared by the groups whose addresses differ from an
 /// earlier group's by a constant multiple of `bytes` (the same local part in the dimensions of
@@ -470,7 +520,10 @@ GroupTests groupTests(Codegen &cg, GlobalAccess &a, llvm::Value *ptr, const Layo
     tests.aligned = groupAligned(b, a, ptr, tests.addr, elem, first, rank, es, tests.bytes);
   }
   tests.othersIn = inBoundsExcept(b, a, first, rank, g.dim);
-  tests.runIn = b.CreateAnd(inBoundsAlong(b, a, first, g.dim), inBoundsAlong(b, a, last, g.dim));
+  tests.uncut = groupUncut(b, a, g.dim, first[g.dim], g.count);
+  tests.runIn = tests.uncut ? inBoundsAlong(b, a, first, g.dim)
+                            : b.CreateAnd(inBoundsAlong(b, a, first, g.dim),
+                                          inBoundsAlong(b, a, last, g.dim));
   tests.fast = both(b, tests.othersIn, both(b, tests.runIn, tests.aligned));
   return tests;
 }

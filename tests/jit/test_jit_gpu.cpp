@@ -4,6 +4,7 @@
 // control flow, bounds of global views and slices, packed sub-byte stores from many threads,
 // shared layouts, CopyAsync, ConvertLayout, Reduce, Dot, Print, the workspace, and the
 // library's programs. Results must be bit-identical unless the ISA leaves the rounding open.
+#include "byte_transpose_program.h"
 #include "exact_rounding.h"
 #include "jit_diff.h"
 
@@ -1950,6 +1951,28 @@ DIFF_CASE("wgmma GEMM (programs/gemm/wgmma.tasm) at a ragged shape, f16 and bf16
   }
 }
 
+DIFF_CASE("GEMMs of programs/gemm with n and k multiples of 16: the specialised kernels") {
+  // the runtime launches kernels specialised for n % 16 == k % 16 == 0 and aligned pointers:
+  // vector groups that no bound can cut lose their element paths (lower_memory_global.cpp);
+  // m = 200 and n = 272 still leave partial tiles at the edges, k = 208 a partial k tile. f32 C:
+  // the tensor cores' f32 sums of 208 products differ from the interpreter's by up to about
+  // 1.5e-4 near cancellation (measured on the H200: one element of 54400, 0.288416 against
+  // 0.288264)
+  for (const char *program : {"mma_sync", "wgmma"})
+    for (const char *at : {"f16", "bf16"}) {
+      Case c;
+      c.name = std::string(program) + "_specialised_" + at;
+      c.source = programText(std::string("gemm/") + program + ".tasm");
+      c.defines = {{"AT", at}, {"CT", "f32"}};
+      c.scalars = {{"m", 200}, {"n", 272}, {"k", 208}};
+      DataType t = *DataType::parse(at);
+      c.buffers = {{"a_ptr", t, 200 * 208, Fill::Moderate},
+                   {"b_ptr", t, 208 * 272, Fill::Moderate},
+                   {"c_ptr", DataType::f32(), 200 * 272, Fill::Zero, 0, 3e-4}};
+      runCase(c);
+    }
+}
+
 DIFF_CASE("TmaLoad: swizzled stages, 64-column panels and a strided 3-d view, ragged edges") {
   // every tile partly outside its view (zeros), then each stored back through registers
   Case c;
@@ -2092,6 +2115,60 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
   // up to about 1.2e-4 here (measured: one element of 52800 at 1.19e-4 on the H200)
   raggedTmaGemmCases("wgmma_ws", 3e-4);
   persistentTmaGemmCase("wgmma_ws");
+}
+
+DIFF_CASE("byte transposes: bytes of loaded words stored to shared memory by prmt, bit for bit") {
+  // tests/byte_transpose_program.h (jit/pack_bytes.h packs each stored word)
+  for (auto [kernel, rows] :
+       {std::pair{"transpose4", 16}, std::pair{"transpose8", 32}, std::pair{"rows", 16}}) {
+    Case c;
+    c.name = std::string("bytes_") + kernel;
+    c.source = tilus::testing::kByteTransposes;
+    c.program = kernel;
+    c.buffers = {{"w_ptr", DataType::u(32), int64_t(rows) * 32, Fill::Random},
+                 {"out_ptr", DataType::u(8), int64_t(rows) * 128, Fill::Zero}};
+    runCase(c);
+  }
+}
+
+DIFF_CASE("FP8 wgmma GEMM (programs/gemm/wgmma_fp8.tasm): a transposing producer group") {
+  // the producer group copies A by cp.async and transposes B through its registers; two consumer
+  // warpgroups compute. Word path (n % 4 == 0) and narrower accesses (n odd), one block per tile
+  // and SMS = 2 blocks walking 3 x 2 tiles (the producer running ahead into the next tile); n
+  // and k multiples of 16 (the specialised kernel) with partial tiles.
+  // The FP8 tensor cores add with about 14 significant bits (measured on the H200: errors up to
+  // 1.8e-4 of sum |a b| at k = 260 for random values), so the inputs are integers in [-4, 4]:
+  // every partial sum is an integer below 2^13 in magnitude, exact there and in the
+  // interpreter's f32, and C must match bit for bit
+  struct Shape {
+    const char *at, *ct;
+    int m, n, k;
+    int sms;
+  };
+  std::mt19937 rng(12);
+  auto integers = [&](DataType t, int64_t count) {
+    std::vector<uint64_t> bits(static_cast<size_t>(count));
+    for (uint64_t &b : bits)
+      b = tilus::fromDouble(double(int(rng() % 9) - 4), t);
+    return bits;
+  };
+  for (Shape s :
+       {Shape{"f8e4m3", "f16", 200, 264, 300, 132}, Shape{"f8e4m3", "f32", 37, 45, 29, 132},
+        Shape{"f8e5m2", "bf16", 300, 263, 200, 2}, Shape{"f8e4m3", "f32", 300, 512, 260, 2},
+        Shape{"f8e4m3", "f16", 200, 272, 208, 2}, Shape{"bf16", "f32", 200, 264, 200, 132}}) {
+    Case c;
+    c.name = std::string("wgmma_fp8_gemm_") + s.at + "_" + s.ct + "_" + std::to_string(s.n) +
+             "_sms" + std::to_string(s.sms);
+    c.source = programText("gemm/wgmma_fp8.tasm");
+    c.defines = {{"AT", s.at}, {"CT", s.ct}, {"SMS", std::to_string(s.sms)}};
+    c.scalars = {{"m", s.m}, {"n", s.n}, {"k", s.k}};
+    DataType t = *DataType::parse(s.at), tc = *DataType::parse(s.ct);
+    int64_t as = int64_t(s.m) * s.k, bs = int64_t(s.k) * s.n;
+    c.buffers = {{"a_ptr", t, as, Fill::Given, 0, 0, integers(t, as)},
+                 {"b_ptr", t, bs, Fill::Given, 0, 0, integers(t, bs)},
+                 {"c_ptr", tc, int64_t(s.m) * s.n, Fill::Zero}};
+    runCase(c);
+  }
 }
 
 DIFF_CASE("thread groups: a producer and a consumer group hand tiles over through mbarriers") {
