@@ -266,6 +266,20 @@ TEST_CASE("gemm: wgmma_tma.tasm's persistent tile loop with fewer blocks than ou
   runGemm(file, "f16", "f16", {{300, 520, 200}}, {{"SMS", "4"}, {"PERSIST", "0"}});
 }
 
+TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent tile loop") {
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_fp8.tasm";
+  // SMS = 2: six tiles (3 x 2: m = 300, n = 264 on 256-column tiles) on two blocks, the
+  // producer's stages and its B words running ahead into the block's next tile; k of one k tile
+  // (100) and of three (300, the last partial); n = 263 takes the path of narrower accesses
+  runGemm(file, "f8e4m3", "f16", {{300, 264, 300}, {300, 264, 100}, {300, 263, 300}},
+          {{"SMS", "2"}});
+  // the least stages the producer allows (3), and 16-bit AT (k tiles of 64) on four blocks
+  runGemm(file, "f8e5m2", "f32", {{300, 264, 300}}, {{"SMS", "2"}, {"STAGES", "3"}});
+  runGemm(file, "bf16", "bf16", {{300, 520, 200}}, {{"SMS", "4"}});
+  runGemm(file, "f16", "f32", {{300, 520, 72}}, {{"SMS", "4"}, {"PERSIST", "0"}});
+}
+
 TEST_CASE("gemm: a program that declares aligned n and k refuses other shapes at launch") {
   int programs = 0;
   for (const std::filesystem::path &file : gemmPrograms()) {
