@@ -93,8 +93,12 @@ bool ProgramChecker::visitConvertLayout(const Instruction &inst, Results &r) {
   const RegisterLayout &layout = *layoutArg(inst, ArgName::layout);
   if (!checkLayoutShape(layout, a->shape, "ConvertLayout layout="))
     return false;
-  int64_t bytes = std::max(1, a->dtype.storageBits() / 8);
-  noteScratch(shapeElements(a->shape) * bytes);
+  // a conversion in which every thread already holds the elements it needs (the source covers
+  // the result) renames registers; others go through the scratch area
+  if (oracle_.cover(layout, *a->layout)) {
+    int64_t bytes = std::max(1, a->dtype.storageBits() / 8);
+    noteScratch(shapeElements(a->shape) * bytes);
+  }
   r[0] = registerType(a->dtype, layout);
   return true;
 }

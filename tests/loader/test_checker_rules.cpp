@@ -275,8 +275,16 @@ TEST_CASE("Permute transposes the layout; ConvertLayout keeps the shape") {
   // y[i, t] is held by thread t at local i.
   CHECK(*y.layout == layoutOf("local(4, 1).spatial(1, 32)"));
   CHECK(*varType(*m, "k", "z").layout == layoutOf("spatial(8, 4).local(4, 1)"));
-  // ConvertLayout scratch: 32 * 4 f32.
+  // ConvertLayout scratch: 32 * 4 f32 (elements change threads).
   CHECK(m->programs[0].scratchBytes == 512);
+  // a conversion in which every thread keeps its own elements (only their slot order changes)
+  // renames registers: no scratch area
+  Expected<VerifiedModule> local = checkSource(
+      kernel(kParams, "    g = ViewGlobal(p, shape=[64, 4])\n"
+                      "    x = LoadGlobal(g, layout=spatial(32, 1).local(2, 4))\n"
+                      "    z = ConvertLayout(x, layout=spatial(32, 1).column_local(2, 4))\n"));
+  REQUIRE_OK(local);
+  CHECK(local->programs[0].scratchBytes == 0);
   expectError(kernel(kParams, std::string(kLoadX) + "    y = Permute(x, dims=[0, 0])\n"),
               ErrorCode::BadArgument, 4);
   expectError(kernel(kParams, std::string(kLoadX) + "    y = Permute(x, dims=[0])\n"),
