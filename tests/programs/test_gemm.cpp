@@ -276,8 +276,7 @@ TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent til
           {{"SMS", "2"}});
   // n and k multiples of 16: A by TMA, B staged by TMA and transposed from shared memory (m,
   // n and k still leave partial tiles; k = 144: two k tiles, k = 16: one short one)
-  runGemm(file, "f8e4m3", "f16", {{300, 272, 304}, {37, 528, 144}, {130, 16, 16}},
-          {{"SMS", "2"}});
+  runGemm(file, "f8e4m3", "f16", {{300, 272, 304}, {37, 528, 144}, {130, 16, 16}}, {{"SMS", "2"}});
   runGemm(file, "f8e5m2", "f32", {{150, 512, 256}}, {{"SMS", "3"}});
   // the least stages the producer allows (3), and 16-bit AT (k tiles of 64) on four blocks
   runGemm(file, "f8e5m2", "f32", {{300, 264, 300}}, {{"SMS", "2"}, {"STAGES", "3"}});
