@@ -94,6 +94,17 @@ struct Fixture {
       words[w] = f->getArg(w);
   }
 
+  /// An evaluator that knows the words: word w's byte j is 0x10 * (w + 1) + j, so every byte
+  /// of the four words is distinct.
+  Evaluator distinctBytes() const {
+    Evaluator e;
+    for (unsigned w = 0; w < 4; ++w)
+      e.known[words[w]] = byteValue(w, 0) * 0x01010101u + 0x03020100u;
+    return e;
+  }
+
+  static uint32_t byteValue(unsigned w, unsigned j) { return 0x10u * (w + 1) + j; }
+
   /// Byte `index` of word `w` as View cuts it.
   llvm::Value *byteOf(unsigned w, unsigned index) {
     llvm::Value *x = index ? b.CreateLShr(words[w], uint64_t(8 * index)) : words[w];
@@ -105,17 +116,14 @@ struct Fixture {
 
 TEST_CASE("packTracedBytes: every choice of four bytes of four words") {
   Fixture fx;
-  // word w's byte j is 0x10 * (w + 1) + j: every byte of the four words is distinct
-  Evaluator base;
-  for (unsigned w = 0; w < 4; ++w)
-    base.known[fx.words[w]] = 0x10u * (w + 1) * 0x01010101u + 0x03020100u;
+  const Evaluator base = fx.distinctBytes();
   for (uint32_t pattern = 0; pattern < 65536; ++pattern) {
     std::vector<llvm::Value *> bytes;
     uint32_t want = 0;
     for (unsigned i = 0; i < 4; ++i) {
       unsigned w = (pattern >> (4 * i + 2)) & 3, j = (pattern >> (4 * i)) & 3;
       bytes.push_back(fx.byteOf(w, j));
-      want |= (0x10u * (w + 1) + j) << (8 * i);
+      want |= Fixture::byteValue(w, j) << (8 * i);
     }
     llvm::Value *word = packTracedBytes(fx.b, bytes);
     REQUIRE(word != nullptr);
@@ -133,9 +141,7 @@ TEST_CASE("packTracedBytes: every choice of four bytes of four words") {
 
 TEST_CASE("packTracedBytes: a 4 x 4 byte transpose shares its pair steps, a word stays a word") {
   Fixture fx;
-  Evaluator e;
-  for (unsigned w = 0; w < 4; ++w)
-    e.known[fx.words[w]] = 0x10u * (w + 1) * 0x01010101u + 0x03020100u;
+  Evaluator e = fx.distinctBytes();
   for (unsigned j = 0; j < 4; ++j) {
     llvm::Value *word =
         packTracedBytes(fx.b, {fx.byteOf(0, j), fx.byteOf(1, j), fx.byteOf(2, j), fx.byteOf(3, j)});
