@@ -797,3 +797,26 @@ TEST_CASE("bytes stored to shared memory from loaded words are packed by prmt, t
     CHECK(contains(k->ptx, store));
   }
 }
+
+TEST_CASE("a vector group no bound can cut has no element path once alignment is proven") {
+  // words of B viewed as [k, n / 4]: with n divisible by 16 (the launch's specialisation) the
+  // bound n / 4 is a multiple of the 4-word groups, so a group is in or out as a whole, and with
+  // the pointer aligned the per-word element path (ld.global.b32) is gone; unspecialised, n / 4
+  // may cut a group and the element path stays
+  const char *src = R"(
+def k<1>(u32* w_ptr, f32* out_ptr, i32 k, i32 n) threads=128:
+    w = LoadGlobal(ViewGlobal(w_ptr, shape=[k, n / 4]), layout=column_spatial(16, 8).local(8, 4))
+    StoreGlobal(Cast(w, f32), ViewGlobal(out_ptr, shape=[128, 32]))
+)";
+  VerifiedModule m = buildSource(src);
+  JitOptions plain, spec;
+  spec.specialization.params = {ParamFact::Aligned16, ParamFact::Aligned16, ParamFact::Divisible16,
+                                ParamFact::Divisible16};
+  Expected<PtxKernel> a = compileToPtx(m, 0, plain), b = compileToPtx(m, 0, spec);
+  REQUIRE_OK(a);
+  REQUIRE_OK(b);
+  CHECK(occurrences(a->ptx, "ld.global.v4.b32") == 8);
+  CHECK(contains(a->ptx, "ld.global.b32"));
+  CHECK(occurrences(b->ptx, "ld.global.v4.b32") == 8);
+  CHECK(!contains(b->ptx, "ld.global.b32"));
+}
