@@ -38,9 +38,11 @@ llvm::Value *sharedOffsetSplit(Codegen &cg, VarId root, const std::vector<llvm::
 llvm::Value *sharedAddressSplit(Codegen &cg, VarId root, const std::vector<llvm::Value *> &c,
                                 const std::vector<llvm::Value *> &d, DataType t);
 
-/// The number of low bits of an i64 offset that are provably zero. Unlike computeKnownBits
-/// alone, this follows sums, products and shifts to any depth (offsets are built from block
-/// indices, loop variables, strides and layout terms several levels deep).
+/// The number of low bits of an integer (an offset, a bound) that are provably zero. Unlike
+/// computeKnownBits alone, this follows sums, products and shifts to any depth (offsets are built
+/// from block indices, loop variables, strides and layout terms several levels deep), and
+/// extensions, selects, min/max and divisions and shifts right by 2^s of values with at least s
+/// zero bits (the clamped extents of views such as [k, n / 4]).
 unsigned trailingZeros(llvm::Value *v, const llvm::DataLayout &dl, int depth = 0);
 
 /// "ptr + elem * es is a multiple of `bytes`" (a power of two): the constant true when the
