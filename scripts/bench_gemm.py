@@ -3,14 +3,15 @@
 
 For every square shape N^3 (4096 and 8192 by default): programs/gemm/wgmma_fp8.tasm with f8e4m3
 A and B and an f16 C against torch._scaled_mm (e4m3 A row-major, B column-major as _scaled_mm
-requires, scales 1.0, out_dtype f16), and programs/gemm/wgmma_tma.tasm, programs/gemm/wgmma_ws.tasm, programs/gemm/wgmma.tasm
+requires, scales 1.0, out_dtype f16), programs/layers/linear_fp8.tasm (y = x w^T: the weight in
+that column-major layout) against the same, and programs/gemm/wgmma_tma.tasm, programs/gemm/wgmma_ws.tasm, programs/gemm/wgmma.tasm
 and programs/gemm/mma_sync.tasm with f16 and bf16 (C of the same type) against torch.matmul (cuBLAS). The kernels are timed by
 `vm-run --bench --json` (median of CUDA-event-timed launches after a warm-up), the baselines by the
 same method in this process. Prints shape, program, AT, ms, TFLOP/s, baseline ms and the
 baseline's time over the program's (>= 1: the program is at least as fast).
 
     python3 scripts/bench_gemm.py [--build DIR] [--sizes 4096,8192] [--iters N] [--json FILE]
-                                  [--only wgmma_fp8,wgmma_tma,wgmma_ws,wgmma,mma_sync] [-D NAME=VALUE]... [--dry-run]
+                                  [--only wgmma_fp8,layers/linear_fp8,wgmma_tma,wgmma_ws,wgmma,mma_sync] [-D NAME=VALUE]... [--dry-run]
 
 Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
 (BUILD_DIR, default build). --dry-run assembles every program and prints the vm-run commands
@@ -28,9 +29,11 @@ from bench_common import cuda_device, print_columns, torch_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# (program, AT, CT, baseline)
+# (program, AT, CT, baseline): programs/gemm/PROGRAM.tasm's matmul, or for "layers/linear_fp8"
+# programs/layers/linear_fp8.tasm's linear (y = x w^T, w [n, k]: the layout _scaled_mm takes)
 CASES = [
     ("wgmma_fp8", "f8e4m3", "f16", "torch._scaled_mm"),
+    ("layers/linear_fp8", "f8e4m3", "f16", "torch._scaled_mm"),
     ("wgmma_tma", "f16", "f16", "torch.matmul"),
     ("wgmma_tma", "bf16", "bf16", "torch.matmul"),
     ("wgmma_ws", "f16", "f16", "torch.matmul"),
@@ -86,8 +89,9 @@ def main():
     rows = []
     failed = False
     for prog, at, ct, base in cases:
-        src = os.path.join(ROOT, "programs", "gemm", prog + ".tasm")
-        tbc = os.path.join(work, f"{prog}_{at}_{ct}.tbc")
+        linear = prog == "layers/linear_fp8"
+        src = os.path.join(ROOT, "programs", prog + ".tasm" if linear else os.path.join("gemm", prog + ".tasm"))
+        tbc = os.path.join(work, f"{os.path.basename(prog)}_{at}_{ct}.tbc")
         cmd = [asm, src, "-o", tbc, "-D", f"AT={at}", "-D", f"CT={ct}"]
         for d in args.D:
             cmd += ["-D", d]
@@ -100,8 +104,10 @@ def main():
             continue
         for n in sizes:
             row = {"program": prog, "at": at, "ct": ct, "n": n, "baseline": base}
-            cmd = [run, tbc, "--kernel", "matmul", "--device", "cuda",
-                   "--arg", "a_ptr=rand:1", "--arg", "b_ptr=rand:2",
+            operands = (["--kernel", "linear", "--arg", "x_ptr=rand:1", "--arg", "w_ptr=rand:2",
+                         "--arg", "scale=1.0"] if linear else
+                        ["--kernel", "matmul", "--arg", "a_ptr=rand:1", "--arg", "b_ptr=rand:2"])
+            cmd = [run, tbc, "--device", "cuda"] + operands + [
                    "--arg", f"m={n}", "--arg", f"n={n}", "--arg", f"k={n}",
                    "--bench", "--iters", str(args.iters), "--json"]
             if args.dry_run:

@@ -2131,6 +2131,20 @@ DIFF_CASE("byte transposes: bytes of loaded words stored to shared memory by prm
   }
 }
 
+namespace {
+
+/// `count` codes of t holding integers in [-4, 4]: with FP8 inputs every partial sum of up to
+/// 512 products is an integer below 2^13, exact in the FP8 tensor cores' 14 significant bits
+/// and in the interpreter's f32, so GEMM results compare bit for bit.
+std::vector<uint64_t> smallIntegers(DataType t, int64_t count, std::mt19937 &rng) {
+  std::vector<uint64_t> bits(static_cast<size_t>(count));
+  for (uint64_t &b : bits)
+    b = tilus::fromDouble(double(int(rng() % 9) - 4), t);
+  return bits;
+}
+
+} // namespace
+
 DIFF_CASE("FP8 wgmma GEMM (programs/gemm/wgmma_fp8.tasm): a transposing producer group") {
   // the producer group copies A by cp.async and transposes B through its registers; two consumer
   // warpgroups compute. Word path (n % 4 == 0) and narrower accesses (n odd), one block per tile
@@ -2146,12 +2160,7 @@ DIFF_CASE("FP8 wgmma GEMM (programs/gemm/wgmma_fp8.tasm): a transposing producer
     int sms;
   };
   std::mt19937 rng(12);
-  auto integers = [&](DataType t, int64_t count) {
-    std::vector<uint64_t> bits(static_cast<size_t>(count));
-    for (uint64_t &b : bits)
-      b = tilus::fromDouble(double(int(rng() % 9) - 4), t);
-    return bits;
-  };
+  auto integers = [&](DataType t, int64_t count) { return smallIntegers(t, count, rng); };
   for (Shape s :
        {Shape{"f8e4m3", "f16", 200, 264, 300, 132}, Shape{"f8e4m3", "f32", 37, 45, 29, 132},
         Shape{"f8e5m2", "bf16", 300, 263, 200, 2}, Shape{"f8e4m3", "f32", 300, 512, 260, 2},
@@ -2167,6 +2176,32 @@ DIFF_CASE("FP8 wgmma GEMM (programs/gemm/wgmma_fp8.tasm): a transposing producer
     c.buffers = {{"a_ptr", t, as, Fill::Given, 0, 0, integers(t, as)},
                  {"b_ptr", t, bs, Fill::Given, 0, 0, integers(t, bs)},
                  {"c_ptr", tc, int64_t(s.m) * s.n, Fill::Zero}};
+    runCase(c);
+  }
+}
+
+DIFF_CASE("FP8 linear layer (programs/layers/linear_fp8.tasm): y = scale x w^T, bit for bit") {
+  // both operands K-major by TMA, two consumer warpgroups, y stored by TMA; one block per tile
+  // and SMS = 2 blocks walking 3 x 3 tiles, FP8 and bf16 inputs, f16, f32 and bf16 outputs
+  struct Shape {
+    const char *at, *ct;
+    int m, n, k;
+    int sms;
+  };
+  std::mt19937 rng(21);
+  for (Shape s :
+       {Shape{"f8e4m3", "f16", 200, 272, 208, 132}, Shape{"f8e5m2", "f32", 37, 264, 144, 132},
+        Shape{"f8e4m3", "bf16", 300, 520, 272, 2}, Shape{"bf16", "f32", 130, 264, 72, 2}}) {
+    Case c;
+    c.name = std::string("linear_fp8_") + s.at + "_" + s.ct + "_sms" + std::to_string(s.sms);
+    c.source = programText("layers/linear_fp8.tasm");
+    c.defines = {{"AT", s.at}, {"CT", s.ct}, {"SMS", std::to_string(s.sms)}};
+    c.scalars = {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"scale", std::bit_cast<uint32_t>(0.5f)}};
+    DataType t = *DataType::parse(s.at), tc = *DataType::parse(s.ct);
+    int64_t xs = int64_t(s.m) * s.k, ws = int64_t(s.n) * s.k;
+    c.buffers = {{"x_ptr", t, xs, Fill::Given, 0, 0, smallIntegers(t, xs, rng)},
+                 {"w_ptr", t, ws, Fill::Given, 0, 0, smallIntegers(t, ws, rng)},
+                 {"y_ptr", tc, int64_t(s.m) * s.n, Fill::Zero}};
     runCase(c);
   }
 }

@@ -2,7 +2,8 @@
 // rmsnorm.tasm (with and without the residual add), rotary.tasm (neox and interleaved, queries
 // and keys, shuffled positions) and swiglu_quant.tasm (f8e4m3 and i8), for f16 and bf16, at
 // small and ragged sizes (rows not multiples of a vector, head counts not multiples of a
-// block's heads, a single token). Values of AT, f8e4m3 and i8 are encoded and decoded here by
+// block's heads, a single token), and linear_fp8.tasm (every AT and CT, ragged shapes, the
+// persistent loop). Values of AT, f8e4m3 and i8 are encoded and decoded here by
 // the textbook formulas (vm_cpu/cpu_test_util.h), independently of isa/convert.
 #include "vm_cpu/cpu_test_util.h"
 
@@ -214,7 +215,118 @@ void checkSwiglu(const Half &t, bool fp8, int n, int m,
   }
 }
 
+// ---- Linear (FP8) --------------------------------------------------------------------------
+
+/// The value of an f8e5m2 code (OCP: bias 15, like the high byte of an f16).
+double f8e5m2Value(uint8_t code) { return halfToDouble(uint16_t(code << 8)); }
+
+/// Codes of AT whose values are the multiples of 1/8 in [-2, 2] (exact in every AT here), with
+/// the values: products are multiples of 1/64 and sums over k <= 512 stay below 2^11, so every
+/// partial sum is exact in f32 (and in the FP8 tensor cores' 14 bits after the scale, which is
+/// checked on the GPU) and y is the correctly rounded scale * sum.
+std::vector<std::pair<uint16_t, double>> eighths(const std::string &at) {
+  std::vector<std::pair<uint16_t, double>> out;
+  for (int q = -16; q <= 16; ++q) {
+    double v = q / 8.0;
+    if (at == "f16" || at == "bf16") {
+      Half h{at == "bf16"};
+      out.push_back({h.encode(v), v});
+      continue;
+    }
+    for (int code = 0; code < 256; ++code) { // the exact code, +0 for 0
+      double c = at == "f8e4m3" ? f8e4m3Value(uint8_t(code)) : f8e5m2Value(uint8_t(code));
+      if (c == v && !(v == 0 && code != 0)) {
+        out.push_back({uint16_t(code), v});
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+void checkLinear(const std::string &at, const std::string &ct, int m, int n, int k,
+                 std::map<std::string, std::string> extra = {}) {
+  CAPTURE(at);
+  CAPTURE(ct);
+  CAPTURE(m);
+  CAPTURE(n);
+  CAPTURE(k);
+  std::map<std::string, std::string> defines = {{"AT", at}, {"CT", ct}};
+  for (const auto &[name, value] : extra) {
+    CAPTURE(name);
+    CAPTURE(value);
+    defines[name] = value;
+  }
+  VerifiedModule mod =
+      build(readSource("programs/layers/linear_fp8.tasm"), defines, "linear_fp8.tasm");
+  std::vector<std::pair<uint16_t, double>> values = eighths(at);
+  // e5m2 has 2 mantissa bits: 1.125 etc. are not values, fewer eighths remain
+  REQUIRE(values.size() >= (at == "f8e5m2" ? 21u : 33u));
+  std::mt19937 rng(unsigned(m * 131 + n * 7 + k));
+  const int bytes = at == "f16" || at == "bf16" ? 2 : 1;
+  std::vector<double> x(size_t(m * k)), w(size_t(n * k));
+  std::vector<uint8_t> xb(x.size() * size_t(bytes)), wb(w.size() * size_t(bytes));
+  auto fill = [&](std::vector<double> &v, std::vector<uint8_t> &b) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const auto &[code, value] = values[rng() % values.size()];
+      v[i] = value;
+      std::memcpy(&b[i * size_t(bytes)], &code, size_t(bytes)); // little-endian low byte(s)
+    }
+  };
+  fill(x, xb);
+  fill(w, wb);
+  const bool f32 = ct == "f32";
+  std::vector<uint8_t> y(size_t(m * n) * (f32 ? 4 : 2), 0xAB);
+  const double scale = 0.5;
+  REQUIRE_OK(run(mod, {bufferArg(xb), bufferArg(wb), bufferArg(y), i32Arg(m), i32Arg(n), i32Arg(k),
+                       f32Arg(float(scale))}));
+  Half out{ct == "bf16"};
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double want = 0;
+      for (int p = 0; p < k; ++p)
+        want += x[size_t(i * k + p)] * w[size_t(j * k + p)];
+      want *= scale;
+      size_t e = size_t(i * n + j);
+      CAPTURE(i);
+      CAPTURE(j);
+      if (f32) {
+        float got;
+        std::memcpy(&got, &y[e * 4], 4);
+        REQUIRE(double(got) == want);
+      } else {
+        uint16_t got;
+        std::memcpy(&got, &y[e * 2], 2);
+        REQUIRE(got == out.encode(want));
+      }
+    }
+}
+
 } // namespace
+
+TEST_CASE("linear_fp8.tasm: y = scale x w^T for every AT and CT, ragged m, n and k, persistent") {
+  // one row and one k tile; fewer rows and columns than a tile with a partial k tile; several
+  // tiles in m and n (3 x 3 with SMS = 4 blocks: the producer runs ahead into a block's next tile)
+  checkLinear("f8e4m3", "f16", 1, 16, 16);
+  checkLinear("f8e4m3", "f32", 37, 264, 144);
+  checkLinear("f8e4m3", "bf16", 300, 520, 272, {{"SMS", "4"}});
+  checkLinear("f8e5m2", "f16", 37, 264, 144);
+  checkLinear("f8e5m2", "f32", 130, 8, 48, {{"SMS", "2"}});
+  checkLinear("f16", "f16", 37, 264, 72);
+  checkLinear("bf16", "f32", 300, 520, 136, {{"SMS", "4"}, {"PERSIST", "0"}});
+}
+
+TEST_CASE("linear_fp8.tasm refuses rows that are not whole 16-byte units") {
+  VerifiedModule mod = build(readSource("programs/layers/linear_fp8.tasm"), {}, "linear_fp8.tasm");
+  std::vector<uint8_t> x(64 * 64), w(64 * 64), y(64 * 64 * 2);
+  for (auto [n, k] : {std::pair{64, 24}, std::pair{60, 64}}) {
+    CAPTURE(n);
+    CAPTURE(k);
+    Status st = run(mod, {bufferArg(x), bufferArg(w), bufferArg(y), i32Arg(16), i32Arg(n),
+                          i32Arg(k), f32Arg(1.0f)});
+    CHECK(st.code() == ErrorCode::Assert);
+  }
+}
 
 TEST_CASE("rmsnorm.tasm with the residual add: f16 and bf16, ragged rows, one row") {
   for (bool bf16 : {false, true}) {
