@@ -13,6 +13,7 @@
 #include "thread_groups_program.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -2134,8 +2135,8 @@ DIFF_CASE("byte transposes: bytes of loaded words stored to shared memory by prm
 namespace {
 
 /// `count` codes of t holding integers in [-4, 4]: with FP8 inputs every partial sum of up to
-/// 512 products is an integer below 2^13, exact in the FP8 tensor cores' 14 significant bits
-/// and in the interpreter's f32, so GEMM results compare bit for bit.
+/// 512 products is an integer of magnitude at most 2^13, exact in the FP8 tensor cores' 14
+/// significant bits and in the interpreter's f32, so GEMM results compare bit for bit.
 std::vector<uint64_t> smallIntegers(DataType t, int64_t count, std::mt19937 &rng) {
   std::vector<uint64_t> bits(static_cast<size_t>(count));
   for (uint64_t &b : bits)
@@ -2143,65 +2144,62 @@ std::vector<uint64_t> smallIntegers(DataType t, int64_t count, std::mt19937 &rng
   return bits;
 }
 
+/// A GEMM-shaped case on integer inputs: AT operands of m x k and k x n elements, a CT output of
+/// m x n, the tuning constant SMS (blocks of the persistent grid).
+struct ExactGemm {
+  const char *at, *ct;
+  int m, n, k;
+  int sms;
+};
+
+/// The case of program `path` (under programs/) for `s`, its pointer parameters named `ptrs`
+/// (the two operands, then the output), scalars m, n and k.
+Case exactGemmCase(const std::string &prefix, const std::string &path, const ExactGemm &s,
+                   const std::array<const char *, 3> &ptrs, std::mt19937 &rng) {
+  Case c;
+  c.name = prefix + s.at + "_" + s.ct + "_" + std::to_string(s.m) + "x" + std::to_string(s.n) +
+           "x" + std::to_string(s.k) + "_sms" + std::to_string(s.sms);
+  c.source = programText(path);
+  c.defines = {{"AT", s.at}, {"CT", s.ct}, {"SMS", std::to_string(s.sms)}};
+  c.scalars = {{"m", s.m}, {"n", s.n}, {"k", s.k}};
+  DataType t = *DataType::parse(s.at), tc = *DataType::parse(s.ct);
+  int64_t as = int64_t(s.m) * s.k, bs = int64_t(s.k) * s.n;
+  c.buffers = {{ptrs[0], t, as, Fill::Given, 0, 0, smallIntegers(t, as, rng)},
+               {ptrs[1], t, bs, Fill::Given, 0, 0, smallIntegers(t, bs, rng)},
+               {ptrs[2], tc, int64_t(s.m) * s.n, Fill::Zero}};
+  return c;
+}
+
 } // namespace
 
 DIFF_CASE("FP8 wgmma GEMM (programs/gemm/wgmma_fp8.tasm): a transposing producer group") {
-  // the producer group copies A by cp.async and transposes B through its registers; two consumer
-  // warpgroups compute. Word path (n % 4 == 0) and narrower accesses (n odd), one block per tile
-  // and SMS = 2 blocks walking 3 x 2 tiles (the producer running ahead into the next tile); n
-  // and k multiples of 16 (the specialised kernel) with partial tiles.
-  // The FP8 tensor cores add with about 14 significant bits (measured on the H200: errors up to
-  // 1.8e-4 of sum |a b| at k = 260 for random values), so the inputs are integers in [-4, 4]:
-  // every partial sum is an integer below 2^13 in magnitude, exact there and in the
-  // interpreter's f32, and C must match bit for bit
-  struct Shape {
-    const char *at, *ct;
-    int m, n, k;
-    int sms;
-  };
+  // the producer group stages B by TMA and transposes it through its registers (n and k
+  // multiples of 16: 200 x 272 x 208, and bf16 at 200 x 264 x 200), or copies A by cp.async and
+  // B by narrow accesses (the other shapes, n odd included); two consumer warpgroups compute;
+  // one block per tile and SMS = 2 blocks walking 3 x 2 tiles (the producer running ahead into
+  // the next tile). The FP8 tensor cores add with about 14 significant bits (measured on the
+  // H200: errors up to 1.8e-4 of sum |a b| at k = 260 for random values), hence the integer
+  // inputs and the bit-for-bit comparison
   std::mt19937 rng(12);
-  auto integers = [&](DataType t, int64_t count) { return smallIntegers(t, count, rng); };
-  for (Shape s :
-       {Shape{"f8e4m3", "f16", 200, 264, 300, 132}, Shape{"f8e4m3", "f32", 37, 45, 29, 132},
-        Shape{"f8e5m2", "bf16", 300, 263, 200, 2}, Shape{"f8e4m3", "f32", 300, 512, 260, 2},
-        Shape{"f8e4m3", "f16", 200, 272, 208, 2}, Shape{"bf16", "f32", 200, 264, 200, 132}}) {
-    Case c;
-    c.name = std::string("wgmma_fp8_gemm_") + s.at + "_" + s.ct + "_" + std::to_string(s.n) +
-             "_sms" + std::to_string(s.sms);
-    c.source = programText("gemm/wgmma_fp8.tasm");
-    c.defines = {{"AT", s.at}, {"CT", s.ct}, {"SMS", std::to_string(s.sms)}};
-    c.scalars = {{"m", s.m}, {"n", s.n}, {"k", s.k}};
-    DataType t = *DataType::parse(s.at), tc = *DataType::parse(s.ct);
-    int64_t as = int64_t(s.m) * s.k, bs = int64_t(s.k) * s.n;
-    c.buffers = {{"a_ptr", t, as, Fill::Given, 0, 0, integers(t, as)},
-                 {"b_ptr", t, bs, Fill::Given, 0, 0, integers(t, bs)},
-                 {"c_ptr", tc, int64_t(s.m) * s.n, Fill::Zero}};
-    runCase(c);
-  }
+  for (ExactGemm s :
+       {ExactGemm{"f8e4m3", "f16", 200, 264, 300, 132}, ExactGemm{"f8e4m3", "f32", 37, 45, 29, 132},
+        ExactGemm{"f8e5m2", "bf16", 300, 263, 200, 2}, ExactGemm{"f8e4m3", "f32", 300, 512, 260, 2},
+        ExactGemm{"f8e4m3", "f16", 200, 272, 208, 2}, ExactGemm{"bf16", "f32", 200, 264, 200, 132}})
+    runCase(exactGemmCase("wgmma_fp8_gemm_", "gemm/wgmma_fp8.tasm", s, {"a_ptr", "b_ptr", "c_ptr"},
+                          rng));
 }
 
 DIFF_CASE("FP8 linear layer (programs/layers/linear_fp8.tasm): y = scale x w^T, bit for bit") {
   // both operands K-major by TMA, two consumer warpgroups, y stored by TMA; one block per tile
   // and SMS = 2 blocks walking 3 x 3 tiles, FP8 and bf16 inputs, f16, f32 and bf16 outputs
-  struct Shape {
-    const char *at, *ct;
-    int m, n, k;
-    int sms;
-  };
   std::mt19937 rng(21);
-  for (Shape s :
-       {Shape{"f8e4m3", "f16", 200, 272, 208, 132}, Shape{"f8e5m2", "f32", 37, 264, 144, 132},
-        Shape{"f8e4m3", "bf16", 300, 520, 272, 2}, Shape{"bf16", "f32", 130, 264, 72, 2}}) {
-    Case c;
-    c.name = std::string("linear_fp8_") + s.at + "_" + s.ct + "_sms" + std::to_string(s.sms);
-    c.source = programText("layers/linear_fp8.tasm");
-    c.defines = {{"AT", s.at}, {"CT", s.ct}, {"SMS", std::to_string(s.sms)}};
-    c.scalars = {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"scale", std::bit_cast<uint32_t>(0.5f)}};
-    DataType t = *DataType::parse(s.at), tc = *DataType::parse(s.ct);
-    int64_t xs = int64_t(s.m) * s.k, ws = int64_t(s.n) * s.k;
-    c.buffers = {{"x_ptr", t, xs, Fill::Given, 0, 0, smallIntegers(t, xs, rng)},
-                 {"w_ptr", t, ws, Fill::Given, 0, 0, smallIntegers(t, ws, rng)},
-                 {"y_ptr", tc, int64_t(s.m) * s.n, Fill::Zero}};
+  for (ExactGemm s :
+       {ExactGemm{"f8e4m3", "f16", 200, 272, 208, 132},
+        ExactGemm{"f8e5m2", "f32", 37, 264, 144, 132},
+        ExactGemm{"f8e4m3", "bf16", 300, 520, 272, 2}, ExactGemm{"bf16", "f32", 130, 264, 72, 2}}) {
+    Case c =
+        exactGemmCase("linear_fp8_", "layers/linear_fp8.tasm", s, {"x_ptr", "w_ptr", "y_ptr"}, rng);
+    c.scalars["scale"] = std::bit_cast<uint32_t>(0.5f);
     runCase(c);
   }
 }
