@@ -93,6 +93,16 @@ inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
 #endif
 }
 
+/// Checks that ptxas assembles `ptx` for sm_80 or sm_90a (its log in the failure message) and
+/// returns the log (for its warnings). Only in cases declared with needsPtxas().
+inline std::string checkPtxasAccepts(const std::string &ptx, int sm) {
+  std::string log;
+  bool ok = runPtxas(ptx, sm, log);
+  INFO(log);
+  CHECK(ok);
+  return log;
+}
+
 /// Compile program 0 of `m` to PTX for sm_80 (80) or sm_90a (90).
 inline Expected<PtxKernel> compileFor(const VerifiedModule &m, int sm) {
   JitOptions options;

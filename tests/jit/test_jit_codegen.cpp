@@ -231,14 +231,9 @@ TEST_CASE("m16n8k32 atoms: s8 mma on both targets, e4m3 mma on sm_90a (PTX 8.4)"
 TEST_CASE("m16n8k32 atoms: ptxas accepts the s8 and e4m3 kernels" * needsPtxas()) {
   VerifiedModule s8 = buildSource(m16n8k32Source("i8", "i32"));
   VerifiedModule e4m3 = buildSource(m16n8k32Source("f8e4m3", "f32"));
-  std::string log;
   for (int sm : {80, 90}) {
-    bool ok = runPtxas(ptxOf(s8, "dot", sm).ptx, sm, log);
-    INFO(log);
-    CHECK(ok);
-    ok = runPtxas(ptxOf(e4m3, "dot", sm).ptx, sm, log);
-    INFO(log);
-    CHECK(ok);
+    checkPtxasAccepts(ptxOf(s8, "dot", sm).ptx, sm);
+    checkPtxasAccepts(ptxOf(e4m3, "dot", sm).ptx, sm);
   }
 }
 
@@ -363,11 +358,8 @@ TEST_CASE("sub-byte vector accesses: ptxas accepts the kernels" * needsPtxas()) 
       ptxOf(packedShared("u4"), "sh").ptx,
       ptxOf(packedShared("u3"), "sh").ptx,
   };
-  std::string log;
   for (const std::string &p : ptx) {
-    bool ok = runPtxas(p, 90, log);
-    INFO(log);
-    CHECK(ok);
+    checkPtxasAccepts(p, 90);
   }
 }
 
@@ -409,11 +401,7 @@ TEST_CASE("element paths of wide tiles: ptxas accepts the kernels" * needsPtxas(
   for (const char *t : {"u8", "bool", "f16", "bf16", "f32", "i64", "f64"}) {
     CAPTURE(t);
     for (int sm : {80, 90}) {
-      std::string log;
-      bool ok =
-          runPtxas(ptxOf(packedCopy(t, "spatial(256).local(32)", 32), "copy", sm).ptx, sm, log);
-      INFO(log);
-      CHECK(ok);
+      checkPtxasAccepts(ptxOf(packedCopy(t, "spatial(256).local(32)", 32), "copy", sm).ptx, sm);
     }
   }
 }
@@ -625,13 +613,10 @@ TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, b
 }
 
 TEST_CASE("exponentials: ptxas accepts the ex2.approx kernels" * needsPtxas()) {
-  std::string log;
   for (const char *t : {"f16", "bf16", "f32"})
     for (int sm : {80, 90}) {
       CAPTURE(t);
-      bool ok = runPtxas(ptxOf(exponentials(t), "m", sm).ptx, sm, log);
-      INFO(log);
-      CHECK(ok);
+      checkPtxasAccepts(ptxOf(exponentials(t), "m", sm).ptx, sm);
     }
 }
 
@@ -732,11 +717,8 @@ TEST_CASE("float Max and Min: ptxas accepts PTX max/min" * needsPtxas()) {
                   "    StoreGlobal(Max(x, Min(x, 3.0)), ViewGlobal(x_ptr, shape=[64]))\n"
                   "    d = LoadGlobal(ViewGlobal(d_ptr, shape=[64]), layout=spatial(32).local(2))\n"
                   "    StoreGlobal(Min(d, Max(d, 3.0)), ViewGlobal(d_ptr, shape=[64]))\n");
-  std::string log;
   for (int sm : {80, 90}) {
-    bool ok = runPtxas(ptxOf(m, "m", sm).ptx, sm, log);
-    INFO(log);
-    CHECK(ok);
+    checkPtxasAccepts(ptxOf(m, "m", sm).ptx, sm);
   }
 }
 

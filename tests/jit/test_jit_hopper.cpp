@@ -55,10 +55,7 @@ TEST_CASE("mbarriers: ptxas accepts the sm_90a kernel" * needsPtxas()) {
   VerifiedModule m = buildSource(kMbarrierSource);
   Expected<PtxKernel> k = compileFor(m, 90);
   REQUIRE_OK(k);
-  std::string log;
-  bool ok = runPtxas(k->ptx, 90, log);
-  INFO(log);
-  CHECK(ok);
+  checkPtxasAccepts(k->ptx, 90);
 }
 
 TEST_CASE("Hopper instructions are refused for sm_80 with a located error") {
@@ -126,10 +123,7 @@ TEST_CASE("Wgmma: ptxas accepts the sm_90a kernel and the GEMM program" * needsP
   VerifiedModule m = buildSource(kWgmmaSource);
   Expected<PtxKernel> k = compileFor(m, 90);
   REQUIRE_OK(k);
-  std::string log;
-  bool ok = runPtxas(k->ptx, 90, log);
-  INFO(log);
-  CHECK(ok);
+  checkPtxasAccepts(k->ptx, 90);
   for (const char *at : {"f16", "bf16"}) {
     VerifiedModule g = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/gemm/wgmma.tasm",
                                  {{"AT", at}, {"CT", "f32"}});
@@ -137,9 +131,7 @@ TEST_CASE("Wgmma: ptxas accepts the sm_90a kernel and the GEMM program" * needsP
     REQUIRE_OK(gk);
     CHECK(contains(gk->ptx,
                    std::string("wgmma.mma_async.sync.aligned.m64n256k16.f32.") + at + "." + at));
-    ok = runPtxas(gk->ptx, 90, log);
-    INFO(log);
-    CHECK(ok);
+    std::string log = checkPtxasAccepts(gk->ptx, 90);
     // the k loop keeps one group in flight: ptxas must not serialise the wgmma pipeline
     CHECK(!contains(log, "C7514"));
   }
@@ -288,10 +280,7 @@ TEST_CASE("Wgmma with A in registers: ptxas accepts the sm_90a kernels" * needsP
     VerifiedModule m = buildSource(src);
     Expected<PtxKernel> k = compileFor(m, 90);
     REQUIRE_OK(k);
-    std::string log;
-    bool ok = runPtxas(k->ptx, 90, log);
-    INFO(log);
-    CHECK(ok);
+    std::string log = checkPtxasAccepts(k->ptx, 90);
     CHECK(!contains(log, "C7514"));
     // no warpgroup.arrive injected before each wgmma (which serialises the chain)
     CHECK(!contains(log, "C7519"));
@@ -366,10 +355,7 @@ TEST_CASE("TmaLoad: one cp.async.bulk.tensor per box by thread 0, tensor maps as
     ++copies;
   CHECK(copies == 3);
   CHECK(contains(k->ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile"));
-  std::string log;
-  bool ok = runPtxas(k->ptx, 90, log);
-  INFO(log);
-  CHECK(ok);
+  checkPtxasAccepts(k->ptx, 90);
 }
 
 TEST_CASE("TmaLoad: ptxas accepts the TMA GEMM program, f16 and bf16" * needsPtxas()) {
@@ -380,10 +366,7 @@ TEST_CASE("TmaLoad: ptxas accepts the TMA GEMM program, f16 and bf16" * needsPtx
     Expected<PtxKernel> gk = compileFor(g, 90);
     REQUIRE_OK(gk);
     CHECK(contains(gk->ptx, "cp.async.bulk.tensor.2d"));
-    std::string log;
-    bool ok = runPtxas(gk->ptx, 90, log);
-    INFO(log);
-    CHECK(ok);
+    std::string log = checkPtxasAccepts(gk->ptx, 90);
     CHECK(!contains(log, "C7514"));
   }
 }
@@ -412,10 +395,7 @@ def k<1>(f16* b_ptr, i32 n, i32 c0) threads=128:
   CHECK(copies == 2);
   CHECK(contains(k->ptx, "cp.async.bulk.commit_group;"));
   CHECK(contains(k->ptx, "cp.async.bulk.wait_group.read 0;"));
-  std::string log;
-  bool ok = runPtxas(k->ptx, 90, log);
-  INFO(log);
-  CHECK(ok);
+  checkPtxasAccepts(k->ptx, 90);
   REQUIRE_FALSE(compileFor(m, 80).ok());
 }
 
@@ -432,10 +412,7 @@ TEST_CASE("PermuteShared: a TMA box written through a transposed view, read by w
   Expected<PtxKernel> k = compileFor(m, 90);
   REQUIRE_OK(k);
   CHECK(contains(k->ptx, "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16"));
-  std::string log;
-  bool ok = runPtxas(k->ptx, 90, log);
-  INFO(log);
-  CHECK(ok);
+  checkPtxasAccepts(k->ptx, 90);
 }
 
 TEST_CASE("TmaLoad is refused for sm_80") {

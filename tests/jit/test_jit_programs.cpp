@@ -59,10 +59,7 @@ void compileAll(const std::string &path, const std::map<std::string, std::string
       CHECK(kernel->ptx.find(".entry " + kernel->entryName) != std::string::npos);
       if (!assemble)
         continue;
-      std::string log;
-      bool ok = runPtxas(kernel->ptx, sm, log);
-      INFO(log);
-      CHECK(ok);
+      checkPtxasAccepts(kernel->ptx, sm);
     }
   }
 }

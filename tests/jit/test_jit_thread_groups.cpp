@@ -61,10 +61,7 @@ TEST_CASE("thread groups: ptxas accepts the sm_90a kernel" * needsPtxas()) {
   VerifiedModule m = buildSource(kGroupsSource);
   Expected<PtxKernel> k = compileFor(m, 90);
   REQUIRE_OK(k);
-  std::string log;
-  bool ok = runPtxas(k->ptx, 90, log);
-  INFO(log);
-  CHECK(ok);
+  checkPtxasAccepts(k->ptx, 90);
 }
 
 TEST_CASE("thread groups without regs= compile for sm_80; with it they are refused") {
