@@ -1937,19 +1937,30 @@ def k<1>(f32* x_ptr, f32* y_ptr) threads=128:
   runCase(c);
 }
 
+namespace {
+
+/// `matmul(a_ptr, b_ptr, c_ptr, m, n, k)` of programs/gemm/PROGRAM.tasm with AT and CT on values
+/// of moderate magnitude (the inputs follow from the case's name), C compared to within `rel`.
+Case moderateGemmCase(const std::string &name, const std::string &program, const std::string &at,
+                      const std::string &ct, int m, int n, int k, double rel) {
+  Case c;
+  c.name = name;
+  c.source = programText("gemm/" + program + ".tasm");
+  c.defines = {{"AT", at}, {"CT", ct}};
+  c.scalars = {{"m", m}, {"n", n}, {"k", k}};
+  DataType t = *DataType::parse(at), tc = *DataType::parse(ct);
+  c.buffers = {{"a_ptr", t, int64_t(m) * k, Fill::Moderate},
+               {"b_ptr", t, int64_t(k) * n, Fill::Moderate},
+               {"c_ptr", tc, int64_t(m) * n, Fill::Zero, 0, rel}};
+  return c;
+}
+
+} // namespace
+
 DIFF_CASE("wgmma GEMM (programs/gemm/wgmma.tasm) at a ragged shape, f16 and bf16") {
-  for (const char *at : {"f16", "bf16"}) {
-    Case c;
-    c.name = std::string("wgmma_gemm_") + at;
-    c.source = programText("gemm/wgmma.tasm");
-    c.defines = {{"AT", at}, {"CT", "f32"}};
-    c.scalars = {{"m", 200}, {"n", 136}, {"k", 200}};
-    DataType t = *DataType::parse(at);
-    c.buffers = {{"a_ptr", t, 200 * 200, Fill::Moderate},
-                 {"b_ptr", t, 200 * 136, Fill::Moderate},
-                 {"c_ptr", DataType::f32(), 200 * 136, Fill::Zero, 0, 1e-4}};
-    runCase(c);
-  }
+  for (const char *at : {"f16", "bf16"})
+    runCase(
+        moderateGemmCase(std::string("wgmma_gemm_") + at, "wgmma", at, "f32", 200, 136, 200, 1e-4));
 }
 
 DIFF_CASE("GEMMs of programs/gemm with n and k multiples of 16: the specialised kernels") {
@@ -1960,18 +1971,9 @@ DIFF_CASE("GEMMs of programs/gemm with n and k multiples of 16: the specialised 
   // 1.5e-4 near cancellation (measured on the H200: one element of 54400, 0.288416 against
   // 0.288264)
   for (const char *program : {"mma_sync", "wgmma"})
-    for (const char *at : {"f16", "bf16"}) {
-      Case c;
-      c.name = std::string(program) + "_specialised_" + at;
-      c.source = programText(std::string("gemm/") + program + ".tasm");
-      c.defines = {{"AT", at}, {"CT", "f32"}};
-      c.scalars = {{"m", 200}, {"n", 272}, {"k", 208}};
-      DataType t = *DataType::parse(at);
-      c.buffers = {{"a_ptr", t, 200 * 208, Fill::Moderate},
-                   {"b_ptr", t, 208 * 272, Fill::Moderate},
-                   {"c_ptr", DataType::f32(), 200 * 272, Fill::Zero, 0, 3e-4}};
-      runCase(c);
-    }
+    for (const char *at : {"f16", "bf16"})
+      runCase(moderateGemmCase(std::string(program) + "_specialised_" + at, program, at, "f32", 200,
+                               272, 208, 3e-4));
 }
 
 DIFF_CASE("TmaLoad: swizzled stages, 64-column panels and a strided 3-d view, ragged edges") {
@@ -2061,33 +2063,18 @@ namespace {
 /// a result by one unit).
 void raggedTmaGemmCases(const std::string &program, double f32Tolerance) {
   for (const char *at : {"f16", "bf16"})
-    for (const char *ct : {"f32", at}) {
-      Case c;
-      c.name = program + "_gemm_" + at + "_" + ct;
-      c.source = programText("gemm/" + program + ".tasm");
-      c.defines = {{"AT", at}, {"CT", ct}};
-      c.scalars = {{"m", 200}, {"n", 264}, {"k", 200}};
-      DataType t = *DataType::parse(at), tc = *DataType::parse(ct);
-      c.buffers = {
-          {"a_ptr", t, 200 * 200, Fill::Moderate},
-          {"b_ptr", t, 200 * 264, Fill::Moderate},
-          {"c_ptr", tc, 200 * 264, Fill::Zero, 0, tc == DataType::f32() ? f32Tolerance : 1e-2}};
-      runCase(c);
-    }
+    for (const char *ct : {"f32", at})
+      runCase(moderateGemmCase(program + "_gemm_" + at + "_" + ct, program, at, ct, 200, 264, 200,
+                               std::string(ct) == "f32" ? f32Tolerance : 1e-2));
 }
 
 /// The persistent tile loop with fewer blocks than tiles: SMS = 2 blocks walk 3 x 3 tiles (the
 /// loads of a block's next tile in flight across its epilogue), the last column of tiles without
 /// its second half (n = 520: columns 512..519 only).
 void persistentTmaGemmCase(const std::string &program) {
-  Case c;
-  c.name = program + "_gemm_persistent";
-  c.source = programText("gemm/" + program + ".tasm");
-  c.defines = {{"AT", "f16"}, {"CT", "f16"}, {"SMS", "2"}};
-  c.scalars = {{"m", 300}, {"n", 520}, {"k", 136}};
-  c.buffers = {{"a_ptr", DataType::f16(), 300 * 136, Fill::Moderate},
-               {"b_ptr", DataType::f16(), 136 * 520, Fill::Moderate},
-               {"c_ptr", DataType::f16(), 300 * 520, Fill::Zero, 0, 1e-2}};
+  Case c =
+      moderateGemmCase(program + "_gemm_persistent", program, "f16", "f16", 300, 520, 136, 1e-2);
+  c.defines["SMS"] = "2";
   runCase(c);
 }
 
