@@ -108,9 +108,6 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
     return b.CreateZExt(b.CreateZExtOrTrunc(v, i16), i32);
   };
   llvm::Value *zero = b.getInt32(0);
-  auto prmt = [&](llvm::Value *x, llvm::Value *y, uint32_t selector) -> llvm::Value * {
-    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
-  };
   // the prmt selector nibbles of one half: bytes `byte` and `byte + 1` of operand `which`
   auto halfSelector = [](const Placed &c, int which) {
     uint32_t lo = uint32_t(4 * which + c.byte), hi = uint32_t(4 * which + std::min(c.byte + 1, 3));
@@ -156,7 +153,7 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
       uint32_t sel0 = uint32_t(c0->byte) | 4u << 4;
       uint32_t sel1 = pair ? uint32_t(c1->byte) | 5u << 4 : 0x44u;
       llvm::Value *magicBytes = b.getInt32(magic0 >> 8 | (magic1 >> 8) << 8);
-      llvm::Value *y = prmt(words[c0->word].value, magicBytes, sel0 | sel1 << 8);
+      llvm::Value *y = prmt(b, words[c0->word].value, magicBytes, sel0 | sel1 << 8);
       uint32_t mask = field << p0 | 0xFF00u | (pair ? field << (16 + p1) : 0u) | 0xFF000000u;
       lanes = mask == 0xFFFFFFFFu ? y : b.CreateAnd(y, b.getInt32(mask));
     } else {
@@ -164,16 +161,16 @@ Codegen::dequantizePairs(const std::vector<llvm::Value *> &slots, DataType from,
       if (c0 && c1) {
         // both halves from one prmt (of one word, or of two)
         bool same = c0->word == c1->word;
-        y = prmt(words[c0->word].value, same ? zero : words[c1->word].value,
+        y = prmt(b, words[c0->word].value, same ? zero : words[c1->word].value,
                  halfSelector(*c0, 0) | halfSelector(*c1, same ? 0 : 1) << 8);
       } else {
         // the low half: code 0 in place (the high half selects zeros: byte 0 of operand 2) or
         // shifted to bit 0; the high half alike
-        y = c0 ? prmt(words[c0->word].value, zero, halfSelector(*c0, 0) | 0x4400u) : shifted(k);
+        y = c0 ? prmt(b, words[c0->word].value, zero, halfSelector(*c0, 0) | 0x4400u) : shifted(k);
         if (pair)
-          y = b.CreateOr(y,
-                         c1 ? prmt(words[c1->word].value, zero, 0x44u | halfSelector(*c1, 0) << 8)
-                            : b.CreateShl(shifted(k + 1), 16));
+          y = b.CreateOr(
+              y, c1 ? prmt(b, words[c1->word].value, zero, 0x44u | halfSelector(*c1, 0) << 8)
+                    : b.CreateShl(shifted(k + 1), 16));
       }
       uint32_t mask = field << p0 | (pair ? field << (16 + p1) : 0u);
       // the codes read in place are biased already (their word was xor-ed)
@@ -261,9 +258,6 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
     llvm::Value *v = wordValue(b, c.root, c.part);
     c.value = c.lift ? b.CreateShl(v, uint64_t(c.lift)) : v;
   }
-  auto prmt = [&](llvm::Value *x, llvm::Value *y, uint32_t selector) -> llvm::Value * {
-    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
-  };
   llvm::Value *fix = llvm::ConstantFP::get(pairType, std::ldexp(1.0, targetBias - bias));
 
   std::vector<llvm::Value *> out;
@@ -277,7 +271,7 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
     if (!same)
       b1 += 4;
     llvm::Value *y =
-        prmt(copies[c0.copy].value, copies[c1.copy].value, b0 | b0 << 4 | b1 << 8 | b1 << 12);
+        prmt(b, copies[c0.copy].value, copies[c1.copy].value, b0 | b0 << 4 | b1 << 8 | b1 << 12);
     llvm::Value *sign = b.CreateAnd(y, b.getInt32(0x80008000u));
     llvm::Value *em =
         b.CreateAnd(b.CreateLShr(y, uint64_t(down)), b.getInt32(emField | emField << 16));

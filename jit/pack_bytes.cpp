@@ -3,9 +3,6 @@
 
 #include "jit/trace_code.h"
 
-#include <llvm/IR/Intrinsics.h>
-#include <llvm/IR/IntrinsicsNVPTX.h>
-
 #include <array>
 #include <optional>
 
@@ -18,10 +15,6 @@ struct ByteSource {
   size_t word = 0;
   uint32_t index = 0;
 };
-
-llvm::Value *prmt(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y, uint32_t selector) {
-  return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
-}
 
 } // namespace
 

@@ -6,6 +6,8 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
 namespace tilus::jit {
 
@@ -86,6 +88,10 @@ std::optional<WordCode> wordCode(const CodeBits &c, int n) {
     w.offset = c.offset % 32;
   }
   return w;
+}
+
+llvm::Value *prmt(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y, uint32_t selector) {
+  return b.CreateIntrinsic(llvm::Intrinsic::nvvm_prmt, {}, {x, y, b.getInt32(selector)});
 }
 
 llvm::Value *wordValue(llvm::IRBuilder<> &b, llvm::Value *root, unsigned part) {

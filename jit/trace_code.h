@@ -36,4 +36,8 @@ std::optional<WordCode> wordCode(const CodeBits &c, int n);
 /// Part `part` of `root` as an i32.
 llvm::Value *wordValue(llvm::IRBuilder<> &b, llvm::Value *root, unsigned part);
 
+/// PTX prmt.b32 (default mode): byte i of the result is byte (nibble i of `selector`) of the
+/// eight bytes of {y, x}; how codes found by traceCode are moved between words.
+llvm::Value *prmt(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y, uint32_t selector);
+
 } // namespace tilus::jit
