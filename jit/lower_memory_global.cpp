@@ -185,6 +185,9 @@ struct GlobalAccess {
   std::vector<llvm::Value *> lo32, hi32;
   /// The alignment tests of the groups so far (groupAligned), in the instruction's main line.
   std::map<std::vector<int64_t>, llvm::Value *> aligned;
+  /// Per dimension, the zero low bits that lo and hi share (groupUncut), computed once; -1
+  /// until then.
+  std::vector<int> boundZeros;
 };
 
 /// lo_d <= loc_d < hi_d in one dimension.
@@ -466,12 +469,16 @@ struct GroupTests {
 /// Whether no bound along dimension d can cut a group of `count` elements (a power of two)
 /// whose first local index is `first`: first and the bounds a.lo[d], a.hi[d] (local
 /// coordinates) are all multiples of count, so first in bounds means the whole group is.
-bool groupUncut(llvm::IRBuilder<> &b, const GlobalAccess &a, int d, int64_t first, int64_t count) {
+bool groupUncut(llvm::IRBuilder<> &b, GlobalAccess &a, int d, int64_t first, int64_t count) {
   if (count < 2 || !std::has_single_bit(uint64_t(count)) || first % count != 0)
     return false;
-  const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
-  unsigned need = unsigned(std::countr_zero(uint64_t(count)));
-  return trailingZeros(a.lo[size_t(d)], dl) >= need && trailingZeros(a.hi[size_t(d)], dl) >= need;
+  a.boundZeros.resize(a.lo.size(), -1);
+  int &zeros = a.boundZeros[size_t(d)];
+  if (zeros < 0) {
+    const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
+    zeros = int(std::min(trailingZeros(a.lo[size_t(d)], dl), trailingZeros(a.hi[size_t(d)], dl)));
+  }
+  return zeros >= std::countr_zero(uint64_t(count));
 }
 
 /// alignedTest of a group's address, shared by the groups whose addresses differ from an
