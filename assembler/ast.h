@@ -103,6 +103,7 @@ struct AstProgram {
   std::vector<AstParam> params;
   AstExprPtr threads;     // null when omitted
   AstExprPtr blocksPerSm; // blocks_per_sm=, null when omitted
+  AstExprPtr cluster;     // cluster=, null when omitted
   std::vector<AstStmt> body;
 };
 

@@ -110,6 +110,8 @@ void Printer::program(std::string &out) const {
     out += " threads=" + std::to_string(p_.threads);
   if (p_.blocksPerSm != 0)
     out += " blocks_per_sm=" + std::to_string(p_.blocksPerSm);
+  if (p_.cluster != 1)
+    out += " cluster=" + std::to_string(p_.cluster);
   out += ":\n";
   defined_.assign(p_.vars.size(), false);
   for (VarId v : p_.params)

@@ -668,7 +668,7 @@ void Inference::visit(uint32_t i) {
     unite(r, reg);
     return;
   }
-  if (op == Opcode::TmaLoad || op == Opcode::TmaStore) {
+  if (op == Opcode::TmaLoad || op == Opcode::TmaStore || op == Opcode::TmaLoadMulticast) {
     VarId v = inst.arg(ArgName::s).var; // a box the tensor memory accelerator writes or reads
     if (v != kNoId && t_[v].sharedRoot != kNoId)
       descriptorRoots_.insert(t_[v].sharedRoot);

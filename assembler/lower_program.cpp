@@ -138,6 +138,18 @@ Status ProgramLowering::header(const AstProgram &ast) {
       program_.blocksPerSm = uint32_t(*b);
     }
   }
+  if (ast.cluster) {
+    auto c = buildIntConstant(*ast.cluster, exprContext(), ErrorCode::Cluster, "cluster");
+    if (!c) {
+      errors.append(c.status());
+    } else if (*c < 1 || *c > kMaxClusterSize) {
+      errors.append(error(ErrorCode::Cluster, ast.cluster->pos,
+                          "cluster=" + std::to_string(*c) + " is not in [1, " +
+                              std::to_string(kMaxClusterSize) + "] (1: no cluster)"));
+    } else {
+      program_.cluster = uint32_t(*c);
+    }
+  }
   return errors;
 }
 

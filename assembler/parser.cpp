@@ -291,11 +291,13 @@ Status Parser::program(AstProgram &out) {
   }
   TILUSVM_TRY(expectOp(")"));
   // the header's attributes, each at most once, in any order
-  while (isName("threads") || isName("blocks_per_sm")) {
-    bool threads = isName("threads");
-    AstExprPtr &slot = threads ? out.threads : out.blocksPerSm;
+  while (isName("threads") || isName("blocks_per_sm") || isName("cluster")) {
+    std::string attribute = cur().text;
+    AstExprPtr &slot = attribute == "threads"         ? out.threads
+                       : attribute == "blocks_per_sm" ? out.blocksPerSm
+                                                      : out.cluster;
     if (slot)
-      return error(std::string(threads ? "threads" : "blocks_per_sm") + "= is given twice");
+      return error(attribute + "= is given twice");
     advance();
     TILUSVM_TRY(expectOp("="));
     auto e = expr();

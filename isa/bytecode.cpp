@@ -39,11 +39,11 @@ void writeSection(ByteWriter &out, uint8_t id, const ByteWriter &payload) {
   out.sized(payload);
 }
 
-/// The programs section; `blocksPerSm`: with every program's blocks_per_sm field
-/// (bytecode::needsBlocksPerSm, header flag kFlagBlocksPerSm).
-ByteWriter programsSection(const Module &module, bool blocksPerSm) {
+/// The programs section; `fields`: the optional program fields to write
+/// (bytecode::programFieldFlags: header flags kFlagBlocksPerSm, kFlagCluster).
+ByteWriter programsSection(const Module &module, uint32_t fields) {
   ByteWriter payload;
-  bytecode::writeProgramsPayload(payload, module, blocksPerSm);
+  bytecode::writeProgramsPayload(payload, module, fields);
   ByteWriter section;
   writeSection(section, bytecode::kSectionPrograms, payload);
   return section;
@@ -88,7 +88,7 @@ void readProducer(ByteReader &r) {
                      " printable ASCII characters");
 }
 
-/// Header fields; returns the flags (kFlagDebugInfo, kFlagBlocksPerSm).
+/// Header fields; returns the flags (kFlagDebugInfo, kFlagBlocksPerSm, kFlagCluster).
 uint32_t readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
   std::span<const uint8_t> magic = r.raw("magic", 4);
   if (r.ok() && std::memcmp(magic.data(), bytecode::kMagic, 4) != 0)
@@ -100,7 +100,8 @@ uint32_t readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
                      std::to_string(kBytecodeFormatVersion) + ")");
   at = r.offset();
   uint32_t flags = r.u32le("flags");
-  if (r.ok() && (flags & ~(bytecode::kFlagDebugInfo | bytecode::kFlagBlocksPerSm)) != 0)
+  if (r.ok() && (flags & ~(bytecode::kFlagDebugInfo | bytecode::kFlagBlocksPerSm |
+                           bytecode::kFlagCluster)) != 0)
     r.failAt(at, "unknown flags " + hex64(flags));
   at = r.offset();
   if (r.u32le("reserved") != 0)
@@ -129,8 +130,8 @@ std::vector<uint8_t> encodeModule(const Module &module, const EncodeOptions &opt
   ByteWriter producer;
   producer.str(kProducer);
   writeSection(body, bytecode::kSectionProducer, producer);
-  const bool blocksPerSm = bytecode::needsBlocksPerSm(module);
-  body.bytes(programsSection(module, blocksPerSm).data());
+  const uint32_t fields = bytecode::programFieldFlags(module);
+  body.bytes(programsSection(module, fields).data());
   if (options.debugInfo) {
     ByteWriter debug;
     bytecode::writeDebugPayload(debug, module);
@@ -141,8 +142,7 @@ std::vector<uint8_t> encodeModule(const Module &module, const EncodeOptions &opt
   for (uint8_t b : bytecode::kMagic)
     out.u8(b);
   out.u32le(kBytecodeFormatVersion);
-  out.u32le((options.debugInfo ? bytecode::kFlagDebugInfo : 0) |
-            (blocksPerSm ? bytecode::kFlagBlocksPerSm : 0));
+  out.u32le((options.debugInfo ? bytecode::kFlagDebugInfo : 0) | fields);
   out.u32le(0);
   out.u64le(bytecode::kHeaderBytes + body.size());
   out.u64le(XXH3_64bits(body.data().data(), body.size()));
@@ -161,7 +161,8 @@ Expected<Module> decodeModule(std::span<const uint8_t> bytes, const BytecodeLimi
   module.hasDebugInfo = (flags & bytecode::kFlagDebugInfo) != 0;
   readSection(r, bytecode::kSectionProducer, "producer", [&] { readProducer(r); });
   readSection(r, bytecode::kSectionPrograms, "programs", [&] {
-    bytecode::readProgramsPayload(r, limits, module, (flags & bytecode::kFlagBlocksPerSm) != 0);
+    bytecode::readProgramsPayload(r, limits, module,
+                                  flags & (bytecode::kFlagBlocksPerSm | bytecode::kFlagCluster));
   });
   if (module.hasDebugInfo)
     readSection(r, bytecode::kSectionDebug, "debug",
@@ -176,7 +177,7 @@ Expected<Module> decodeModule(std::span<const uint8_t> bytes, const BytecodeLimi
 }
 
 uint64_t moduleContentHash(const Module &module) {
-  ByteWriter section = programsSection(module, bytecode::needsBlocksPerSm(module));
+  ByteWriter section = programsSection(module, bytecode::programFieldFlags(module));
   return XXH3_64bits(section.data().data(), section.size());
 }
 

@@ -16,8 +16,11 @@ inline constexpr size_t kHeaderBytes = 32;
 inline constexpr uint32_t kFlagDebugInfo = 1u << 0;
 /// Every program carries a blocks_per_sm field after threads (set when some program has one).
 inline constexpr uint32_t kFlagBlocksPerSm = 1u << 1;
-/// Whether a module needs kFlagBlocksPerSm.
-bool needsBlocksPerSm(const Module &module);
+/// Every program carries a cluster field after blocks_per_sm (set when some program has
+/// cluster= above 1).
+inline constexpr uint32_t kFlagCluster = 1u << 2;
+/// The program-field flags (kFlagBlocksPerSm, kFlagCluster) that a module needs.
+uint32_t programFieldFlags(const Module &module);
 inline constexpr size_t kMaxProducerBytes = 64;
 /// Modes of one register layout: each has size >= 2 and their product is bounded, so this is
 /// never reached by a layout within maxLayoutElements; it caps the count before allocating.
@@ -52,14 +55,14 @@ std::optional<SharedLayout> readSharedLayout(ByteReader &r, const BytecodeLimits
                                              DecodeBudget &budget);
 
 // bytecode_write.cpp: section payloads.
-/// `blocksPerSm`: write every program's blocks_per_sm field (kFlagBlocksPerSm).
-void writeProgramsPayload(ByteWriter &w, const Module &module, bool blocksPerSm);
+/// `fields`: the program-field flags (kFlagBlocksPerSm, kFlagCluster) of the fields to write.
+void writeProgramsPayload(ByteWriter &w, const Module &module, uint32_t fields);
 void writeDebugPayload(ByteWriter &w, const Module &module);
 
 // bytecode_read.cpp: section payloads; the reader's limit is the section's end.
-/// `blocksPerSm`: programs carry the blocks_per_sm field (kFlagBlocksPerSm).
+/// `fields`: the program-field flags (kFlagBlocksPerSm, kFlagCluster) of the fields present.
 void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &module,
-                         bool blocksPerSm);
+                         uint32_t fields);
 void readDebugPayload(ByteReader &r, const BytecodeLimits &limits, Module &module);
 
 } // namespace tilus::bytecode

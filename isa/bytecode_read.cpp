@@ -36,9 +36,9 @@ std::string quoted(std::string_view s) {
 class ProgramReader {
 public:
   ProgramReader(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget, Program &p,
-                uint32_t index, bool blocksPerSm)
+                uint32_t index, uint32_t fields)
       : r_(r), limits_(limits), budget_(budget), p_(p), where_("program " + std::to_string(index)),
-        blocksPerSm_(blocksPerSm) {}
+        fields_(fields) {}
 
   void read();
 
@@ -73,14 +73,16 @@ private:
   uint64_t stmts_ = 0;
   bool inAssertPrefix_ = true; // no statement other than Assert read yet
   bool groupAllowed_ = false;  // the next statement is a direct child of a Parallel
-  bool blocksPerSm_;           // the file's programs carry blocks_per_sm (kFlagBlocksPerSm)
+  uint32_t fields_; // the optional fields the file's programs carry (kFlagBlocksPerSm, ..)
 };
 
 void ProgramReader::read() {
   readName();
   p_.threads = r_.u32("threads");
-  if (blocksPerSm_)
+  if (fields_ & kFlagBlocksPerSm)
     p_.blocksPerSm = r_.u32("blocks_per_sm");
+  if (fields_ & kFlagCluster)
+    p_.cluster = r_.u32("cluster");
   readVars();
   readExprs();
   readGrid();
@@ -503,7 +505,7 @@ void readProgramLocs(ByteReader &r, Program &p) {
 } // namespace
 
 void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &module,
-                         bool blocksPerSm) {
+                         uint32_t fields) {
   // name (>= 2 bytes), threads, variable count, expression count, grid (>= 2 bytes),
   // instruction count, statement count
   uint32_t n = r.count("program", limits.maxPrograms, 8);
@@ -512,7 +514,7 @@ void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &mo
     return;
   module.programs.resize(n);
   for (uint32_t i = 0; i < n && r.ok(); ++i)
-    ProgramReader(r, limits, budget, module.programs[i], i, blocksPerSm).read();
+    ProgramReader(r, limits, budget, module.programs[i], i, fields).read();
 }
 
 bool chargeMemory(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget,

@@ -131,13 +131,15 @@ void writeBlock(ByteWriter &w, const std::vector<Stmt> &block) {
     writeStmt(w, s);
 }
 
-void writeProgram(ByteWriter &w, const Program &p, bool blocksPerSm) {
+void writeProgram(ByteWriter &w, const Program &p, uint32_t fields) {
   for (size_t i = 0; i < p.params.size(); ++i)
     assert(p.params[i] == i && p.vars[i].isParam && "parameters are the first variables");
   w.str(p.name);
   w.uleb(p.threads);
-  if (blocksPerSm)
+  if (fields & kFlagBlocksPerSm)
     w.uleb(p.blocksPerSm);
+  if (fields & kFlagCluster)
+    w.uleb(p.cluster);
   w.uleb(p.vars.size());
   for (const Variable &v : p.vars)
     writeVariable(w, v);
@@ -171,17 +173,21 @@ uint64_t writeStmtLocs(ByteWriter &w, const std::vector<Stmt> &block) {
 
 } // namespace
 
-bool needsBlocksPerSm(const Module &module) {
-  for (const Program &p : module.programs)
+uint32_t programFieldFlags(const Module &module) {
+  uint32_t flags = 0;
+  for (const Program &p : module.programs) {
     if (p.blocksPerSm != 0)
-      return true;
-  return false;
+      flags |= kFlagBlocksPerSm;
+    if (p.cluster != 1)
+      flags |= kFlagCluster;
+  }
+  return flags;
 }
 
-void writeProgramsPayload(ByteWriter &w, const Module &module, bool blocksPerSm) {
+void writeProgramsPayload(ByteWriter &w, const Module &module, uint32_t fields) {
   w.uleb(module.programs.size());
   for (const Program &p : module.programs)
-    writeProgram(w, p, blocksPerSm);
+    writeProgram(w, p, fields);
 }
 
 void writeDebugPayload(ByteWriter &w, const Module &module) {

@@ -68,6 +68,9 @@ struct Stmt {
 inline constexpr int64_t kMaxBlocksPerSm = 32;
 inline constexpr int64_t kMaxThreadsPerSm = 2048;
 
+/// The largest cluster= (the portable cluster size of sm_90).
+inline constexpr uint32_t kMaxClusterSize = 8;
+
 /// The registers per thread that a block of `threads` starts with when its thread groups
 /// re-allocate registers (group(N, regs=R); docs/isa.md, "Thread groups"): the register file of
 /// one multiprocessor shared by the blocks_per_sm= blocks (at least one), in units of 8, at most
@@ -87,6 +90,9 @@ struct Program {
   /// blocks_per_sm=: the occupancy the JIT asks the PTX compiler to allow for (registers per
   /// thread at most 65536 / (blocksPerSm x threads)); 0: no request. A performance hint only.
   uint32_t blocksPerSm = 0;
+  /// cluster=: blocks per thread-block cluster along the grid's x dimension (docs/isa.md,
+  /// "Thread-block clusters and TMA multicast"); 1: no cluster.
+  uint32_t cluster = 1;
   SourceLoc loc; // of the `def`
   std::vector<Variable> vars;
   std::vector<ExprNode> exprs;

@@ -391,6 +391,10 @@ Expected<std::array<int64_t, 3>> evaluateGrid(const Program &program, const VarV
                   std::to_string(kMaxGridDims[d]) + "]");
     grid[d] = n;
   }
+  // clusters are cluster= consecutive blocks along x (docs/isa.md, "Thread-block clusters")
+  if (program.cluster > 1 && grid[0] % int64_t(program.cluster) != 0)
+    return fail("grid x extent " + std::to_string(grid[0]) +
+                " is not a multiple of cluster=" + std::to_string(program.cluster));
   return grid;
 }
 

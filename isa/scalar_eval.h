@@ -41,7 +41,8 @@ constexpr std::array<int64_t, 3> kMaxGridDims = {int64_t(2147483647), 65535, 655
 /// an error, not an empty run, and so is a negative dimension, one beyond the limit, one of a
 /// non-integer value and one computed with a division by zero (ErrorCode::Runtime, located at
 /// the program). Before the grid, the program's preconditions are checked (checkPreconditions in
-/// isa/precondition.h; ErrorCode::Assert), so that every launch path checks them.
+/// isa/precondition.h; ErrorCode::Assert), so that every launch path checks them. With
+/// cluster= above 1 the x extent must be a multiple of it (ErrorCode::Runtime).
 /// Docs: docs/runtime.md, "Launch".
 Expected<std::array<int64_t, 3>> evaluateGrid(const Program &program, const VarValueFn &varValue);
 

@@ -65,7 +65,9 @@ namespace tilus {
   /* The tensor memory accelerator (docs/isa.md, "Tensor-memory-accelerator loads"). */            \
   X(Tma, "tma")                                                                                    \
   /* Thread groups (docs/isa.md, "Thread groups: warp specialisation"). */                         \
-  X(ThreadGroup, "thread-group")
+  X(ThreadGroup, "thread-group")                                                                   \
+  /* Thread-block clusters (docs/isa.md, "Thread-block clusters and TMA multicast"). */            \
+  X(Cluster, "cluster")
 
 enum class ErrorCode : uint8_t {
 #define TILUSVM_X(name, text) name,

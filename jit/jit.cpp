@@ -382,6 +382,17 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   const ProgramInfo &info = vm.programs[programIndex];
   if (info.threads == 0)
     return jitError("program `" + program.name + "` has no thread count");
+  if (program.cluster > 1 && options.smVersion < 90) {
+    Location loc;
+    loc.program = program.name;
+    loc.line = program.loc.line;
+    loc.column = program.loc.column;
+    return Status::error(ErrorCode::Unsupported,
+                         "cluster=" + std::to_string(program.cluster) +
+                             " needs sm_90a (Hopper); the target is sm_" +
+                             std::to_string(options.smVersion),
+                         loc);
+  }
   Expected<std::unique_ptr<llvm::TargetMachine>> tm =
       makeTargetMachine(options, ptxVersionSm90(program, info));
   if (!tm)
@@ -484,6 +495,22 @@ const char *JitOptions::compilerVersion() {
   return version.c_str();
 }
 
+/// With cluster= C above 1, `.explicitcluster` and `.reqnctapercluster C, 1, 1` after the
+/// kernel's `.reqntid` (the NVPTX backend has no annotation for them), so that an ordinary
+/// launch runs the kernel in clusters (docs/isa.md, "Thread-block clusters and TMA multicast").
+void addClusterDirectives(std::string &ptx, uint32_t cluster) {
+  if (cluster <= 1)
+    return;
+  size_t at = ptx.find("\n.reqntid");
+  if (at == std::string::npos)
+    return;
+  at = ptx.find('\n', at + 1);
+  if (at == std::string::npos)
+    return;
+  ptx.insert(at + 1,
+             ".explicitcluster\n.reqnctapercluster " + std::to_string(cluster) + ", 1, 1\n");
+}
+
 // Both entry points run the whole compilation under the fatal error trap (fatal_error.h): an
 // LLVM fatal error becomes error[jit], never the end of the host process.
 Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programIndex,
@@ -507,6 +534,7 @@ Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programInd
                    c->entryName.c_str(), options.smVersion, c->setupMs, c->buildMs, c->optimizeMs,
                    threadMs() - t0, c->setupMs + c->buildMs + c->optimizeMs + threadMs() - t0);
     kernel.ptx = std::string(ptx.str());
+    addClusterDirectives(kernel.ptx, module.module.programs[programIndex].cluster);
     kernel.entryName = c->entryName;
     kernel.sharedBytes = c->sharedBytes;
     return Status::success();

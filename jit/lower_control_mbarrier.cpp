@@ -46,11 +46,14 @@ Status ControlLowering::visitMbarrierInit(const Instruction &inst) {
   return Status::success();
 }
 
-Status ControlLowering::visitMbarrierArrive(const Instruction &inst) {
-  TILUSVM_TRY(cg.requireHopper(inst));
-  llvm::Value *addr = barrierAddress(cg, inst);
-  const Argument &tx = inst.arg(ArgName::tx);
-  llvm::Value *bytes = tx.present ? b.CreateTrunc(cg.exprI64(tx.expr), b.getInt32Ty()) : nullptr;
+namespace {
+
+/// One block (or group) arrival at the mbarrier at shared address `addr`, expecting `bytes`
+/// transaction bytes first (null: none); with `rank`, at the barrier of that address in the
+/// cluster's block of that rank (mapa, then a release at cluster scope).
+void emitArrive(Codegen &cg, const ProgramInfo &info, llvm::Value *addr, llvm::Value *bytes,
+                llvm::Value *rank) {
+  llvm::IRBuilder<> &b = cg.b;
   cg.callIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {cg.constI32(-1)});
   llvm::Value *lane0 = b.CreateICmpEQ(b.CreateAnd(cg.tid(), cg.constI32(31)), cg.constI32(0));
   // lane 0 of every warp arrives; thread 0 (of the block, or of the group) expects the bytes
@@ -63,7 +66,19 @@ Status ControlLowering::visitMbarrierArrive(const Instruction &inst) {
   std::vector<llvm::Value *> args = {addr};
   if (first)
     args.push_back(cg.tid());
-  if (bytes) {
+  if (rank) {
+    // the same address in the target block: arrivals there, released at cluster scope
+    text += ".reg .b32 ra;\nmapa.shared::cluster.u32 ra, $0, $" + std::to_string(args.size()) +
+            ";\nmbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n";
+    constraints += ",r";
+    args.push_back(rank);
+    if (extra > 0) {
+      text += "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra], $" +
+              std::to_string(args.size()) + ";\n";
+      constraints += ",r";
+      args.push_back(cg.constI32(extra));
+    }
+  } else if (bytes) {
     text += "@p mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], $" +
             std::to_string(args.size()) + ";\n@!p mbarrier.arrive.shared::cta.b64 st, [$0];\n";
     constraints += ",r";
@@ -71,13 +86,29 @@ Status ControlLowering::visitMbarrierArrive(const Instruction &inst) {
   } else {
     text += "mbarrier.arrive.shared::cta.b64 st, [$0];\n";
   }
-  if (extra > 0) {
+  if (extra > 0 && !rank) {
     text += "@p mbarrier.arrive.shared::cta.b64 st, [$0], $" + std::to_string(args.size()) + ";\n";
     constraints += ",r";
     args.push_back(cg.constI32(extra));
   }
   cg.emitIf(lane0, "mbarrier.arrive",
             [&] { emitAsm(cg, text + "}", constraints + ",~{memory}", args); });
+}
+
+} // namespace
+
+Status ControlLowering::visitMbarrierArrive(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  const Argument &tx = inst.arg(ArgName::tx);
+  llvm::Value *bytes = tx.present ? b.CreateTrunc(cg.exprI64(tx.expr), b.getInt32Ty()) : nullptr;
+  emitArrive(cg, info, barrierAddress(cg, inst), bytes, nullptr);
+  return Status::success();
+}
+
+Status ControlLowering::visitMbarrierArriveCluster(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  llvm::Value *rank = b.CreateTrunc(cg.exprI64(inst.arg(ArgName::rank).expr), b.getInt32Ty());
+  emitArrive(cg, info, barrierAddress(cg, inst), nullptr, rank);
   return Status::success();
 }
 
@@ -86,10 +117,14 @@ Status ControlLowering::visitMbarrierWait(const Instruction &inst) {
   llvm::Value *addr = barrierAddress(cg, inst);
   llvm::Value *parity = b.CreateAnd(
       b.CreateTrunc(cg.exprI64(inst.arg(ArgName::parity).expr), b.getInt32Ty()), cg.constI32(1));
+  // in a cluster, other blocks' arrivals release at cluster scope: acquire at that scope
+  const std::string scope = prog.cluster > 1 ? ".acquire.cluster" : "";
   emitAsm(cg,
           "{\n.reg .pred done;\nTILUS_MBARRIER_WAIT:\n"
-          "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
-          "@!done bra TILUS_MBARRIER_WAIT;\n}",
+          "mbarrier.try_wait.parity" +
+              scope +
+              ".shared::cta.b64 done, [$0], $1;\n"
+              "@!done bra TILUS_MBARRIER_WAIT;\n}",
           "r,r,~{memory}", {addr, parity});
   return Status::success();
 }

@@ -4,6 +4,8 @@
 // completes its bytes on the mbarrier, a store joins thread 0's bulk async-group, which
 // TmaStoreCommitGroup closes and TmaStoreWaitGroup waits for (until its sources are read). The
 // tensor map is a kernel parameter (codegen.cpp); coordinates go innermost first.
+// TmaLoadMulticast is a load with `.multicast::cluster` and a 16-bit mask of the cluster's
+// target blocks (docs/isa.md, "Thread-block clusters and TMA multicast").
 #include "jit/lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -14,11 +16,12 @@ namespace {} // namespace
 
 namespace {
 
-/// Thread 0 issues one cp.async.bulk.tensor per box of the TmaLoad / TmaStore `inst`: `head`
-/// is the instruction up to its operands, `load` whether the shared address and the mbarrier
-/// come as in a load ([dst], [tmap, {..}], [bar]) or as in a store ([tmap, {..}], [src]).
+/// Thread 0 issues one cp.async.bulk.tensor per box of the TmaLoad / TmaStore `inst`: `load`
+/// whether the shared address and the mbarrier come as in a load ([dst], [tmap, {..}], [bar])
+/// or as in a store ([tmap, {..}], [src]); a load with a `mask` (TmaLoadMulticast) writes into
+/// the blocks of the cluster that the mask's bits select.
 Status issueBoxes(Codegen &cg, const Instruction &inst, const ProgramInfo &info,
-                  const Program &prog, bool load) {
+                  const Program &prog, bool load, llvm::Value *mask = nullptr) {
   llvm::IRBuilder<> &b = cg.b;
   auto it = info.tma.find(uint32_t(&inst - prog.instructions.data()));
   if (it == info.tma.end())
@@ -36,19 +39,20 @@ Status issueBoxes(Codegen &cg, const Instruction &inst, const ProgramInfo &info,
     coords.push_back(offset.present
                          ? b.CreateTrunc(cg.exprI64(offset.offsets[d].expr), b.getInt32Ty())
                          : cg.constI32(0));
-  // operands: $0 shared address, $1 tensor map, ($2 mbarrier), then the coordinates
+  // operands: $0 shared address, $1 tensor map, ($2 mbarrier), then the coordinates, then the
+  // multicast mask
   const size_t first = load ? 3 : 2;
   std::string list = "{";
   for (size_t d = 0; d < rank; ++d)
     list += (d ? ", $" : "$") + std::to_string(first + d);
   list += "}";
   std::string dims = std::to_string(rank) + "d";
-  std::string text =
-      load ? "cp.async.bulk.tensor." + dims +
-                 ".shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, " + list +
-                 "], [$2];"
-           : "cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group [$1, " + list +
-                 "], [$0];";
+  std::string text = load ? "cp.async.bulk.tensor." + dims +
+                                ".shared::cluster.global.tile.mbarrier::complete_tx::bytes" +
+                                (mask ? ".multicast::cluster" : "") + " [$0], [$1, " + list +
+                                "], [$2]" + (mask ? ", $" + std::to_string(first + rank) : "") + ";"
+                          : "cp.async.bulk.tensor." + dims +
+                                ".global.shared::cta.tile.bulk_group [$1, " + list + "], [$0];";
   std::string constraints = load ? "r,l,r" : "r,l";
   std::vector<llvm::Type *> types{b.getInt32Ty(), map->getType()};
   if (load)
@@ -56,6 +60,10 @@ Status issueBoxes(Codegen &cg, const Instruction &inst, const ProgramInfo &info,
   for (size_t d = 0; d < rank; ++d) {
     constraints += ",r";
     types.push_back(b.getInt32Ty());
+  }
+  if (mask) {
+    constraints += ",h";
+    types.push_back(b.getInt16Ty());
   }
   constraints += ",~{memory}";
   auto *asmType = llvm::FunctionType::get(b.getVoidTy(), types, false);
@@ -72,6 +80,8 @@ Status issueBoxes(Codegen &cg, const Instruction &inst, const ProgramInfo &info,
           c = b.CreateAdd(c, cg.constI32(int32_t(box.innerShift)));
         args.push_back(c);
       }
+      if (mask)
+        args.push_back(mask);
       b.CreateCall(copy, args);
     }
   });
@@ -90,6 +100,12 @@ void threadZero(Codegen &cg, const std::string &text, const char *name) {
 Status MemoryLowering::visitTmaLoad(const Instruction &inst) {
   TILUSVM_TRY(cg.requireHopper(inst));
   return issueBoxes(cg, inst, info, prog, true);
+}
+
+Status MemoryLowering::visitTmaLoadMulticast(const Instruction &inst) {
+  TILUSVM_TRY(cg.requireHopper(inst));
+  llvm::Value *mask = b.CreateTrunc(cg.exprI64(inst.arg(ArgName::mask).expr), b.getInt16Ty());
+  return issueBoxes(cg, inst, info, prog, true, mask);
 }
 
 Status MemoryLowering::visitTmaStore(const Instruction &inst) {

@@ -37,7 +37,7 @@ struct Decomposition {
 bool ProgramChecker::checkTensorMapView(const Instruction &inst, const VarType &g, VarId gVar,
                                         uint32_t &viewIndex) {
   std::string name = std::string(inst.spec().name) +
-                     (inst.opcode == Opcode::TmaLoad ? " from " : " into ") + varName(gVar);
+                     (inst.opcode != Opcode::TmaStore ? " from " : " into ") + varName(gVar);
   if (!g.slices.empty())
     return fail(ErrorCode::Tma, name + ": a tensor map describes a whole ViewGlobal; this is a "
                                        "SliceGlobal of one (put the slice's origin into the "
@@ -102,7 +102,7 @@ bool ProgramChecker::visitTmaStoreWaitGroup(const Instruction &inst, Results &) 
 
 bool ProgramChecker::planTma(const Instruction &inst) {
   const char *op = inst.spec().name;
-  const char *into = inst.opcode == Opcode::TmaLoad ? " into " : " from ";
+  const char *into = inst.opcode != Opcode::TmaStore ? " into " : " from ";
   VarId sVar = inst.arg(ArgName::s).var, gVar = inst.arg(ArgName::g).var;
   const VarType &s = info_.vars[sVar];
   const VarType &g = info_.vars[gVar];

@@ -282,6 +282,11 @@ private:
   /// TmaLoad / TmaStore of s and g (argument types already checked): the tensor map and the
   /// boxes (ProgramInfo::tensorMaps, ProgramInfo::tma); false after reporting.
   bool planTma(const Instruction &inst);
+  /// cluster= in range and dividing a constant grid x extent (check_cluster.cpp).
+  void checkClusterHeader();
+  /// An integer mask= or rank= operand; a constant one in [lo, hi] (`range` says so).
+  bool checkClusterOperand(const Instruction &inst, ArgName which, int64_t lo, int64_t hi,
+                           const std::string &range);
 
   // --- check_contraction.cpp ---
   /// The operands a, b (tensors of `abKind`) and c (a register tensor) of Dot and Wgmma,

@@ -375,6 +375,7 @@ void ProgramChecker::checkHeader() {
                                  std::to_string(threads_) + " threads exceed what one SM holds (" +
                                  std::to_string(kMaxBlocksPerSm) + " blocks, " +
                                  std::to_string(kMaxThreadsPerSm) + " threads)");
+  checkClusterHeader();
 }
 
 namespace {

@@ -54,6 +54,15 @@ TEST_CASE("every example program round-trips through the disassembler to identic
         std::string::npos);
   CHECK(printed.find("threads=1024 blocks_per_sm=2:") != std::string::npos);
   CHECK(printed.find("blocks_per_sm=0") == std::string::npos);
+  // the header's cluster= (1 is not printed)
+  text = readSourceFile("tests/conformance/ok_cluster.tasm");
+  checkRoundTrip(text);
+  m = asmText(text);
+  REQUIRE_OK(m);
+  printed = disassemble(*m);
+  CHECK(printed.find("def pipe<2 * n>(f32* x_ptr, f32* y_ptr, i32 n) threads=128 cluster=2:") !=
+        std::string::npos);
+  CHECK(printed.find("def alone<n>(f32* x_ptr, i32 n) threads=32:") != std::string::npos);
 }
 
 TEST_CASE("decoded bytecode disassembles like the assembled module") {
@@ -251,6 +260,10 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     TmaStore(s=ss, g=g)
     TmaStoreCommitGroup()
     TmaStoreWaitGroup(2)
+    rk = ClusterRank()
+    ClusterSync()
+    TmaLoadMulticast(sh, g, bar=SliceShared(bars, offset=[1]), mask=rk + 1, offset=[bx * 2:, 0:])
+    MbarrierArriveCluster(SliceShared(bars, offset=[0]), rank=rk)
     WgmmaFence()
     Wgmma(sh, sh, r, out=r)
     WgmmaCommitGroup()

@@ -774,7 +774,7 @@ TEST_CASE("bytecode: header errors name the field") {
   c[4] = 2;
   CHECK(errorOf(c) == "unsupported format version 2 (this build reads 1) at offset 4");
   c = good;
-  c[8] = 4;
+  c[8] = 8;
   CHECK(errorOf(c).find("unknown flags") != std::string::npos);
   c = good;
   c[13] = 1;

@@ -8,6 +8,7 @@
 #include "exact_rounding.h"
 #include "jit_diff.h"
 
+#include "cluster_program.h"
 #include "stage_rows_program.h"
 #include "test_helpers.h"
 #include "thread_groups_program.h"
@@ -2199,6 +2200,47 @@ DIFF_CASE("thread groups: a producer and a consumer group hand tiles over throug
   c.buffers = {{"x_ptr", DataType::f32(), 4 * 4096, Fill::Moderate},
                {"y_ptr", DataType::f32(), 4 * 4096, Fill::Zero, 0, 0.0}};
   runCase(c);
+}
+
+namespace {
+
+/// A cluster program of tests/cluster_program.h (C blocks per cluster, T tiles of 16 x 32 f32
+/// per cluster) at nc clusters, checked against the plain sums on both sides.
+void clusterCase(const char *name, const char *source, int64_t c) {
+  const int64_t t = 6, nc = 5, tile = 16 * 32;
+  Case k;
+  k.name = name;
+  k.source = source;
+  k.defines = {{"C", std::to_string(c)}};
+  k.scalars = {{"nc", uint64_t(nc)}};
+  k.buffers = {{"x_ptr", DataType::f32(), nc * t * tile, Fill::Moderate},
+               {"y_ptr", DataType::f32(), nc * c * tile, Fill::Zero, 0, 0.0}};
+  k.check = [=](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+    const float *x = reinterpret_cast<const float *>(buffers[0].data());
+    const float *y = reinterpret_cast<const float *>(buffers[1].data());
+    int64_t bad = 0;
+    for (int64_t pid = 0; pid < nc * c; ++pid)
+      for (int64_t e = 0; e < tile; ++e) {
+        double want = 0;
+        for (int64_t i = 0; i < t; ++i)
+          want += x[((pid / c) * t + i) * tile + e];
+        bad += std::fabs(y[pid * tile + e] - want) > 1e-4 * (1 + std::fabs(want));
+      }
+    INFO(side);
+    CHECK(bad == 0);
+  };
+  runCase(k);
+}
+
+} // namespace
+
+DIFF_CASE("clusters: blocks multicast their halves of each tile into both blocks' stages") {
+  // tests/cluster_program.h: TmaLoadMulticast, MbarrierArriveCluster to every rank, ClusterSync
+  clusterCase("cluster_pipe", tilus::testing::kClusterPipe, 2);
+}
+
+DIFF_CASE("clusters: warp-specialised blocks of a cluster of 4 share every tile") {
+  clusterCase("cluster_groups", tilus::testing::kClusterGroups, 4);
 }
 
 namespace {

@@ -1,10 +1,13 @@
 // The Hopper instructions in the JIT (docs/isa.md, "Hopper instructions"; docs/jit.md): the PTX
 // forms they become on sm_90a, ptxas accepting them for sm_90a, and a clear `unsupported`
 // error when the target is sm_80.
+#include "cluster_program.h"
 #include "jit/jit_test_util.h"
 
 using namespace tilus;
 using namespace tilus::testing;
+using tilus::testing::kClusterGroups;
+using tilus::testing::kClusterPipe;
 
 namespace {
 
@@ -420,4 +423,63 @@ TEST_CASE("TmaLoad is refused for sm_80") {
   Expected<PtxKernel> k = compileFor(m, 80);
   REQUIRE_FALSE(k.ok());
   CHECK(k.status().first().code == ErrorCode::Unsupported);
+}
+
+TEST_CASE("clusters: the kernel's cluster directives and the cluster instructions' PTX forms") {
+  // tests/cluster_program.h, clusters of 2 blocks, with and without thread groups
+  for (const char *source : {kClusterPipe, kClusterGroups}) {
+    VerifiedModule m = buildSource(source);
+    Expected<PtxKernel> k = compileFor(m, 90);
+    REQUIRE_OK(k);
+    // after .reqntid, before the body
+    size_t reqntid = k->ptx.find(".reqntid"), body = k->ptx.find('{', reqntid);
+    size_t directive = k->ptx.find(".explicitcluster\n.reqnctapercluster 2, 1, 1\n");
+    CHECK(directive != std::string::npos);
+    CHECK((reqntid < directive && directive < body));
+    CHECK(contains(k->ptx, "%cluster_ctarank"));
+    CHECK(contains(k->ptx, "barrier.cluster.arrive.release.aligned;"));
+    CHECK(contains(k->ptx, "barrier.cluster.wait.acquire.aligned;"));
+    CHECK(contains(statementAt(k->ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"),
+                   ".multicast::cluster ["));
+    CHECK(contains(k->ptx, "mapa.shared::cluster.u32"));
+    CHECK(contains(k->ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64 _,"));
+    CHECK(contains(k->ptx, "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"));
+  }
+  // in the thread group of 128 of 160 threads, the group's first warp adds one arrival
+  Expected<PtxKernel> g = compileFor(buildSource(kClusterGroups), 90);
+  REQUIRE_OK(g);
+  CHECK(contains(g->ptx, "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra],"));
+}
+
+TEST_CASE("clusters: ptxas accepts the sm_90a kernels" * needsPtxas()) {
+  for (const char *source : {kClusterPipe, kClusterGroups}) {
+    Expected<PtxKernel> k = compileFor(buildSource(source), 90);
+    REQUIRE_OK(k);
+    checkPtxasAccepts(k->ptx, 90);
+  }
+}
+
+TEST_CASE("clusters: without cluster= the rank is 0 and ClusterSync() is the block's barrier") {
+  const char *src = R"(
+def k<4>(i32* y_ptr) threads=64:
+    pid = BlockIndices()
+    rank = ClusterRank()
+    ClusterSync()
+    StoreScalar(ViewGlobal(y_ptr, shape=[4]), offset=[pid], value=rank + pid)
+)";
+  for (int sm : {80, 90}) {
+    Expected<PtxKernel> k = compileFor(buildSource(src), sm);
+    REQUIRE_OK(k);
+    CHECK(!contains(k->ptx, "cluster"));
+    CHECK(contains(k->ptx, "bar.sync"));
+  }
+}
+
+TEST_CASE("clusters: cluster= is refused for sm_80 with an error at the program") {
+  Expected<PtxKernel> k = compileFor(buildSource(kClusterPipe), 80);
+  REQUIRE_FALSE(k.ok());
+  const Diagnostic &d = k.status().first();
+  CHECK(d.code == ErrorCode::Unsupported);
+  CHECK(contains(d.message, "cluster=2 needs sm_90a (Hopper); the target is sm_80"));
+  CHECK(d.location.line == 6); // the def
 }

@@ -113,8 +113,9 @@ TEST_CASE("conformance suite") {
     CHECK(failingPerCode[code] >= 2);
   }
   // and for the codes of the Hopper instructions (docs/isa.md)
-  for (ErrorCode c : {ErrorCode::Mbarrier, ErrorCode::WgmmaShape, ErrorCode::WgmmaDtype,
-                      ErrorCode::WgmmaLayout, ErrorCode::Tma}) {
+  for (ErrorCode c :
+       {ErrorCode::Mbarrier, ErrorCode::WgmmaShape, ErrorCode::WgmmaDtype, ErrorCode::WgmmaLayout,
+        ErrorCode::Tma, ErrorCode::ThreadGroup, ErrorCode::Cluster}) {
     std::string code = errorCodeName(c);
     CAPTURE(code);
     CHECK(failingPerCode[code] >= 2);

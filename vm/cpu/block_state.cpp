@@ -24,6 +24,7 @@ void BlockState::reset(int64_t block) {
   index[0] = block % plan.grid[0];
   index[1] = (block / plan.grid[0]) % plan.grid[1];
   index[2] = block / (plan.grid[0] * plan.grid[1]);
+  clusterRank = int32_t(index[0] % int64_t(program.cluster > 0 ? program.cluster : 1));
   for (size_t v = 0; v < scalars.size(); ++v)
     scalars[v] = plan.paramValue(VarId(v));
   shared.assign(size_t(info.sharedBytes), 0);

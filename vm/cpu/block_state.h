@@ -69,6 +69,7 @@ struct PendingTmaStore {
 enum class Flow : uint8_t { Normal, Break, Continue, Exit };
 
 class GroupScheduler;
+class ClusterScheduler;
 
 class BlockState {
 public:
@@ -106,6 +107,11 @@ public:
   /// While a parallel statement runs: its scheduler (an MbarrierWait lets another thread group
   /// run; docs/isa.md, "Thread groups").
   GroupScheduler *groups = nullptr;
+  /// In a program with cluster= above 1: the scheduler of the block's cluster and the block's
+  /// rank in it (docs/isa.md, "Thread-block clusters and TMA multicast"); a block of a launch
+  /// without clusters has none and rank 0.
+  ClusterScheduler *cluster = nullptr;
+  int32_t clusterRank = 0;
   std::vector<uint64_t> scratch[3]; // operand staging for elementwise instructions
 
   /// Evaluate a scalar expression in this block.

@@ -55,9 +55,20 @@ struct Exec {
                            MbarrierState *&state);
 
   /// The data of asynchronous copy `index` (CopyAsync, TmaLoad: argument s the destination,
-  /// g the source, offset= the tile), read from global memory now; in checked mode the
-  /// destination becomes pending (exec_memory.cpp).
-  static Expected<AsyncCopy> readAsyncCopy(BlockState &b, uint32_t index);
+  /// g the source, offset= the tile), read from global memory now; in checked mode and with
+  /// `markPending` the block's destination becomes pending (exec_memory.cpp).
+  static Expected<AsyncCopy> readAsyncCopy(BlockState &b, uint32_t index, bool markPending = true);
+  /// One arrival (with `tx` transaction bytes expected first) at the mbarrier at shared byte
+  /// `address` of block `target`, by instruction `index` of block `b` (the same block, or
+  /// another of its cluster); completes the phase when nothing else is pending
+  /// (exec_control_mbarrier.cpp).
+  static Status arriveAt(BlockState &target, const BlockState &b, uint32_t index, int64_t address,
+                         int64_t tx);
+  /// The block of rank `rank` in b's cluster (b itself for its own rank), for a delivery by
+  /// instruction `index`: an error when the rank is outside the cluster or the block has ended
+  /// (exec_cluster.cpp).
+  static Expected<BlockState *> clusterTarget(BlockState &b, uint32_t index, int64_t rank,
+                                              const char *what);
   /// Write a copy's data into shared memory (in checked mode: its landing; `atBarrier`: at an
   /// mbarrier wait, which orders it before every later access).
   static void landCopy(BlockState &b, const AsyncCopy &copy, bool atBarrier = false);

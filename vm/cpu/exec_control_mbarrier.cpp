@@ -18,6 +18,7 @@
 // completion of a phase starts a new epoch, like Synchronize(): accesses before the arrivals
 // are ordered before accesses after the wait (an access after the completion that skips the
 // wait is not reported, a limit of the epoch model).
+#include "vm/cpu/cluster_scheduler.h"
 #include "vm/cpu/exec.h"
 #include "vm/cpu/group_scheduler.h"
 
@@ -58,7 +59,10 @@ Status liveBarrier(BlockState &b, uint32_t index, int64_t address, MbarrierState
   auto it = b.mbarriers.find(address);
   if (it == b.mbarriers.end())
     return b.fail(ErrorCode::Runtime, index,
-                  describe(address) + " is used before MbarrierInit initialised it");
+                  describe(address) + " is used before MbarrierInit initialised it" +
+                      (b.cluster ? " (a barrier that other blocks of the cluster use is "
+                                   "initialised, then ClusterSync(), before their first use)"
+                                 : ""));
   state = &it->second;
   return Status::success();
 }
@@ -103,6 +107,26 @@ Status Exec::visitMbarrierInit(BlockState &b, uint32_t index) {
   return Status::success();
 }
 
+Status Exec::arriveAt(BlockState &target, const BlockState &b, uint32_t index, int64_t address,
+                      int64_t tx) {
+  MbarrierState *m = nullptr;
+  if (&target != &b) {
+    auto it = target.mbarriers.find(address);
+    if (it == target.mbarriers.end())
+      return b.fail(ErrorCode::Runtime, index,
+                    "arrival at " + describe(address) + " of " + target.blockText() +
+                        ", which MbarrierInit has not initialised there (initialise it, then "
+                        "ClusterSync(), before other blocks use it)");
+    m = &it->second;
+  } else {
+    TILUSVM_TRY(liveBarrier(target, index, address, m));
+  }
+  m->tx += tx;
+  m->pending -= 1;
+  maybeComplete(target, *m);
+  return Status::success();
+}
+
 Status Exec::visitMbarrierArrive(BlockState &b, uint32_t index) {
   const Instruction &inst = b.program.instructions[index];
   int64_t address = 0;
@@ -116,10 +140,7 @@ Status Exec::visitMbarrierArrive(BlockState &b, uint32_t index) {
                     "MbarrierArrive tx=" + std::to_string(tx) + " outside [0, " +
                         std::to_string(kMaxPending) + "] transaction bytes");
   }
-  m->tx += tx;
-  m->pending -= 1;
-  maybeComplete(b, *m);
-  return Status::success();
+  return arriveAt(b, b, index, address, tx);
 }
 
 Status Exec::completeTransaction(BlockState &b, uint32_t index, int64_t address, int64_t bytes) {
@@ -142,8 +163,12 @@ Status Exec::visitMbarrierWait(BlockState &b, uint32_t index) {
   GroupScheduler::Wake wake = GroupScheduler::Wake::Deadlock;
   if (m->phase % 2 == parity && b.groups)
     wake = b.groups->wait([m, parity] { return m->phase % 2 != parity; });
+  else if (m->phase % 2 == parity && b.cluster && b.cluster->wait(b.clusterRank, [m, parity] {
+             return m->phase % 2 != parity;
+           }) == ClusterScheduler::Wake::Aborted)
+    wake = GroupScheduler::Wake::Aborted; // in a cluster, the other blocks run first
   if (wake == GroupScheduler::Wake::Aborted)
-    return Status::error(ErrorCode::Runtime, "abandoned: another thread group failed");
+    return Status::error(ErrorCode::Runtime, "abandoned: another thread group or block failed");
   if (m->phase % 2 == parity)
     return b.fail(ErrorCode::Runtime, index,
                   "MbarrierWait(parity=" + std::to_string(parity) + ") never returns: phase " +

@@ -96,7 +96,7 @@ Status Exec::visitStoreScalar(BlockState &b, uint32_t index) {
       });
 }
 
-Expected<AsyncCopy> Exec::readAsyncCopy(BlockState &b, uint32_t index) {
+Expected<AsyncCopy> Exec::readAsyncCopy(BlockState &b, uint32_t index, bool markPending) {
   const Instruction &inst = b.program.instructions[index];
   TILUSVM_TRY(b.requireShared(index, inst.arg(ArgName::s).var));
   const SharedView &dst = b.shareds[inst.arg(ArgName::s).var];
@@ -122,7 +122,7 @@ Expected<AsyncCopy> Exec::readAsyncCopy(BlockState &b, uint32_t index) {
       forEachSharedElement(b, index, dst, whole, *dstTile, "writes", [&](int64_t e, int64_t off) {
         copy.bitAddrs[size_t(e)] = base + off * copy.storageBits;
         copy.elements[size_t(e)] = off;
-        if (b.race)
+        if (b.race && markPending)
           b.race->sharedCopyIssue(dst.root, off);
       }));
   int sb = src.dtype.storageBits();

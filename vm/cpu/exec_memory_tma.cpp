@@ -64,6 +64,51 @@ Status Exec::visitTmaLoad(BlockState &b, uint32_t index) {
   return completeTransaction(b, index, address, b.info.tma.at(index).bytes);
 }
 
+Status Exec::visitTmaLoadMulticast(BlockState &b, uint32_t index) {
+  const Instruction &inst = b.program.instructions[index];
+  const int64_t c = int64_t(b.program.cluster);
+  int64_t mask = b.evalInt(inst.arg(ArgName::mask).expr);
+  if (mask < 1 || mask >= (int64_t(1) << c))
+    return b.fail(ErrorCode::Runtime, index,
+                  "TmaLoadMulticast mask=" + std::to_string(mask) + " outside [1, " +
+                      std::to_string((int64_t(1) << c) - 1) + "] for cluster=" + std::to_string(c));
+  int64_t address = 0, element = 0;
+  TILUSVM_TRY(barrierAddress(b, index, ArgName::bar, address, element));
+  const GlobalView &src = b.globals[inst.arg(ArgName::g).var];
+  TILUSVM_TRY(checkCoordinates(b, index, b.offsets(inst.arg(ArgName::offset), src.shape.size()),
+                               src.dtype, false));
+  // read once; each target gets the data beside its barrier and the bytes on it, as its own
+  // TmaLoad would (the same shared byte addresses in every block of the cluster)
+  Expected<AsyncCopy> copy = readAsyncCopy(b, index, /*markPending=*/false);
+  if (!copy.ok())
+    return copy.takeStatus();
+  for (int64_t rank = 0; rank < c; ++rank) {
+    if (((mask >> rank) & 1) == 0)
+      continue;
+    Expected<BlockState *> target = clusterTarget(b, index, rank, "TmaLoadMulticast");
+    if (!target)
+      return target.takeStatus();
+    BlockState &t = **target;
+    if (t.race)
+      for (int64_t e : copy->elements) {
+        if (&t == &b)
+          t.race->sharedCopyIssue(copy->root, e);
+        else // ordered after the target's earlier accesses by other blocks' barriers
+          t.race->sharedRemoteCopyIssue(copy->root, e, index);
+      }
+    auto it = t.mbarriers.find(address);
+    if (it == t.mbarriers.end())
+      return b.fail(ErrorCode::Runtime, index,
+                    "TmaLoadMulticast completes on the mbarrier at shared byte " +
+                        std::to_string(address) + " of " + t.blockText() +
+                        ", which MbarrierInit has not initialised there (initialise it, then "
+                        "ClusterSync(), before other blocks use it)");
+    it->second.inFlight.push_back(*copy);
+    TILUSVM_TRY(completeTransaction(t, index, address, b.info.tma.at(index).bytes));
+  }
+  return Status::success();
+}
+
 } // namespace tilus::cpu
 
 namespace tilus::cpu {

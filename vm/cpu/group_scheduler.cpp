@@ -1,6 +1,7 @@
 // Cooperative tasks for the thread groups of a parallel statement (group_scheduler.h).
 #include "vm/cpu/group_scheduler.h"
 
+#include "vm/cpu/cluster_scheduler.h"
 #include "vm/cpu/exec.h"
 
 namespace tilus::cpu {
@@ -104,6 +105,17 @@ void GroupScheduler::body(size_t index) {
     return;
   }
   size_t to = next(index);
+  if (to == kBlock && b_.cluster && !allDone()) {
+    // in a cluster, the other blocks run until one of this block's groups can go on
+    ClusterScheduler::Wake wake = b_.cluster->wait(b_.clusterRank, [this] { return anyReady(); });
+    if (wake == ClusterScheduler::Wake::Aborted) {
+      abort(Status::error(ErrorCode::Runtime, "abandoned: another block of the cluster failed"));
+      cv_.notify_all();
+      return;
+    }
+    if (wake == ClusterScheduler::Wake::Resumed)
+      to = next(index);
+  }
   if (to == kBlock) {
     // every other group is done, or waits for a phase that nothing can complete any more:
     // the first of those reports its wait as a deadlock
@@ -123,8 +135,21 @@ GroupScheduler::Wake GroupScheduler::wait(std::function<bool()> ready) {
   Task &task = tasks_[self];
   task.ready = std::move(ready);
   size_t to = next(self);
-  if (to == kBlock)
-    return Wake::Deadlock;
+  while (to == kBlock) {
+    if (!b_.cluster)
+      return Wake::Deadlock;
+    // in a cluster, the other blocks run until one of this block's groups can go on
+    ClusterScheduler::Wake wake = b_.cluster->wait(b_.clusterRank, [this] { return anyReady(); });
+    if (wake == ClusterScheduler::Wake::Aborted)
+      return Wake::Aborted;
+    if (wake == ClusterScheduler::Wake::Deadlock)
+      return Wake::Deadlock;
+    if (task.ready()) {
+      task.ready = nullptr;
+      return Wake::Resumed;
+    }
+    to = next(self);
+  }
   switchTo(to);
   cv_.wait(lock, [&] { return running_ == self || aborting_; });
   task.ready = nullptr;
@@ -133,6 +158,20 @@ GroupScheduler::Wake GroupScheduler::wait(std::function<bool()> ready) {
   if (task.deadlock)
     return Wake::Deadlock;
   return Wake::Resumed;
+}
+
+bool GroupScheduler::anyReady() const {
+  for (const Task &t : tasks_)
+    if (!t.done && (!t.started || (t.ready && t.ready())))
+      return true;
+  return false;
+}
+
+bool GroupScheduler::allDone() const {
+  for (const Task &t : tasks_)
+    if (!t.done)
+      return false;
+  return true;
 }
 
 Status GroupScheduler::run() {

@@ -55,6 +55,9 @@ private:
   /// Hand control to `to` (npos: back to the block), under the lock.
   void switchTo(size_t to);
   void abort(Status status);
+  /// Whether some unfinished group can go on (in a cluster, the other blocks run until one can).
+  bool anyReady() const;
+  bool allDone() const;
   Status finishGroup(size_t index);
 
   BlockState &b_;

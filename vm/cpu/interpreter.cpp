@@ -1,10 +1,12 @@
-// runOnCpu: plans the launch, runs every block of the grid on a pool of host threads, and
-// collects what went wrong. Blocks share nothing mutable except global memory (and, in
+// runOnCpu: plans the launch, runs every block of the grid (or, with cluster=, every cluster of
+// blocks, as cooperative tasks: cluster_scheduler.h) on a pool of host threads, and collects what
+// went wrong. Blocks share nothing mutable except global memory (and, in
 // checked mode, the launch-wide race table and the print lock). A trap in one block stops the
 // launch from starting further blocks; race reports do not stop anything. Diagnostics come
 // back ordered by block, traps first.
 #include "vm/cpu/interpreter.h"
 
+#include "vm/cpu/cluster_scheduler.h"
 #include "vm/cpu/cross_block_races.h"
 #include "vm/cpu/exec.h"
 
@@ -50,27 +52,55 @@ public:
   }
 
 private:
+  /// The block's traps and (checked mode) races, after it ran with `status`.
+  void finish(BlockState &state, const Status &status, std::vector<BlockReport> &local) {
+    for (const Diagnostic &d : status.diagnostics())
+      local.push_back(BlockReport{state.linear, true, d});
+    if (!status.ok())
+      stop_ = true;
+    if (state.race) {
+      for (Diagnostic &d : state.race->takeDiagnostics())
+        local.push_back(BlockReport{state.linear, false, std::move(d)});
+      plan_.crossBlockRaces->add(state.race->takeReads(), state.race->takeWrites(),
+                                 state.race->takeAtomics());
+    }
+  }
+
   void work() {
-    BlockState state(plan_);
+    // a unit of work is a block, or with cluster= C the C blocks of one cluster: consecutive
+    // along x, run together
+    const int64_t c = int64_t(plan_.program->cluster > 1 ? plan_.program->cluster : 1);
+    std::vector<std::unique_ptr<BlockState>> states;
+    for (int64_t r = 0; r < c; ++r)
+      states.push_back(std::make_unique<BlockState>(plan_));
     std::vector<BlockReport> local;
+    const int64_t units = plan_.numBlocks() / c;
     for (;;) {
       if (stop_.load(std::memory_order_relaxed))
         break;
-      int64_t block = next_.fetch_add(1);
-      if (block >= plan_.numBlocks())
+      int64_t unit = next_.fetch_add(1);
+      if (unit >= units)
         break;
-      state.reset(block);
-      Status status = cpu::runBlock(state);
-      for (const Diagnostic &d : status.diagnostics())
-        local.push_back(BlockReport{block, true, d});
-      if (!status.ok())
-        stop_ = true;
-      if (state.race) {
-        for (Diagnostic &d : state.race->takeDiagnostics())
-          local.push_back(BlockReport{block, false, std::move(d)});
-        plan_.crossBlockRaces->add(state.race->takeReads(), state.race->takeWrites(),
-                                   state.race->takeAtomics());
+      if (c == 1) {
+        states[0]->reset(unit);
+        finish(*states[0], cpu::runBlock(*states[0]), local);
+        continue;
       }
+      // cluster `unit`: x in [C j, C j + C) of row (y, z), with j = unit % (gx / C)
+      const int64_t perRow = plan_.grid[0] / c;
+      const int64_t first = (unit % perRow) * c + (unit / perRow) * plan_.grid[0];
+      std::vector<BlockState *> blocks;
+      for (int64_t r = 0; r < c; ++r) {
+        states[size_t(r)]->reset(first + r);
+        blocks.push_back(states[size_t(r)].get());
+      }
+      std::vector<Status> statuses;
+      {
+        cpu::ClusterScheduler scheduler(blocks);
+        statuses = scheduler.run([](BlockState &b) { return cpu::runBlock(b); });
+      }
+      for (int64_t r = 0; r < c; ++r)
+        finish(*states[size_t(r)], statuses[size_t(r)], local);
     }
     std::lock_guard<std::mutex> lock(mutex_);
     for (BlockReport &r : local)
@@ -144,7 +174,7 @@ Status runOnCpu(const VerifiedModule &module, size_t programIndex, const KernelA
     races = std::make_unique<cpu::CrossBlockRaces>(plan);
     plan.crossBlockRaces = races.get();
   }
-  int64_t blocks = plan.numBlocks();
+  int64_t blocks = plan.numBlocks() / std::max<int64_t>(1, int64_t(plan.program->cluster));
   int workers = options.numWorkers > 0 ? options.numWorkers
                                        : int(std::max(1u, std::thread::hardware_concurrency()));
   workers = int(std::min<int64_t>(workers, std::max<int64_t>(blocks, 1)));

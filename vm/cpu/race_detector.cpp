@@ -109,7 +109,7 @@ void BlockRaceDetector::checkRead(Shadow &s, const Target &target, int32_t threa
     if (shouldReport(Kind::PendingRead, s.pendingCopy, thread, -1))
       report(site(current_, thread) + " reads " + name(target) + " while " +
              plan_.describe(s.pendingCopy) + " may still be copying into it (" +
-             (plan_.program->instructions[s.pendingCopy].opcode == Opcode::TmaLoad
+             (plan_.program->instructions[s.pendingCopy].opcode != Opcode::CopyAsync
                   ? "no MbarrierWait that observes the completion of its phase before the read)"
                   : "no covering CopyAsyncWaitGroup/WaitAll and Synchronize() before the read)"));
   } else if (concurrent(s.write)) {
@@ -183,6 +183,10 @@ void BlockRaceDetector::sharedCopyIssue(VarId root, int64_t element) {
   Shadow &s = sharedShadow(root, element);
   checkWrite(s, Target{false, root, element}, -1);
   s.pendingCopy = current_;
+}
+
+void BlockRaceDetector::sharedRemoteCopyIssue(VarId root, int64_t element, uint32_t copy) {
+  sharedShadow(root, element).pendingCopy = copy;
 }
 
 void BlockRaceDetector::sharedCopyLand(VarId root, int64_t element, uint32_t copyInstruction,

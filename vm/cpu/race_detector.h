@@ -105,6 +105,11 @@ public:
   /// A Wgmma operand read by the whole block that lasts until its WgmmaWaitGroup: a write to the
   /// element before sharedAsyncReadEnd races with it.
   void sharedAsyncRead(VarId root, int64_t element);
+  /// Another block of the cluster's TmaLoadMulticast (instruction `copy`) writes the element:
+  /// pending until this block's wait observes its phase, like sharedCopyIssue, but not checked
+  /// against this block's earlier accesses (other blocks' barriers order those, which the
+  /// detector does not follow).
+  void sharedRemoteCopyIssue(VarId root, int64_t element, uint32_t copy);
   void sharedAsyncReadEnd(VarId root, int64_t element, uint32_t reader);
   /// `key` is the element's bit address in host memory, `bits` its size; root/element name it.
   void globalRead(uint64_t key, int bits, VarId root, int64_t element, int32_t thread);
