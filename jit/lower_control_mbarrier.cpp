@@ -67,14 +67,15 @@ void emitArrive(Codegen &cg, const ProgramInfo &info, llvm::Value *addr, llvm::V
   if (first)
     args.push_back(cg.tid());
   if (rank) {
-    // the same address in the target block: arrivals there, released at cluster scope
+    // the same address in the target block: arrivals there (a release at the default .cta
+    // scope, as pipelines of TMA stages need: docs/isa.md, "Ordering" of clusters)
     text += ".reg .b32 ra;\nmapa.shared::cluster.u32 ra, $0, $" + std::to_string(args.size()) +
-            ";\nmbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n";
+            ";\nmbarrier.arrive.shared::cluster.b64 _, [ra];\n";
     constraints += ",r";
     args.push_back(rank);
     if (extra > 0) {
-      text += "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra], $" +
-              std::to_string(args.size()) + ";\n";
+      text +=
+          "@p mbarrier.arrive.shared::cluster.b64 _, [ra], $" + std::to_string(args.size()) + ";\n";
       constraints += ",r";
       args.push_back(cg.constI32(extra));
     }
@@ -117,14 +118,10 @@ Status ControlLowering::visitMbarrierWait(const Instruction &inst) {
   llvm::Value *addr = barrierAddress(cg, inst);
   llvm::Value *parity = b.CreateAnd(
       b.CreateTrunc(cg.exprI64(inst.arg(ArgName::parity).expr), b.getInt32Ty()), cg.constI32(1));
-  // in a cluster, other blocks' arrivals release at cluster scope: acquire at that scope
-  const std::string scope = prog.cluster > 1 ? ".acquire.cluster" : "";
   emitAsm(cg,
           "{\n.reg .pred done;\nTILUS_MBARRIER_WAIT:\n"
-          "mbarrier.try_wait.parity" +
-              scope +
-              ".shared::cta.b64 done, [$0], $1;\n"
-              "@!done bra TILUS_MBARRIER_WAIT;\n}",
+          "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+          "@!done bra TILUS_MBARRIER_WAIT;\n}",
           "r,r,~{memory}", {addr, parity});
   return Status::success();
 }

@@ -2106,6 +2106,14 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
   persistentTmaGemmCase("wgmma_ws");
 }
 
+DIFF_CASE("wgmma GEMM in clusters (programs/gemm/wgmma_cluster.tasm): B multicast, ragged m") {
+  // clusters of two blocks share each B tile by TmaLoadMulticast and release each stage in both
+  // blocks (docs/isa.md, "Thread-block clusters and TMA multicast"); SMS = 2: one cluster for
+  // every cluster tile of the persistent loop
+  raggedTmaGemmCases("wgmma_cluster", 3e-4);
+  persistentTmaGemmCase("wgmma_cluster");
+}
+
 DIFF_CASE("byte transposes: bytes of loaded words stored to shared memory by prmt, bit for bit") {
   // tests/byte_transpose_program.h (jit/pack_bytes.h packs each stored word)
   for (auto [kernel, rows] :

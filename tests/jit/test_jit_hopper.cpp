@@ -442,13 +442,12 @@ TEST_CASE("clusters: the kernel's cluster directives and the cluster instruction
     CHECK(contains(statementAt(k->ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"),
                    ".multicast::cluster ["));
     CHECK(contains(k->ptx, "mapa.shared::cluster.u32"));
-    CHECK(contains(k->ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64 _,"));
-    CHECK(contains(k->ptx, "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"));
+    CHECK(contains(k->ptx, "mbarrier.arrive.shared::cluster.b64 _,"));
   }
   // in the thread group of 128 of 160 threads, the group's first warp adds one arrival
   Expected<PtxKernel> g = compileFor(buildSource(kClusterGroups), 90);
   REQUIRE_OK(g);
-  CHECK(contains(g->ptx, "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra],"));
+  CHECK(contains(g->ptx, "@p mbarrier.arrive.shared::cluster.b64 _, [ra],"));
 }
 
 TEST_CASE("clusters: ptxas accepts the sm_90a kernels" * needsPtxas()) {

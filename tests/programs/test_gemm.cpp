@@ -266,6 +266,17 @@ TEST_CASE("gemm: wgmma_tma.tasm's persistent tile loop with fewer blocks than ou
   runGemm(file, "f16", "f16", {{300, 520, 200}}, {{"SMS", "4"}, {"PERSIST", "0"}});
 }
 
+TEST_CASE("gemm: wgmma_cluster.tasm's clusters of two blocks across a persistent tile loop") {
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_cluster.tasm";
+  // SMS = 4: two clusters for six cluster tiles (m = 600: three of 256 rows, the last block's
+  // rows partly and wholly outside C; n = 264: two of 256 columns), three each, the B tiles
+  // multicast by both blocks of each cluster; SMS = 2 with one cluster for two tiles; PERSIST = 0
+  runGemm(file, "f16", "f16", {{600, 264, 136}, {37, 48, 32}}, {{"SMS", "4"}});
+  runGemm(file, "bf16", "f32", {{300, 520, 72}}, {{"SMS", "2"}});
+  runGemm(file, "f16", "f16", {{300, 264, 200}}, {{"PERSIST", "0"}});
+}
+
 TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent tile loop") {
   const std::filesystem::path file =
       std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_fp8.tasm";
