@@ -451,6 +451,7 @@ void checkSameProgram(const Program &a, const Program &b) {
   CHECK(a.grid == b.grid);
   CHECK(a.threads == b.threads);
   CHECK(a.blocksPerSm == b.blocksPerSm);
+  CHECK(a.cluster == b.cluster);
   CHECK(a.loc == b.loc);
   REQUIRE(a.vars.size() == b.vars.size());
   for (size_t k = 0; k < a.vars.size(); ++k) {
@@ -593,6 +594,46 @@ TEST_CASE("bytecode: blocks_per_sm travels under header flag 2, after each progr
   std::vector<uint8_t> bad = makeFile(programsOf({big}));
   bad[8] = 2;
   CHECK(errorOf(seal(bad)).find("blocks_per_sm") != std::string::npos);
+}
+
+TEST_CASE("bytecode: cluster= travels under header flag 4, after blocks_per_sm when present") {
+  // tinyProgram() with cluster 2: flag bit 2 set, the field after threads
+  std::vector<uint8_t> v = tinyProgram().v;
+  v.insert(v.begin() + 3, 0x02); // name "p" is 2 bytes, threads 32 is 1
+  Bytes clustered;
+  clustered.v = v;
+  std::vector<uint8_t> file = makeFile(programsOf({clustered}));
+  file[8] = 4; // flags: kFlagCluster
+  file = seal(file);
+  Module expected;
+  expected.programs = {tinyModuleProgram()};
+  expected.programs[0].cluster = 2;
+  checkSameModule(must(decodeModule(file)), expected);
+  CHECK(must(decodeModule(file)).programs[0].cluster == 2);
+  CHECK(encodeModule(expected) == file);
+  // with blocks_per_sm too: both flags, blocks_per_sm (16) first
+  std::vector<uint8_t> both = tinyProgram().v;
+  both.insert(both.begin() + 3, {0x10, 0x02});
+  Bytes two;
+  two.v = both;
+  std::vector<uint8_t> file2 = makeFile(programsOf({two}));
+  file2[8] = 6;
+  file2 = seal(file2);
+  expected.programs[0].blocksPerSm = 16;
+  checkSameModule(must(decodeModule(file2)), expected);
+  CHECK(encodeModule(expected) == file2);
+  // a module without clusters is written without the flag and the field
+  expected.programs[0].blocksPerSm = 0;
+  expected.programs[0].cluster = 1;
+  std::vector<uint8_t> plain = encodeModule(expected);
+  CHECK(plain[8] == 0);
+  CHECK(plain.size() == file.size() - 1);
+  // the field's value is checked as a u32
+  Bytes big;
+  big.str("q").uleb(32).uleb(uint64_t(1) << 32);
+  std::vector<uint8_t> bad = makeFile(programsOf({big}));
+  bad[8] = 4;
+  CHECK(errorOf(seal(bad)).find("cluster") != std::string::npos);
 }
 
 TEST_CASE("bytecode: the complete file printed in docs/bytecode.md") {

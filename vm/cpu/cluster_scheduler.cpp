@@ -2,6 +2,7 @@
 #include "vm/cpu/cluster_scheduler.h"
 
 #include "vm/cpu/block_state.h"
+#include "vm/cpu/cooperative_tasks.h"
 
 namespace tilus::cpu {
 
@@ -22,15 +23,7 @@ ClusterScheduler::~ClusterScheduler() {
   }
 }
 
-size_t ClusterScheduler::next(size_t from) const {
-  for (size_t k = 1; k <= tasks_.size(); ++k) {
-    size_t j = (from == kNone ? k - 1 : from + k) % tasks_.size();
-    const Task &t = tasks_[j];
-    if (j != from && !t.done && (!t.started || t.ready()))
-      return j;
-  }
-  return kNone;
-}
+size_t ClusterScheduler::next(size_t from) const { return nextRunnable(tasks_, from, kNone); }
 
 void ClusterScheduler::switchTo(size_t to) {
   running_ = to;
@@ -62,17 +55,7 @@ void ClusterScheduler::body(size_t index, const std::function<Status(BlockState 
     return;
   }
   size_t to = next(index);
-  if (to == kNone) {
-    // every other block is done, or waits for what nothing can bring any more: the first of
-    // those reports its wait as a deadlock
-    for (size_t j = 0; j < tasks_.size(); ++j)
-      if (!tasks_[j].done) {
-        tasks_[j].deadlock = true;
-        to = j;
-        break;
-      }
-  }
-  switchTo(to);
+  switchTo(to != kNone ? to : deadlockedTask(tasks_, kNone));
 }
 
 ClusterScheduler::Wake ClusterScheduler::waitLocked(std::unique_lock<std::mutex> &lock, size_t self,

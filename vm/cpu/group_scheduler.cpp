@@ -2,6 +2,7 @@
 #include "vm/cpu/group_scheduler.h"
 
 #include "vm/cpu/cluster_scheduler.h"
+#include "vm/cpu/cooperative_tasks.h"
 #include "vm/cpu/exec.h"
 
 namespace tilus::cpu {
@@ -35,15 +36,7 @@ GroupScheduler::~GroupScheduler() {
       t.thread.join();
 }
 
-size_t GroupScheduler::next(size_t from) const {
-  for (size_t k = 1; k <= tasks_.size(); ++k) {
-    size_t j = (from == kBlock ? k - 1 : from + k) % tasks_.size();
-    const Task &t = tasks_[j];
-    if (j != from && !t.done && (!t.started || t.ready()))
-      return j;
-  }
-  return kBlock;
-}
+size_t GroupScheduler::next(size_t from) const { return nextRunnable(tasks_, from, kBlock); }
 
 void GroupScheduler::switchTo(size_t to) {
   if (running_ != kBlock)
@@ -116,17 +109,7 @@ void GroupScheduler::body(size_t index) {
     if (wake == ClusterScheduler::Wake::Resumed)
       to = next(index);
   }
-  if (to == kBlock) {
-    // every other group is done, or waits for a phase that nothing can complete any more:
-    // the first of those reports its wait as a deadlock
-    for (size_t j = 0; j < tasks_.size(); ++j)
-      if (!tasks_[j].done) {
-        tasks_[j].deadlock = true;
-        to = j;
-        break;
-      }
-  }
-  switchTo(to);
+  switchTo(to != kBlock ? to : deadlockedTask(tasks_, kBlock));
 }
 
 GroupScheduler::Wake GroupScheduler::wait(std::function<bool()> ready) {
