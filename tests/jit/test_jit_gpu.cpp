@@ -2251,6 +2251,33 @@ DIFF_CASE("clusters: warp-specialised blocks of a cluster of 4 share every tile"
   clusterCase("cluster_groups", tilus::testing::kClusterGroups, 4);
 }
 
+DIFF_CASE("clusters: eight blocks, the portable cluster size, each loading two rows per tile") {
+  clusterCase("cluster_pipe_8", tilus::testing::kClusterPipe, 8);
+}
+
+DIFF_CASE("clusters: ranks on a 2-D grid are x modulo the cluster size") {
+  Case c;
+  c.name = "cluster_ranks";
+  c.source = R"(
+def k<8, 3>(i32* y_ptr) threads=32 cluster=4:
+    bx, by = BlockIndices()
+    gy = ViewGlobal(y_ptr, shape=[3, 8])
+    rank = ClusterRank()
+    StoreScalar(gy, offset=[by, bx], value=rank * 100 + bx)
+    ClusterSync()
+)";
+  c.buffers = {{"y_ptr", DataType::i32(), 24, Fill::Zero, 0, 0.0}};
+  c.check = [](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+    const int32_t *y = reinterpret_cast<const int32_t *>(buffers[0].data());
+    int bad = 0;
+    for (int i = 0; i < 24; ++i)
+      bad += y[i] != (i % 8) % 4 * 100 + i % 8;
+    INFO(side);
+    CHECK(bad == 0);
+  };
+  runCase(c);
+}
+
 namespace {
 
 // A GEMM tile loop with A in registers: each k tile of A is loaded from global memory straight
