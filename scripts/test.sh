@@ -3,7 +3,7 @@
 # bytecode decoder and checker, the assembler, the .npy reader, vm-run's argument values, the C
 # API's module and launch entry points (CPU) and the JIT
 # (sanitizers on, with the checked-in seeds and regression inputs),
-# then a ThreadSanitizer build and run of the concurrency test (scripts/tsan.sh),
+# then a ThreadSanitizer build and run of the concurrency tests (scripts/tsan.sh),
 # then every component's doctest executable, the conformance suite, PTX validation with ptxas,
 # and GPU tests that skip without a GPU. Prints "N passed, N failed, N skipped" last.
 set -euo pipefail
@@ -28,7 +28,7 @@ if [ "$fuzz_seconds" -gt 0 ]; then
       tail -n 12
   done
 fi
-echo "== ThreadSanitizer: many kernels compiled and cached from many threads (tests/tsan)"
+echo "== ThreadSanitizer: kernels compiled and cached from many threads, the interpreter's cooperative tasks (tests/tsan)"
 tsan_start=$(date +%s)
 bash scripts/tsan.sh 2>&1 | tail -n 8
 echo "ThreadSanitizer build and run: $(($(date +%s) - tsan_start)) s"

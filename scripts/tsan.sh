@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# ThreadSanitizer run of the concurrency test (tests/tsan/): configures its own small build
-# directory with meson -Db_sanitize=thread (once), builds only that test and the libraries it
-# links (isa, loader, assembler, jit and the disk cache; not libtilusvm, the tools or the other
-# tests), and runs it. Any data race TSan reports fails the run (halt_on_error). LLVM itself is
+# ThreadSanitizer run of the concurrency tests (tests/tsan/): configures its own small build
+# directory with meson -Db_sanitize=thread (once), builds only those tests and the libraries they
+# link (isa, loader, assembler, jit and the disk cache; the CPU interpreter; not libtilusvm, the
+# tools or the other tests), and runs them: kernels compiled and cached from many threads, and the
+# interpreter's cooperative tasks (cluster blocks and thread groups on host threads). Any data race TSan reports fails the run (halt_on_error). LLVM itself is
 # linked from the system's static libraries, which are not instrumented: TSan sees every access
 # this project's code makes, none that LLVM's code makes.
 #
@@ -16,6 +17,8 @@ build_dir="${TSAN_BUILD_DIR:-build-tsan}"
 # (they do not: LLVM's GlobalVariable defines both).
 configure_once "$build_dir" -Db_sanitize=thread -Dbuildtype=plain \
   -Dcpp_args='-O1 -g1 -Wno-mismatched-new-delete' -Db_lundef=false
-ninja -C "$build_dir" tests/tsan/test_concurrency
+ninja -C "$build_dir" tests/tsan/test_concurrency tests/tsan/test_cooperative_tasks
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
   "$build_dir/tests/tsan/test_concurrency"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
+  "$build_dir/tests/tsan/test_cooperative_tasks"

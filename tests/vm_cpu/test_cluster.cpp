@@ -166,3 +166,18 @@ def k<2>(f32* x_ptr, f32* y_ptr) threads=32 cluster=2:
   for (float v : y)
     CHECK(v == 2.0f);
 }
+
+TEST_CASE("clusters: a trap in one block abandons the others, whose waits report nothing") {
+  // block 1's consumer group reads outside its shared tile; block 0 waits for block 1's
+  // releases and must not hang or report a deadlock of its own
+  std::string src = replaceAll(
+      kClusterGroups, "                v = LoadShared(SliceShared(st, offset=[s, 0:, 0:]),",
+      "                v = LoadShared(SliceShared(st, offset=[s + rank * S, 0:, 0:]),");
+  std::vector<float> y;
+  Status s = runPipe(src, 2, 1, y, false);
+  INFO(s.toString());
+  CHECK(hasDiagnostic(s, ErrorCode::OutOfBounds, {"block (1, 0, 0)"}));
+  CHECK(!hasDiagnostic(s, ErrorCode::Runtime, {"deadlock"}));
+  CHECK(!hasDiagnostic(s, ErrorCode::Runtime, {"abandoned"}));
+  CHECK(s.diagnostics().size() == 1);
+}
