@@ -250,8 +250,10 @@ void printHuman(const json &out, const Options &options) {
   std::cout << out["kernel"].get<std::string>() << ": ran on " << out["device"].get<std::string>();
   if (out.contains("device_name"))
     std::cout << " (" << out["device_name"].get<std::string>() << ")";
-  std::cout << ", grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", " << out["threads"]
-            << " threads\n";
+  std::cout << ", grid " << grid[0] << "x" << grid[1] << "x" << grid[2];
+  if (out["cluster"].get<uint32_t>() > 1)
+    std::cout << " in clusters of " << out["cluster"];
+  std::cout << ", " << out["threads"] << " threads\n";
   if (options.check)
     printCheck(out["check"]["buffers"], out["check"]["ok"].get<bool>());
   for (const json &s : out["saved"])
@@ -364,11 +366,9 @@ int runJob(Job &job, const Options &options) {
   auto geometry = cuda::launchGeometry(program, job.info(), job.scalars);
   if (!geometry.ok())
     return report(geometry.status(), options);
-  json out = {{"program", options.path},
-              {"kernel", program.name},
-              {"grid", geometry->grid},
-              {"threads", job.info().threads},
-              {"shared_bytes", job.info().sharedBytes},
+  json out = {{"program", options.path},       {"kernel", program.name},
+              {"grid", geometry->grid},        {"cluster", program.cluster},
+              {"threads", job.info().threads}, {"shared_bytes", job.info().sharedBytes},
               {"args", argsJson(job)}};
   json bench;
   Results gpu, cpu;

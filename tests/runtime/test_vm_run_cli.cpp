@@ -185,6 +185,30 @@ TEST_CASE("vm-run saves sub-byte buffers as packed u1 bytes and reads them back"
   }
 }
 
+TEST_CASE("vm-run names the clusters of a program with cluster= in both reports") {
+  Workspace ws;
+  auto module = tilus::assemble(R"(
+def k<2 * n>(i32* y_ptr, i32 n) threads=32 cluster=2:
+    pid = BlockIndices()
+    rank = ClusterRank()
+    StoreScalar(ViewGlobal(y_ptr, shape=[2 * n]), offset=[pid], value=rank)
+    ClusterSync()
+)");
+  REQUIRE(module.ok());
+  std::vector<uint8_t> bytes = tilus::encodeModule(*module);
+  std::ofstream(ws.path("c.tbc"), std::ios::binary)
+      .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  Result r = ws.run(ws.path("c.tbc") + " --device cpu --arg n=3 --arg y_ptr=zeros:i32[6]");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("k: ran on cpu, grid 6x1x1 in clusters of 2, 32 threads") != std::string::npos);
+  Result j = ws.run(ws.path("c.tbc") + " --device cpu --arg n=3 --arg y_ptr=zeros:i32[6] --json");
+  REQUIRE(j.status == 0);
+  nlohmann::json report = nlohmann::json::parse(j.out);
+  CHECK(report["grid"] == nlohmann::json::array({6, 1, 1}));
+  CHECK(report["cluster"] == 2);
+}
+
 TEST_CASE("vm-run --json reports the run") {
   Workspace ws;
   Result r = ws.run(ws.path("m.tbc") + " --kernel vector_add --device cpu --arg n=300 --json" +
@@ -196,6 +220,7 @@ TEST_CASE("vm-run --json reports the run") {
   CHECK(report["device"] == "cpu");
   CHECK(report["kernel"] == "vector_add");
   CHECK(report["grid"] == nlohmann::json::array({2, 1, 1}));
+  CHECK(report["cluster"] == 1);
   CHECK(report["threads"] == 128);
   CHECK(report["args"][0]["name"] == "n");
   CHECK(report["args"][0]["value"] == "300");
