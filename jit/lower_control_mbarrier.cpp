@@ -9,7 +9,8 @@
 // warp arrives and the group's first warp adds W - W_g arrivals (mbarrier.arrive with a count),
 // so that a group's arrival counts as the block's. MbarrierWait polls mbarrier.try_wait.parity in
 // every thread (the labels of the loop are local to the asm's braces, so the asm may appear many
-// times).
+// times). MbarrierArriveCluster arrives the same way at the barrier of the same address in
+// another block of the cluster (mapa.shared::cluster, then mbarrier.arrive.shared::cluster).
 #include "jit/lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -50,7 +51,7 @@ namespace {
 
 /// One block (or group) arrival at the mbarrier at shared address `addr`, expecting `bytes`
 /// transaction bytes first (null: none); with `rank`, at the barrier of that address in the
-/// cluster's block of that rank (mapa, then a release at cluster scope).
+/// cluster's block of that rank (mapa, then the arrival there).
 void emitArrive(Codegen &cg, const ProgramInfo &info, llvm::Value *addr, llvm::Value *bytes,
                 llvm::Value *rank) {
   llvm::IRBuilder<> &b = cg.b;
