@@ -126,30 +126,26 @@ Status ProgramLowering::header(const AstProgram &ast) {
   } else if (decisions_ && decisions_->threads != 0) {
     program_.threads = decisions_->threads; // chosen by layout inference
   }
-  if (ast.blocksPerSm) {
-    auto b = buildIntConstant(*ast.blocksPerSm, exprContext(), ErrorCode::Threads, "blocks_per_sm");
-    if (!b) {
-      errors.append(b.status());
-    } else if (*b < 0 || *b > kMaxBlocksPerSm) {
-      errors.append(error(ErrorCode::Threads, ast.blocksPerSm->pos,
-                          "blocks_per_sm=" + std::to_string(*b) + " is not in [0, " +
-                              std::to_string(kMaxBlocksPerSm) + "] (0: no request)"));
-    } else {
-      program_.blocksPerSm = uint32_t(*b);
-    }
-  }
-  if (ast.cluster) {
-    auto c = buildIntConstant(*ast.cluster, exprContext(), ErrorCode::Cluster, "cluster");
-    if (!c) {
-      errors.append(c.status());
-    } else if (*c < 1 || *c > kMaxClusterSize) {
-      errors.append(error(ErrorCode::Cluster, ast.cluster->pos,
-                          "cluster=" + std::to_string(*c) + " is not in [1, " +
-                              std::to_string(kMaxClusterSize) + "] (1: no cluster)"));
-    } else {
-      program_.cluster = uint32_t(*c);
-    }
-  }
+  // an integer constant attribute in [lo, hi] (`none`: what its lower bound means)
+  auto attribute = [&](const AstExprPtr &e, ErrorCode code, const char *name, int64_t lo,
+                       int64_t hi, const char *none, uint32_t &out) {
+    if (!e)
+      return;
+    auto v = buildIntConstant(*e, exprContext(), code, name);
+    if (!v)
+      errors.append(v.status());
+    else if (*v < lo || *v > hi)
+      errors.append(error(code, e->pos,
+                          std::string(name) + "=" + std::to_string(*v) + " is not in [" +
+                              std::to_string(lo) + ", " + std::to_string(hi) + "] (" +
+                              std::to_string(lo) + ": " + none + ")"));
+    else
+      out = uint32_t(*v);
+  };
+  attribute(ast.blocksPerSm, ErrorCode::Threads, "blocks_per_sm", 0, kMaxBlocksPerSm, "no request",
+            program_.blocksPerSm);
+  attribute(ast.cluster, ErrorCode::Cluster, "cluster", 1, kMaxClusterSize, "no cluster",
+            program_.cluster);
   return errors;
 }
 

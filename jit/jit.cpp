@@ -498,17 +498,17 @@ const char *JitOptions::compilerVersion() {
 /// With cluster= C above 1, `.explicitcluster` and `.reqnctapercluster C, 1, 1` after the
 /// kernel's `.reqntid` (the NVPTX backend has no annotation for them), so that an ordinary
 /// launch runs the kernel in clusters (docs/isa.md, "Thread-block clusters and TMA multicast").
-void addClusterDirectives(std::string &ptx, uint32_t cluster) {
+/// Every kernel has `.reqntid` (annotateKernel); without it the PTX is not the backend's.
+Status addClusterDirectives(std::string &ptx, uint32_t cluster) {
   if (cluster <= 1)
-    return;
+    return Status::success();
   size_t at = ptx.find("\n.reqntid");
-  if (at == std::string::npos)
-    return;
-  at = ptx.find('\n', at + 1);
-  if (at == std::string::npos)
-    return;
-  ptx.insert(at + 1,
+  size_t end = at == std::string::npos ? at : ptx.find('\n', at + 1);
+  if (end == std::string::npos)
+    return jitError("no .reqntid line in the kernel's PTX for the cluster directives");
+  ptx.insert(end + 1,
              ".explicitcluster\n.reqnctapercluster " + std::to_string(cluster) + ", 1, 1\n");
+  return Status::success();
 }
 
 // Both entry points run the whole compilation under the fatal error trap (fatal_error.h): an
@@ -534,7 +534,7 @@ Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programInd
                    c->entryName.c_str(), options.smVersion, c->setupMs, c->buildMs, c->optimizeMs,
                    threadMs() - t0, c->setupMs + c->buildMs + c->optimizeMs + threadMs() - t0);
     kernel.ptx = std::string(ptx.str());
-    addClusterDirectives(kernel.ptx, module.module.programs[programIndex].cluster);
+    TILUSVM_TRY(addClusterDirectives(kernel.ptx, module.module.programs[programIndex].cluster));
     kernel.entryName = c->entryName;
     kernel.sharedBytes = c->sharedBytes;
     return Status::success();

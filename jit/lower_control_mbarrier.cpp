@@ -61,8 +61,9 @@ void emitArrive(Codegen &cg, const ProgramInfo &info, llvm::Value *addr, llvm::V
   // with its arrival and, in a group, adds the arrivals of the block's other warps
   int64_t extra = int64_t(info.threads / 32) - cg.threads() / 32; // 0 outside thread groups
   bool first = bytes || extra > 0;                                // thread 0 does more
-  std::string text = std::string("{\n") + (first ? ".reg .pred p;\n" : "") + ".reg .b64 st;\n" +
-                     (first ? "setp.eq.u32 p, $1, 0;\n" : "");
+  // the local arrivals' state result (st); a remote arrival has none (_)
+  std::string text = std::string("{\n") + (first ? ".reg .pred p;\n" : "") +
+                     (rank ? "" : ".reg .b64 st;\n") + (first ? "setp.eq.u32 p, $1, 0;\n" : "");
   std::string constraints = first ? "r,r" : "r";
   std::vector<llvm::Value *> args = {addr};
   if (first)

@@ -14,14 +14,20 @@
 // and releases the stages in every block of the cluster.
 #pragma once
 
+#include <string>
+
 namespace tilus::testing {
 
-inline constexpr const char *kClusterPipe = R"(
+/// A program of this header: the constants, the header with `threads`, the views, the stages and
+/// their barriers (initialised before a ClusterSync()), then `body`.
+inline std::string clusterProgram(const char *threads, const char *body) {
+  return R"(
 const C = 2
 const T = 6
-const S = 2
+const S, TH = 2, )" +
+         std::string(threads) + R"(
 const R = 16 / C
-def pipe<C * nc>(f32* x_ptr, f32* y_ptr, i32 nc) threads=128 cluster=C:
+def pipe<C * nc>(f32* x_ptr, f32* y_ptr, i32 nc) threads=TH cluster=C:
     pid = BlockIndices()
     rank = ClusterRank()
     j = pid / C
@@ -35,7 +41,11 @@ def pipe<C * nc>(f32* x_ptr, f32* y_ptr, i32 nc) threads=128 cluster=C:
         MbarrierInit(SliceShared(empty, offset=[s]), count=C)
     Synchronize()
     ClusterSync()
-    acc = AllocateRegister(f32, layout=spatial(16, 8).local(1, 4), init=0.0)
+)" + std::string(body);
+}
+
+inline const std::string kClusterPipe = clusterProgram(
+    "128", R"(    acc = AllocateRegister(f32, layout=spatial(16, 8).local(1, 4), init=0.0)
     for t in range(T):
         s = t % S
         MbarrierWait(SliceShared(empty, offset=[s]), parity=(t / S + 1) % 2)
@@ -49,28 +59,9 @@ def pipe<C * nc>(f32* x_ptr, f32* y_ptr, i32 nc) threads=128 cluster=C:
             MbarrierArriveCluster(SliceShared(empty, offset=[s]), rank=r)
     StoreGlobal(acc, gy, offset=[pid, 0:, 0:])
     ClusterSync()
-)";
+)");
 
-inline constexpr const char *kClusterGroups = R"(
-const C = 2
-const T = 6
-const S = 2
-const R = 16 / C
-def pipe<C * nc>(f32* x_ptr, f32* y_ptr, i32 nc) threads=160 cluster=C:
-    pid = BlockIndices()
-    rank = ClusterRank()
-    j = pid / C
-    gx = ViewGlobal(x_ptr, shape=[nc * T * 16, 32])
-    gy = ViewGlobal(y_ptr, shape=[nc * C, 16, 32])
-    st = AllocateShared(f32, shape=[S, 16, 32])
-    full = AllocateShared(u64, shape=[S])
-    empty = AllocateShared(u64, shape=[S])
-    for s in range(S):
-        MbarrierInit(SliceShared(full, offset=[s]), count=1)
-        MbarrierInit(SliceShared(empty, offset=[s]), count=C)
-    Synchronize()
-    ClusterSync()
-    parallel:
+inline const std::string kClusterGroups = clusterProgram("160", R"(    parallel:
         group(32):
             for t in range(T):
                 s = t % S
@@ -89,6 +80,6 @@ def pipe<C * nc>(f32* x_ptr, f32* y_ptr, i32 nc) threads=160 cluster=C:
                     MbarrierArriveCluster(SliceShared(empty, offset=[s]), rank=r)
             StoreGlobal(acc, gy, offset=[pid, 0:, 0:])
     ClusterSync()
-)";
+)");
 
 } // namespace tilus::testing

@@ -2214,7 +2214,7 @@ namespace {
 
 /// A cluster program of tests/cluster_program.h (C blocks per cluster, T tiles of 16 x 32 f32
 /// per cluster) at nc clusters, checked against the plain sums on both sides.
-void clusterCase(const char *name, const char *source, int64_t c) {
+void clusterCase(const char *name, const std::string &source, int64_t c) {
   const int64_t t = 6, nc = 5, tile = 16 * 32;
   Case k;
   k.name = name;

@@ -427,7 +427,7 @@ TEST_CASE("TmaLoad is refused for sm_80") {
 
 TEST_CASE("clusters: the kernel's cluster directives and the cluster instructions' PTX forms") {
   // tests/cluster_program.h, clusters of 2 blocks, with and without thread groups
-  for (const char *source : {kClusterPipe, kClusterGroups}) {
+  for (const std::string &source : {kClusterPipe, kClusterGroups}) {
     VerifiedModule m = buildSource(source);
     Expected<PtxKernel> k = compileFor(m, 90);
     REQUIRE_OK(k);
@@ -451,7 +451,7 @@ TEST_CASE("clusters: the kernel's cluster directives and the cluster instruction
 }
 
 TEST_CASE("clusters: ptxas accepts the sm_90a kernels" * needsPtxas()) {
-  for (const char *source : {kClusterPipe, kClusterGroups}) {
+  for (const std::string &source : {kClusterPipe, kClusterGroups}) {
     Expected<PtxKernel> k = compileFor(buildSource(source), 90);
     REQUIRE_OK(k);
     checkPtxasAccepts(k->ptx, 90);

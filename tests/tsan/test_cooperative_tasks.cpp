@@ -18,7 +18,7 @@ namespace {
 
 constexpr int64_t kTiles = 6, kTile = 16 * 32;
 
-VerifiedModule build(const char *source, int64_t c) {
+VerifiedModule build(const std::string &source, int64_t c) {
   AssembleOptions options;
   options.defines = {{"C", std::to_string(c)}};
   Expected<Module> module = assemble(source, options);
@@ -39,7 +39,7 @@ template <typename T> KernelArg bufferArg(std::vector<T> &v) {
 
 TEST_CASE("cooperative tasks: clusters with and without thread groups on four workers") {
   const int64_t nc = 6;
-  for (const char *source : {tilus::testing::kClusterPipe, tilus::testing::kClusterGroups})
+  for (const std::string &source : {tilus::testing::kClusterPipe, tilus::testing::kClusterGroups})
     for (int64_t c : {2, 4}) {
       CAPTURE(c);
       VerifiedModule m = build(source, c);
@@ -68,7 +68,7 @@ TEST_CASE("cooperative tasks: a block that traps abandons its cluster's other bl
   const std::string from = "LoadShared(SliceShared(st, offset=[s, 0:, 0:]),";
   source.replace(source.find(from), from.size(),
                  "LoadShared(SliceShared(st, offset=[s + rank * S, 0:, 0:]),");
-  VerifiedModule m = build(source.c_str(), 2);
+  VerifiedModule m = build(source, 2);
   const int64_t nc = 4;
   std::vector<float> x(size_t(nc * kTiles * kTile), 1.0f), y(size_t(nc * 2 * kTile), 0.0f);
   KernelArg n;

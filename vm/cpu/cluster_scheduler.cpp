@@ -4,6 +4,8 @@
 #include "vm/cpu/block_state.h"
 #include "vm/cpu/cooperative_tasks.h"
 
+#include <cassert>
+
 namespace tilus::cpu {
 
 ClusterScheduler::ClusterScheduler(std::vector<BlockState *> blocks) {
@@ -11,7 +13,7 @@ ClusterScheduler::ClusterScheduler(std::vector<BlockState *> blocks) {
   for (size_t r = 0; r < blocks.size(); ++r) {
     tasks_[r].block = blocks[r];
     blocks[r]->cluster = this;
-    blocks[r]->clusterRank = int32_t(r);
+    assert(blocks[r]->clusterRank == int32_t(r) && "blocks come in rank order");
   }
 }
 
@@ -125,12 +127,7 @@ std::vector<Status> ClusterScheduler::run(const std::function<Status(BlockState 
   {
     std::unique_lock<std::mutex> lock(mutex_);
     switchTo(0);
-    cv_.wait(lock, [&] {
-      for (const Task &t : tasks_)
-        if (!t.done)
-          return false;
-      return true;
-    });
+    cv_.wait(lock, [&] { return allEnded(tasks_); });
   }
   std::vector<Status> statuses;
   for (Task &t : tasks_) {

@@ -27,7 +27,8 @@ public:
   /// more, or another block failed and the cluster is being abandoned.
   enum class Wake { Resumed, Deadlock, Aborted };
 
-  /// `blocks[r]` is the block of rank r; each gets this scheduler and its rank.
+  /// `blocks[r]` is the block of rank r (its clusterRank, set by BlockState::reset); each gets
+  /// this scheduler.
   explicit ClusterScheduler(std::vector<BlockState *> blocks);
   ~ClusterScheduler();
 

@@ -23,6 +23,14 @@ size_t nextRunnable(const std::vector<Task> &tasks, size_t from, size_t none) {
   return none;
 }
 
+/// Whether every task has ended.
+template <class Task> bool allEnded(const std::vector<Task> &tasks) {
+  for (const Task &t : tasks)
+    if (!t.done)
+      return false;
+  return true;
+}
+
 /// When task `from` ends and nextRunnable finds no task that can make progress: every other
 /// task has ended or waits for what nothing can bring any more. The first of those (marked
 /// `deadlock`) runs next to report its wait as a deadlock; `none` when every task has ended.

@@ -150,12 +150,7 @@ bool GroupScheduler::anyReady() const {
   return false;
 }
 
-bool GroupScheduler::allDone() const {
-  for (const Task &t : tasks_)
-    if (!t.done)
-      return false;
-  return true;
-}
+bool GroupScheduler::allDone() const { return allEnded(tasks_); }
 
 Status GroupScheduler::run() {
   swapQueues(b_, blockQueues_); // the block's own queues wait for the statement's end
@@ -164,12 +159,7 @@ Status GroupScheduler::run() {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     switchTo(0);
-    cv_.wait(lock, [&] {
-      for (const Task &t : tasks_)
-        if (!t.done)
-          return false;
-      return true;
-    });
+    cv_.wait(lock, [&] { return allEnded(tasks_); });
   }
   for (Task &t : tasks_)
     t.thread.join();
