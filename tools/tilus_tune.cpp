@@ -68,6 +68,8 @@ struct PointResult {
   std::array<uint32_t, 3> grid = {0, 0, 0};
   uint32_t threads = 0;
   int64_t sharedBytes = 0;
+  int registers = 0;   // per thread, of the kernel timed (its argument class)
+  int localBytes = 0;  // local memory per thread: spills (0: the kernel lives in registers)
   size_t ptxBytes = 0; // --dry-run
   std::vector<double> ms;
   double medianMs = 0, minMs = 0, maxMs = 0;
@@ -224,13 +226,17 @@ struct Tuner {
       r.ok = true;
       return;
     }
-    auto kernel = runtime->kernel(job.module, job.index);
-    if (!kernel)
-      return fail("compile", kernel.status());
-    step("timing");
     auto uploaded = run::uploadArguments(job, *runtime);
     if (!uploaded)
       return fail("run", uploaded.status());
+    // the kernel of the class that the timed launches take (launch-time specialisation)
+    auto kernel =
+        runtime->kernel(job.module, job.index, cuda::classifyArgs(job.program(), uploaded->args));
+    if (!kernel)
+      return fail("compile", kernel.status());
+    r.registers = (*kernel)->registers;
+    r.localBytes = (*kernel)->localBytes;
+    step("timing");
     auto ms = runtime->benchmark(job.module, job.index, uploaded->args, nullptr, options.warmup,
                                  options.iterations);
     if (!ms)
@@ -291,8 +297,8 @@ void printTable(const Tuner &t, std::ostream &out) {
         << t.options.warmup << " warmup + " << t.options.iterations << " timed launches each\n";
   std::vector<std::string> header =
       dry ? std::vector<std::string>{"#", "point", "grid", "threads", "shared B", "PTX B"}
-          : std::vector<std::string>{"rank",    "point", "median ms", "min ms",
-                                     "vs best", "grid",  "threads",   "shared B"};
+          : std::vector<std::string>{"rank", "point",   "median ms", "min ms",  "vs best",
+                                     "grid", "threads", "regs",      "local B", "shared B"};
   std::vector<std::vector<std::string>> rows;
   std::vector<const PointResult *> order = ranked(results, dry);
   double best = bestMedian(results);
@@ -319,6 +325,8 @@ void printTable(const Tuner &t, std::ostream &out) {
              speed,
              gridText(*r),
              std::to_string(r->threads),
+             std::to_string(r->registers),
+             std::to_string(r->localBytes),
              std::to_string(r->sharedBytes)};
     }
     rows.push_back(std::move(row));
@@ -391,6 +399,8 @@ json reportJson(const Tuner &t) {
       if (t.options.dryRun) {
         p["ptx_bytes"] = r.ptxBytes;
       } else {
+        p["registers"] = r.registers;
+        p["local_bytes"] = r.localBytes;
         p["median_ms"] = r.medianMs;
         p["min_ms"] = r.minMs;
         p["max_ms"] = r.maxMs;

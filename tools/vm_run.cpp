@@ -128,7 +128,7 @@ Expected<std::vector<std::string>> dumpKernel(const Job &job, const std::string 
                                               const KernelArgs *deviceArgs);
 
 Expected<Results> runCuda(const Job &job, const Options &options, cuda::CudaRuntime &runtime,
-                          json *bench, std::vector<std::string> *dumped) {
+                          json &out, json *bench, std::vector<std::string> *dumped) {
   auto uploaded = run::uploadArguments(job, runtime);
   if (!uploaded.ok())
     return uploaded.takeStatus();
@@ -136,6 +136,13 @@ Expected<Results> runCuda(const Job &job, const Options &options, cuda::CudaRunt
   const std::vector<cuda::DeviceBuffer> &device = uploaded->buffers;
   TILUSVM_TRY(runtime.launch(job.module, job.index, args, nullptr));
   TILUSVM_TRY(runtime.synchronize(nullptr));
+  { // the kernel the launch took (its argument class), as the driver loaded it
+    auto kernel = runtime.kernel(job.module, job.index, cuda::classifyArgs(job.program(), args));
+    if (!kernel.ok())
+      return kernel.takeStatus();
+    out["registers"] = (*kernel)->registers;
+    out["local_bytes"] = (*kernel)->localBytes;
+  }
   if (dumped) {
     auto written = dumpKernel(job, options.dumpDir, &runtime, &args);
     if (!written.ok())
@@ -253,7 +260,14 @@ void printHuman(const json &out, const Options &options) {
   std::cout << ", grid " << grid[0] << "x" << grid[1] << "x" << grid[2];
   if (out["cluster"].get<uint32_t>() > 1)
     std::cout << " in clusters of " << out["cluster"];
-  std::cout << ", " << out["threads"] << " threads\n";
+  std::cout << ", " << out["threads"] << " threads";
+  if (out.contains("registers")) {
+    std::cout << ", " << out["registers"] << " registers";
+    if (out["local_bytes"].get<int>() > 0)
+      std::cout << " and " << out["local_bytes"] << " bytes of local memory";
+    std::cout << " per thread";
+  }
+  std::cout << "\n";
   if (options.check)
     printCheck(out["check"]["buffers"], out["check"]["ok"].get<bool>());
   for (const json &s : out["saved"])
@@ -381,7 +395,7 @@ int runJob(Job &job, const Options &options) {
     out["device"] = "cuda";
     out["device_name"] = info.name;
     out["compute_capability"] = info.computeCapability;
-    auto ran = runCuda(job, options, **runtime, options.bench ? &bench : nullptr,
+    auto ran = runCuda(job, options, **runtime, out, options.bench ? &bench : nullptr,
                        options.dumpDir.empty() ? nullptr : &dumped);
     if (!ran.ok())
       return report(ran.status(), options);

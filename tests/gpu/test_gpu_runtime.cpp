@@ -256,6 +256,41 @@ def big<1>(i32 n, i32* out) threads=32:
 )";
 } // namespace
 
+TEST_CASE("kernels report the registers and local memory the driver loaded them with") {
+  // vector_add lives in a few registers
+  cuda::LoadedModule small = loadProgramFile("vector_add.tasm");
+  auto k = runtime().kernel(small, 0);
+  REQUIRE_OK(k);
+  CHECK((*k)->registers > 0);
+  CHECK((*k)->registers <= 255);
+  CHECK((*k)->localBytes == 0);
+  // The decode GEMM with four warps per block: asking for 16 blocks per SM leaves each thread
+  // at most 65536 / (16 * 128) = 32 registers (the register file), far fewer than the kernel
+  // needs, so it spills; 2 blocks per SM leave it 255 and it does not.
+  std::map<std::string, std::string> defines = {
+      {"WT", "u4"}, {"N", "4096"}, {"K", "1024"}, {"WARPS", "4"}};
+  defines["OCC"] = "16";
+  cuda::LoadedModule tight = loadProgramFile("quant/a16wx.tasm", defines);
+  defines["OCC"] = "2";
+  cuda::LoadedModule roomy = loadProgramFile("quant/a16wx.tasm", defines);
+  auto matmulIndex = [](const cuda::LoadedModule &m) {
+    for (size_t i = 0; i < m.verified.module.programs.size(); ++i)
+      if (m.verified.module.programs[i].name == "matmul")
+        return i;
+    FAIL("no matmul kernel");
+    return size_t(0);
+  };
+  auto spilled = runtime().kernel(tight, matmulIndex(tight));
+  REQUIRE_OK(spilled);
+  CHECK((*spilled)->registers <= 32);
+  CHECK((*spilled)->localBytes > 0);
+  auto fits = runtime().kernel(roomy, matmulIndex(roomy));
+  REQUIRE_OK(fits);
+  CHECK((*fits)->registers > 32);
+  CHECK((*fits)->registers <= 255);
+  CHECK((*fits)->localBytes == 0);
+}
+
 TEST_CASE("requires_clean workspace reads zero even after another program dirtied it") {
   cuda::LoadedModule module = loadProgramText(kWorkspacePrograms);
   size_t dirty = programIndex(module, "dirty"), clean = programIndex(module, "clean");

@@ -377,6 +377,10 @@ Status CudaRuntime::Impl::finish(const ProgramInfo &info, Slot &slot) {
                                               std::to_string(device.maxSharedPerBlockOptin));
   TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuModuleGetFunction, &kernel.function, slot.module.get(),
                               kernel.entryName.c_str()));
+  TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuFuncGetAttribute, &kernel.registers,
+                              CU_FUNC_ATTRIBUTE_NUM_REGS, kernel.function));
+  TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuFuncGetAttribute, &kernel.localBytes,
+                              CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, kernel.function));
   if (kernel.sharedBytes > kDefaultSharedLimit)
     TILUSVM_TRY(TILUSVM_CU_CALL(*api, cuFuncSetAttribute, kernel.function,
                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

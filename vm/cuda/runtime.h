@@ -139,6 +139,11 @@ struct CompiledKernel {
   std::string entryName;
   uint32_t threads = 0;
   int64_t sharedBytes = 0;
+  /// Registers per thread, as the driver loaded the kernel (CU_FUNC_ATTRIBUTE_NUM_REGS).
+  int registers = 0;
+  /// Local memory per thread in bytes (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES): register spills and
+  /// arrays that ptxas could not keep in registers; 0 for a kernel that lives in its registers.
+  int localBytes = 0;
   std::string ptx;
   /// How this kernel was obtained the first time: "compiled", "disk" or "shared"
   /// (built by another runtime of the process, or earlier by this process).
