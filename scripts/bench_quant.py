@@ -8,7 +8,8 @@ as the kernel reads: weights, scales, zero points, activations; timed with PyTor
 its speed-up over cuBLAS f16 (torch.matmul of A[M, K] by an f16 W[K, N]) at the same M. The
 "split" column is the number of split-K blocks per tile of C that the launch used (the grid's
 third dimension: the default SPLIT1 for M = 1 and SPLITK for 1 < M <= SPLITM, docs/quant.md);
--D SPLITK=1 -D SPLIT1=1 turns it off.
+-D SPLITK=1 -D SPLIT1=1 turns it off. "regs" is the kernel's registers per thread, with "+NB"
+when it spills N bytes of local memory per thread (vm-run's report).
 
     python3 scripts/bench_quant.py [--build DIR] [--wt u4,i4] [--m 1,16] [--shapes 8192x57344]
                                    [--prefill u4:4096:8192x8192] [--json FILE] [-D NAME=VALUE]...
@@ -136,6 +137,7 @@ def main():
         grid = rep.get("grid") or [1, 1, 1]
         row.update({"us": t * 1e3, "weight_tbps": wbytes / (t * 1e-3) / 1e12,
                     "splitk": grid[2] if len(grid) > 2 else 1,
+                    "registers": rep.get("registers", 0), "local_bytes": rep.get("local_bytes", 0),
                     "copy_us": cp * 1e3, "copy_fraction": cp / t,
                     "cublas_us": cb * 1e3, "speedup_vs_cublas": cb / t,
                     "tflops": 2.0 * m * k * n / (t * 1e-3) / 1e12,
@@ -143,16 +145,19 @@ def main():
         rows.append(row)
 
     print(f"device: {dev}; AT={args.at}; tuning: {' '.join(args.D) or 'defaults'}")
-    hdr = ["WT", "G", "M", "K", "N", "split", "us", "TB/s (W)", "copy us", "of copy",
+    hdr = ["WT", "G", "M", "K", "N", "split", "regs", "us", "TB/s (W)", "copy us", "of copy",
            "cuBLAS us", "vs cuBLAS", "TFLOP/s"]
     table = [hdr]
     for r in rows:
         if "error" in r:
-            table.append([r["wt"], str(r["g"]), str(r["m"]), str(r["k"]), str(r["n"]), "",
+            table.append([r["wt"], str(r["g"]), str(r["m"]), str(r["k"]), str(r["n"]), "", "",
                           "failed: " + r["error"].splitlines()[-1][:60], "", "", "", "", "", ""])
             continue
         table.append([r["wt"], str(r["g"]), str(r["m"]), str(r["k"]), str(r["n"]),
-                      str(r["splitk"]), f"{r['us']:.1f}", f"{r['weight_tbps']:.2f}", f"{r['copy_us']:.1f}",
+                      str(r["splitk"]),
+                      # registers per thread, and the local memory of a kernel that spills
+                      str(r["registers"]) + (f"+{r['local_bytes']}B" if r["local_bytes"] else ""),
+                      f"{r['us']:.1f}", f"{r['weight_tbps']:.2f}", f"{r['copy_us']:.1f}",
                       f"{r['copy_fraction'] * 100:.0f}%" + (" (L2)" if r["l2"] else ""),
                       f"{r['cublas_us']:.1f}", f"{r['speedup_vs_cublas']:.2f}x",
                       f"{r['tflops']:.1f}"])
