@@ -226,8 +226,9 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
   auto *pairType = llvm::FixedVectorType::get(lane, 2);
   uint32_t emField = uint32_t(bitMask(n - 1)) << (targetMantissa - m);
 
-  // Each code traced to its word; `lift` (0 to 7) = how far the word is shifted left so that
-  // the code ends at the top of a byte, `byte` that byte's index in the shifted word.
+  // Each code traced to its word; `lift` = how far the word is shifted left so that the code
+  // ends at the top of a byte (0 to 7; up to 16 - n for a pair in place), `byte` that byte's
+  // index in the shifted word.
   struct Copy {
     llvm::Value *root = nullptr;
     unsigned part = 0;
@@ -240,19 +241,41 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
   };
   std::vector<Copy> copies;
   std::vector<Placed> placed(slots.size());
+  std::vector<WordCode> codes;
   for (size_t k = 0; k < slots.size(); ++k) {
     std::optional<WordCode> c = wordCode(traceCode(slots[k], unsigned(n)), n);
     if (!c)
-      return std::nullopt;        // straddles two 32-bit parts: emit_dequant.cpp's per-code path
-    int top = int(c->offset) + n; // the bit above the code
-    int byte = (top - 1) / 8, lift = 8 * byte + 8 - top;
+      return std::nullopt; // straddles two 32-bit parts: emit_dequant.cpp's per-code path
+    codes.push_back(*c);
+  }
+  auto copyOf = [&](const WordCode &c, int lift) {
     size_t i = 0;
     while (i < copies.size() &&
-           !(copies[i].root == c->root && copies[i].part == c->part && copies[i].lift == lift))
+           !(copies[i].root == c.root && copies[i].part == c.part && copies[i].lift == lift))
       ++i;
     if (i == copies.size())
-      copies.push_back(Copy{c->root, c->part, lift, nullptr});
-    placed[k] = Placed{i, byte};
+      copies.push_back(Copy{c.root, c.part, lift, nullptr});
+    return i;
+  };
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const WordCode &c = codes[k];
+    // A pair in place (code 0 at bit q < 16 - n + 1 of a word, code 1 at q + 16 of the same
+    // word): one shift left by 16 - q - n puts the codes at the tops of bytes 1 and 3, where
+    // the prmt below would have put them, so the pair needs no prmt.
+    if (k % 2 == 0 && k + 1 < slots.size()) {
+      const WordCode &d = codes[k + 1];
+      if (d.root == c.root && d.part == c.part && d.offset == c.offset + 16 &&
+          int(c.offset) + n <= 16) {
+        size_t i = copyOf(c, 16 - int(c.offset) - n);
+        placed[k] = Placed{i, 1};
+        placed[k + 1] = Placed{i, 3};
+        ++k;
+        continue;
+      }
+    }
+    int top = int(c.offset) + n; // the bit above the code
+    int byte = (top - 1) / 8, lift = 8 * byte + 8 - top;
+    placed[k] = Placed{copyOf(c, lift), byte};
   }
   for (Copy &c : copies) {
     llvm::Value *v = wordValue(b, c.root, c.part);
@@ -270,8 +293,11 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
     bool same = c1.copy == c0.copy;
     if (!same)
       b1 += 4;
-    llvm::Value *y =
-        prmt(b, copies[c0.copy].value, copies[c1.copy].value, b0 | b0 << 4 | b1 << 8 | b1 << 12);
+    // bytes 1 and 3 of one copy are in place already (only they are read below)
+    llvm::Value *y = same && b0 == 1 && b1 == 3
+                         ? copies[c0.copy].value
+                         : prmt(b, copies[c0.copy].value, copies[c1.copy].value,
+                                b0 | b0 << 4 | b1 << 8 | b1 << 12);
     llvm::Value *sign = b.CreateAnd(y, b.getInt32(0x80008000u));
     llvm::Value *em =
         b.CreateAnd(b.CreateLShr(y, uint64_t(down)), b.getInt32(emField | emField << 16));

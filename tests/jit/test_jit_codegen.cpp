@@ -471,6 +471,19 @@ TEST_CASE("integer dequantisation of pairs at the same place of a word's halves 
   }
 }
 
+TEST_CASE("generic float pairs at the same place of a word's halves need no prmt") {
+  // the same in-lane order with f4e2m1: codes i and i + 4 of a word at bits q and 16 + q; one
+  // shift left by 12 - q puts both at the tops of bytes 1 and 3, so the pair takes two masks
+  // and one mul.f16x2 without a prmt (jit/emit_dequant_pairs.cpp)
+  PtxKernel k =
+      ptxOf(dequantKernel("f4e2m1", "[32, 4, 2, 4]", "spatial(32, 1, 1, 1).local(1, 4, 2, 4)",
+                          "spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, 1)"),
+            "dq");
+  CHECK(occurrences(k.ptx, "prmt.b32") == 0);
+  CHECK(occurrences(k.ptx, "mul.rn.f16x2") == 16);
+  CHECK_FALSE(contains(k.ptx, "bfe."));
+}
+
 TEST_CASE("OCP FP8 pairs into f16 on sm_90: one cvt, their bytes gathered by one prmt") {
   // 32 f8e4m3 codes per thread from four words. Pairs of adjacent codes (bytes 0, 1 or 2, 3 of
   // a word) are a half of the word as it stands: no prmt and no byte arithmetic
@@ -505,13 +518,13 @@ TEST_CASE("OCP FP8 pairs into f16 on sm_90: one cvt, their bytes gathered by one
   CHECK_FALSE(contains(d.ptx, "or.b16"));
 }
 
-TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit integers in place") {
-  // programs/quant/a16wx.tasm packs u1, u2, u4 and i4 codes, and programs/attention/
+TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in place") {
+  // programs/quant/a16wx.tasm packs u1, u2, u4, i4 and 4-bit float codes, and programs/attention/
   // decode_paged.tasm reads 4-bit keys, so that each f16 pair of codes lies at the same place of
   // a word's two halves: their weights and keys need no prmt (V's pairs span two keys, so a
   // decode stage keeps one prmt per two of its pairs: 16); 3-bit codes still take one per pair
   const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
-  for (const char *wt : {"u1", "u2", "u4", "i4", "u3"}) {
+  for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
     CAPTURE(wt);
     PtxKernel k = ptxOf(
         buildFile(root + "quant/a16wx.tasm", {{"WT", wt}, {"N", "8192"}, {"K", "8192"}}), "matmul");

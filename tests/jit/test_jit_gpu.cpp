@@ -1855,11 +1855,11 @@ void libraryPrograms() {
     runCase(c);
   }
   for (auto [wt, at, m] :
-       {std::tuple{"u4", "f16", 5}, std::tuple{"i6", "bf16", 16}, std::tuple{"f4e2m1", "f16", 1},
+       {std::tuple{"u4", "f16", 5}, std::tuple{"i6", "bf16", 16}, std::tuple{"f4e2m1", "bf16", 1},
         std::tuple{"u3", "f16", 17}, std::tuple{"f8e4m3", "bf16", 3}, std::tuple{"u2", "f16", 7},
         std::tuple{"u1", "bf16", 2}}) {
-    // the low-bit GEMM: pack, then matmul with scales and zero points (u4, u2 and u1: codes
-    // packed for in-place pairs)
+    // the low-bit GEMM: pack, then matmul with scales and zero points (u4, u2, u1 and f4e2m1:
+    // codes packed for in-place pairs; f4e2m1 here into bf16, in the split-K case into f16)
     std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},   {"N", "64"},
                                             {"K", "256"}, {"G", "128"}, {"ZERO", "1"}};
     if (std::string(wt) == "u4" || std::string(wt) == "u3") // warps sharing the activations
