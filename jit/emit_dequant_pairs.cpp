@@ -259,9 +259,9 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
   };
   for (size_t k = 0; k < slots.size(); ++k) {
     const WordCode &c = codes[k];
-    // A pair in place (code 0 at bit q < 16 - n + 1 of a word, code 1 at q + 16 of the same
-    // word): one shift left by 16 - q - n puts the codes at the tops of bytes 1 and 3, where
-    // the prmt below would have put them, so the pair needs no prmt.
+    // A pair in place (code 0 at bit q of a word, q + n <= 16, code 1 at bit q + 16 of the
+    // same word): one shift left by 16 - q - n puts the codes at the tops of bytes 1 and 3,
+    // where the prmt below would have put them, so the pair needs no prmt.
     if (k % 2 == 0 && k + 1 < slots.size()) {
       const WordCode &d = codes[k + 1];
       if (d.root == c.root && d.part == c.part && d.offset == c.offset + 16 &&
