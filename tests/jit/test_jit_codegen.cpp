@@ -424,6 +424,15 @@ VerifiedModule dequantKernel(const std::string &t, const std::string &shape,
   return buildSource(src);
 }
 
+/// dequantKernel whose codes, `groups` x 2 x 4 per thread, are reordered within the thread so
+/// that codes i and i + 4 of each group of eight are side by side (the pairs of an in-lane
+/// ConvertLayout).
+VerifiedModule pairedKernel(const std::string &t, int groups) {
+  std::string g = std::to_string(groups);
+  return dequantKernel(t, "[32, " + g + ", 2, 4]", "spatial(32, 1, 1, 1).local(1, " + g + ", 2, 4)",
+                       "spatial(32, 1, 1, 1).local(1, " + g + ", 1, 4).local(1, 1, 2, 1)");
+}
+
 } // namespace
 
 TEST_CASE("integer dequantisation reads two codes per prmt, mask and add.rn.f16x2") {
@@ -461,9 +470,7 @@ TEST_CASE("integer dequantisation of pairs at the same place of a word's halves 
   // packed subtractions, and no prmt (jit/emit_dequant_pairs.cpp)
   for (const char *t : {"u4", "i4"}) {
     CAPTURE(t);
-    PtxKernel k = ptxOf(dequantKernel(t, "[32, 4, 2, 4]", "spatial(32, 1, 1, 1).local(1, 4, 2, 4)",
-                                      "spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, 1)"),
-                        "dq");
+    PtxKernel k = ptxOf(pairedKernel(t, 4), "dq");
     CHECK(occurrences(k.ptx, "prmt.b32") == 0);
     CHECK(occurrences(k.ptx, "shr.u32") == 4);
     CHECK(occurrences(k.ptx, "add.rn.f16x2") == 16);
@@ -475,10 +482,7 @@ TEST_CASE("generic float pairs at the same place of a word's halves need no prmt
   // the same in-lane order with f4e2m1: codes i and i + 4 of a word at bits q and 16 + q; one
   // shift left by 12 - q puts both at the tops of bytes 1 and 3, so the pair takes two masks
   // and one mul.f16x2 without a prmt (jit/emit_dequant_pairs.cpp)
-  PtxKernel k =
-      ptxOf(dequantKernel("f4e2m1", "[32, 4, 2, 4]", "spatial(32, 1, 1, 1).local(1, 4, 2, 4)",
-                          "spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, 1)"),
-            "dq");
+  PtxKernel k = ptxOf(pairedKernel("f4e2m1", 4), "dq");
   CHECK(occurrences(k.ptx, "prmt.b32") == 0);
   CHECK(occurrences(k.ptx, "mul.rn.f16x2") == 16);
   CHECK_FALSE(contains(k.ptx, "bfe."));
@@ -500,10 +504,7 @@ TEST_CASE("OCP FP8 pairs into f16 on sm_90: one cvt, their bytes gathered by one
   // pairs of codes from two words (byte i of word 0 with byte i of word 1, as V's pairs of two
   // keys in programs/attention/decode_paged.tasm): one prmt per pair selects the two bytes
   // (selector i | (4 + i) << 4), instead of a shift, a mask and an or of each byte
-  PtxKernel x =
-      ptxOf(dequantKernel("f8e4m3", "[32, 2, 2, 4]", "spatial(32, 1, 1, 1).local(1, 2, 2, 4)",
-                          "spatial(32, 1, 1, 1).local(1, 2, 1, 4).local(1, 1, 2, 1)"),
-            "dq");
+  PtxKernel x = ptxOf(pairedKernel("f8e4m3", 2), "dq");
   CHECK(occurrences(x.ptx, "cvt.rn.f16x2.e4m3x2") == 8);
   CHECK(occurrences(x.ptx, "prmt.b32") == 8);
   for (int i = 0; i < 4; ++i)
