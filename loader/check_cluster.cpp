@@ -5,6 +5,9 @@
 // another block's mbarrier (a rank in the cluster).
 #include "loader/checker_impl.h"
 
+#include <limits>
+#include <optional>
+
 namespace tilus::detail {
 
 void ProgramChecker::checkClusterHeader() {
@@ -50,19 +53,31 @@ bool ProgramChecker::checkClusterOperand(const Instruction &inst, ArgName which,
   return true;
 }
 
+/// The header's cluster size when it is in range; otherwise (checkClusterHeader reports it)
+/// nothing, and the mask and rank operands are checked for their type only: one diagnostic for
+/// a bad header, and no shift by a huge or negative amount.
+std::optional<int64_t> ProgramChecker::clusterForOperands() const {
+  if (prog_.cluster < 1 || prog_.cluster > kMaxClusterSize)
+    return std::nullopt;
+  return int64_t(prog_.cluster);
+}
+
 bool ProgramChecker::visitTmaLoadMulticast(const Instruction &inst, Results &) {
-  const int64_t c = prog_.cluster;
+  const std::optional<int64_t> c = clusterForOperands();
+  const int64_t all = c ? (int64_t(1) << *c) - 1 : std::numeric_limits<int64_t>::max();
   return checkTransfer(inst, ArgName::s, VarKind::Shared, ArgName::g, VarKind::Global, true) &&
          checkMbarrierOperand(inst, ArgName::bar) &&
-         checkClusterOperand(inst, ArgName::mask, 1, (int64_t(1) << c) - 1,
-                             "[1, " + std::to_string((int64_t(1) << c) - 1) + "]") &&
+         checkClusterOperand(inst, ArgName::mask, c ? 1 : std::numeric_limits<int64_t>::min(), all,
+                             "[1, " + std::to_string(all) + "]") &&
          planTma(inst);
 }
 
 bool ProgramChecker::visitMbarrierArriveCluster(const Instruction &inst, Results &) {
-  const int64_t c = prog_.cluster;
+  const std::optional<int64_t> c = clusterForOperands();
+  const int64_t last = c ? *c - 1 : std::numeric_limits<int64_t>::max();
   return checkMbarrierOperand(inst) &&
-         checkClusterOperand(inst, ArgName::rank, 0, c - 1, "[0, " + std::to_string(c - 1) + "]");
+         checkClusterOperand(inst, ArgName::rank, c ? 0 : std::numeric_limits<int64_t>::min(), last,
+                             "[0, " + std::to_string(last) + "]");
 }
 
 } // namespace tilus::detail

@@ -284,6 +284,7 @@ private:
   bool planTma(const Instruction &inst);
   /// cluster= in range and dividing a constant grid x extent (check_cluster.cpp).
   void checkClusterHeader();
+  std::optional<int64_t> clusterForOperands() const;
   /// An integer mask= or rank= operand; a constant one in [lo, hi] (`range` says so).
   bool checkClusterOperand(const Instruction &inst, ArgName which, int64_t lo, int64_t hi,
                            const std::string &range);

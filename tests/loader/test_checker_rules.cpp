@@ -474,3 +474,28 @@ TEST_CASE("undefined-name: a variable outside the scope of its definition") {
                               "    z = Add(y, 1.0)\n"),
               ErrorCode::UndefinedName, 4);
 }
+
+TEST_CASE("cluster: a size out of range from bytecode is one diagnostic, not one per operand") {
+  // The assembler refuses such a header; bytecode can carry any size. The mask and rank
+  // operands are then checked for their type only (a mask range of 2^cluster - 1 was a shift
+  // by 256 before), so the header's diagnostic is the only one.
+  std::string source = readText(std::string(TILUSVM_CONFORMANCE_DIR) + "/ok_cluster.tasm");
+  for (uint32_t size : {0u, 9u, 64u, 256u, 4000000000u}) {
+    CAPTURE(size);
+    AssembleOptions ao;
+    Expected<Module> mod = assemble(source, ao);
+    REQUIRE_OK(mod);
+    Module module = std::move(mod).value();
+    for (Program &p : module.programs)
+      p.cluster = size;
+    const size_t programs = module.programs.size();
+    Expected<VerifiedModule> r = checkModule(std::move(module));
+    REQUIRE_FALSE(r.ok());
+    // one per program: the header's
+    REQUIRE(r.status().diagnostics().size() == programs);
+    for (const Diagnostic &d : r.status().diagnostics()) {
+      CHECK(d.code == ErrorCode::Cluster);
+      CHECK(d.message.find("is not in [1, 8]") != std::string::npos);
+    }
+  }
+}
