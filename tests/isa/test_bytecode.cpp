@@ -636,6 +636,37 @@ TEST_CASE("bytecode: cluster= travels under header flag 4, after blocks_per_sm w
   CHECK(errorOf(seal(bad)).find("cluster") != std::string::npos);
 }
 
+TEST_CASE("bytecode: a field's header flag with only default values is not canonical") {
+  // the encoder sets flag bit 1 (2) only when some program's blocks_per_sm is not 0 and bit 2
+  // (4) only when some cluster is not 1; a file with the flag and only defaults would decode
+  // to a module that re-encodes without it (found by the fuzzer), so the decoder rejects it
+  auto withField = [](uint8_t value) {
+    std::vector<uint8_t> v = tinyProgram().v;
+    v.insert(v.begin() + 3, value); // name "p" is 2 bytes, threads 32 is 1
+    Bytes b;
+    b.v = v;
+    return b;
+  };
+  std::vector<uint8_t> noRequest = makeFile(programsOf({withField(0), withField(0)}));
+  noRequest[8] = 2;
+  CHECK(contains(errorOf(seal(noRequest)), "every program's blocks_per_sm is 0"));
+  std::vector<uint8_t> noCluster = makeFile(programsOf({withField(1), withField(1)}));
+  noCluster[8] = 4;
+  CHECK(contains(errorOf(seal(noCluster)), "every program's cluster is 1"));
+  // one program with a value other than the default makes the flag canonical again
+  std::vector<uint8_t> oneRequest = makeFile(programsOf({withField(0), withField(8)}));
+  oneRequest[8] = 2;
+  oneRequest = seal(oneRequest);
+  Module m = must(decodeModule(oneRequest));
+  CHECK(encodeModule(m) == oneRequest);
+  std::vector<uint8_t> oneCluster = makeFile(programsOf({withField(1), withField(2)}));
+  oneCluster[8] = 4;
+  oneCluster = seal(oneCluster);
+  Module c = must(decodeModule(oneCluster));
+  CHECK(c.programs[1].cluster == 2);
+  CHECK(encodeModule(c) == oneCluster);
+}
+
 TEST_CASE("bytecode: the complete file printed in docs/bytecode.md") {
   const std::vector<uint8_t> doc = {
       0x54, 0x4c, 0x42, 0x43, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1499,6 +1530,9 @@ TEST_CASE("bytecode: fuzzer regression inputs") {
       // bytes); the checker shifted 1 by the cluster size for the mask's range (undefined
       // behaviour). It now reports the header alone (tests/loader/test_checker_rules.cpp).
       {"cluster-out-of-range-multicast-mask-shift", ""},
+      // Header flag bit 2 (cluster fields) with every program's cluster 1: it decoded to a
+      // module that re-encodes without the flag. The flag must now mean some cluster above 1.
+      {"cluster-flag-without-clusters", "every program's cluster is 1"},
   };
   std::map<std::string, std::vector<uint8_t>> inputs =
       filesIn(TILUSVM_SOURCE_DIR "/tests/fuzz/regressions");
