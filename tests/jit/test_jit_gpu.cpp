@@ -555,39 +555,49 @@ DIFF_CASE("dequantisation of pairs at the same place of a word's two halves") {
   // of every code (the buffer holds each code in turn), for every type whose codes divide a
   // 16-bit half, must give isa/convert's result in f16, bf16 and f32.
   // (OCP FP8: the pair's two bytes i and i + 2 of a word, gathered by one prmt for the hardware
-  // conversion into f16)
-  for (int n : {1, 2, 4, 8})
-    for (DataType t : {DataType::u(n), DataType::i(n), DataType::f8e4m3(), DataType::f8e5m2()}) {
-      if ((n == 1 && t.isSigned()) || (t.isFloat() && n != 8))
-        continue;
-      std::string T = name(t), N = std::to_string(n), C = std::to_string(16 / n);
-      Case c;
-      c.name = "dequant_halves_" + T;
-      c.source = "def dequant<1>(" + T +
-                 "* a_ptr, f16* h_ptr, bf16* b_ptr, f32* f_ptr) threads=32:\n"
-                 "    w = LoadGlobal(ViewGlobal(a_ptr, dtype=u32, shape=[32, " +
-                 N + "]), layout=spatial(32, 1).local(1, " + N +
-                 "))\n"
-                 "    a = View(w, dtype=" +
-                 T + ", layout=spatial(32, 1, 1, 1).local(1, " + N + ", 2, " + C +
-                 "))\n"
-                 "    p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, " +
-                 N + ", 1, " + C +
-                 ").local(1, 1, 2, 1))\n"
-                 "    StoreGlobal(Cast(p, f16), ViewGlobal(h_ptr, shape=[32, " +
-                 N + ", 2, " + C +
-                 "]))\n"
-                 "    StoreGlobal(Cast(p, bf16), ViewGlobal(b_ptr, shape=[32, " +
-                 N + ", 2, " + C +
-                 "]))\n"
-                 "    StoreGlobal(Cast(p, f32), ViewGlobal(f_ptr, shape=[32, " +
-                 N + ", 2, " + C + "]))\n";
-      c.buffers = {{"a_ptr", t, 1024, Fill::Codes},
-                   {"h_ptr", DataType::f16(), 1024, Fill::Zero},
-                   {"b_ptr", DataType::bf16(), 1024, Fill::Zero},
-                   {"f_ptr", DataType::f32(), 1024, Fill::Zero}};
-      runCase(c);
-    }
+  // conversion into f16. Generic floats of 4 and 8 bits: one shift of the word puts both codes
+  // at the tops of bytes 1 and 3, no prmt.)
+  std::vector<DataType> halves;
+  for (int n : {1, 2, 4, 8}) {
+    halves.push_back(DataType::u(n));
+    if (n > 1)
+      halves.push_back(DataType::i(n));
+  }
+  halves.push_back(DataType::f8e4m3());
+  halves.push_back(DataType::f8e5m2());
+  for (DataType t : dequantisableTypes())
+    if (t.isFloat() && (t.bits == 4 || t.bits == 8))
+      halves.push_back(t);
+  for (DataType t : halves) {
+    int n = t.bits;
+    std::string T = name(t), N = std::to_string(n), C = std::to_string(16 / n);
+    Case c;
+    c.name = "dequant_halves_" + T;
+    c.source = "def dequant<1>(" + T +
+               "* a_ptr, f16* h_ptr, bf16* b_ptr, f32* f_ptr) threads=32:\n"
+               "    w = LoadGlobal(ViewGlobal(a_ptr, dtype=u32, shape=[32, " +
+               N + "]), layout=spatial(32, 1).local(1, " + N +
+               "))\n"
+               "    a = View(w, dtype=" +
+               T + ", layout=spatial(32, 1, 1, 1).local(1, " + N + ", 2, " + C +
+               "))\n"
+               "    p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, " +
+               N + ", 1, " + C +
+               ").local(1, 1, 2, 1))\n"
+               "    StoreGlobal(Cast(p, f16), ViewGlobal(h_ptr, shape=[32, " +
+               N + ", 2, " + C +
+               "]))\n"
+               "    StoreGlobal(Cast(p, bf16), ViewGlobal(b_ptr, shape=[32, " +
+               N + ", 2, " + C +
+               "]))\n"
+               "    StoreGlobal(Cast(p, f32), ViewGlobal(f_ptr, shape=[32, " +
+               N + ", 2, " + C + "]))\n";
+    c.buffers = {{"a_ptr", t, 1024, Fill::Codes},
+                 {"h_ptr", DataType::f16(), 1024, Fill::Zero},
+                 {"b_ptr", DataType::bf16(), 1024, Fill::Zero},
+                 {"f_ptr", DataType::f32(), 1024, Fill::Zero}};
+    runCase(c);
+  }
 }
 
 DIFF_CASE("OCP FP8 pairs of two words' bytes into f16: one prmt and one cvt per pair") {
