@@ -9,12 +9,14 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 using namespace tilus;
@@ -188,6 +190,39 @@ TEST_CASE("the disk cache stores atomically and rejects and removes corrupt file
   REQUIRE_OK(cache.store(key, sampleKernel()));
   REQUIRE_OK(cache.store(key, sampleKernel()));
   CHECK(cache.load(key).kernel.has_value());
+}
+
+TEST_CASE("a load while another writer replaces the entry reads one whole entry, not a mix") {
+  // A store renames a complete file over the entry's path. A load that opened the old file
+  // must read it by its own size: taking the size of the path (by then the new file's, which
+  // may differ) read a short or long entry and reported it corrupt, and deleted the path.
+  TempDir dir;
+  DiskCache cache(dir.path.string());
+  KernelKey key = sampleKey();
+  CachedKernel small = sampleKernel(), large = sampleKernel();
+  large.ptx += std::string(4096, ';');
+  REQUIRE_OK(cache.store(key, small));
+  std::atomic<bool> done{false};
+  std::atomic<int> storeFailures{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 1500; ++i)
+      if (!cache.store(key, i % 2 ? large : small).ok())
+        ++storeFailures;
+    done = true;
+  });
+  int corrupt = 0, hits = 0;
+  while (!done) {
+    DiskCache::Lookup hit = cache.load(key);
+    corrupt += hit.corrupt ? 1 : 0;
+    if (hit.kernel) {
+      ++hits;
+      CHECK((hit.kernel->ptx == small.ptx || hit.kernel->ptx == large.ptx));
+    }
+  }
+  writer.join();
+  CHECK(storeFailures == 0);
+  CHECK(corrupt == 0);
+  CHECK(hits > 0);
 }
 
 TEST_CASE("a disabled disk cache stores nothing and always misses") {

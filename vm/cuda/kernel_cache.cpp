@@ -271,11 +271,17 @@ DiskCache::Lookup DiskCache::load(const KernelKey &key) const {
   if (!enabled())
     return result;
   std::string path = entryPath(key);
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     return result;
   std::error_code ec;
-  uint64_t size = std::filesystem::file_size(path, ec);
+  // The size of the file opened, not of the path: another writer may rename a new entry over
+  // the path meanwhile (the store is a rename), and the two need not be the same size.
+  std::streamoff end = in.tellg();
+  in.seekg(0);
+  if (end < 0 || !in)
+    ec = std::make_error_code(std::errc::io_error);
+  uint64_t size = end < 0 ? 0 : uint64_t(end);
   std::vector<uint8_t> bytes;
   if (!ec && size <= kMaxCacheEntryBytes) {
     bytes.resize(size_t(size));
