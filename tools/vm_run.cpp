@@ -125,7 +125,7 @@ Expected<Results> runCpu(const Job &job, const Options &options, json *bench) {
 
 Expected<std::vector<std::string>> dumpKernel(const Job &job, const std::string &dir,
                                               cuda::CudaRuntime *runtime,
-                                              const KernelArgs *deviceArgs);
+                                              const cuda::CompiledKernel *kernel);
 
 Expected<Results> runCuda(const Job &job, const Options &options, cuda::CudaRuntime &runtime,
                           json &out, json *bench, std::vector<std::string> *dumped) {
@@ -136,15 +136,14 @@ Expected<Results> runCuda(const Job &job, const Options &options, cuda::CudaRunt
   const std::vector<cuda::DeviceBuffer> &device = uploaded->buffers;
   TILUSVM_TRY(runtime.launch(job.module, job.index, args, nullptr));
   TILUSVM_TRY(runtime.synchronize(nullptr));
-  { // the kernel the launch took (its argument class), as the driver loaded it
-    auto kernel = runtime.kernel(job.module, job.index, cuda::classifyArgs(job.program(), args));
-    if (!kernel.ok())
-      return kernel.takeStatus();
-    out["registers"] = (*kernel)->registers;
-    out["local_bytes"] = (*kernel)->localBytes;
-  }
+  // the kernel the launch took (its argument class), as the driver loaded it
+  auto kernel = runtime.kernel(job.module, job.index, cuda::classifyArgs(job.program(), args));
+  if (!kernel.ok())
+    return kernel.takeStatus();
+  out["registers"] = (*kernel)->registers;
+  out["local_bytes"] = (*kernel)->localBytes;
   if (dumped) {
-    auto written = dumpKernel(job, options.dumpDir, &runtime, &args);
+    auto written = dumpKernel(job, options.dumpDir, &runtime, *kernel);
     if (!written.ok())
       return written.takeStatus();
     *dumped = std::move(written.value());
@@ -298,23 +297,21 @@ void printHuman(const json &out, const Options &options) {
 
 // ---- --dump-dir ------------------------------------------------------------------------------
 
-/// Keep the LLVM IR and PTX of the run's kernel in `dir`: on a GPU run, the kernel the runtime
-/// compiled (or took from its caches) for this device and these arguments' specialisation; on a
+/// Keep the LLVM IR and PTX of the run's kernel in `dir`: on a GPU run, `kernel`, the one the
+/// launch took (compiled or taken from the caches for this device and these arguments'
+/// specialisation; its IR is compiled again with the same options); on a
 /// CPU-only run, which compiles nothing, the unspecialised kernel for sm_90a. Files are named
 /// PROGRAM.ARCH[.SPEC].ll and .ptx (SPEC: one letter per parameter, see jit/jit.h). Returns the
 /// paths written.
 Expected<std::vector<std::string>> dumpKernel(const Job &job, const std::string &dir,
                                               cuda::CudaRuntime *runtime,
-                                              const KernelArgs *deviceArgs) {
+                                              const cuda::CompiledKernel *kernel) {
   JitOptions options;
   std::string ptx;
   if (runtime) {
     options = runtime->jitOptions();
-    options.specialization = cuda::classifyArgs(job.program(), *deviceArgs);
-    auto kernel = runtime->kernel(job.module, job.index, options.specialization);
-    if (!kernel.ok())
-      return kernel.takeStatus();
-    ptx = (*kernel)->ptx;
+    options.specialization = kernel->specialization;
+    ptx = kernel->ptx;
   } else {
     auto compiled = compileToPtx(job.module.verified, job.index, options);
     if (!compiled.ok())

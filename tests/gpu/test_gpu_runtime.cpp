@@ -273,18 +273,11 @@ TEST_CASE("kernels report the registers and local memory the driver loaded them 
   cuda::LoadedModule tight = loadProgramFile("quant/a16wx.tasm", defines);
   defines["OCC"] = "2";
   cuda::LoadedModule roomy = loadProgramFile("quant/a16wx.tasm", defines);
-  auto matmulIndex = [](const cuda::LoadedModule &m) {
-    for (size_t i = 0; i < m.verified.module.programs.size(); ++i)
-      if (m.verified.module.programs[i].name == "matmul")
-        return i;
-    FAIL("no matmul kernel");
-    return size_t(0);
-  };
-  auto spilled = runtime().kernel(tight, matmulIndex(tight));
+  auto spilled = runtime().kernel(tight, programIndex(tight, "matmul"));
   REQUIRE_OK(spilled);
   CHECK((*spilled)->registers <= 32);
   CHECK((*spilled)->localBytes > 0);
-  auto fits = runtime().kernel(roomy, matmulIndex(roomy));
+  auto fits = runtime().kernel(roomy, programIndex(roomy, "matmul"));
   REQUIRE_OK(fits);
   CHECK((*fits)->registers > 32);
   CHECK((*fits)->registers <= 255);
