@@ -1896,6 +1896,15 @@ void libraryPrograms() {
     }
     a16wxCases(std::string("a16wx_splitk") + splitk + "_" + wt + "_m" + std::to_string(m), d, m, 3);
   }
+  for (auto [wt, pd, m, splitk] : {std::tuple{"u2", "2", 16, "1"}, std::tuple{"u1", "3", 1, "3"},
+                                   std::tuple{"i6", "2", 7, "5"}}) {
+    // the weights PD steps ahead (a ring of registers), alone and with split-K ranges of one
+    // to three steps (KS = 2: 8 steps), shorter than the ring
+    std::map<std::string, std::string> d = {
+        {"WT", wt},    {"AT", "f16"}, {"N", "64"},        {"K", "256"},       {"G", "128"},
+        {"ZERO", "1"}, {"KS", "2"},   {"SPLITK", splitk}, {"SPLIT1", splitk}, {"PD", pd}};
+    a16wxCases(std::string("a16wx_pd") + pd + "_" + wt + "_m" + std::to_string(m), d, m, 3);
+  }
   for (auto [wt, at, m, zero] :
        {std::tuple{"u4", "f16", 5, "0"}, std::tuple{"i6", "bf16", 130, "1"},
         std::tuple{"f8e4m3", "f16", 64, "1"}, std::tuple{"u3", "f16", 200, "0"},

@@ -361,6 +361,33 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
                    {{"KS", "4"}, {"SPLITK", "2"}, {"AN", "2"}}});
 }
 
+TEST_CASE("a16wx: weights loaded PD steps ahead of the step that uses them") {
+  // the ring of prefetched steps (PD = 2, 3): K = 256 has 8 steps of KS = 2; split-K ranges
+  // of one to three steps (shorter than the ring: its later loads read past the range or past
+  // K, are zero or another range's, and are never used), m = 1 and ragged m, zero points
+  WeightType u2 = intType("u2", false, 2), i6 = intType("i6", true, 6);
+  for (const char *pd : {"2", "3"}) {
+    runConfig(Config{u2, false, 32, 256, 128, 5, true, {{"PD", pd}}});
+    runConfig(Config{i6, true, 32, 256, 64, 1, false, {{"PD", pd}, {"KS", "2"}, {"SPLIT1", "5"}}});
+    runConfig(Config{intType("u4", false, 4),
+                     false,
+                     64,
+                     256,
+                     64,
+                     9,
+                     true,
+                     {{"PD", pd}, {"KS", "2"}, {"SPLITK", "3"}}});
+    runConfig(Config{floatType("f4e2m1", 2, 1),
+                     true,
+                     32,
+                     256,
+                     128,
+                     16,
+                     false,
+                     {{"PD", pd}, {"KS", "2"}, {"SPLITK", "8"}}});
+  }
+}
+
 TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") {
   auto constant = [](const std::map<std::string, std::string> &defines, const char *name) {
     AssembleOptions options;
@@ -384,11 +411,23 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // most blocks per tile, up to 8, with at most 2048 blocks: N = 57344 has 1792 column tiles (no
   // split), N = 28672 896 (two), N = 10240 320 (six), N = 8192 256 (eight)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "AN") == 2);
-  // (4-bit integers, the default u4, take two there for m > 1, other types one)
+  // (4-bit integers, the default u4, and u1, u3, u5 take two there for m > 1, other types one)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i4"}}, "SPLITK") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u1"}}, "SPLITK") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u3"}}, "SPLITK") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "SPLITK") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u2"}}, "SPLITK") == 1);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i2"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i3"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u7"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "SPLITK") == 1);
+  // u2 there keeps two steps of weights in flight, everything else one
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u2"}}, "PD") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i2"}}, "PD") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u1"}}, "PD") == 1);
+  CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WT", "u2"}}, "PD") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "PD") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "2048"}, {"WT", "u4"}}, "SPLITK") == 1);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "10240"}, {"K", "8192"}}, "SPLITK") == 6);
