@@ -545,7 +545,12 @@ bool chargeMemory(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &bud
 
 void readDebugPayload(ByteReader &r, const BytecodeLimits &limits, Module &module) {
   r.setContext("debug section");
+  size_t nameAt = r.offset();
   module.sourceName = r.str("source name", limits.maxStringBytes);
+  // No file system has a NUL byte in a file name, and every diagnostic with a location begins
+  // with this name: one there would end the message for C callers (tilusvm_last_error).
+  if (r.ok() && module.sourceName.find('\0') != std::string::npos)
+    return r.failAt(nameAt, "source name " + quoted(module.sourceName) + " contains a NUL byte");
   module.sourceText = r.str("source text", limits.maxSourceBytes);
   size_t at = r.offset();
   uint64_t n = r.uleb("program count");

@@ -44,6 +44,10 @@ thread_local std::string tLastError;
 thread_local int tLastCuResult = 0;
 
 int fail(int code, std::string message) {
+  // A NUL byte (from an assert message or a string of a module) would end the message that
+  // tilusvm_last_error() returns early, or leave it empty: it reads as the two characters \0.
+  for (size_t at = message.find('\0'); at != std::string::npos; at = message.find('\0', at + 2))
+    message.replace(at, 1, "\\0");
   tLastError = std::move(message);
   // Set by the driver layer when a call failed during this API call (reset on entry).
   tLastCuResult = code == TILUSVM_ERROR_CUDA || code == TILUSVM_ERROR_NO_DEVICE

@@ -1475,6 +1475,22 @@ TEST_CASE("bytecode: debug section consistency") {
   CHECK(d.programs[0].loc == SourceLoc{1, 2});
   CHECK(d.programs[0].instructions[0].loc == SourceLoc{3, 4});
   CHECK(d.programs[0].body[0].loc == SourceLoc{5, 6});
+  // a source name with a NUL byte (no file name has one; every located diagnostic begins with
+  // it, and a C caller's message would end there)
+  Bytes debug5;
+  debug5.str(std::string("f\0.tasm", 7))
+      .str("src")
+      .uleb(1)
+      .uleb(1)
+      .uleb(2)
+      .uleb(1)
+      .uleb(3)
+      .uleb(4)
+      .uleb(1)
+      .uleb(5)
+      .uleb(6);
+  CHECK(contains(errorOf(makeFile(programsOf({tinyProgram()}), &debug5)),
+                 "source name \"f\\x00.tasm\" contains a NUL byte"));
 }
 
 // ---------------------------------------------------------------------------------------------

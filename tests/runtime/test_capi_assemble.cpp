@@ -130,6 +130,21 @@ TEST_CASE("source that does not assemble or check: TILUSVM_ERROR_CHECK with loca
   CHECK(lastError().rfind("<input>:1:", 0) == 0);
 }
 
+TEST_CASE("a failure message with NUL bytes is returned whole, each NUL written as \\0") {
+  // The assert message (a precondition on the parameter, checked at launch) holds two NUL
+  // bytes (the escape \0 of the source): the message must keep what follows them.
+  const char *text = "def stop<1>(i32 n) threads=32:\n"
+                     "    assert n > 5, \"a\\0b\\0c\"\n";
+  tilusvm_module m = nullptr;
+  REQUIRE(assembleText(text, "nul.tasm", {}, &m) == TILUSVM_OK);
+  tilusvm_arg args[1] = {{uint64_t(3), nullptr, 0}};
+  CHECK(tilusvm_run_cpu(m, "stop", args, 1, 1) == TILUSVM_ERROR_RUNTIME);
+  INFO(lastError());
+  CHECK(lastError().find("precondition failed: a\\0b\\0c: `n > 5` with n = 3") !=
+        std::string::npos);
+  CHECK(tilusvm_module_destroy(m) == TILUSVM_OK);
+}
+
 TEST_CASE("bad calls to tilusvm_module_assemble are invalid-argument errors") {
   tilusvm_module m = reinterpret_cast<tilusvm_module>(1);
   std::string text = kSource;
