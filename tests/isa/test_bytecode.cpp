@@ -1456,18 +1456,14 @@ TEST_CASE("bytecode: debug section consistency") {
   debug3.str("f").str("").uleb(1).uleb(1).uleb(1).uleb(1).uleb(2).uleb(3).uleb(4);
   CHECK(contains(errorOf(makeFile(programsOf({tinyProgram()}), &debug3)),
                  "statement location count 4 differs from 1 statements"));
-  Bytes debug4;
-  debug4.str("f.tasm")
-      .str("src")
-      .uleb(1)
-      .uleb(1)
-      .uleb(2)
-      .uleb(1)
-      .uleb(3)
-      .uleb(4)
-      .uleb(1)
-      .uleb(5)
-      .uleb(6);
+  // one program's locations (def 1:2, instruction 3:4, statement 5:6) under a source name
+  auto located = [](std::string_view name) {
+    Bytes debug;
+    debug.str(name).str("src").uleb(1).uleb(1).uleb(2).uleb(1).uleb(3).uleb(4).uleb(1).uleb(5);
+    debug.uleb(6);
+    return debug;
+  };
+  Bytes debug4 = located("f.tasm");
   Module d = must(decodeModule(makeFile(programsOf({tinyProgram()}), &debug4)));
   CHECK(d.hasDebugInfo);
   CHECK(d.sourceName == "f.tasm");
@@ -1477,18 +1473,7 @@ TEST_CASE("bytecode: debug section consistency") {
   CHECK(d.programs[0].body[0].loc == SourceLoc{5, 6});
   // a source name with a NUL byte (no file name has one; every located diagnostic begins with
   // it, and a C caller's message would end there)
-  Bytes debug5;
-  debug5.str(std::string("f\0.tasm", 7))
-      .str("src")
-      .uleb(1)
-      .uleb(1)
-      .uleb(2)
-      .uleb(1)
-      .uleb(3)
-      .uleb(4)
-      .uleb(1)
-      .uleb(5)
-      .uleb(6);
+  Bytes debug5 = located(std::string_view("f\0.tasm", 7));
   CHECK(contains(errorOf(makeFile(programsOf({tinyProgram()}), &debug5)),
                  "source name \"f\\x00.tasm\" contains a NUL byte"));
 }
