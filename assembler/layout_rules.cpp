@@ -5,6 +5,7 @@
 #include "assembler/layout_rules.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -80,6 +81,9 @@ void ownedSlots(const RegisterLayout &l, int64_t t, std::vector<int64_t> &slot) 
 
 /// The per-thread Dot rule over a [M, K], b [K, N], c [M, N]; with `uniformSlots`, the slots of
 /// the a and b elements each c slot needs must not depend on the thread (the JIT's mma plan).
+/// Each thread's c slots need whole rows of a and whole columns of b, so a row's (a column's)
+/// slots are looked up once per thread, not once per c slot; with `uniformSlots` each row's
+/// and column's slot vector is interned, and c slot i must see the same ids in every thread.
 bool perThreadDot(const RegisterLayout &a, const RegisterLayout &b, const RegisterLayout &c,
                   bool uniformSlots) {
   if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2)
@@ -93,25 +97,42 @@ bool perThreadDot(const RegisterLayout &a, const RegisterLayout &b, const Regist
   // Work bound: the questions are asked of tiles, never of huge tensors.
   if (threads * (a.numElements() + b.numElements() + c.numLocals() * k) > (int64_t(1) << 27))
     return false;
-  std::vector<int64_t> sa, sb;
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> first; // per c slot, per k
+  constexpr int64_t kUnseen = -2;
+  std::vector<int64_t> sa, sb, firstRow, firstCol;
+  std::vector<int64_t> rowId = std::vector<int64_t>(size_t(m));
+  std::vector<int64_t> colId = std::vector<int64_t>(size_t(n));
+  std::vector<int64_t> slots = std::vector<int64_t>(size_t(k));
+  std::map<std::vector<int64_t>, int64_t> ids; // slot vectors of a's rows and b's columns
+  // the slots of a's row r (b's column j) in this thread: an id, or -1 where one is not owned
+  auto lookUp = [&](const std::vector<int64_t> &owned, int64_t start, int64_t stride) {
+    for (int64_t kk = 0; kk < k; ++kk) {
+      slots[size_t(kk)] = owned[size_t(start + kk * stride)];
+      if (slots[size_t(kk)] < 0)
+        return int64_t(-1);
+    }
+    return uniformSlots ? ids.emplace(slots, int64_t(ids.size())).first->second : int64_t(0);
+  };
   for (int64_t t = 0; t < threads; ++t) {
     ownedSlots(a, t, sa);
     ownedSlots(b, t, sb);
+    std::fill(rowId.begin(), rowId.end(), kUnseen);
+    std::fill(colId.begin(), colId.end(), kUnseen);
     for (int64_t i = 0; i < c.numLocals(); ++i) {
-      std::vector<int64_t> x = c.apply(t, i);
-      for (int64_t kk = 0; kk < k; ++kk) {
-        int64_t ia = sa[size_t(x[0] * k + kk)], ib = sb[size_t(kk * n + x[1])];
-        if (ia < 0 || ib < 0)
-          return false;
-        if (!uniformSlots)
-          continue;
-        if (t == 0) {
-          first.resize(size_t(c.numLocals()));
-          first[size_t(i)].push_back({ia, ib});
-        } else if (first[size_t(i)][size_t(kk)] != std::pair<int64_t, int64_t>{ia, ib}) {
-          return false;
-        }
+      int64_t lin = c.applyLinear(t, i), row = lin / n, col = lin % n; // c is [m, n]
+      if (rowId[size_t(row)] == kUnseen)
+        rowId[size_t(row)] = lookUp(sa, row * k, 1);
+      if (colId[size_t(col)] == kUnseen)
+        colId[size_t(col)] = lookUp(sb, col, n);
+      if (rowId[size_t(row)] < 0 || colId[size_t(col)] < 0)
+        return false;
+      if (!uniformSlots)
+        continue;
+      if (t == 0) {
+        firstRow.push_back(rowId[size_t(row)]);
+        firstCol.push_back(colId[size_t(col)]);
+      } else if (firstRow[size_t(i)] != rowId[size_t(row)] ||
+                 firstCol[size_t(i)] != colId[size_t(col)]) {
+        return false;
       }
     }
   }
