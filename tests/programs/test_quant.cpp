@@ -413,19 +413,15 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "AN") == 2);
   // (4-bit integers, the default u4, and u1, u3, u5 take two there for m > 1, other types one)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i4"}}, "SPLITK") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u1"}}, "SPLITK") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u3"}}, "SPLITK") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "SPLITK") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u2"}}, "SPLITK") == 1);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i2"}}, "SPLITK") == 1);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i3"}}, "SPLITK") == 1);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u7"}}, "SPLITK") == 1);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "SPLITK") == 1);
-  // u2 there keeps two steps of weights in flight, everything else one
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u2"}}, "PD") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i2"}}, "PD") == 1);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u1"}}, "PD") == 1);
+  // ... and u2 there keeps two steps of weights in flight (PD), everything else one
+  for (auto [wt, splitk, pd] :
+       {std::tuple{"i4", 2, 1}, std::tuple{"u1", 2, 1}, std::tuple{"u3", 2, 1},
+        std::tuple{"u5", 2, 1}, std::tuple{"u2", 1, 2}, std::tuple{"i2", 1, 1},
+        std::tuple{"i3", 1, 1}, std::tuple{"u7", 1, 1}, std::tuple{"f4e2m1", 1, 1}}) {
+    INFO("WT=" << wt);
+    CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", wt}}, "SPLITK") == splitk);
+    CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", wt}}, "PD") == pd);
+  }
   CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WT", "u2"}}, "PD") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "PD") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "2048"}, {"WT", "u4"}}, "SPLITK") == 1);
