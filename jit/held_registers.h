@@ -10,7 +10,9 @@
 //     the dequantisation, jit/emit_dequant_pairs.cpp): a lop3 holds one immediate, so ptxas
 //     emits two, or rematerialises C2 with a move per use. C2, when a loop uses it at least four
 //     times so, is made once at the kernel's entry in a register that ptxas cannot see through:
-//     one lop3 per use.
+//     one lop3 per use. Where six or more such magics share one field mask (the u1 pairs have
+//     ten), the masks become one `lop3` each with C1 | C2 as the immediate and one held register
+//     that selects the field's bits, instead of a held register per magic.
 //
 // The copies add 0 to the value, where 0 is lane 0's lane index, read with one shuffle at the
 // kernel's entry (every lane of every warp executes the entry): exact for every bit pattern.

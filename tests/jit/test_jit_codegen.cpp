@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -604,6 +605,93 @@ TEST_CASE("held registers: loop-invariant mma operand repeats and lop3 constants
   CHECK(occurrences(mq.ptx, "1409307648") == 1);
   PtxKernel pq = ptxWithHold(q, "dq", "0");
   CHECK(occurrences(pq.ptx, "1677747200") >= 8);
+}
+
+namespace {
+
+/// The masks `and.b32 d, x, C1; or.b32 e, d, C2;` (immediates) of `ptx`, as (C1, C2).
+std::vector<std::pair<uint32_t, uint32_t>> orMasks(const std::string &ptx) {
+  std::map<std::string, uint32_t> anded; // register -> C1
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  std::stringstream lines(ptx);
+  for (std::string line; std::getline(lines, line);) {
+    std::stringstream in(line);
+    std::string op, d, x, c;
+    in >> op >> d >> x >> c;
+    if ((op != "and.b32" && op != "or.b32") || c.size() < 2 || !std::isdigit(uint8_t(c[0])))
+      continue;
+    d.pop_back(); // the commas and the semicolon
+    x.pop_back();
+    uint32_t v = uint32_t(std::stoll(c.substr(0, c.size() - 1)));
+    if (op == "and.b32")
+      anded[d] = v;
+    else if (op == "or.b32" && anded.count(x))
+      out.emplace_back(anded[x], v);
+  }
+  return out;
+}
+
+/// lop3's result for lut `lut` (ta = 0xF0, tb = 0xCC, tc = 0xAA), bit by bit.
+uint32_t lop3(uint32_t a, uint32_t b, uint32_t c, uint32_t lut) {
+  uint32_t r = 0;
+  for (int i = 0; i < 32; ++i) {
+    uint32_t index = ((a >> i) & 1) << 2 | ((b >> i) & 1) << 1 | ((c >> i) & 1);
+    r |= ((lut >> index) & 1) << i;
+  }
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("held registers: the ten magic exponents of u1 pairs share one held mask register") {
+  // jit/held_registers.h: the u1 pairs of a16wx.tasm mask ten fields with ten magic exponents;
+  // instead of ten held magics, each `(x & C1) | C2` becomes one lop3 of the immediate C1 | C2
+  // and one held register K with the fields' bits, (a & b & c) | (b & ~c). Checked against
+  // the masks of the same kernel without held registers, bit by bit (x all zeros and all ones:
+  // every bit of both forms is a function of x's bit alone)
+  VerifiedModule q = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
+                               {{"WT", "u1"}, {"N", "8192"}, {"K", "8192"}});
+  std::vector<std::pair<uint32_t, uint32_t>> masks = orMasks(ptxWithHold(q, "matmul", "0").ptx);
+  REQUIRE(masks.size() >= 64);
+  std::set<uint32_t> magics;
+  for (auto [c1, c2] : masks)
+    magics.insert(c2);
+  CHECK(magics.size() == 10);
+  std::string held = ptxWithHold(q, "matmul", "").ptx;
+  CHECK(orMasks(held).empty());
+  std::set<std::string> ks;
+  std::set<uint32_t> immediates;
+  std::stringstream lines(held);
+  for (std::string line; std::getline(lines, line);) {
+    std::stringstream in(line);
+    std::string op, d, x, b, k, lut;
+    in >> op >> d >> x >> b >> k >> lut;
+    if (op != "lop3.b32")
+      continue;
+    CHECK(lut == "0xC4;");
+    ks.insert(k);
+    immediates.insert(uint32_t(std::stoll(b.substr(0, b.size() - 1))));
+  }
+  REQUIRE(ks.size() == 1);
+  CHECK(immediates.size() == magics.size());
+  // K: made once at the entry, the opaque zero plus a constant
+  std::string kr = ks.begin()->substr(0, ks.begin()->size() - 1);
+  size_t at = held.find("add.s32 \t" + kr + ",");
+  REQUIRE(at != std::string::npos);
+  std::string def = held.substr(at, held.find('\n', at) - at);
+  uint32_t k = uint32_t(std::stoll(def.substr(def.rfind(' ') + 1)));
+  CHECK(occurrences(held, "add.s32 \t" + kr + ",") == 1);
+  for (auto [c1, c2] : masks) {
+    CAPTURE(c1);
+    CAPTURE(c2);
+    CHECK(immediates.count(c1 | c2) == 1);
+    for (uint32_t x : {0u, ~0u})
+      CHECK(lop3(x, c1 | c2, k, 0xC4) == ((x & c1) | c2));
+  }
+  // two magics (u4) keep one held register each (the test above)
+  VerifiedModule q4 = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
+                                {{"WT", "u4"}, {"N", "8192"}, {"K", "8192"}});
+  CHECK_FALSE(contains(ptxWithHold(q4, "matmul", "").ptx, "lop3.b32"));
 }
 
 TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, bf16") {
