@@ -600,6 +600,51 @@ DIFF_CASE("dequantisation of pairs at the same place of a word's two halves") {
   }
 }
 
+DIFF_CASE("dequantisation in a loop, where the masks' constants are held in registers") {
+  // jit/held_registers.h: in loops, the second constant of `(x & C1) | C2` is held in a
+  // register, and six or more magics of one field (u1: ten, u5: six) share one held register as
+  // lop3(x, C1 | C2, K); a run-time trip count keeps the loop. Words of n-bit codes, and for the
+  // types whose codes divide a 16-bit half their in-place pairs, must give isa/convert's result
+  for (DataType t : dequantisableTypes()) {
+    int n = t.bits;
+    std::string T = name(t), N = std::to_string(n), C = std::to_string(16 / n);
+    bool halves = 16 % n == 0;
+    Case c;
+    c.name = "dequant_loop_" + T;
+    c.source = "def dequant<1>(u32* a_ptr, f16* h_ptr, bf16* b_ptr, f32* f_ptr, f16* q_ptr, i32 "
+               "n) threads=32:\n"
+               "    for i in range(n):\n"
+               "        w = LoadGlobal(ViewGlobal(a_ptr, shape=[n, 32, " +
+               N + "]), layout=spatial(32, 1).local(1, " + N +
+               "), offset=[i, 0:, 0:])\n"
+               "        a = View(w, dtype=" +
+               T +
+               ", layout=spatial(32, 1).local(1, 32))\n"
+               "        StoreGlobal(Cast(a, f16), ViewGlobal(h_ptr, shape=[n, 32, 32]), "
+               "offset=[i, 0:, 0:])\n"
+               "        StoreGlobal(Cast(a, bf16), ViewGlobal(b_ptr, shape=[n, 32, 32]), "
+               "offset=[i, 0:, 0:])\n"
+               "        StoreGlobal(Cast(a, f32), ViewGlobal(f_ptr, shape=[n, 32, 32]), "
+               "offset=[i, 0:, 0:])\n";
+    if (halves)
+      c.source += "        h = View(w, dtype=" + T + ", layout=spatial(32, 1, 1, 1).local(1, " + N +
+                  ", 2, " + C +
+                  "))\n"
+                  "        p = ConvertLayout(h, layout=spatial(32, 1, 1, 1).local(1, " +
+                  N + ", 1, " + C +
+                  ").local(1, 1, 2, 1))\n"
+                  "        StoreGlobal(Cast(p, f16), ViewGlobal(q_ptr, shape=[n, 32, " +
+                  N + ", 2, " + C + "]), offset=[i, 0:, 0:, 0:, 0:])\n";
+    c.buffers = {{"a_ptr", DataType::u(32), 4 * 32 * int64_t(n), Fill::Random},
+                 {"h_ptr", DataType::f16(), 4096, Fill::Zero},
+                 {"b_ptr", DataType::bf16(), 4096, Fill::Zero},
+                 {"f_ptr", DataType::f32(), 4096, Fill::Zero},
+                 {"q_ptr", DataType::f16(), 4096, Fill::Zero}};
+    c.scalars = {{"n", 4}};
+    runCase(c);
+  }
+}
+
 DIFF_CASE("OCP FP8 pairs of two words' bytes into f16: one prmt and one cvt per pair") {
   // byte i of word 2a with byte i of word 2a + 1 (an in-lane ConvertLayout puts them side by
   // side, as V's two keys in programs/attention/decode_paged.tasm): the pair's operand of the
@@ -1867,9 +1912,10 @@ void libraryPrograms() {
   for (auto [wt, at, m] :
        {std::tuple{"u4", "f16", 5}, std::tuple{"i6", "bf16", 16}, std::tuple{"f4e2m1", "bf16", 1},
         std::tuple{"u3", "f16", 17}, std::tuple{"f8e4m3", "bf16", 3}, std::tuple{"u2", "f16", 7},
-        std::tuple{"u1", "bf16", 2}}) {
+        std::tuple{"u1", "bf16", 2}, std::tuple{"u1", "f16", 9}, std::tuple{"u5", "f16", 3}}) {
     // the low-bit GEMM: pack, then matmul with scales and zero points (u4, u2, u1 and f4e2m1:
-    // codes packed for in-place pairs; f4e2m1 here into bf16, in the split-K case into f16)
+    // codes packed for in-place pairs; f4e2m1 here into bf16, in the split-K case into f16;
+    // u1 and u5 into f16: their masks share one held register, jit/held_registers.h)
     std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},   {"N", "64"},
                                             {"K", "256"}, {"G", "128"}, {"ZERO", "1"}};
     if (std::string(wt) == "u4" || std::string(wt) == "u3") // warps sharing the activations
