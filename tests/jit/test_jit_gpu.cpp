@@ -603,18 +603,19 @@ DIFF_CASE("dequantisation of pairs at the same place of a word's two halves") {
 DIFF_CASE("dequantisation in a loop, where the masks' constants are held in registers") {
   // jit/held_registers.h: in loops, the second constant of `(x & C1) | C2` is held in a
   // register, and six or more magics of one field (u1: ten, u5: six) share one held register as
-  // lop3(x, C1 | C2, K); a run-time trip count keeps the loop. Words of n-bit codes, and for the
-  // types whose codes divide a 16-bit half their in-place pairs, must give isa/convert's result
+  // lop3(x, C1 | C2, K); a run-time trip count keeps the loop. Words of n-bit codes (the buffer
+  // holds every code in turn), and for the types whose codes divide a 16-bit half their in-place
+  // pairs, must give isa/convert's result
   for (DataType t : dequantisableTypes()) {
     int n = t.bits;
     std::string T = name(t), N = std::to_string(n), C = std::to_string(16 / n);
     bool halves = 16 % n == 0;
     Case c;
     c.name = "dequant_loop_" + T;
-    c.source = "def dequant<1>(u32* a_ptr, f16* h_ptr, bf16* b_ptr, f32* f_ptr, f16* q_ptr, i32 "
-               "n) threads=32:\n"
+    c.source = "def dequant<1>(" + T +
+               "* a_ptr, f16* h_ptr, bf16* b_ptr, f32* f_ptr, f16* q_ptr, i32 n) threads=32:\n"
                "    for i in range(n):\n"
-               "        w = LoadGlobal(ViewGlobal(a_ptr, shape=[n, 32, " +
+               "        w = LoadGlobal(ViewGlobal(a_ptr, dtype=u32, shape=[n, 32, " +
                N + "]), layout=spatial(32, 1).local(1, " + N +
                "), offset=[i, 0:, 0:])\n"
                "        a = View(w, dtype=" +
@@ -635,7 +636,7 @@ DIFF_CASE("dequantisation in a loop, where the masks' constants are held in regi
                   ").local(1, 1, 2, 1))\n"
                   "        StoreGlobal(Cast(p, f16), ViewGlobal(q_ptr, shape=[n, 32, " +
                   N + ", 2, " + C + "]), offset=[i, 0:, 0:, 0:, 0:])\n";
-    c.buffers = {{"a_ptr", DataType::u(32), 4 * 32 * int64_t(n), Fill::Random},
+    c.buffers = {{"a_ptr", t, 4096, Fill::Codes}, // every code in turn
                  {"h_ptr", DataType::f16(), 4096, Fill::Zero},
                  {"b_ptr", DataType::bf16(), 4096, Fill::Zero},
                  {"f_ptr", DataType::f32(), 4096, Fill::Zero},
