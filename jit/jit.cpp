@@ -281,58 +281,41 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
 /// CorrelatedValuePropagation runs went once the element paths of vector groups became inline
 /// PTX, after which they found nothing and took 10-15 % of the GEMMs' optimisation time,
 /// LazyValueInfo over chains of cold blocks).
-/// AggressiveInstCombine stays: it folds the byte shuffles of the FP8 operand transposition in
-/// programs/gemm/wgmma_fp8.tasm. Smaller pipelines (one or two
+/// A second pruning, pass by pass (each left out only if the PTX stayed byte-identical for 108
+/// kernels of programs/ and variants with and without specialisation, and 612 of programs/ and
+/// tests/ at sm_80 and sm_90a), left out 40 more: the attribute, reflection, expect and
+/// instrumentation passes at the start, every SROA and Mem2Reg (Codegen's multiply assigned
+/// variables are promoted before the pipeline, jit/nan_canonical.h), AlwaysInline (the inliner
+/// inlines the device library's functions), four of the nine SimplifyCFG runs, the first
+/// GlobalOpt and GlobalDCE, both FunctionAttrs, AggressiveInstCombine, SCCP, LoopSimplifyCFG,
+/// LoopIdiom, both SimpleLoopUnswitch, the late LoopRotate and LoopUnroll, and the module
+/// clean-ups at the end (7 % of the optimisation time). Smaller pipelines (one or two
 /// InstCombine rounds around LoopRotate and LICM) are twice as fast but lose the
 /// induction-variable reasoning that proves the bounds tests of unrolled tile loads true (IPSCCP
 /// after SROA, then InstCombine, then IndVarSimplify), and with it registers and loop
 /// instructions. TILUSVM_JIT_PASSES replaces the pipeline by a new-PM pipeline text (e.g.
 /// `default<O3>`) for such experiments.
 constexpr const char *kPipeline =
-    "annotation2metadata,forceattrs,function(nvvm-reflect,nvvm-intr-range),inferattrs,"
-    "function<eager-inv>(ee-instrument<>,lower-expect,"
-    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;no-switch-range-to-icmp;no-switch-to"
-    "-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-b"
-    "ranch;no-speculate-unpredictables>,sroa<modify-cfg>,early-cse<>),ipsccp,globalopt,"
-    "function<eager-inv>(mem2reg,instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,"
-    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
-    "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
-    "ch;no-speculate-unpredictables>),always-inline,require<globals-aa>,function(invalidate<aa>),"
-    "require<profile-summary>,cgscc(devirt<4>(inline,"
-    "function-attrs<skip-non-recursive-function-attrs>,"
-    "function<eager-inv;no-rerun>(sroa<modify-cfg>,early-cse<memssa>,"
-    "speculative-execution<only-if-divergent-target>,"
-    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
-    "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
-    "ch;no-speculate-unpredictables>,"
-    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,aggressive-instcombine,"
-    "tailcallelim,"
-    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
-    "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
-    "ch;no-speculate-unpredictables>,reassociate,loop-mssa(loop-instsimplify,loop-simplifycfg,"
-    "licm<no-allowspeculation>,loop-rotate<header-duplication;no-prepare-for-lto>,"
-    "licm<allowspeculation>,simple-loop-unswitch<no-nontrivial;trivial>),"
-    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
-    "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
-    "ch;no-speculate-unpredictables>,"
-    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,loop(loop-idiom,indvars,"
-    "simple-loop-unswitch<no-nontrivial;trivial>,loop-deletion,loop-unroll-full),sroa<modify-cfg>,"
-    "gvn<>,sccp,instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,"
-    "move-auto-init,loop-mssa(licm<allowspeculation>),"
-    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
-    "okup;keep-loops;hoist-common-insts;sink-common-insts;speculate-blocks;simplify-cond-branch;no-"
-    "speculate-unpredictables>),function-attrs,function(require<should-not-run-function-passes>))),"
-    "deadargelim,globalopt,globaldce,elim-avail-extern,rpo-function-attrs,recompute-globalsaa,"
-    "function<eager-inv>(lower-constant-intrinsics,"
-    "loop(loop-rotate<header-duplication;no-prepare-for-lto>,loop-deletion),infer-alignment,"
-    "simplifycfg<bonus-inst-threshold=1;forward-switch-cond;switch-range-to-icmp;switch-to-lookup;n"
-    "o-keep-loops;hoist-common-insts;sink-common-insts;speculate-blocks;simplify-cond-branch;no-spe"
-    "culate-unpredictables>,loop-unroll<O2>,transform-warning,sroa<preserve-cfg>,infer-alignment,"
-    "loop-mssa(licm<allowspeculation>),alignment-from-assumptions,div-rem-pairs,"
-    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
-    "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
-    "ch;speculate-unpredictables>),globaldce,constmerge,rel-lookup-table-converter,"
-    "function(annotation-remarks),verify";
+    "annotation2metadata,function(nvvm-intr-range),function<eager-inv>(simplifycfg<bonus-inst-thres"
+    "hold=1;no-forward-switch-cond;no-switch-range-to-icmp;no-switch-to-lookup;keep-loops;no-hoist-"
+    "common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-branch;no-speculate-unpredict"
+    "ables>,early-cse<>),ipsccp,function<eager-inv>(instcombine<max-iterations=1;no-use-loop-info;n"
+    "o-verify-fixpoint>,simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-i"
+    "cmp;no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks"
+    ";simplify-cond-branch;no-speculate-unpredictables>),function(invalidate<aa>),cgscc(devirt<4>(i"
+    "nline,function<eager-inv;no-rerun>(early-cse<memssa>,speculative-execution<only-if-divergent-t"
+    "arget>,instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,tailcallelim,reassoci"
+    "ate,loop-mssa(loop-instsimplify,licm<no-allowspeculation>,loop-rotate<header-duplication;no-pr"
+    "epare-for-lto>,licm<allowspeculation>),simplifycfg<bonus-inst-threshold=1;no-forward-switch-co"
+    "nd;switch-range-to-icmp;no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-in"
+    "sts;speculate-blocks;simplify-cond-branch;no-speculate-unpredictables>,instcombine<max-iterati"
+    "ons=1;no-use-loop-info;no-verify-fixpoint>,loop(indvars,loop-deletion,loop-unroll-full),gvn<>,"
+    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,loop-mssa(licm<allowspeculat"
+    "ion>),simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch"
+    "-to-lookup;keep-loops;hoist-common-insts;sink-common-insts;speculate-blocks;simplify-cond-bran"
+    "ch;no-speculate-unpredictables>),function(require<should-not-run-function-passes>))),deadargel"
+    "im,function<eager-inv>(loop(loop-deletion),infer-alignment,loop-mssa(licm<allowspeculation>),d"
+    "iv-rem-pairs),globaldce,function(annotation-remarks),verify";
 
 Status optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
   llvm::LoopAnalysisManager lam;
