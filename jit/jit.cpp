@@ -282,15 +282,16 @@ void internalizeLibrary(llvm::Module &mod, llvm::Function *kernel) {
 /// PTX, after which they found nothing and took 10-15 % of the GEMMs' optimisation time,
 /// LazyValueInfo over chains of cold blocks).
 /// A second pruning, pass by pass (each left out only if the PTX stayed byte-identical for 108
-/// kernels of programs/ and variants with and without specialisation, and 612 of programs/ and
-/// tests/ at sm_80 and sm_90a), left out 40 more: the attribute, reflection, expect and
-/// instrumentation passes at the start, every SROA and Mem2Reg (Codegen's multiply assigned
-/// variables are promoted before the pipeline, jit/nan_canonical.h), AlwaysInline (the inliner
-/// inlines the device library's functions), four of the nine SimplifyCFG runs, the first
-/// GlobalOpt and GlobalDCE, both FunctionAttrs, AggressiveInstCombine, SCCP, LoopSimplifyCFG,
-/// LoopIdiom, both SimpleLoopUnswitch, the late LoopRotate and LoopUnroll, and the module
-/// clean-ups at the end (7 % of the optimisation time). Smaller pipelines (one or two
-/// InstCombine rounds around LoopRotate and LICM) are twice as fast but lose the
+/// kernels of programs/ and variants with and without specialisation, 612 of programs/ and
+/// tests/ at sm_80 and sm_90a, and the 970 kernels of the GPU differential tests), left out 36
+/// more: the attribute, reflection, expect and instrumentation passes at the start, every SROA
+/// and Mem2Reg (Codegen's multiply assigned variables are promoted before the pipeline,
+/// jit/nan_canonical.h), AlwaysInline (the inliner inlines the device library's functions), three
+/// of the nine SimplifyCFG runs, both GlobalOpt, both FunctionAttrs, LoopSimplifyCFG, LoopIdiom,
+/// both SimpleLoopUnswitch, the late LoopRotate, and the module clean-ups at the end (6 % of the
+/// optimisation time). AggressiveInstCombine stays (it folds byte shuffles of FP8 operands in 17
+/// of the test kernels), as do SCCP and the late LoopUnroll (32 and 12 of them). Smaller pipelines
+/// (one or two InstCombine rounds around LoopRotate and LICM) are twice as fast but lose the
 /// induction-variable reasoning that proves the bounds tests of unrolled tile loads true (IPSCCP
 /// after SROA, then InstCombine, then IndVarSimplify), and with it registers and loop
 /// instructions. TILUSVM_JIT_PASSES replaces the pipeline by a new-PM pipeline text (e.g.
@@ -304,18 +305,21 @@ constexpr const char *kPipeline =
     "cmp;no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks"
     ";simplify-cond-branch;no-speculate-unpredictables>),function(invalidate<aa>),cgscc(devirt<4>(i"
     "nline,function<eager-inv;no-rerun>(early-cse<memssa>,speculative-execution<only-if-divergent-t"
-    "arget>,instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,tailcallelim,reassoci"
-    "ate,loop-mssa(loop-instsimplify,licm<no-allowspeculation>,loop-rotate<header-duplication;no-pr"
-    "epare-for-lto>,licm<allowspeculation>),simplifycfg<bonus-inst-threshold=1;no-forward-switch-co"
-    "nd;switch-range-to-icmp;no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-in"
-    "sts;speculate-blocks;simplify-cond-branch;no-speculate-unpredictables>,instcombine<max-iterati"
-    "ons=1;no-use-loop-info;no-verify-fixpoint>,loop(indvars,loop-deletion,loop-unroll-full),gvn<>,"
-    "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>,loop-mssa(licm<allowspeculat"
-    "ion>),simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch"
-    "-to-lookup;keep-loops;hoist-common-insts;sink-common-insts;speculate-blocks;simplify-cond-bran"
-    "ch;no-speculate-unpredictables>),function(require<should-not-run-function-passes>))),deadargel"
-    "im,function<eager-inv>(loop(loop-deletion),infer-alignment,loop-mssa(licm<allowspeculation>),d"
-    "iv-rem-pairs),globaldce,function(annotation-remarks),verify";
+    "arget>,simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switc"
+    "h-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-co"
+    "nd-branch;no-speculate-unpredictables>,instcombine<max-iterations=1;no-use-loop-info;no-verify"
+    "-fixpoint>,aggressive-instcombine,tailcallelim,reassociate,loop-mssa(loop-instsimplify,licm<no"
+    "-allowspeculation>,loop-rotate<header-duplication;no-prepare-for-lto>,licm<allowspeculation>),"
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lo"
+    "okup;keep-loops;no-hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-bran"
+    "ch;no-speculate-unpredictables>,instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoi"
+    "nt>,loop(indvars,loop-deletion,loop-unroll-full),gvn<>,sccp,instcombine<max-iterations=1;no-us"
+    "e-loop-info;no-verify-fixpoint>,loop-mssa(licm<allowspeculation>),simplifycfg<bonus-inst-thres"
+    "hold=1;no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lookup;keep-loops;hoist-common"
+    "-insts;sink-common-insts;speculate-blocks;simplify-cond-branch;no-speculate-unpredictables>),f"
+    "unction(require<should-not-run-function-passes>))),deadargelim,function<eager-inv>(loop(loop-d"
+    "eletion),loop-unroll<O2>,infer-alignment,loop-mssa(licm<allowspeculation>),div-rem-pairs),glob"
+    "aldce,function(annotation-remarks),verify";
 
 Status optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
   llvm::LoopAnalysisManager lam;
