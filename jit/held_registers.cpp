@@ -220,9 +220,8 @@ private:
       g->uses.push_back(&m);
     }
     size_t made = 0;
-    auto *type = llvm::FunctionType::get(
-        llvm::Type::getInt32Ty(f_.getContext()),
-        {llvm::Type::getInt32Ty(f_.getContext()), llvm::Type::getInt32Ty(f_.getContext())}, false);
+    llvm::Type *i32 = llvm::Type::getInt32Ty(f_.getContext());
+    auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
     for (const Group &g : groups) {
       if (g.distinct.size() < kSharedMagics)
         continue;

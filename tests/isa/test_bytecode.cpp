@@ -1459,8 +1459,8 @@ TEST_CASE("bytecode: debug section consistency") {
   // one program's locations (def 1:2, instruction 3:4, statement 5:6) under a source name
   auto located = [](std::string_view name) {
     Bytes debug;
-    debug.str(name).str("src").uleb(1).uleb(1).uleb(2).uleb(1).uleb(3).uleb(4).uleb(1).uleb(5);
-    debug.uleb(6);
+    debug.str(name).str("src").uleb(1).uleb(1).uleb(2).uleb(1).uleb(3).uleb(4);
+    debug.uleb(1).uleb(5).uleb(6);
     return debug;
   };
   Bytes debug4 = located("f.tasm");
