@@ -59,6 +59,7 @@ struct Class {
   std::vector<int64_t> shape;
   DataType dtype;
   bool shapeKnown = false;
+  std::string noLayout; // why the load/store rule found no layout (empty: it did not run)
 };
 
 enum class DeriveKind : uint8_t { Reduce, Permute, Broadcast };
@@ -983,7 +984,16 @@ void Inference::solveFree() {
     int64_t threads = threadsAt(c.first);
     std::vector<RegisterLayout> options = vectorLayouts(c.shape, bits, threads, vdim);
     if (options.empty()) {
-      c.shapeKnown = false; // nothing fits: left to the error below
+      // nothing fits: left to the error below
+      c.shapeKnown = false;
+      std::string shape;
+      for (int64_t d : c.shape)
+        shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      c.noLayout = "no layout of shape [" + shape + "] over " + std::to_string(threads) +
+                   " threads stays within the " + std::to_string(kMaxLayoutCells) +
+                   " cells (threads x elements per thread) a layout may have: the threads "
+                   "divide too little of the shape, so each would hold it all; choose a tile "
+                   "shape that the thread count divides, or write the layout";
       continue;
     }
     const RegisterLayout &l = options[chooser_.pick(std::min(options.size(), kMaxVectorChoices))];
@@ -1112,7 +1122,8 @@ void Inference::emit(LayoutReport *report) {
     VarId r = inst.results[0];
     const Class &c = cls_[find(r)];
     if (!c.layout) {
-      fail(i, "cannot infer the layout of " + name(r) + ": its shape is unknown (give shape=)");
+      fail(i, "cannot infer the layout of " + name(r) + ": " +
+                  (c.noLayout.empty() ? "its shape is unknown (give shape=)" : c.noLayout));
       continue;
     }
     decisions_.registerLayouts[in_.calls[i]] = *c.layout;

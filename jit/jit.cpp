@@ -9,6 +9,7 @@
 // `tilus_smem` (extern, 16-byte aligned) that holds the checker's shared-memory plan.
 #include "jit/jit.h"
 
+#include "jit/code_size.h"
 #include "jit/codegen.h"
 #include "jit/fatal_error.h"
 #include "jit/held_registers.h"
@@ -380,6 +381,10 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
                              std::to_string(options.smVersion),
                          loc);
   }
+  Expected<int64_t> limit = jit::maxCode();
+  if (!limit)
+    return limit.takeStatus();
+  TILUSVM_TRY(jit::checkCodeSize(program, info, options.smVersion, *limit));
   Expected<std::unique_ptr<llvm::TargetMachine>> tm =
       makeTargetMachine(options, ptxVersionSm90(program, info));
   if (!tm)
@@ -401,6 +406,8 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
     return status;
   if (timingLevel() >= 2)
     irReport(cg.kernel()->getName().str(), cg.irCounts());
+  TILUSVM_TRY(jit::checkIrSize(program, info, options.smVersion,
+                               int64_t(cg.kernel()->getInstructionCount()), *limit));
   TILUSVM_TRY(materializeUsed(*c.module));
   jit::dropUnseenNaNCanonicalizations(*cg.kernel());
   jit::foldZeroWgmmaAccumulators(*cg.kernel());

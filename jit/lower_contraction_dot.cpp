@@ -332,6 +332,13 @@ Expected<std::vector<llvm::Value *>> dotScratch(Codegen &cg, const Instruction &
 
 } // namespace
 
+bool dotUsesMma(const VarType &a, const VarType &b, const VarType &d, int64_t threads,
+                int smVersion) {
+  return a.layout && b.layout && d.layout &&
+         planMma(*a.layout, *b.layout, *d.layout, a.dtype, b.dtype, d.dtype, threads, smVersion)
+             .has_value();
+}
+
 Status ContractionLowering::visitDot(const Instruction &inst) {
   VarId va = inst.arg(ArgName::a).var, vb = inst.arg(ArgName::b).var, vc = inst.arg(ArgName::c).var;
   VarId vd = inst.results[0];

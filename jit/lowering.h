@@ -118,6 +118,11 @@ private:
   std::vector<VarId> wgmmaAccumulators_; // every Wgmma accumulator lowered so far
 };
 
+/// Whether a Dot of these operands lowers to mma.sync atoms (lower_contraction_dot.cpp) rather
+/// than to per-thread multiply-adds.
+bool dotUsesMma(const VarType &a, const VarType &b, const VarType &d, int64_t threads,
+                int smVersion);
+
 /// Control and debugging: Synchronize and Exit (lower_control.cpp), Print
 /// (lower_control_print.cpp), the mbarriers and the async-proxy fence, sm_90a
 /// (lower_control_mbarrier.cpp).

@@ -133,6 +133,21 @@ Expected<Specialization> parseSpec(const std::string &text, const Program &progr
   return s;
 }
 
+/// A JIT diagnostic located by source line names the file the line belongs to: the module's
+/// source (debug info) or, for a source input, the input.
+int reportJit(const Status &status, const Options &o, const VerifiedModule &verified) {
+  std::string file = verified.module.sourceName;
+  if (file.empty() && std::filesystem::path(o.input).extension() != ".tbc")
+    file = o.input;
+  Status located;
+  for (Diagnostic d : status.diagnostics()) {
+    if (d.location.file.empty() && d.location.line != 0)
+      d.location.file = file;
+    located.append(Status(std::move(d)));
+  }
+  return report(located);
+}
+
 /// The JIT's LLVM IR or PTX of the module's programs (all, or the one named by --kernel), one
 /// after another, each preceded by a comment line naming it.
 int emitMode(const Options &o, const VerifiedModule &verified) {
@@ -153,12 +168,12 @@ int emitMode(const Options &o, const VerifiedModule &verified) {
     if (o.emit == "ptx") {
       Expected<PtxKernel> k = compileToPtx(verified, p, jo);
       if (!k)
-        return report(k.status());
+        return reportJit(k.status(), o, verified);
       body = k->ptx;
     } else {
       Expected<std::string> ir = compileToLlvmIr(verified, p, jo);
       if (!ir)
-        return report(ir.status());
+        return reportJit(ir.status(), o, verified);
       body = *ir;
     }
     text += (o.emit == "ptx" ? "// program " : "; program ") + name + "\n" + body;

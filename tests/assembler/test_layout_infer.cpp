@@ -281,6 +281,32 @@ def k<1>(f16* p) threads=32:
   CHECK(!written.instructions[1].arg(ArgName::layout).present);
 }
 
+TEST_CASE("inference: a tile whose every layout is too large says so") {
+  // 7 and 4099 are primes, so the load/store rule can only replicate the tile: 7 x 4099 x 128
+  // cells, above the 2^21 a layout may have
+  Expected<Module> bad = asmText(R"(
+def k<1>(f32* p) threads=128:
+    g = ViewGlobal(p, shape=[7, 4099])
+    x = LoadGlobal(g, shape=[7, 4099])
+    StoreGlobal(x, g)
+)");
+  REQUIRE(!bad);
+  CHECK(bad.status().code() == ErrorCode::LayoutInfer);
+  const Diagnostic &d = bad.status().diagnostics().front();
+  CHECK(d.location.line == 4);
+  CHECK(d.message.find("no layout of shape [7, 4099] over 128 threads stays within the 2097152 "
+                       "cells") != std::string::npos);
+  CHECK(d.message.find("shape is unknown") == std::string::npos);
+  // with 4096 columns the threads divide the shape: spread, no error
+  Inferred ok = infer(R"(
+def k<1>(f32* p) threads=128:
+    g = ViewGlobal(p, shape=[7, 4096])
+    x = LoadGlobal(g, shape=[7, 4096])
+    StoreGlobal(x, g)
+)");
+  CHECK(layoutOf(ok.module.programs[0], "x").numLocals() == 7 * 4096 / 128);
+}
+
 TEST_CASE("inference: deterministic, and the same as the layouts written by hand") {
   std::string source = readSourceFile("programs/examples/gemv.tasm");
   Inferred a = infer(source), b = infer(source);

@@ -202,6 +202,19 @@ with tempfile.TemporaryDirectory() as tmp:
     expect([src, "--emit", "wasm"], 2, "--emit of an unknown form")
     expect([src, "--spec", "aaa-"], 2, "--spec without --emit")
     expect([src, "--check", "--emit", "ptx"], 2, "--check with --emit")
+    # A JIT error located by a source line names the source file (jit/code_size.h: a kernel
+    # above the code-size limit, set low here).
+    big = os.path.join(tmp, "big.tasm")
+    write(big, "def m<1>(f32* x_ptr) threads=32:\n"
+               "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[128]), layout=spatial(32).local(4))\n"
+               "    StoreGlobal(Exp(x), ViewGlobal(x_ptr, shape=[128]))\n")
+    os.environ["TILUSVM_JIT_MAX_IR"] = "4"
+    _, err = expect([big, "--emit", "ptx"], 1, "--emit ptx of a kernel above the limit")
+    del os.environ["TILUSVM_JIT_MAX_IR"]
+    check(err.startswith(big + ":3:") and "error[unsupported]" in err and
+          "too large to compile" in err, f"the JIT's error names the file and line:\n{err}")
+    expect([big, "--emit", "ptx", "-o", os.path.join(tmp, "big.ptx")], 0,
+           "--emit ptx of the same kernel under the default limit")
 
     # Layout inference (docs/layout-inference.md).
     gemv = os.path.join(ROOT, "programs", "examples", "gemv.tasm")
