@@ -434,17 +434,21 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // tiles, 8 steps)
   CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "512"}, {"K", "1024"}}, "SPLITK") == 8);
-  // one atom where N is not a multiple of 32, for 6- and 7-bit integers and for 5- to 7-bit
-  // floats; 8-bit weights take two atoms and steps of 4 x 16 k (KS = 4), the rest 8
+  // one atom only where N is not a multiple of 32 (or in the prefill kernel), two for every
+  // weight type otherwise; 8-bit weights take steps of 4 x 16 k (KS = 4), the rest 8
   CHECK(constant({{"N", "1040"}, {"K", "4096"}}, "AN") == 1);
+  CHECK(constant({{"N", "1040"}, {"K", "4096"}, {"WT", "i7"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"PREFILL", "1"}}, "AN") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "AN") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "AN") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i7"}}, "AN") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "AN") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "AN") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "AN") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f3e1m1"}}, "AN") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f5e2m2"}}, "AN") == 1);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f6e3m2"}}, "AN") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f5e2m2"}}, "AN") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f6e3m2"}}, "AN") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f7e3m3"}}, "AN") == 2);
   // the occupancy request: 16 blocks per SM for every weight narrower than 8 bits
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u4"}}, "OCC") == 16);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f6e3m2"}}, "OCC") == 16);
@@ -460,7 +464,8 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // at N = 10240 (three)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 1);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 4);
-  CHECK(constant({{"N", "10240"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 3);
+  CHECK(constant({{"N", "10240"}, {"K", "8192"}, {"WT", "i6"}, {"AN", "1"}}, "SPLITK") == 3);
+  CHECK(constant({{"N", "10240"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 6);
   // several warps per block: fewer, larger tiles (N = 8192, 4 warps: 64 tiles, fewer than the
   // SMs: eight splits)
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
