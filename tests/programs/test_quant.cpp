@@ -411,13 +411,17 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // most blocks per tile, up to 8, with at most 2048 blocks: N = 57344 has 1792 column tiles (no
   // split), N = 28672 896 (two), N = 10240 320 (six), N = 8192 256 (eight)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "AN") == 2);
-  // (4-bit integers, the default u4, and u1, u3, u5 take two there for m > 1, other types one)
+  // (4-bit integers, the default u4, u1, u3, u5 and floats narrower than 8 bits take two there
+  // for m > 1, other types one)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 2);
   // ... and u2 there keeps two steps of weights in flight (PD), everything else one
   for (auto [wt, splitk, pd] :
        {std::tuple{"i4", 2, 1}, std::tuple{"u1", 2, 1}, std::tuple{"u3", 2, 1},
         std::tuple{"u5", 2, 1}, std::tuple{"u2", 1, 2}, std::tuple{"i2", 1, 1},
-        std::tuple{"i3", 1, 1}, std::tuple{"u7", 1, 1}, std::tuple{"f4e2m1", 1, 1}}) {
+        std::tuple{"i3", 1, 1}, std::tuple{"u7", 1, 1}, std::tuple{"i6", 1, 1},
+        std::tuple{"f4e2m1", 2, 1}, std::tuple{"f5e2m2", 2, 1}, std::tuple{"f7e3m3", 2, 1},
+        std::tuple{"f3e1m1", 2, 1}, std::tuple{"u8", 1, 1}, std::tuple{"f8e4m3", 1, 1},
+        std::tuple{"f8e5m2", 1, 1}}) {
     INFO("WT=" << wt);
     CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", wt}}, "SPLITK") == splitk);
     CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", wt}}, "PD") == pd);
