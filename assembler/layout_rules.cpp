@@ -313,6 +313,22 @@ std::vector<RegisterLayout> vectorLayouts(const std::vector<int64_t> &shape, int
       continue;
     (free == 1 ? busy : rest).push_back(std::move(l).value());
   }
+  // Where no option keeps every thread busy (the threads share few factors with the shape), the
+  // widest vector can leave each thread far more elements than another option: [5, 828] over
+  // 128 threads is 4,140 elements per thread with 16-byte runs but 1,035 with 4-byte runs over
+  // four threads. Beyond kManyLocals elements per thread the code per element matters more than
+  // the width of the accesses (docs/jit.md, "Code size"): the fewest elements first.
+  constexpr int64_t kManyLocals = 64;
+  if (busy.empty() && !rest.empty()) {
+    int64_t fewest = rest.front().numLocals();
+    for (const RegisterLayout &l : rest)
+      fewest = std::min(fewest, l.numLocals());
+    if (rest.front().numLocals() > std::max(kManyLocals, fewest))
+      std::stable_sort(rest.begin(), rest.end(),
+                       [](const RegisterLayout &x, const RegisterLayout &y) {
+                         return x.numLocals() < y.numLocals();
+                       });
+  }
   busy.insert(busy.end(), rest.begin(), rest.end());
   return busy;
 }

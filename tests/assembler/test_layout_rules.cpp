@@ -165,6 +165,16 @@ TEST_CASE("load/store rule: 16-byte runs, threads along the unit-stride dimensio
   CHECK(vectorLayouts({64, 2}, 16, 32, 0)[0] == L("column_spatial(16, 2).local(4, 1)"));
   // a tile smaller than the block: replicated, widest runs first
   CHECK(vectorLayouts({16}, 32, 128, 0)[0] == L("replicate(32).spatial(4).local(4)"));
+  // ... unless the widest runs leave each thread many more elements than narrower ones: [5, 828]
+  // f32 (828 = 4 x 207, 5 odd) over 128 threads is 5 x 828 = 4,140 per thread with 16-byte runs
+  // (every thread holds the tile) and 5 x 207 = 1,035 with 4-byte runs over four threads
+  std::vector<RegisterLayout> odd = vectorLayouts({5, 828}, 32, 128, 1);
+  CHECK(odd[0].numLocals() == 1035);
+  CHECK(odd[0].numThreads() == 128);
+  CHECK(vectorRun(odd[0], 1) == 1);
+  CHECK(odd.back().numLocals() == 4140);
+  // (a small tile keeps the widest runs: [64] over 128 threads, 4 elements per thread)
+  CHECK(vectorLayouts({64}, 32, 128, 0)[0].numLocals() == 4);
   // sub-byte elements: 16 bytes are 32 u4
   CHECK(vectorLayouts({32, 32}, 4, 32, 1)[0] == L("spatial(32, 1).local(1, 32)"));
   // rank 0
