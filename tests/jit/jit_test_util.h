@@ -122,4 +122,17 @@ inline size_t occurrences(const std::string &text, const std::string &what) {
   return n;
 }
 
+/// A Dot of one m16n8k32 atom per warp (32 threads): a [16, 64] (32 elements per thread), b
+/// [64, 8] (16), c and d [16, 8] (4), in the atom's fragment layouts; `ab` and `cd` the types.
+inline std::string m16n8k32Source(const char *ab, const char *cd) {
+  return std::string("def dot<1>(") + ab + "* a_ptr, " + ab + "* b_ptr, " + cd +
+         "* c_ptr) threads=32:\n" +
+         "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[16, 64]), layout=local(1, "
+         "2).column_local(2, 2).spatial(8, 4).local(1, 4))\n" +
+         "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[64, 8]), layout=local(2, 1).local(2, "
+         "1).column_spatial(4, 8).local(4, 1))\n" +
+         "    c = AllocateRegister(" + cd + ", layout=local(2, 1).spatial(8, 4).local(1, 2))\n" +
+         "    StoreGlobal(Dot(a, b, c), ViewGlobal(c_ptr, shape=[16, 8]))\n";
+}
+
 } // namespace tilus::testing

@@ -19,18 +19,6 @@ const char *kSmall =
     "    y = Add(x, x)\n"
     "    StoreGlobal(y, ViewGlobal(y_ptr, shape=[128]))\n";
 
-// One m16n8k32 atom pair per warp: a 32 elements per thread, b 16, c and d 4; k = 64.
-std::string dotSource(const char *ab, const char *cd) {
-  return std::string("def dot<1>(") + ab + "* a_ptr, " + ab + "* b_ptr, " + cd +
-         "* c_ptr) threads=32:\n" +
-         "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[16, 64]), layout=local(1, "
-         "2).column_local(2, 2).spatial(8, 4).local(1, 4))\n" +
-         "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[64, 8]), layout=local(2, 1).local(2, "
-         "1).column_spatial(4, 8).local(4, 1))\n" +
-         "    c = AllocateRegister(" + cd + ", layout=local(2, 1).spatial(8, 4).local(1, 2))\n" +
-         "    StoreGlobal(Dot(a, b, c), ViewGlobal(c_ptr, shape=[16, 8]))\n";
-}
-
 // After the slow unit of the JIT fuzzer (N = 828): N = 827 and ROWS = 5 share no factor with 128
 // threads, so layout inference replicates the [5, 827] tile in every thread (4,135 elements
 // each).
@@ -71,7 +59,7 @@ TEST_CASE("code size: every register operand and result counts its elements per 
 
 TEST_CASE("code size: a Dot counts its result k times, k / 16 times on mma atoms") {
   // loads 32 + 16, AllocateRegister 4, Dot (a 32, b 16, c 4, d 4 x t), StoreGlobal 4
-  VerifiedModule v = buildSource(dotSource("f8e4m3", "f32"));
+  VerifiedModule v = buildSource(m16n8k32Source("f8e4m3", "f32")); // k = 64
   // sm_90a has the e4m3 mma atom: t = 64 / 16 = 4
   CHECK(jit::measureCodeSize(v.module.programs[0], v.programs[0], 90).elements ==
         32 + 16 + 4 + (32 + 16 + 4 + 4 * 4) + 4);

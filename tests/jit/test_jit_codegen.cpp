@@ -200,21 +200,6 @@ TEST_CASE("LLVM IR is available for inspection") {
   CHECK(contains(*ir, "!\"reqntidx\", i32 128"));
 }
 
-namespace {
-
-std::string m16n8k32Source(const char *ab, const char *cd) {
-  return std::string("def dot<1>(") + ab + "* a_ptr, " + ab + "* b_ptr, " + cd +
-         "* c_ptr) threads=32:\n" +
-         "    a = LoadGlobal(ViewGlobal(a_ptr, shape=[16, 64]), layout=local(1, "
-         "2).column_local(2, 2).spatial(8, 4).local(1, 4))\n" +
-         "    b = LoadGlobal(ViewGlobal(b_ptr, shape=[64, 8]), layout=local(2, 1).local(2, "
-         "1).column_spatial(4, 8).local(4, 1))\n" +
-         "    c = AllocateRegister(" + cd + ", layout=local(2, 1).spatial(8, 4).local(1, 2))\n" +
-         "    StoreGlobal(Dot(a, b, c), ViewGlobal(c_ptr, shape=[16, 8]))\n";
-}
-
-} // namespace
-
 TEST_CASE("m16n8k32 atoms: s8 mma on both targets, e4m3 mma on sm_90a (PTX 8.4)") {
   VerifiedModule s8 = buildSource(m16n8k32Source("i8", "i32"));
   for (int sm : {80, 90}) {
