@@ -181,6 +181,35 @@ TEST_CASE("load/store rule: 16-byte runs, threads along the unit-stride dimensio
   CHECK(vectorLayouts({}, 32, 64, 0)[0] == L("local().replicate(64)"));
 }
 
+TEST_CASE("load/store rule: over every small 2-D shape, the first option is the one intended") {
+  // Every [a, b] with a, b in 1..48, f32 and f16, 32 and 128 threads: each option is a layout of
+  // the shape over the threads; an option that keeps every thread busy (no replication) comes
+  // first when there is one; otherwise the first has the fewest elements per thread, or at most
+  // 64 of them with the widest runs.
+  for (int bits : {32, 16})
+    for (int64_t threads : {32, 128})
+      for (int64_t a = 1; a <= 48; ++a)
+        for (int64_t b = 1; b <= 48; ++b) {
+          INFO("[" << a << ", " << b << "] bits " << bits << " threads " << threads);
+          std::vector<RegisterLayout> opts = vectorLayouts({a, b}, bits, threads, 1);
+          REQUIRE(!opts.empty());
+          bool anyBusy = false;
+          int64_t fewest = opts[0].numLocals();
+          for (const RegisterLayout &l : opts) {
+            CHECK(l.shape() == std::vector<int64_t>{a, b});
+            CHECK(l.numThreads() == threads);
+            // busy: every thread holds distinct elements, so threads x locals = the tile
+            anyBusy = anyBusy || l.numThreads() * l.numLocals() == a * b;
+            fewest = std::min(fewest, l.numLocals());
+          }
+          const RegisterLayout &first = opts[0];
+          if (anyBusy)
+            CHECK(first.numThreads() * first.numLocals() == a * b);
+          else
+            CHECK((first.numLocals() == fewest || first.numLocals() <= 64));
+        }
+}
+
 TEST_CASE("load/store rule: the run length of a layout") {
   CHECK(vectorRun(L("spatial(4, 32).local(1, 4)"), 1) == 4);
   CHECK(vectorRun(L("spatial(4, 32).local(1, 4)"), 0) == 1);
