@@ -67,16 +67,26 @@ Status ConversionLowering::visitView(const Instruction &inst) {
   std::vector<llvm::Value *> out(static_cast<size_t>(nr));
   for (int64_t j = 0; j < nr; ++j) {
     int64_t lo = j * sr, hi = lo + sr;
-    llvm::Value *v = cg.constI64(0);
+    llvm::Value *v = nullptr;
+    int64_t top = 0; // the assembled bits lie below bit `top`
     for (int64_t k = lo / sa; k < na && k * sa < hi; ++k) {
       int64_t pos = k * sa - lo; // where input k's bit 0 lands in output j
       llvm::Value *piece = inBits[size_t(k)];
       if (pos >= 64 || pos <= -64)
         continue;
-      piece = pos >= 0 ? b.CreateShl(piece, uint64_t(pos)) : b.CreateLShr(piece, uint64_t(-pos));
-      v = b.CreateOr(v, piece);
+      if (pos > 0)
+        piece = b.CreateShl(piece, uint64_t(pos));
+      else if (pos < 0)
+        piece = b.CreateLShr(piece, uint64_t(-pos));
+      top = std::max(top, std::min<int64_t>(64, pos + sa));
+      v = v ? b.CreateOr(v, piece) : piece;
     }
-    v = b.CreateAnd(v, cg.constI64(int64_t(bitMask(sr))));
+    if (!v)
+      v = cg.constI64(0);
+    // the bits above the slot are cleared, where a piece reaches them and the truncation to
+    // the result's bits below does not
+    if (top > sr && (dr.isBool() || dr.bits != sr))
+      v = b.CreateAnd(v, cg.constI64(int64_t(bitMask(sr))));
     if (dr.isBool()) {
       out[size_t(j)] = b.CreateICmpNE(v, cg.constI64(0));
       continue;
