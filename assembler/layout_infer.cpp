@@ -1003,6 +1003,15 @@ void Inference::solveFree() {
                        std::to_string(run) + " elements (" + std::to_string(run * bits / 8) +
                        " bytes) along dimension " + std::to_string(vdim) + " over " +
                        std::to_string(threads) + " threads";
+    // where the rule put fewer elements per thread before wider runs (vectorLayouts), say so
+    const RegisterLayout *widest = &options[0];
+    for (const RegisterLayout &o : options)
+      if (vectorRun(o, vdim) > vectorRun(*widest, vdim))
+        widest = &o;
+    if (vectorRun(*widest, vdim) > run && widest->numLocals() > l.numLocals())
+      rule += "; " + std::to_string(l.numLocals()) + " elements per thread (runs of " +
+              std::to_string(vectorRun(*widest, vdim)) + " elements would leave each thread " +
+              std::to_string(widest->numLocals()) + ")";
     assign(pick, l, rule);
   }
 }

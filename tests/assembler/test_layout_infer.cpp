@@ -305,6 +305,18 @@ def k<1>(f32* p) threads=128:
     StoreGlobal(x, g)
 )");
   CHECK(layoutOf(ok.module.programs[0], "x").numLocals() == 7 * 4096 / 128);
+  // 828 = 4 x 207: the tile over the four threads the shape shares with 128, 5 x 207 elements
+  // each, and the explanation says what the widest runs would have cost
+  Inferred spread = infer(R"(
+def k<1>(f32* p) threads=128:
+    g = ViewGlobal(p, shape=[5, 828])
+    x = LoadGlobal(g, shape=[5, 828])
+    StoreGlobal(Exp(x), g)
+)");
+  CHECK(layoutOf(spread.module.programs[0], "x").numLocals() == 5 * 207);
+  REQUIRE(!spread.report.lines.empty());
+  CHECK(spread.report.lines[0].find("1035 elements per thread (runs of 828 elements would leave "
+                                    "each thread 4140)") != std::string::npos);
 }
 
 TEST_CASE("inference: deterministic, and the same as the layouts written by hand") {
