@@ -1,5 +1,7 @@
 #include "jit/held_registers.h"
 
+#include "jit/codegen.h"
+
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Dominators.h>
@@ -220,8 +222,6 @@ private:
       g->uses.push_back(&m);
     }
     size_t made = 0;
-    llvm::Type *i32 = llvm::Type::getInt32Ty(f_.getContext());
-    auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
     for (const Group &g : groups) {
       if (g.distinct.size() < kSharedMagics)
         continue;
@@ -230,9 +230,8 @@ private:
       for (MaskUse *m : g.uses) {
         // lut 0xC4 = (a & b & c) | (b & ~c) over a = 0xF0, b = 0xCC, c = 0xAA
         std::string text = "lop3.b32 $0, $1, " + std::to_string(m->c1 | m->c2) + ", $2, 0xC4;";
-        llvm::InlineAsm *lop3 = llvm::InlineAsm::get(type, text, "=r,r,r", false);
         llvm::IRBuilder<> b(m->inst);
-        llvm::Value *r = b.CreateCall(lop3, {m->x, k});
+        llvm::Value *r = pureAsm(b, b.getInt32Ty(), text, "=r,r,r", {m->x, k});
         m->inst->replaceAllUsesWith(r);
         m->inst->eraseFromParent();
         m->inst = nullptr;

@@ -133,19 +133,25 @@ Expected<Specialization> parseSpec(const std::string &text, const Program &progr
   return s;
 }
 
+/// `status` with `file` in the location of each diagnostic that names no file and is located
+/// by a source line (`byLine`) or by none (`!byLine`).
+Status inFile(const Status &status, const std::string &file, bool byLine) {
+  Status located;
+  for (Diagnostic d : status.diagnostics()) {
+    if (d.location.file.empty() && (d.location.line != 0) == byLine)
+      d.location.file = file;
+    located.append(Status(std::move(d)));
+  }
+  return located;
+}
+
 /// A JIT diagnostic located by source line names the file the line belongs to: the module's
 /// source (debug info) or, for a source input, the input.
 int reportJit(const Status &status, const Options &o, const VerifiedModule &verified) {
   std::string file = verified.module.sourceName;
   if (file.empty() && std::filesystem::path(o.input).extension() != ".tbc")
     file = o.input;
-  Status located;
-  for (Diagnostic d : status.diagnostics()) {
-    if (d.location.file.empty() && d.location.line != 0)
-      d.location.file = file;
-    located.append(Status(std::move(d)));
-  }
-  return report(located);
+  return report(inFile(status, file, true));
 }
 
 /// The JIT's LLVM IR or PTX of the module's programs (all, or the one named by --kernel), one
@@ -351,15 +357,8 @@ int disassembleMode(const Options &o) {
   if (!bytes)
     return report(bytes.status());
   Expected<Module> module = decodeModule(*bytes, limits);
-  if (!module) {
-    Status located;
-    for (Diagnostic d : module.status().diagnostics()) {
-      if (d.location.file.empty() && d.location.line == 0)
-        d.location.file = o.input;
-      located.append(std::move(d));
-    }
-    return report(located);
-  }
+  if (!module)
+    return report(inFile(module.status(), o.input, false));
   std::string text = disassemble(*module);
   if (o.output.empty()) {
     std::cout << text;
