@@ -509,7 +509,8 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   // programs/quant/a16wx.tasm packs u1, u2, u4, i4 and 4-bit float codes, and programs/attention/
   // decode_paged.tasm reads 4-bit keys, so that each f16 pair of codes lies at the same place of
   // a word's two halves: their weights and keys need no prmt (V's pairs span two keys, so a
-  // decode stage keeps one prmt per two of its pairs: 16); 3-bit codes still take one per pair
+  // decode stage of 32 keys keeps one prmt per two of its 64 pairs per lane: 32); 3-bit codes
+  // still take one per pair
   const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
   for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
     CAPTURE(wt);
@@ -518,7 +519,7 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
     CHECK(occurrences(k.ptx, "prmt.b32") == (std::string(wt) == "u3" ? 64 : 0));
   }
   PtxKernel d = ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}}), "decode");
-  CHECK(occurrences(d.ptx, "prmt.b32") == 16);
+  CHECK(occurrences(d.ptx, "prmt.b32") == 32);
 }
 
 namespace {

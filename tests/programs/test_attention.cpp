@@ -229,8 +229,15 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   // PAGE 32, KS 16: each stage copies half a page
   checkDecode(false, floatType("f8e4m3", 4, 3), 128, 32, {1, 4, 2, 6, 3, {90}}, 11,
               {{"STAGES", "4"}});
-  // PAGE 8, KS 32: four pages per stage
-  checkDecode(true, intType("u4", false, 4), 64, 8, {2, 8, 2, 30, 12, {1, 93}}, 18, {{"KS", "32"}});
+  // PAGE 8, KS 32 (the default for 4-bit caches): four pages per stage
+  checkDecode(true, intType("u4", false, 4), 64, 8, {2, 8, 2, 30, 12, {1, 93}}, 18);
+  // KS 16 and four stages for a 4-bit cache (the default of 5-, 6- and 7-bit integer and FP8
+  // caches)
+  checkDecode(false, intType("i4", true, 4), 128, 16, {2, 8, 2, 10, 5, {45, 1}}, 28,
+              {{"KS", "16"}, {"STAGES", "4"}});
+  // PAGE 48 under a 4-bit cache: 32 would not meet the page, so stages of 16 keys (a third of a
+  // page each)
+  checkDecode(false, intType("u4", false, 4), 64, 48, {2, 8, 1, 4, 3, {100, 7}}, 29);
   // groups of 32 and 24 query heads per kv head: two row tiles of 16 per kv head (the second
   // of the 24 has 8 rows)
   CacheType f16{"f16", true, true, 5, 10, 16};
