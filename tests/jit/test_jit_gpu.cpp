@@ -1720,8 +1720,8 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
   {
     // a 4-bit cache in stages of 16 keys (its default is 32 in three stages)
     DecodeShape sh{"f16", "u4", 128, 16, 4, 16, 2, 12, 3, 0.088f, 0.5f, 0.25f};
-    runCase(decodeCase("decode_paged_u4_ks16", sh, {{"KS", "16"}, {"STAGES", "4"}},
-                       Fill::Moderate, {"seq_lens", i32, 4, Fill::Positive}, 3));
+    runCase(decodeCase("decode_paged_u4_ks16", sh, {{"KS", "16"}, {"STAGES", "4"}}, Fill::Moderate,
+                       {"seq_lens", i32, 4, Fill::Positive}, 3));
   }
   for (auto [at, kt] : {std::pair{"f16", "bf16"}, std::pair{"bf16", "f16"}}) {
     // a 16-bit cache of the other type than the activations (q rounded to it)
