@@ -219,6 +219,9 @@ TEST_CASE("decode_paged.tasm: f8e4m3 and 4- to 8-bit integer and float caches wi
   checkDecode(false, floatType("f4e2m1", 2, 1), 64, 16, sh, 7);
   checkDecode(false, floatType("f6e3m2", 3, 2), 128, 16, sh, 8);
   checkDecode(true, intType("i5", true, 5), 64, 8, {2, 4, 4, 14, 7, {50, 3}}, 9);
+  // rows of 80 and 112 bytes (5- and 7-bit codes at HD 128) move as 16-bit units
+  checkDecode(false, intType("i7", true, 7), 128, 16, {2, 8, 1, 10, 5, {45, 1}}, 30);
+  checkDecode(false, floatType("f5e2m2", 2, 2), 128, 16, {2, 8, 1, 10, 5, {33, 70}}, 31);
 }
 
 TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a stage, "
