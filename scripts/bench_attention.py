@@ -17,6 +17,9 @@ the same run.
                                        [--decode-programs attention/decode_paged.tasm,old.tasm]
                                        [--prefill-variants ';HOPPER=0']
 
+"regs" is each kernel's registers per thread, with "+NB" when it spills N bytes of local memory
+per thread (vm-run's report).
+
 Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
 (--build, default $BUILD_DIR or build). Times are medians of CUDA-event timed launches (vm-run
 --bench for the programs, the same method here for PyTorch). --dry-run assembles every program
@@ -59,6 +62,8 @@ class Runner:
         return tbc
 
     def bench(self, tbc, kernel, argv):
+        """The kernel's median time (ms), registers per thread and local memory bytes (vm-run's
+        report), or None on a dry run."""
         cmd = [self.run, tbc, "--kernel", kernel, "--device", "cuda", "--bench", "--iters",
                str(self.args.iters), "--json"]
         for a in argv:
@@ -69,7 +74,8 @@ class Runner:
         p = subprocess.run(cmd, capture_output=True, text=True)
         try:
             rep = json.loads(p.stdout)
-            return rep["bench"]["median_ms"]
+            return {"ms": rep["bench"]["median_ms"], "registers": rep.get("registers", 0),
+                    "local_bytes": rep.get("local_bytes", 0)}
         except Exception:
             raise RuntimeError("vm-run: " + (p.stderr or p.stdout).strip()[-400:])
 
@@ -123,14 +129,16 @@ def prefill_rows(r, args):
                                  {"AT": "f16", "HD": HD, "CAUSAL": causal, **tuning})
                 n = B * S * H * HD
                 nk = B * S * KVH * HD
-                ms = r.bench(tbc, "attention", [
+                res = r.bench(tbc, "attention", [
                     f"q_ptr=rand:f16[{n}]:1", f"k_ptr=rand:f16[{nk}]:2",
                     f"v_ptr=rand:f16[{nk}]:3", f"o_ptr=zeros:f16[{n}]", f"batch={B}",
                     f"seq_q={S}", f"seq_k={S}", f"heads={H}", f"kv_heads={KVH}",
                     f"scale={HD ** -0.5}"])
-                if ms is not None:
+                if res is not None:
+                    ms = res["ms"]
                     row.update({"ms": ms, "rate": flops / (ms * 1e-3) / 1e12,
-                                "unit": "TFLOP/s"})
+                                "unit": "TFLOP/s", "registers": res["registers"],
+                                "local_bytes": res["local_bytes"]})
                     if "base_ms" in row:
                         row["ratio"] = row["base_ms"] / ms
             except RuntimeError as e:
@@ -159,13 +167,15 @@ class CopyBaseline:
         return self.cache[half]
 
 
-def bandwidth_row(row, ms, nbytes, copy):
-    """Fill a row of a bandwidth-bound program: nbytes moved (the copy baseline moves as
-    many, reads plus writes)."""
-    if ms is None:
+def bandwidth_row(row, res, nbytes, copy):
+    """Fill a row of a bandwidth-bound program from its bench result `res`: nbytes moved (the
+    copy baseline moves as many, reads plus writes)."""
+    if res is None:
         return row
+    ms = res["ms"]
     row.update({"ms": ms, "rate": nbytes / (ms * 1e-3) / 1e9, "unit": "GB/s",
-                "l2": nbytes <= L2_BYTES})
+                "l2": nbytes <= L2_BYTES, "registers": res["registers"],
+                "local_bytes": res["local_bytes"]})
     base = copy.ms(nbytes)
     if base is not None:
         row.update({"baseline": "D2D copy", "base_ms": base,
@@ -210,7 +220,7 @@ def decode_rows(r, args, copy):
                 elems = num_pages * PAGE * KVH * HD
                 kv_bytes = 2 * elems * bits_of(kt) // 8
                 try:
-                    ms = r.bench(tbc, "decode", [
+                    res = r.bench(tbc, "decode", [
                         f"q_ptr=rand:f16[{batch * H * HD}]:1",
                         f"k_cache=zeros:{kt}[{elems}]", f"v_cache=zeros:{kt}[{elems}]",
                         f"block_table={tpath}", f"seq_lens={lpath}",
@@ -218,7 +228,7 @@ def decode_rows(r, args, copy):
                         f"kv_heads={KVH}", f"num_pages={num_pages}", f"max_pages={max_pages}",
                         f"scale={HD ** -0.5}", "k_scale=1.0", "v_scale=1.0"])
                     row["kv_bytes"] = kv_bytes
-                    bandwidth_row(row, ms, kv_bytes, copy)
+                    bandwidth_row(row, res, kv_bytes, copy)
                 except RuntimeError as e:
                     row["error"] = str(e)
                 rows.append(row)
@@ -231,10 +241,10 @@ def layer_rows(r, args, copy):
     row = {"bench": "rmsnorm", "case": f"M{m} N{n} f16 +residual"}
     try:
         tbc = r.assemble("layers/rmsnorm.tasm", "rmsnorm", {"AT": "f16", "N": n})
-        ms = r.bench(tbc, "rmsnorm", [f"x_ptr=rand:f16[{m * n}]:1", f"r_ptr=rand:f16[{m * n}]:2",
+        res = r.bench(tbc, "rmsnorm", [f"x_ptr=rand:f16[{m * n}]:1", f"r_ptr=rand:f16[{m * n}]:2",
                                       f"w_ptr=rand:f16[{n}]:3", f"y_ptr=zeros:f16[{m * n}]",
                                       f"m={m}", "eps=1e-6"])
-        bandwidth_row(row, ms, 4 * m * n * 2, copy)  # x, r read; r, y written
+        bandwidth_row(row, res, 4 * m * n * 2, copy)  # x, r read; r, y written
     except RuntimeError as e:
         row["error"] = str(e)
     rows.append(row)
@@ -244,10 +254,10 @@ def layer_rows(r, args, copy):
         try:
             tbc = r.assemble("layers/swiglu_quant.tasm", f"swiglu_{qt}",
                              {"AT": "f16", "QT": qt, "N": n})
-            ms = r.bench(tbc, "swiglu_quant", [f"x_ptr=rand:f16[{2 * m * n}]:1",
+            res = r.bench(tbc, "swiglu_quant", [f"x_ptr=rand:f16[{2 * m * n}]:1",
                                                f"q_ptr=zeros:{qt}[{m * n}]",
                                                f"s_ptr=zeros:f32[{m}]", f"m={m}"])
-            bandwidth_row(row, ms, 2 * m * n * 2 + m * n + 4 * m, copy)
+            bandwidth_row(row, res, 2 * m * n * 2 + m * n + 4 * m, copy)
         except RuntimeError as e:
             row["error"] = str(e)
         rows.append(row)
@@ -256,15 +266,18 @@ def layer_rows(r, args, copy):
 
 def print_table(rows, device):
     print(f"device: {device}")
-    hdr = ["bench", "case", "ms", "rate", "baseline (same run)", "base rate", "ratio"]
+    hdr = ["bench", "case", "regs", "ms", "rate", "baseline (same run)", "base rate", "ratio"]
     table = [hdr]
     for r in rows:
         if "error" in r:
-            table.append([r["bench"], r["case"], "failed: " + r["error"].splitlines()[-1][:70],
-                          "", "", "", ""])
+            table.append([r["bench"], r["case"], "", "failed: " +
+                          r["error"].splitlines()[-1][:70], "", "", "", ""])
             continue
         unit = r.get("unit", "")
-        table.append([r["bench"], r["case"], f"{r['ms']:.4f}" if "ms" in r else "-",
+        # registers per thread, and the local memory of a kernel that spills
+        regs = (str(r["registers"]) + (f"+{r['local_bytes']}B" if r["local_bytes"] else "")
+                if "registers" in r else "-")
+        table.append([r["bench"], r["case"], regs, f"{r['ms']:.4f}" if "ms" in r else "-",
                       f"{r['rate']:.1f} {unit}" if "rate" in r else "-",
                       r.get("baseline", "-"),
                       f"{r['base_rate']:.1f} {unit}" if "base_rate" in r else "-",
