@@ -269,6 +269,12 @@ TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty spl
   checkDecode(false, f16, 64, 16, {3, 8, 1, 60, 20, {300, 1, 40}}, 21, {{"BLOCKS", "4"}}, 2);
   // SPLITS 4 reached (ns = SPLITS): every slot of the workspace in use
   checkDecode(false, f16, 64, 16, {2, 8, 1, 40, 20, {300, 17}}, 23, {{"SPLITS", "4"}}, 2);
+  // two splits combined per step (CQ 2, the default above HD 128): 7 splits, the last step with
+  // one; and HD 256 itself, 3 splits
+  checkDecode(false, f16, 64, 16, {3, 4, 1, 24, 8, {1, 16, 100}}, 32,
+              {{"SPLITS", "7"}, {"CQ", "2"}}, 2);
+  checkDecode(false, intType("u4", false, 4), 256, 16, {2, 8, 1, 12, 6, {90, 37}}, 33,
+              {{"SPLITS", "3"}}, 2);
   // groups of 32 heads (two row tiles per kv head), split over 5 blocks
   checkDecode(false, intType("u4", false, 4), 64, 16, {2, 32, 1, 40, 20, {200, 33}}, 22,
               {{"SPLITS", "5"}}, 2);
