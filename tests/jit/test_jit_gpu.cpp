@@ -1750,6 +1750,13 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                        extra, Fill::Random, {"seq_lens", i32, 3, Fill::Given, 0, 0, {1, 40, 77}},
                        2));
   }
+  {
+    // HD 256: two splits combined per step (CQ = 2); sequences of 200, 1 and 77 keys (up to 13
+    // pages of 16) split over SPLITS = 3 blocks
+    DecodeShape sh{"f16", "u4", 256, 16, 3, 8, 1, 39, 13, 0.0625f, 0.5f, 0.25f};
+    runCase(decodeCase("decode_paged_u4_hd256", sh, {{"SPLITS", "3"}}, Fill::Moderate,
+                       {"seq_lens", i32, 3, Fill::Given, 0, 0, {200, 1, 77}}, 2));
+  }
   // prefill: the wgmma and TMA design (the default) and the mma.sync design; the wgmma design
   // also over several 128-key tiles (stages reused by loads in the loop) at HD 128, bf16
   for (const char *hopper : {"1", "0"})
