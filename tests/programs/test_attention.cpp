@@ -248,6 +248,24 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   checkDecode(false, intType("i4", true, 4), 128, 16, {1, 48, 2, 6, 6, {70}}, 20);
 }
 
+TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type, page and head "
+          "dimension") {
+  // the defaults depend on KT, PAGE and HD (stages of 32 keys only where 32 meets the page and
+  // HD <= 128; 16-bit units for rows of 5- and 7-bit codes; two splits per combine step above
+  // HD 128): every combination must still meet the program's assertions and the checker
+  for (const char *kt : {"u4", "i4", "f4e2m1", "i5", "u5", "f5e2m2", "u6", "i6", "f6e3m2", "f6e2m3",
+                         "i7", "u8", "i8", "f8e4m3", "f8e5m2", "f16", "bf16"})
+    for (int page : {8, 16, 32, 48, 64})
+      for (int hd : {64, 128, 256}) {
+        CAPTURE(kt);
+        CAPTURE(page);
+        CAPTURE(hd);
+        build(readSource("programs/attention/decode_paged.tasm"),
+              {{"KT", kt}, {"PAGE", std::to_string(page)}, {"HD", std::to_string(hd)}},
+              "decode_paged.tasm");
+      }
+}
+
 TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
   // Every run is in checked mode: the atomics, fences and the ticket race with nothing, and the
   // requires_clean workspace (partials and tickets) is zero again after each launch.
