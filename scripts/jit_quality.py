@@ -9,9 +9,14 @@ specialisation that aligned pointers and 16-divisible integers give), this print
   - `ptxas -arch=sm_90a -v` registers and spill bytes.
 With --save FILE the result is written as JSON; with --compare FILE it is compared with a
 saved result and every kernel whose registers, spills or loop instruction counts grew is
-listed (exit status 1 when any did).
+listed (exit status 1 when any did). --variants adds the library programs at the constants
+their benchmarks use (every weight class of quant/a16wx.tasm at the largest decode shape and
+its prefill kernel, decode_paged.tasm over the quantised caches and HD 64 and 256, prefill.tasm's
+mma.sync design and HD 64); --ptx-dir DIR writes each kernel's PTX there (one file per row), so
+that two builds of the JIT can be compared byte for byte with `diff -r`.
 
 Usage: scripts/jit_quality.py [--build build] [--runs 5] [--save F] [--compare F] [--only SUBSTR]
+                              [--variants] [--ptx-dir DIR]
 """
 import argparse
 import collections
@@ -42,9 +47,22 @@ def kernels(path):
     return out
 
 
-def emit(tool, path, kernel, spec, runs):
+# (program under programs/, -D constants): the library programs at their benchmarks' constants
+A16WX_SHAPE = ["N=57344", "K=8192", "G=128"]
+VARIANTS = ([("quant/a16wx.tasm", [f"WT={wt}"] + A16WX_SHAPE)
+             for wt in "u1 u2 u3 u4 i4 u5 i6 u8 f4e2m1 f6e3m2 f8e4m3".split()]
+            + [("quant/a16wx.tasm", ["WT=u4", "PREFILL=1", "N=8192", "K=8192", "G=128"])]
+            + [("attention/decode_paged.tasm", [f"KT={kt}"])
+               for kt in "u4 i4 f4e2m1 i5 f6e3m2 i7 i8 f8e4m3 bf16".split()]
+            + [("attention/decode_paged.tasm", ["KT=u4", f"HD={hd}"]) for hd in (64, 256)]
+            + [("attention/prefill.tasm", ["HOPPER=0"]), ("attention/prefill.tasm", ["HD=64"])])
+
+
+def emit(tool, path, kernel, spec, runs, defines=()):
     """PTX and the median phase times of `runs` compilations."""
     cmd = [tool, path, "--emit", "ptx", "--sm", "90", "--kernel", kernel]
+    for d in defines:
+        cmd += ["-D", d]
     if spec:
         cmd += ["--spec", spec]
     times = []
@@ -120,21 +138,33 @@ def main():
     ap.add_argument("--compare")
     ap.add_argument("--only", default="")
     ap.add_argument("--ops", action="store_true", help="print the opcode counts of each loop")
+    ap.add_argument("--variants", action="store_true",
+                    help="also the library programs at their benchmarks' constants")
+    ap.add_argument("--ptx-dir", default="", help="write each kernel's PTX into this folder")
     args = ap.parse_args()
     tool = os.path.join(args.build, "tools", "tilus-asm")
     files = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(ROOT, "programs"))
                    for f in fs if f.endswith(".tasm"))
+    jobs = [(path, []) for path in files]
+    if args.variants:
+        jobs += [(os.path.join(ROOT, "programs", prog), defines) for prog, defines in VARIANTS]
+    if args.ptx_dir:
+        os.makedirs(args.ptx_dir, exist_ok=True)
     results = {}
-    for path in files:
-        rel = os.path.relpath(path, ROOT)
+    for path, defines in jobs:
+        rel = os.path.relpath(path, ROOT) + (f"[{','.join(defines)}]" if defines else "")
         if args.only not in rel:
             continue
         for name, spec in kernels(path):
             for s in ["", spec]:
                 key = f"{rel}:{name}" + (f" spec={s}" if s else "")
-                ptx, times = emit(tool, path, name, s, args.runs if not s else 1)
+                ptx, times = emit(tool, path, name, s, args.runs if not s else 1, defines)
                 results[key] = {"times": times, "loops": loops(ptx), "ptxas": ptxas(ptx),
                                 "ptx_lines": ptx.count("\n")}
+                if args.ptx_dir:
+                    fname = re.sub(r"[^\w.=,-]+", "_", key) + ".ptx"
+                    with open(os.path.join(args.ptx_dir, fname), "w") as f:
+                        f.write(ptx)
     print(f"{'kernel':<62} {'IR':>5} {'opt':>5} {'PTX':>5} {'total':>6}  regs spill  loop sizes")
     for key, r in results.items():
         t = r["times"]
