@@ -266,6 +266,54 @@ TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type,
       }
 }
 
+TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head dimension") {
+  // a program's constant, read by a probe kernel appended to decode_paged.tasm
+  auto constant = [](std::map<std::string, std::string> defines, const char *expr) {
+    std::string text = readSource("programs/attention/decode_paged.tasm") +
+                       "\ndef probe<1>(i32* out) threads=32:\n"
+                       "    StoreGlobal(AllocateRegister(i32, layout=replicate(32), init=" +
+                       std::string(expr) + "), ViewGlobal(out, shape=[1]), offset=[0])\n";
+    VerifiedModule m = build(text, std::move(defines), "decode_paged.tasm");
+    std::vector<int32_t> out(1, -1);
+    REQUIRE_OK(run(m, {bufferArg(out)}, options(), "probe"));
+    return out[0];
+  };
+  // stages of 32 keys in three pipeline stages for 4-bit caches, 6-bit floats and 8-bit
+  // integers at HD <= 128 where 32 meets the page; 16 keys in four stages (three for 16-bit
+  // caches) otherwise
+  for (const char *kt : {"u4", "i4", "f4e2m1", "f6e3m2", "f6e2m3", "u8", "i8"}) {
+    CAPTURE(kt);
+    CHECK(constant({{"KT", kt}}, "KS") == 32);
+    CHECK(constant({{"KT", kt}}, "STAGES") == 3);
+    CHECK(constant({{"KT", kt}, {"HD", "64"}}, "KS") == 32);
+    CHECK(constant({{"KT", kt}, {"PAGE", "8"}}, "KS") == 32);
+    CHECK(constant({{"KT", kt}, {"PAGE", "64"}}, "KS") == 32);
+    CHECK(constant({{"KT", kt}, {"PAGE", "48"}}, "KS") == 16);
+    CHECK(constant({{"KT", kt}, {"HD", "256"}}, "KS") == 16);
+  }
+  for (const char *kt : {"i5", "u5", "f5e2m2", "u6", "i6", "i7", "f8e4m3", "f8e5m2"}) {
+    CAPTURE(kt);
+    CHECK(constant({{"KT", kt}}, "KS") == 16);
+    CHECK(constant({{"KT", kt}}, "STAGES") == 4);
+  }
+  CHECK(constant({{"KT", "f16"}}, "KS") == 16);
+  CHECK(constant({{"KT", "bf16"}}, "STAGES") == 3);
+  // the unit of a row: 32-bit words, else 16-bit (rows of 80 and 112 bytes), else bytes
+  CHECK(constant({{"KT", "u4"}}, "bits(WB)") == 32);
+  CHECK(constant({{"KT", "i5"}}, "bits(WB)") == 16);
+  CHECK(constant({{"KT", "i7"}}, "bits(WB)") == 16);
+  CHECK(constant({{"KT", "i5"}, {"HD", "64"}}, "bits(WB)") == 8);
+  CHECK(constant({{"KT", "i5"}, {"HD", "256"}}, "bits(WB)") == 32);
+  // keys read in place (PW = 2) for every 4-bit cache whose lanes hold whole words of codes
+  CHECK(constant({{"KT", "u4"}}, "PW") == 2);
+  CHECK(constant({{"KT", "f4e2m1"}}, "PW") == 2);
+  CHECK(constant({{"KT", "u8"}}, "PW") == 1);
+  CHECK(constant({{"KT", "u4"}, {"HD", "80"}}, "PW") == 1);
+  // splits combined per step: four, two above HD 128
+  CHECK(constant({{"KT", "u4"}}, "CQ") == 4);
+  CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "CQ") == 2);
+}
+
 TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
   // Every run is in checked mode: the atomics, fences and the ticket race with nothing, and the
   // requires_clean workspace (partials and tickets) is zero again after each launch.

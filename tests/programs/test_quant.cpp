@@ -475,7 +475,7 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WARPS", "4"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WARPS", "4"}}, "SPLITK") == 8);
   // m = 1 at N = 57344 (where the tiles fill the GPU): two blocks per tile for every weight type
-  // but the 4- and 5-bit integers (one); where SPLITK splits by its rule, the same
+  // but the 4- and 5-bit integers and u6 (one); where SPLITK splits by its rule, the same
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u1"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u2"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u3"}}, "SPLIT1") == 2);
@@ -484,6 +484,9 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u5"}}, "SPLIT1") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLIT1") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u6"}}, "SPLIT1") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f6e3m2"}}, "SPLIT1") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u7"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 1);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WT", "u5"}}, "SPLIT1") == 8);
