@@ -1977,6 +1977,14 @@ void libraryPrograms() {
                                             {"PREFILL", "1"}};
     a16wxCases(std::string("a16wx_prefill_") + wt + "_m" + std::to_string(m), d, m, 1);
   }
+  for (auto [wt, bm, m] :
+       {std::tuple{"u4", "16", 16}, std::tuple{"f4e2m1", "16", 21}, std::tuple{"i6", "64", 70}}) {
+    // the prefill kernel on narrow row tiles (wgmma m64n16k16, m64n64k16)
+    std::map<std::string, std::string> d = {{"WT", wt},   {"AT", "f16"}, {"N", "256"},
+                                            {"K", "256"}, {"G", "64"},   {"PREFILL", "1"},
+                                            {"BM", bm}};
+    a16wxCases(std::string("a16wx_prefill_bm") + bm + "_" + wt + "_m" + std::to_string(m), d, m, 1);
+  }
   {
     Case c{"f32_u2", programText("variants/matmul_f32_u2.tasm")};
     c.buffers = {{"a_ptr", DataType::f32(), 128 * 128, Fill::Moderate},

@@ -301,6 +301,22 @@ TEST_CASE(
   // in the loop above: 8-byte chunks)
   runConfig(Config{intType("u3", false, 3), false, 128, 256, 64, 5, false, prefill});
   runConfig(Config{intType("u5", false, 5), true, 128, 192, 64, 130, true, prefill});
+  // narrow row tiles (BM = 16 and 64: wgmma m64n16k16 and m64n64k16): m of one tile, past one
+  // and of one row
+  const std::map<std::string, std::string> bm16 = {{"PREFILL", "1"}, {"BM", "16"}};
+  runConfig(Config{u4, false, 128, 256, 128, 16, false, bm16});
+  runConfig(Config{floatType("f4e2m1", 2, 1), true, 256, 192, 64, 21, false, bm16});
+  runConfig(Config{intType("u8", false, 8), false, 128, 256, 128, 1, false, bm16});
+  runConfig(Config{
+      intType("i6", true, 6), false, 128, 256, 128, 70, false, {{"PREFILL", "1"}, {"BM", "64"}}});
+  // zero points need BM = 128 (their row sums are a wgmma with the activation tile as its A
+  // operand): a narrower tile with ZERO = 1 is refused at assembly, with the reason
+  AssembleOptions options;
+  options.defines = {{"PREFILL", "1"}, {"BM", "16"}, {"ZERO", "1"}, {"N", "128"}, {"K", "256"}};
+  Expected<Module> refused = assemble(readProgram(), options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().first().code == ErrorCode::Assert);
+  CHECK(refused.status().first().message.find("zero points need BM = 128") != std::string::npos);
 }
 
 TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for every family") {
