@@ -267,16 +267,10 @@ TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type,
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head dimension") {
-  // a program's constant, read by a probe kernel appended to decode_paged.tasm
+  // a constant of decode_paged.tasm under the given -D values
   auto constant = [](std::map<std::string, std::string> defines, const char *expr) {
-    std::string text = readSource("programs/attention/decode_paged.tasm") +
-                       "\ndef probe<1>(i32* out) threads=32:\n"
-                       "    StoreGlobal(AllocateRegister(i32, layout=replicate(32), init=" +
-                       std::string(expr) + "), ViewGlobal(out, shape=[1]), offset=[0])\n";
-    VerifiedModule m = build(text, std::move(defines), "decode_paged.tasm");
-    std::vector<int32_t> out(1, -1);
-    REQUIRE_OK(run(m, {bufferArg(out)}, options(), "probe"));
-    return out[0];
+    return programConstant(readSource("programs/attention/decode_paged.tasm"), std::move(defines),
+                           expr, "decode_paged.tasm");
   };
   // stages of 32 keys in three pipeline stages for 4-bit caches, 6-bit floats and 8-bit
   // integers at HD <= 128 where 32 meets the page; 16 keys in four stages (three for 16-bit

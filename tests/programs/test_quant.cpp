@@ -8,6 +8,7 @@
 #include "loader/checker.h"
 #include "test_helpers.h"
 #include "vm/cpu/interpreter.h"
+#include "vm_cpu/cpu_test_util.h"
 
 #include <cmath>
 #include <cstdint>
@@ -406,22 +407,7 @@ TEST_CASE("a16wx: weights loaded PD steps ahead of the step that uses them") {
 
 TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") {
   auto constant = [](const std::map<std::string, std::string> &defines, const char *name) {
-    AssembleOptions options;
-    options.defines = defines;
-    std::string text = readProgram() +
-                       "\ndef probe<1>(i32* out) threads=32:\n"
-                       "    StoreGlobal(AllocateRegister(i32, layout=replicate(32), "
-                       "init=" +
-                       std::string(name) + "), ViewGlobal(out, shape=[1]), offset=[0])\n";
-    Expected<Module> module = assemble(text, options);
-    REQUIRE_OK(module);
-    Expected<VerifiedModule> verified = checkModule(std::move(module).value());
-    REQUIRE_OK(verified);
-    std::vector<uint8_t> out(4, 0);
-    REQUIRE_OK(runOnCpu(*verified, programIndex(*verified, "probe"), {hostArg(out)}));
-    int32_t v;
-    std::memcpy(&v, out.data(), 4);
-    return v;
+    return cputest::programConstant(readProgram(), defines, name, "a16wx.tasm");
   };
   // Llama-70B shapes (two atoms per warp by default: 32 rows of N per warp). The split is the
   // most blocks per tile, up to 8, with at most 2048 blocks: N = 57344 has 1792 column tiles (no

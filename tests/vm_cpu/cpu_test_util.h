@@ -98,6 +98,22 @@ inline Status run(const VerifiedModule &m, const KernelArgs &args,
   return runOnCpu(m, name.empty() ? 0 : programIndex(m, name), args, o);
 }
 
+/// The value of `expr`, an i32 constant expression of `source` (its constants, `bits(T)`, ...)
+/// under `defines`, read by a probe kernel appended to the source and run on the interpreter:
+/// for tests of the tuning rules of the library's programs.
+inline int32_t programConstant(const std::string &source,
+                               std::map<std::string, std::string> defines, const std::string &expr,
+                               const std::string &fileName = "test.tasm") {
+  std::string text = source +
+                     "\ndef probe<1>(i32* out) threads=32:\n"
+                     "    StoreGlobal(AllocateRegister(i32, layout=replicate(32), init=" +
+                     expr + "), ViewGlobal(out, shape=[1]), offset=[0])\n";
+  VerifiedModule m = build(text, std::move(defines), fileName);
+  std::vector<int32_t> out(1, -1);
+  REQUIRE_OK(run(m, {bufferArg(out)}, options(), "probe"));
+  return out[0];
+}
+
 // ---- independent references ----------------------------------------------------------------
 
 inline double halfToDouble(uint16_t h) {
