@@ -234,7 +234,7 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
               {{"STAGES", "4"}});
   // PAGE 8, KS 32 (the default for 4-bit caches): four pages per stage
   checkDecode(true, intType("u4", false, 4), 64, 8, {2, 8, 2, 30, 12, {1, 93}}, 18);
-  // KS 16 and four stages for a 4-bit cache (the default of 5-, 6- and 7-bit integer and FP8
+  // KS 16 and four stages for a 4-bit cache (the default of 6-bit integer, 7-bit and FP8
   // caches)
   checkDecode(false, intType("i4", true, 4), 128, 16, {2, 8, 2, 10, 5, {45, 1}}, 28,
               {{"KS", "16"}, {"STAGES", "4"}});
@@ -254,7 +254,7 @@ TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type,
   // HD <= 128; 16-bit units for rows of 5- and 7-bit codes; two splits per combine step above
   // HD 128): every combination must still meet the program's assertions and the checker
   for (const char *kt : {"u4", "i4", "f4e2m1", "i5", "u5", "f5e2m2", "u6", "i6", "f6e3m2", "f6e2m3",
-                         "i7", "u8", "i8", "f8e4m3", "f8e5m2", "f16", "bf16"})
+                         "i7", "u7", "f7e3m3", "u8", "i8", "f8e4m3", "f8e5m2", "f16", "bf16"})
     for (int page : {8, 16, 32, 48, 64})
       for (int hd : {64, 128, 256}) {
         CAPTURE(kt);
@@ -272,10 +272,11 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
     return programConstant(readSource("programs/attention/decode_paged.tasm"), std::move(defines),
                            expr, "decode_paged.tasm");
   };
-  // stages of 32 keys in three pipeline stages for 4-bit caches, 6-bit floats and 8-bit
+  // stages of 32 keys in three pipeline stages for 4- and 5-bit caches, 6-bit floats and 8-bit
   // integers at HD <= 128 where 32 meets the page; 16 keys in four stages (three for 16-bit
   // caches) otherwise
-  for (const char *kt : {"u4", "i4", "f4e2m1", "f6e3m2", "f6e2m3", "u8", "i8"}) {
+  for (const char *kt : {"u4", "i4", "f4e2m1", "i5", "u5", "f5e2m2", "f5e3m1", "f6e3m2", "f6e2m3",
+                         "u8", "i8"}) {
     CAPTURE(kt);
     CHECK(constant({{"KT", kt}}, "KS") == 32);
     CHECK(constant({{"KT", kt}}, "STAGES") == 3);
@@ -285,7 +286,7 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
     CHECK(constant({{"KT", kt}, {"PAGE", "48"}}, "KS") == 16);
     CHECK(constant({{"KT", kt}, {"HD", "256"}}, "KS") == 16);
   }
-  for (const char *kt : {"i5", "u5", "f5e2m2", "u6", "i6", "i7", "f8e4m3", "f8e5m2"}) {
+  for (const char *kt : {"u6", "i6", "u7", "i7", "f7e3m3", "f8e4m3", "f8e5m2"}) {
     CAPTURE(kt);
     CHECK(constant({{"KT", kt}}, "KS") == 16);
     CHECK(constant({{"KT", kt}}, "STAGES") == 4);
