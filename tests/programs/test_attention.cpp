@@ -275,8 +275,8 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   // stages of 32 keys in three pipeline stages for 4- and 5-bit caches, 6-bit floats and 8-bit
   // integers at HD <= 128 where 32 meets the page; 16 keys in four stages (three for 16-bit
   // caches) otherwise
-  for (const char *kt : {"u4", "i4", "f4e2m1", "i5", "u5", "f5e2m2", "f5e3m1", "f6e3m2", "f6e2m3",
-                         "u8", "i8"}) {
+  for (const char *kt :
+       {"u4", "i4", "f4e2m1", "i5", "u5", "f5e2m2", "f5e3m1", "f6e3m2", "f6e2m3", "u8", "i8"}) {
     CAPTURE(kt);
     CHECK(constant({{"KT", kt}}, "KS") == 32);
     CHECK(constant({{"KT", kt}}, "STAGES") == 3);
