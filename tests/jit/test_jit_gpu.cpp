@@ -1710,7 +1710,7 @@ Case decodeCase(const std::string &name, const DecodeShape &sh,
 DIFF_CASE("the attention and layer programs (programs/attention, programs/layers)") {
   const DataType f16 = DataType::f16(), bf16 = DataType::bf16(), i32 = DataType::i32(),
                  f32 = DataType::f32();
-  for (const char *kt : {"f16", "f8e4m3", "u4", "f4e2m1", "i7"}) {
+  for (const char *kt : {"f16", "f8e4m3", "u4", "f4e2m1", "u5", "i7"}) {
     // block_table[b, j] = b * 3 + j (distinct pages), seq_lens in [1, 40], 3 pages of 16 each;
     // min(SPLITS, max_pages) = 2 splits: the workspace must be clean at each of three launches
     DecodeShape sh{"f16", kt, 128, 16, 4, 16, 2, 12, 3, 0.088f, 0.5f, 0.25f};
