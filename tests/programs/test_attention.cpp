@@ -253,6 +253,7 @@ TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type,
   // the defaults depend on KT, PAGE and HD (stages of 32 keys only where 32 meets the page and
   // HD <= 128; 16-bit units for rows of 5- and 7-bit codes; two splits per combine step above
   // HD 128): every combination must still meet the program's assertions and the checker
+  const std::string source = readSource("programs/attention/decode_paged.tasm");
   for (const char *kt : {"u4", "i4", "f4e2m1", "i5", "u5", "f5e2m2", "u6", "i6", "f6e3m2", "f6e2m3",
                          "i7", "u7", "f7e3m3", "u8", "i8", "f8e4m3", "f8e5m2", "f16", "bf16"})
     for (int page : {8, 16, 32, 48, 64})
@@ -260,17 +261,16 @@ TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type,
         CAPTURE(kt);
         CAPTURE(page);
         CAPTURE(hd);
-        build(readSource("programs/attention/decode_paged.tasm"),
-              {{"KT", kt}, {"PAGE", std::to_string(page)}, {"HD", std::to_string(hd)}},
+        build(source, {{"KT", kt}, {"PAGE", std::to_string(page)}, {"HD", std::to_string(hd)}},
               "decode_paged.tasm");
       }
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head dimension") {
   // a constant of decode_paged.tasm under the given -D values
-  auto constant = [](std::map<std::string, std::string> defines, const char *expr) {
-    return programConstant(readSource("programs/attention/decode_paged.tasm"), std::move(defines),
-                           expr, "decode_paged.tasm");
+  const std::string source = readSource("programs/attention/decode_paged.tasm");
+  auto constant = [&source](std::map<std::string, std::string> defines, const char *expr) {
+    return programConstant(source, std::move(defines), expr, "decode_paged.tasm");
   };
   // stages of 32 keys in three pipeline stages for 4- and 5-bit caches, 6-bit floats and 8-bit
   // integers at HD <= 128 where 32 meets the page; 16 keys in four stages (three for 16-bit

@@ -406,8 +406,9 @@ TEST_CASE("a16wx: weights loaded PD steps ahead of the step that uses them") {
 }
 
 TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") {
-  auto constant = [](const std::map<std::string, std::string> &defines, const char *name) {
-    return cputest::programConstant(readProgram(), defines, name, "a16wx.tasm");
+  const std::string source = readProgram();
+  auto constant = [&source](const std::map<std::string, std::string> &defines, const char *name) {
+    return cputest::programConstant(source, defines, name, "a16wx.tasm");
   };
   // Llama-70B shapes (two atoms per warp by default: 32 rows of N per warp). The split is the
   // most blocks per tile, up to 8, with at most 2048 blocks: N = 57344 has 1792 column tiles (no
