@@ -1938,8 +1938,8 @@ void libraryPrograms() {
   }
   for (auto [wt, at, m, splitk] :
        {std::tuple{"u4", "f16", 1, "4"}, std::tuple{"i6", "bf16", 13, "2"},
-        std::tuple{"f8e4m3", "f16", 16, "8"}, std::tuple{"u4", "f16", 40, "4"},
-        std::tuple{"f4e2m1", "f16", 5, "3"}}) {
+        std::tuple{"f8e4m3", "f16", 16, "8"}, std::tuple{"u8", "f16", 16, "2"},
+        std::tuple{"u4", "f16", 40, "4"}, std::tuple{"f4e2m1", "f16", 5, "3"}}) {
     // split-K: SPLITK blocks per tile of C combine f32 partial sums with AtomicAdd in a
     // requires_clean workspace, the last block (by ticket) rounds and stores; m = 40 is past
     // SPLITM (one block per tile, same kernel). KS = 2: 8 steps of K to split (SPLITK = 3:

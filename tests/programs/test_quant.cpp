@@ -423,8 +423,8 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
         std::tuple{"u5", 2, 1}, std::tuple{"u2", 1, 2}, std::tuple{"i2", 1, 1},
         std::tuple{"i3", 1, 1}, std::tuple{"u7", 1, 1}, std::tuple{"i6", 1, 1},
         std::tuple{"f4e2m1", 2, 1}, std::tuple{"f5e2m2", 2, 1}, std::tuple{"f7e3m3", 2, 1},
-        std::tuple{"f3e1m1", 2, 1}, std::tuple{"u8", 1, 1}, std::tuple{"f8e4m3", 1, 1},
-        std::tuple{"f8e5m2", 1, 1}}) {
+        std::tuple{"f3e1m1", 2, 1}, std::tuple{"u8", 2, 1}, std::tuple{"f8e4m3", 2, 1},
+        std::tuple{"f8e5m2", 2, 1}, std::tuple{"i8", 2, 1}}) {
     INFO("WT=" << wt);
     CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", wt}}, "SPLITK") == splitk);
     CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", wt}}, "PD") == pd);
@@ -442,7 +442,8 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "1024"}, {"K", "4096"}}, "SPLITK") == 8);
   CHECK(constant({{"N", "512"}, {"K", "1024"}}, "SPLITK") == 8);
   // one atom only where N is not a multiple of 32 (or in the prefill kernel), two for every
-  // weight type otherwise; 8-bit weights take steps of 4 x 16 k (KS = 4), the rest 8
+  // weight type otherwise; 8-bit weights take steps of 4 x 16 k (KS = 4), or 2 x 16 k where
+  // their tiles alone fill the GPU (more than 1024 tiles: N = 57344), the rest 8
   CHECK(constant({{"N", "1040"}, {"K", "4096"}}, "AN") == 1);
   CHECK(constant({{"N", "1040"}, {"K", "4096"}, {"WT", "i7"}}, "AN") == 1);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"PREFILL", "1"}}, "AN") == 1);
@@ -462,11 +463,18 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "OCC") == 0);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "OCC") == 0);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"PREFILL", "1"}}, "OCC") == 0);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "KS") == 4);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e5m2"}}, "KS") == 4);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}}, "KS") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e5m2"}}, "KS") == 2);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}, {"AN", "1"}}, "KS") == 2);
+  CHECK(constant({{"N", "32768"}, {"K", "8192"}, {"WT", "u8"}}, "KS") == 4);
+  CHECK(constant({{"N", "28672"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "KS") == 4);
+  CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WT", "i8"}}, "KS") == 4);
+  CHECK(constant({{"N", "57344"}, {"K", "512"}, {"WT", "u8"}}, "KS") == 4);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u8"}, {"PREFILL", "1"}}, "KS") == 8);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "KS") == 8);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u4"}}, "KS") == 8);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "SPLITK") == 2);
+  CHECK(constant({{"N", "28672"}, {"K", "8192"}, {"WT", "f8e4m3"}}, "SPLITK") == 2);
   // one atom per warp: 3584 column tiles at N = 57344 (no split), 512 at N = 8192 (four), 640
   // at N = 10240 (three)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"AN", "1"}}, "SPLITK") == 1);
