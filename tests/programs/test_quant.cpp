@@ -338,9 +338,8 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
   runConfig(Config{u4, false, 32, 256, 128, 5, false, split2});
   // 8-bit weights as their default takes them where the tiles fill the GPU (steps of 32 k,
   // two blocks per tile), at m = 16 and a ragged m, with zero points
-  for (const WeightType &t :
-       {intType("u8", false, 8), intType("i8", true, 8), floatType("f8e4m3", 4, 3),
-        floatType("f8e5m2", 5, 2)}) {
+  for (const WeightType &t : {intType("u8", false, 8), intType("i8", true, 8),
+                              floatType("f8e4m3", 4, 3), floatType("f8e5m2", 5, 2)}) {
     runConfig(Config{t, false, 64, 256, 128, 16, false, split2});
     runConfig(Config{t, true, 64, 256, 64, 11, true, split2});
   }
