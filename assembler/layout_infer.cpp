@@ -652,6 +652,16 @@ void Inference::visit(uint32_t i) {
     visitWgmma(i, inst);
     return;
   }
+  if (op == Opcode::AtomicLoad) {
+    // x's tile in the written layout (docs/isa.md, "AtomicLoad and AtomicStore")
+    VarId mem = inst.arg(ArgName::x).var;
+    const Argument &layout = inst.arg(ArgName::layout);
+    if (mem == kNoId || r == kNoId || !t_[mem].known || !layout.present || !layout.regLayout)
+      return;
+    declareRegister(r, t_[mem].dtype, layout.regLayout->shape(), i);
+    fix(r, *layout.regLayout, i);
+    return;
+  }
   if (spec.category == InstructionCategory::Atomic && op != Opcode::Fence) {
     // The old values are a register tensor of dst's dtype in r's layout (AtomicCas's cmp has
     // that layout too), so a View of them reinterprets r's layout (docs/isa.md, "Atomics").

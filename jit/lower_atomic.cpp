@@ -1,5 +1,5 @@
-// The atomics (AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas) and Fence as inline PTX
-// (docs/isa.md, "Atomics"; docs/jit.md).
+// The atomics (AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas, AtomicStore, AtomicLoad)
+// and Fence as inline PTX (docs/isa.md, "Atomics", "AtomicLoad and AtomicStore"; docs/jit.md).
 //
 // Slot (t, i) of r addresses tile index S(t) + Loc(i) as a store does; only the primary owner
 // of each element (layout_map.h) applies it, so replicated elements are updated once. Global
@@ -11,7 +11,10 @@
 // dimension is one vector `red.global.add.v4.f32` (`.noftz.v8.f16`...) when the group is in
 // bounds and aligned; other groups take a branch to the element path. With a result, the old
 // values of a replicated (or out= re-laid) tensor go through the scratch area from the primary
-// owners to every owner, as ConvertLayout does.
+// owners to every owner, as ConvertLayout does. AtomicStore is one `st.relaxed.gpu.global` per
+// element (`st.relaxed.cta.shared` in shared memory) from its primary owner; AtomicLoad one
+// `ld.relaxed.gpu.global` (`ld.relaxed.cta.shared`) per slot of the result, by every owner
+// (outside a global view: 0).
 //
 // Fence(scope=block|gpu) is `fence.acq_rel.cta` / `fence.acq_rel.gpu`.
 #include "jit/lowering.h"
@@ -83,10 +86,17 @@ llvm::Value *emitAtomic(Codegen &cg, Opcode op, DataType t, bool global, llvm::V
                         llvm::Value *pred, llvm::Value *value, llvm::Value *compare, bool wantOld) {
   llvm::IRBuilder<> &b = cg.b;
   // red has add, min and max only: exch and cas always take atom (the reply unused).
-  const bool reply = wantOld || op == Opcode::AtomicExch || op == Opcode::AtomicCas;
+  const bool load = op == Opcode::AtomicLoad, store = op == Opcode::AtomicStore;
+  const bool reply = wantOld || load || op == Opcode::AtomicExch || op == Opcode::AtomicCas;
   bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
-  std::string space = global ? "relaxed.gpu.global." : "shared.";
-  std::string operation = ptxOperation(op, t);
+  std::string space = global            ? "relaxed.gpu.global."
+                      : (load || store) ? "relaxed.cta.shared."
+                                        : "shared.";
+  std::string operation = "b"; // ld and st move the bits
+  if (load || store)
+    operation.append(std::to_string(t.storageBits()));
+  else
+    operation = ptxOperation(op, t);
   const char *reg = constraintOf(t);
   std::string constraints, text;
   std::vector<llvm::Type *> params;
@@ -107,11 +117,13 @@ llvm::Value *emitAtomic(Codegen &cg, Opcode op, DataType t, bool global, llvm::V
   }
   std::string a = operand(addr, global ? "l" : "r");
   std::string c = compare ? operand(asmValue(cg, compare, t), reg) : "";
-  std::string v = operand(asmValue(cg, value, t), reg);
+  std::string v = value ? operand(asmValue(cg, value, t), reg) : "";
   std::string p = always ? "" : operand(b.CreateZExt(pred, b.getInt32Ty()), "r");
-  std::string body = reply ? "atom." + space + operation + " " + dest + ", [" + a + "], " +
-                                 (compare ? c + ", " : "") + v + ";"
-                           : "red." + space + operation + " [" + a + "], " + v + ";";
+  std::string body = load    ? "ld." + space + operation + " " + dest + ", [" + a + "];"
+                     : store ? "st." + space + operation + " [" + a + "], " + v + ";"
+                     : reply ? "atom." + space + operation + " " + dest + ", [" + a + "], " +
+                                   (compare ? c + ", " : "") + v + ";"
+                             : "red." + space + operation + " [" + a + "], " + v + ";";
   if (always) {
     text = body;
   } else {
@@ -129,7 +141,7 @@ llvm::Value *emitAtomic(Codegen &cg, Opcode op, DataType t, bool global, llvm::V
                                             : cg.elemType(t);
   auto *type = llvm::FunctionType::get(ret, params, false);
   llvm::Value *r = b.CreateCall(llvm::InlineAsm::get(type, text, constraints, true), args);
-  return wantOld ? fromAsmValue(cg, r, t) : nullptr;
+  return reply && (wantOld || load) ? fromAsmValue(cg, r, t) : nullptr;
 }
 
 /// `@p red.relaxed.gpu.global.add(.noftz).vN.<type> [addr], {v..}` (sm_90, PTX 8.1).
@@ -166,6 +178,68 @@ int vectorAddWidth(DataType t) {
   return 1;
 }
 
+/// The addresses and bounds tests of the slots of a register layout over a global tile, as a
+/// store addresses them: slot (t, i) is tile index S(t) + Loc(i). The dimensions without local
+/// terms (every slot's index 0 there) are tested once, in `fixedIn` with `valid`; each slot adds
+/// only the tests of the others.
+struct GlobalSlots {
+  Codegen &cg;
+  const LayoutMap &map;
+  GlobalTile tile;
+  int es;
+  llvm::Value *valid;
+  llvm::Value *threadBase = nullptr;
+  std::vector<llvm::Value *> lo, hi;
+  std::vector<bool> varies;
+  llvm::Value *fixedIn = nullptr;
+
+  GlobalSlots(Codegen &c, const LayoutMap &m, GlobalTile t, int elementBytes, llvm::Value *v)
+      : cg(c), map(m), tile(std::move(t)), es(elementBytes), valid(v) {
+    llvm::IRBuilder<> &b = cg.b;
+    const int rank = map.rank();
+    const std::vector<llvm::Value *> &s = cg.threadPart(map);
+    threadBase = tile.offset;
+    for (int k = 0; k < rank; ++k) {
+      threadBase = addFolded(b, threadBase, mulFolded(b, s[size_t(k)], tile.strides[size_t(k)]));
+      lo.push_back(b.CreateSub(tile.lo[size_t(k)], s[size_t(k)]));
+      hi.push_back(b.CreateSub(tile.hi[size_t(k)], s[size_t(k)]));
+    }
+    varies.assign(size_t(rank), false);
+    for (const LayoutTerm &term : map.localTerms())
+      varies[size_t(term.dim)] = true;
+    std::vector<int64_t> zero(size_t(rank), 0);
+    fixedIn = valid;
+    for (int k = 0; k < rank; ++k)
+      if (!varies[size_t(k)])
+        fixedIn = b.CreateAnd(fixedIn, inDim(zero.data(), k));
+  }
+
+  llvm::Value *inDim(const int64_t *loc, int k) {
+    llvm::IRBuilder<> &b = cg.b;
+    llvm::Value *c = cg.constI64(loc[k]);
+    return b.CreateAnd(b.CreateICmpSLE(lo[size_t(k)], c), b.CreateICmpSGT(hi[size_t(k)], c));
+  }
+
+  llvm::Value *address(const int64_t *loc) {
+    llvm::IRBuilder<> &b = cg.b;
+    llvm::Value *e = threadBase;
+    for (int k = 0; k < map.rank(); ++k)
+      if (loc[k] != 0)
+        e = addFolded(b, e, mulFolded(b, cg.constI64(loc[k]), tile.strides[size_t(k)]));
+    llvm::Value *p = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(e, cg.constI64(es)));
+    return b.CreatePtrToInt(p, b.getInt64Ty());
+  }
+
+  /// The slot at `loc` lies inside the view (and `valid` holds).
+  llvm::Value *inBounds(const int64_t *loc) {
+    llvm::Value *ok = fixedIn;
+    for (int k = 0; k < map.rank(); ++k)
+      if (varies[size_t(k)])
+        ok = cg.b.CreateAnd(ok, inDim(loc, k));
+    return ok;
+  }
+};
+
 } // namespace
 
 Status AtomicLowering::visitAtomic(const Instruction &inst) {
@@ -188,48 +262,18 @@ Status AtomicLowering::visitAtomic(const Instruction &inst) {
   llvm::Value *primary = cg.isPrimary(map);
 
   if (global) {
-    GlobalView view = cg.readGlobal(dst);
-    GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
+    GlobalTile tile = cg.globalTile(cg.readGlobal(dst), inst.arg(ArgName::offset));
     if (int(tile.lo.size()) != rank)
       return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
-    llvm::Value *threadBase = tile.offset;
-    std::vector<llvm::Value *> lo, hi;
-    for (int k = 0; k < rank; ++k) {
-      threadBase = addFolded(b, threadBase, mulFolded(b, s[size_t(k)], tile.strides[size_t(k)]));
-      lo.push_back(b.CreateSub(tile.lo[size_t(k)], s[size_t(k)]));
-      hi.push_back(b.CreateSub(tile.hi[size_t(k)], s[size_t(k)]));
-    }
-    llvm::Value *valid = b.CreateAnd(tile.valid, primary);
-    auto inDim = [&](const int64_t *loc, int k) {
-      llvm::Value *c = cg.constI64(loc[k]);
-      return b.CreateAnd(b.CreateICmpSLE(lo[size_t(k)], c), b.CreateICmpSGT(hi[size_t(k)], c));
-    };
-    auto address = [&](const int64_t *loc) {
-      llvm::Value *e = threadBase;
-      for (int k = 0; k < rank; ++k)
-        if (loc[k] != 0)
-          e = addFolded(b, e, mulFolded(b, cg.constI64(loc[k]), tile.strides[size_t(k)]));
-      llvm::Value *p = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(e, cg.constI64(es)));
-      return b.CreatePtrToInt(p, b.getInt64Ty());
-    };
-    // The dimensions without local terms (every slot's index 0 there) are tested once, with
-    // `valid`; each element adds only the tests of the others.
-    std::vector<bool> varies(size_t(rank), false);
-    for (const LayoutTerm &term : map.localTerms())
-      varies[size_t(term.dim)] = true;
-    std::vector<int64_t> zero(size_t(rank), 0);
-    llvm::Value *fixedIn = valid;
-    for (int k = 0; k < rank; ++k)
-      if (!varies[size_t(k)])
-        fixedIn = b.CreateAnd(fixedIn, inDim(zero.data(), k));
+    GlobalSlots slots(cg, map, tile, es, b.CreateAnd(tile.valid, primary));
+    auto inDim = [&](const int64_t *loc, int k) { return slots.inDim(loc, k); };
+    auto address = [&](const int64_t *loc) { return slots.address(loc); };
+    llvm::Value *valid = slots.valid;
     auto element = [&](int64_t i) {
       const int64_t *loc = map.localPart(i);
-      llvm::Value *ok = fixedIn;
-      for (int k = 0; k < rank; ++k)
-        if (varies[size_t(k)])
-          ok = b.CreateAnd(ok, inDim(loc, k));
-      llvm::Value *old = emitAtomic(cg, inst.opcode, t, true, address(loc), ok, values[size_t(i)],
-                                    compares.empty() ? nullptr : compares[size_t(i)], wantOld);
+      llvm::Value *old =
+          emitAtomic(cg, inst.opcode, t, true, address(loc), slots.inBounds(loc), values[size_t(i)],
+                     compares.empty() ? nullptr : compares[size_t(i)], wantOld);
       if (wantOld)
         olds[size_t(i)] = old;
     };
@@ -302,6 +346,50 @@ Status AtomicLowering::visitAtomic(const Instruction &inst) {
   std::vector<llvm::Value *> out = cg.loadScratchSlots(rmap, es, t);
   cg.barrier();
   cg.writeRegister(res, out);
+  return Status::success();
+}
+
+Status AtomicLowering::visitAtomicLoad(const Instruction &inst) {
+  VarId src = inst.arg(ArgName::x).var;
+  if (src == kNoId || inst.results.empty())
+    return cg.error(ErrorCode::Scope, inst, "AtomicLoad operands are not tensors");
+  VarId res = inst.results[0];
+  const LayoutMap &map = cg.layoutOf(res);
+  const DataType t = info.vars[src].dtype;
+  const int es = t.storageBits() / 8;
+  const int rank = map.rank();
+  std::vector<llvm::Value *> values(size_t(map.locals()), cg.zeroOf(t));
+  if (info.vars[src].kind == VarKind::Global) {
+    GlobalTile tile = cg.globalTile(cg.readGlobal(src), inst.arg(ArgName::offset));
+    if (int(tile.lo.size()) != rank)
+      return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the layout's rank");
+    // every owner reads its slots (a replicated element is read by each of its owners)
+    GlobalSlots slots(cg, map, tile, es, tile.valid);
+    for (int64_t i = 0; i < map.locals(); ++i) {
+      const int64_t *loc = map.localPart(i);
+      values[size_t(i)] = emitAtomic(cg, inst.opcode, t, true, slots.address(loc),
+                                     slots.inBounds(loc), nullptr, nullptr, true);
+    }
+  } else {
+    SharedView view = cg.readShared(src);
+    SharedTile tile = cg.sharedTile(view, inst.arg(ArgName::offset));
+    if (int(tile.dims.size()) != rank)
+      return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the layout's rank");
+    const std::vector<llvm::Value *> &s = cg.threadPart(map);
+    for (int64_t i = 0; i < map.locals(); ++i) {
+      std::vector<llvm::Value *> coords = tile.origin;
+      const int64_t *loc = map.localPart(i);
+      for (int k = 0; k < rank; ++k) {
+        size_t r = size_t(tile.dims[size_t(k)]);
+        coords[r] = addFolded(b, coords[r], addFolded(b, s[size_t(k)], cg.constI64(loc[k])));
+      }
+      llvm::Value *addr = cg.sharedElementAddress(tile.root, cg.sharedOffset(tile.root, coords), t);
+      values[size_t(i)] =
+          emitAtomic(cg, inst.opcode, t, false, b.CreatePtrToInt(addr, b.getInt32Ty()), b.getTrue(),
+                     nullptr, nullptr, true);
+    }
+  }
+  cg.writeRegister(res, values);
   return Status::success();
 }
 

@@ -146,9 +146,10 @@ private:
 class AtomicLowering : public FamilyLowering {
 public:
   using FamilyLowering::FamilyLowering;
-  /// AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas.
+  /// AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas, AtomicStore.
   Status visitAtomic(const Instruction &inst);
   Status visitFence(const Instruction &inst);
+  Status visitAtomicLoad(const Instruction &inst);
 };
 
 // The lowerer of each category (a member of InstructionRouter).

@@ -159,9 +159,11 @@ public:
 #include "isa/instruction_handlers.def"
   // check_elementwise.cpp: the rows of the elementwise family
   bool visitElementwise(const Instruction &inst, Results &results);
-  // check_atomic.cpp: AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas; Fence has its own
+  // check_atomic.cpp: AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas, AtomicStore;
+  // Fence and AtomicLoad have their own
   bool visitAtomic(const Instruction &inst, Results &results);
   bool visitFence(const Instruction &inst, Results &results);
+  bool visitAtomicLoad(const Instruction &inst, Results &results);
   // checker.cpp
   bool visitInvalid(const Instruction &inst, Results &results);
 

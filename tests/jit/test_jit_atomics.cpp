@@ -1,6 +1,7 @@
 // The PTX of the atomics and of Fence (jit/lower_atomic.cpp, docs/jit.md): `red` without a
 // result, `atom` with one, relaxed at gpu scope in global memory, vectors of f32 / f16 adds on
-// sm_90 (PTX 8.1), the operation and type of every allowed row, and ptxas accepting all of it.
+// sm_90 (PTX 8.1), the operation and type of every allowed row, AtomicLoad and AtomicStore as
+// relaxed `ld` / `st`, and ptxas accepting all of it.
 #include "jit/jit_test_util.h"
 
 using namespace tilus;
@@ -32,9 +33,13 @@ std::string everyAtomic(const std::string &t, bool integer, bool exch = true) {
     s += "    StoreGlobal(AtomicCas(g, x, x), ViewGlobal(q, shape=[64]))\n";
     s += "    AtomicCas(s, x, x)\n";
   }
-  if (exch) {
+  if (exch) { // the types of AtomicExch are those of AtomicLoad and AtomicStore too
     s += "    StoreGlobal(AtomicExch(s, x), ViewGlobal(q, shape=[64]))\n";
     s += "    AtomicExch(g, x)\n";
+    s += "    AtomicStore(g, x)\n";
+    s += "    AtomicStore(s, x)\n";
+    s += "    StoreGlobal(AtomicLoad(g, layout=spatial(32).local(2)), ViewGlobal(q, shape=[64]))\n";
+    s += "    StoreGlobal(AtomicLoad(s, layout=spatial(32).local(2)), ViewGlobal(q, shape=[64]))\n";
   }
   s += "    Fence(scope=gpu)\n";
   s += "    Fence(scope=block)\n";
@@ -62,6 +67,33 @@ TEST_CASE("atomics: red without a result, atom with one, relaxed at gpu scope") 
   std::string ptx = ptxOf(u, 90).ptx;
   CHECK(contains(ptx, "red.relaxed.gpu.global.max.u64"));
   CHECK(contains(ptx, "atom.relaxed.gpu.global.cas.b64"));
+}
+
+TEST_CASE("AtomicLoad and AtomicStore: relaxed ld and st, gpu scope in global memory, cta in "
+          "shared memory, predicated on the bounds of the view") {
+  for (const char *t : {"u64", "f32"}) {
+    VerifiedModule m = buildSource(everyAtomic(t, std::string(t) == "u64"));
+    std::string bits = std::string(t) == "u64" ? "b64" : "b32";
+    for (int sm : {80, 90}) {
+      std::string ptx = ptxOf(m, sm).ptx;
+      INFO(t << " sm_" << sm);
+      CHECK(contains(ptx, "st.relaxed.gpu.global." + bits));
+      CHECK(contains(ptx, "st.relaxed.cta.shared." + bits));
+      CHECK(contains(ptx, "ld.relaxed.gpu.global." + bits));
+      CHECK(contains(ptx, "ld.relaxed.cta.shared." + bits));
+      CHECK_FALSE(contains(ptx, "atom.relaxed.gpu.global.add." + bits)); // no atomic unit
+    }
+  }
+  // a tile that may leave the view: each element's load and store is predicated, and an element
+  // outside reads 0
+  VerifiedModule e = buildSource("def k<1>(u32* p, i32 n) threads=32:\n"
+                                 "    g = ViewGlobal(p, shape=[n])\n"
+                                 "    x = AtomicLoad(g, layout=spatial(32), offset=[1:])\n"
+                                 "    AtomicStore(g, x)\n");
+  std::string ptx = ptxOf(e, 90).ptx;
+  CHECK(contains(ptx, "mov.b32 %r"));
+  CHECK(contains(ptx, "@p ld.relaxed.gpu.global.b32"));
+  CHECK(contains(ptx, "@p st.relaxed.gpu.global.b32"));
 }
 
 TEST_CASE("atomics: f32 and f16 adds of consecutive slots are vectors on sm_90 (PTX 8.1)") {

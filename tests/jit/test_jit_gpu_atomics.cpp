@@ -4,7 +4,8 @@
 // old values of elements that one block alone updates, a ticket counter's final value; the
 // old values of a replicated operand reach every thread; vector adds (red.global.add.v4.f32)
 // and their misaligned / partial tiles; shared-memory atomics; the f32 subnormal rule of
-// global adds (and not of shared ones).
+// global adds (and not of shared ones); AtomicStore and AtomicLoad between blocks (a ticket
+// protocol) and within one (shared memory).
 #include "jit_diff.h"
 
 using namespace tilus;
@@ -80,5 +81,50 @@ def sub<1>(f32* g, f32* v, f32* s_out) threads=32:
   c.buffers = {{"g", DataType::f32(), 64, Fill::Codes},
                {"v", DataType::f32(), 64, Fill::Codes},
                {"s_out", DataType::f32(), 64, Fill::Zero}};
+  runCase(c);
+}
+
+DIFF_CASE("AtomicStore and AtomicLoad: partials published by every block, read by the last one") {
+  // Block b writes its row of partials with AtomicStore (u64 and f32), fences and draws a ticket;
+  // the block with the last ticket reads every row back with AtomicLoad and stores the sums (the
+  // same in any block order). Every block also reads a tile that leaves the view (zeros there)
+  // and round-trips a replicated tile through shared memory.
+  Case c;
+  c.name = "atomic_load_store";
+  c.source = R"(
+def publish<8>(u64* rows, f32* frows, i32* tickets, u64* sums, f32* fsums, u64* edge, f32* sh) threads=64:
+    b = BlockIndices()
+    i = Iota(layout=spatial(64), dim=0)
+    AtomicStore(ViewGlobal(rows, shape=[8, 64]), Cast(Add(Mul(i, 1000), b), u64), offset=[b, 0:])
+    AtomicStore(ViewGlobal(frows, shape=[8, 64]), Cast(Sub(i, b), f32), offset=[b, 0:])
+    Fence(scope=gpu)
+    Synchronize()
+    t = AtomicAdd(ViewGlobal(tickets, shape=[1]), AllocateRegister(i32, layout=replicate(64), init=1), offset=[0])
+    Fence(scope=gpu)
+    st = AllocateShared(i32, shape=[1])
+    StoreShared(t, st, offset=[0])
+    Synchronize()
+    drawn = LoadScalar(st, offset=[0], dtype=i32)
+    if drawn == 7:
+        all = AtomicLoad(ViewGlobal(rows, shape=[8, 64]), layout=local(8, 1).spatial(1, 64))
+        StoreGlobal(Reduce(all, dim=0, op=sum), ViewGlobal(sums, shape=[64]))
+        fall = AtomicLoad(ViewGlobal(frows, shape=[8, 64]), layout=local(8, 1).spatial(1, 64))
+        StoreGlobal(Reduce(fall, dim=0, op=sum), ViewGlobal(fsums, shape=[64]))
+    # rows b and b + 1 of a view of the first b + 1 rows: the block's own row, and zeros
+    mine = AtomicLoad(ViewGlobal(rows, shape=[b + 1, 64]), layout=local(2, 1).spatial(1, 64), offset=[b:, 0:])
+    StoreGlobal(Reduce(mine, dim=0, op=max), ViewGlobal(edge, shape=[8, 64]), offset=[b, 0:])
+    s = AllocateShared(f32, shape=[4, 16])
+    AtomicStore(s, Cast(Iota(layout=local(4, 16).replicate(64), dim=1), f32))
+    Synchronize()
+    x = AtomicLoad(s, layout=spatial(4, 16), offset=[0:, 0:])
+    StoreGlobal(Add(x, b * 1.0), ViewGlobal(sh, shape=[8, 4, 16]), offset=[b, 0:, 0:])
+)";
+  c.buffers = {{"rows", DataType::u(64), 8 * 64, Fill::Random},
+               {"frows", DataType::f32(), 8 * 64, Fill::Random},
+               {"tickets", DataType::i32(), 1, Fill::Zero},
+               {"sums", DataType::u(64), 64, Fill::Zero},
+               {"fsums", DataType::f32(), 64, Fill::Zero},
+               {"edge", DataType::u(64), 8 * 64, Fill::Zero},
+               {"sh", DataType::f32(), 8 * 4 * 16, Fill::Zero}};
   runCase(c);
 }

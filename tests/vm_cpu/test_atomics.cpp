@@ -240,3 +240,82 @@ def k<2>(i32* y_ptr) threads=32:
   REQUIRE_OK(run(build(src), {bufferArg(y)}));
   CHECK(y[0] == 7);
 }
+
+TEST_CASE("AtomicStore and AtomicLoad: values, bounds, replicated tiles, global and shared") {
+  // Block b stores 10 b + t into row b (t < 3 of a tile of 4 that leaves the [2, 3] view: the
+  // fourth element is dropped), then reads row b back, a replicated rank-0 element and one
+  // outside the view (0); in shared memory the same through a replicated operand (one write per
+  // element).
+  const char *src = R"(
+def k<2>(i64* w_ptr, i64* out_ptr, f32* s_out) threads=32:
+    b = BlockIndices()
+    w = ViewGlobal(w_ptr, shape=[2, 3])
+    v = Add(Cast(Iota(layout=local(4).replicate(32), dim=0), i64), 10 * b)
+    AtomicStore(w, v, offset=[b, 0:])
+    Synchronize()
+    row = AtomicLoad(w, layout=local(4).replicate(32), offset=[b, 0:])
+    StoreGlobal(row, ViewGlobal(out_ptr, shape=[2, 6]), offset=[b, 0:])
+    one = AtomicLoad(w, layout=replicate(32), offset=[b, 2])
+    StoreGlobal(one, ViewGlobal(out_ptr, shape=[2, 6]), offset=[b, 4])
+    off = AtomicLoad(w, layout=replicate(32), offset=[b + 2, 0])
+    StoreGlobal(off, ViewGlobal(out_ptr, shape=[2, 6]), offset=[b, 5])
+    s = AllocateShared(f32, shape=[8])
+    AtomicStore(s, Cast(Iota(layout=local(8).replicate(32), dim=0), f32))
+    Synchronize()
+    x = AtomicLoad(s, layout=spatial(8).replicate(4), offset=[0:])
+    StoreGlobal(Mul(x, 0.5), ViewGlobal(s_out, shape=[2, 8]), offset=[b, 0:])
+)";
+  std::vector<int64_t> w(6, -1), out(12, 99);
+  std::vector<float> sOut(16, -1.0f);
+  REQUIRE_OK(run(build(src), {bufferArg(w), bufferArg(out), bufferArg(sOut)}));
+  CHECK(w == std::vector<int64_t>{0, 1, 2, 10, 11, 12});
+  CHECK(out == std::vector<int64_t>{0, 1, 2, 0, 2, 0, 10, 11, 12, 0, 12, 0});
+  for (int i = 0; i < 16; ++i)
+    CHECK(sOut[size_t(i)] == 0.5f * float(i % 8));
+}
+
+TEST_CASE("AtomicStore and AtomicLoad race with nothing atomic; plain accesses race with them") {
+  // Every block stores its partial into its own slot and reads every slot (including the other
+  // blocks' ones) with AtomicLoad: no race across blocks. A LoadGlobal of a slot that another
+  // block writes with AtomicStore is one; so is an AtomicLoad of a slot that another block
+  // writes with StoreGlobal.
+  const char *clean = R"(
+def k<4>(i32* out_ptr) threads=32:
+    b = BlockIndices()
+    w = AllocateGlobal(i32, shape=[4, 32])
+    AtomicStore(w, Add(Iota(layout=spatial(32), dim=0), b), offset=[b, 0:])
+    Fence(scope=gpu)
+    seen = AtomicLoad(w, layout=local(4, 1).spatial(1, 32), offset=[0:, 0:])
+    StoreGlobal(Reduce(seen, dim=0, op=max), ViewGlobal(out_ptr, shape=[4, 32]), offset=[b, 0:])
+)";
+  std::vector<int32_t> out(128, -1);
+  REQUIRE_OK(run(build(clean), {bufferArg(out)}, options(true, 1)));
+  // with one worker, block b sees the slots of blocks 0..b (later ones are still 0)
+  for (int b = 0; b < 4; ++b)
+    for (int t = 0; t < 32; ++t)
+      CHECK(out[size_t(b * 32 + t)] == t + b);
+  const char *plainRead = R"(
+def k<2>(i32* out_ptr) threads=32:
+    b = BlockIndices()
+    w = AllocateGlobal(i32, shape=[32])
+    if b == 0:
+        AtomicStore(w, Iota(layout=spatial(32), dim=0))
+    if b == 1:
+        StoreGlobal(LoadGlobal(w, layout=spatial(32)), ViewGlobal(out_ptr, shape=[32]))
+)";
+  Status st = run(build(plainRead), {bufferArg(out)});
+  CHECK(hasDiagnostic(st, ErrorCode::Race,
+                      {"data race between blocks", "AtomicStore at 6:", "LoadGlobal at 8:"}));
+  const char *plainWrite = R"(
+def k<2>(i32* out_ptr) threads=32:
+    b = BlockIndices()
+    w = AllocateGlobal(i32, shape=[32])
+    if b == 0:
+        StoreGlobal(Iota(layout=spatial(32), dim=0), w)
+    if b == 1:
+        StoreGlobal(AtomicLoad(w, layout=spatial(32)), ViewGlobal(out_ptr, shape=[32]))
+)";
+  st = run(build(plainWrite), {bufferArg(out)});
+  CHECK(hasDiagnostic(st, ErrorCode::Race,
+                      {"data race between blocks", "StoreGlobal at 6:", "AtomicLoad at 8:"}));
+}

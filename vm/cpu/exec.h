@@ -35,9 +35,11 @@ struct Exec {
   // exec_elementwise.cpp: the rows of the elementwise family (Cast, ConvertLayout and Where
   // stage their operands the same way and run through it too)
   Status visitElementwise(BlockState &b, uint32_t index);
-  // exec_atomic.cpp: AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas; Fence has its own
+  // exec_atomic.cpp: AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas, AtomicStore; Fence
+  // and AtomicLoad have their own
   Status visitAtomic(BlockState &b, uint32_t index);
   Status visitFence(BlockState &b, uint32_t index);
+  Status visitAtomicLoad(BlockState &b, uint32_t index);
   // exec_control.cpp: an opcode outside the table
   Status visitInvalid(BlockState &b, uint32_t index);
 

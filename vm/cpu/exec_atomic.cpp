@@ -1,5 +1,5 @@
-// The atomics (AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas) and Fence
-// (docs/isa.md, "Atomics").
+// The atomics (AtomicAdd, AtomicMax, AtomicMin, AtomicExch, AtomicCas, AtomicStore, AtomicLoad)
+// and Fence (docs/isa.md, "Atomics", "AtomicLoad and AtomicStore").
 //
 // An atomic instruction visits the elements of its tile in row-major order of the register
 // tensor r; for each element inside the memory tensor it reads the old value, combines it with
@@ -8,8 +8,11 @@
 // (0 for elements outside a global view), handed to every owner. On global memory the whole
 // instruction runs under the launch's atomic lock, so the read-modify-writes of blocks running
 // in parallel on host threads never interleave: every element's updates happen one at a time,
-// in the order in which the blocks' instructions take the lock. The interpreter runs every
-// instruction as if sequentially consistent, so Fence has nothing to do here.
+// in the order in which the blocks' instructions take the lock. AtomicStore is such an update
+// whose new value is r's element; AtomicLoad reads each element of its tile once under the lock
+// and hands it to every owner, as LoadGlobal does. All of them are atomic accesses to the race
+// detector (they never race with each other). The interpreter runs every instruction as if
+// sequentially consistent, so Fence has nothing to do here.
 #include "vm/cpu/exec.h"
 
 #include "vm/cpu/elements.h"
@@ -29,7 +32,7 @@ uint64_t flushSubnormal(uint64_t bits) {
 
 /// The new value of one element: `old` combined with the operand `v` (and `cmp` for Cas).
 uint64_t combine(Opcode op, DataType t, bool global, uint64_t old, uint64_t v, uint64_t cmp) {
-  if (op == Opcode::AtomicExch)
+  if (op == Opcode::AtomicExch || op == Opcode::AtomicStore)
     return v;
   if (op == Opcode::AtomicCas)
     return old == cmp ? v : old;
@@ -79,6 +82,24 @@ Status Exec::visitAtomic(BlockState &b, uint32_t index) {
       }));
   if (wantOld)
     scatterToOwners(b, inst.results[0], logical);
+  return Status::success();
+}
+
+Status Exec::visitAtomicLoad(BlockState &b, uint32_t index) {
+  const Instruction &inst = b.program.instructions[index];
+  VarId r = inst.results[0];
+  const LayoutTable &table = *b.plan.varTables[r];
+  std::vector<uint64_t> &logical = b.scratch[0];
+  logical.assign(size_t(table.elements), 0);
+  VarId x = inst.arg(ArgName::x).var;
+  std::unique_lock<std::mutex> lock(b.plan.atomicMutex, std::defer_lock);
+  if (b.info.vars[x].kind == VarKind::Global)
+    lock.lock();
+  TILUSVM_TRY(forEachAccessElement(
+      b, index, x, table.shape, AccessKind::Atomic, "reads",
+      [&](int64_t e) { return ownerThread(table, e); },
+      [&](int64_t e, const ElementAt &at) { logical[size_t(e)] = at.read(); }));
+  scatterToOwners(b, r, logical);
   return Status::success();
 }
 
