@@ -81,9 +81,9 @@ struct DecodeShape {
   std::vector<int32_t> seqLens;
 };
 
-/// Runs decode `launches` times on the same inputs (o reset to NaN before each) and checks o
-/// after each launch against the reference. q is drawn from [qLow, 1]; the scores are scaled by
-/// `scale` (0: 1 / sqrt(hd)).
+/// Runs decode `launches` times (o reset to NaN before each; the launches before the last with q
+/// negated) and checks o of the last launch against the reference. q is drawn from [qLow, 1]; the
+/// scores are scaled by `scale` (0: 1 / sqrt(hd)).
 void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeShape &sh,
                  uint32_t seed, const std::map<std::string, std::string> &tuning = {},
                  int launches = 1, float scale = 0, double qLow = -1) {
@@ -140,11 +140,17 @@ void checkDecode(bool bf16, const CacheType &kt, int hd, int page, const DecodeS
   // a 16-bit cache of the other type than AT takes q rounded to its own type
   const bool qToCache = !narrow && kt.name != std::string(bf16 ? "bf16" : "f16");
   const float kScale = narrow ? 0.0625f : 1.0f, vScale = narrow ? 0.125f : 1.0f;
+  // the launches before the last one take -q, so that a last launch that read their partials
+  // from the workspace (instead of its own) would fail the check
+  std::vector<uint16_t> negated(q);
+  for (uint16_t &x : negated)
+    x ^= 0x8000;
   for (int launch = 0; launch < launches; ++launch) {
     CAPTURE(launch);
     o.assign(size_t(B * H * hd), 0x7e00);
+    std::vector<uint16_t> &qNow = launch + 1 < launches ? negated : q;
     REQUIRE_OK(
-        run(mod, {bufferArg(q), bufferArg(kc), bufferArg(vc), bufferArg(table), bufferArg(lens),
+        run(mod, {bufferArg(qNow), bufferArg(kc), bufferArg(vc), bufferArg(table), bufferArg(lens),
                   bufferArg(o), i32Arg(B), i32Arg(H), i32Arg(KV), i32Arg(sh.numPages),
                   i32Arg(sh.maxPages), f32Arg(scale), f32Arg(kScale), f32Arg(vScale)}));
   }
@@ -310,8 +316,9 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
 }
 
 TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
-  // Every run is in checked mode: the atomics, fences and the ticket race with nothing, and the
-  // requires_clean workspace (partials and tickets) is zero again after each launch.
+  // Every run is in checked mode: the partials' AtomicStore and AtomicLoad, the fences and the
+  // ticket race with nothing, the requires_clean tickets are zero again after each launch, and a
+  // second launch reads only the partials it wrote (the first launch's are still there).
   CacheType f16{"f16", true, true, 5, 10, 16};
   // KS 32 (two pages per stage); max_pages 20 gives min(SPLITS, 10) blocks per (b, y). SPLITS 3:
   // the 10 stages of seq 300 split 4 + 4 + 2; seq 1 has one stage, two empty splits; seq 40
