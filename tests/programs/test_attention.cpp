@@ -318,7 +318,7 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
 TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
   // Every run is in checked mode: the partials' AtomicStore and AtomicLoad, the fences and the
   // ticket race with nothing, the requires_clean tickets are zero again after each launch, and a
-  // second launch reads only the partials it wrote (the first launch's are still there).
+  // second launch on other inputs reads only its own partials (the first's are still there).
   CacheType f16{"f16", true, true, 5, 10, 16};
   // KS 32 (two pages per stage); max_pages 20 gives min(SPLITS, 10) blocks per (b, y). SPLITS 3:
   // the 10 stages of seq 300 split 4 + 4 + 2; seq 1 has one stage, two empty splits; seq 40
