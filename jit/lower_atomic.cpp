@@ -240,6 +240,20 @@ struct GlobalSlots {
   }
 };
 
+/// The shared address (i32) of slot `loc` of a thread whose part of the layout is `s`, in the
+/// shared tile (a store's addressing).
+llvm::Value *sharedSlotAddress(Codegen &cg, const SharedTile &tile,
+                               const std::vector<llvm::Value *> &s, const int64_t *loc, int rank,
+                               DataType t) {
+  std::vector<llvm::Value *> coords = tile.origin;
+  for (int k = 0; k < rank; ++k) {
+    size_t r = size_t(tile.dims[size_t(k)]);
+    coords[r] = addFolded(cg.b, coords[r], addFolded(cg.b, s[size_t(k)], cg.constI64(loc[k])));
+  }
+  llvm::Value *addr = cg.sharedElementAddress(tile.root, cg.sharedOffset(tile.root, coords), t);
+  return cg.b.CreatePtrToInt(addr, cg.b.getInt32Ty());
+}
+
 } // namespace
 
 Status AtomicLowering::visitAtomic(const Instruction &inst) {
@@ -316,16 +330,9 @@ Status AtomicLowering::visitAtomic(const Instruction &inst) {
     if (int(tile.dims.size()) != rank)
       return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
     for (int64_t i = 0; i < map.locals(); ++i) {
-      std::vector<llvm::Value *> coords = tile.origin;
-      const int64_t *loc = map.localPart(i);
-      for (int k = 0; k < rank; ++k) {
-        size_t r = size_t(tile.dims[size_t(k)]);
-        coords[r] = addFolded(b, coords[r], addFolded(b, s[size_t(k)], cg.constI64(loc[k])));
-      }
-      llvm::Value *addr = cg.sharedElementAddress(tile.root, cg.sharedOffset(tile.root, coords), t);
-      llvm::Value *old =
-          emitAtomic(cg, inst.opcode, t, false, b.CreatePtrToInt(addr, b.getInt32Ty()), primary,
-                     values[size_t(i)], compares.empty() ? nullptr : compares[size_t(i)], wantOld);
+      llvm::Value *addr = sharedSlotAddress(cg, tile, s, map.localPart(i), rank, t);
+      llvm::Value *old = emitAtomic(cg, inst.opcode, t, false, addr, primary, values[size_t(i)],
+                                    compares.empty() ? nullptr : compares[size_t(i)], wantOld);
       if (wantOld)
         olds[size_t(i)] = old;
     }
@@ -376,18 +383,10 @@ Status AtomicLowering::visitAtomicLoad(const Instruction &inst) {
     if (int(tile.dims.size()) != rank)
       return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the layout's rank");
     const std::vector<llvm::Value *> &s = cg.threadPart(map);
-    for (int64_t i = 0; i < map.locals(); ++i) {
-      std::vector<llvm::Value *> coords = tile.origin;
-      const int64_t *loc = map.localPart(i);
-      for (int k = 0; k < rank; ++k) {
-        size_t r = size_t(tile.dims[size_t(k)]);
-        coords[r] = addFolded(b, coords[r], addFolded(b, s[size_t(k)], cg.constI64(loc[k])));
-      }
-      llvm::Value *addr = cg.sharedElementAddress(tile.root, cg.sharedOffset(tile.root, coords), t);
-      values[size_t(i)] =
-          emitAtomic(cg, inst.opcode, t, false, b.CreatePtrToInt(addr, b.getInt32Ty()), b.getTrue(),
-                     nullptr, nullptr, true);
-    }
+    for (int64_t i = 0; i < map.locals(); ++i)
+      values[size_t(i)] = emitAtomic(cg, inst.opcode, t, false,
+                                     sharedSlotAddress(cg, tile, s, map.localPart(i), rank, t),
+                                     b.getTrue(), nullptr, nullptr, true);
   }
   cg.writeRegister(res, values);
   return Status::success();

@@ -45,6 +45,14 @@ uint64_t combine(Opcode op, DataType t, bool global, uint64_t old, uint64_t v, u
   return ftz ? flushSubnormal(sum) : sum;
 }
 
+/// The launch's atomic lock, held when `memory` is global (shared memory belongs to the block).
+std::unique_lock<std::mutex> atomicLock(BlockState &b, VarId memory) {
+  std::unique_lock<std::mutex> lock(b.plan.atomicMutex, std::defer_lock);
+  if (b.info.vars[memory].kind == VarKind::Global)
+    lock.lock();
+  return lock;
+}
+
 } // namespace
 
 Status Exec::visitAtomic(BlockState &b, uint32_t index) {
@@ -64,9 +72,7 @@ Status Exec::visitAtomic(BlockState &b, uint32_t index) {
   logical.assign(wantOld ? size_t(table.elements) : 0, 0);
   const Opcode op = inst.opcode;
   VarId dst = inst.arg(ArgName::dst).var;
-  std::unique_lock<std::mutex> lock(b.plan.atomicMutex, std::defer_lock);
-  if (b.info.vars[dst].kind == VarKind::Global)
-    lock.lock();
+  std::unique_lock<std::mutex> lock = atomicLock(b, dst);
   TILUSVM_TRY(forEachAccessElement(
       b, index, dst, table.shape, AccessKind::Atomic, "updates",
       [&](int64_t e) { return ownerThread(table, e); },
@@ -92,9 +98,7 @@ Status Exec::visitAtomicLoad(BlockState &b, uint32_t index) {
   std::vector<uint64_t> &logical = b.scratch[0];
   logical.assign(size_t(table.elements), 0);
   VarId x = inst.arg(ArgName::x).var;
-  std::unique_lock<std::mutex> lock(b.plan.atomicMutex, std::defer_lock);
-  if (b.info.vars[x].kind == VarKind::Global)
-    lock.lock();
+  std::unique_lock<std::mutex> lock = atomicLock(b, x);
   TILUSVM_TRY(forEachAccessElement(
       b, index, x, table.shape, AccessKind::Atomic, "reads",
       [&](int64_t e) { return ownerThread(table, e); },
