@@ -280,14 +280,11 @@ Status AtomicLowering::visitAtomic(const Instruction &inst) {
     if (int(tile.lo.size()) != rank)
       return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
     GlobalSlots slots(cg, map, tile, es, b.CreateAnd(tile.valid, primary));
-    auto inDim = [&](const int64_t *loc, int k) { return slots.inDim(loc, k); };
-    auto address = [&](const int64_t *loc) { return slots.address(loc); };
-    llvm::Value *valid = slots.valid;
     auto element = [&](int64_t i) {
       const int64_t *loc = map.localPart(i);
       llvm::Value *old =
-          emitAtomic(cg, inst.opcode, t, true, address(loc), slots.inBounds(loc), values[size_t(i)],
-                     compares.empty() ? nullptr : compares[size_t(i)], wantOld);
+          emitAtomic(cg, inst.opcode, t, true, slots.address(loc), slots.inBounds(loc),
+                     values[size_t(i)], compares.empty() ? nullptr : compares[size_t(i)], wantOld);
       if (wantOld)
         olds[size_t(i)] = old;
     };
@@ -306,14 +303,14 @@ Status AtomicLowering::visitAtomic(const Instruction &inst) {
       // taken) the elements one by one.
       const int64_t *first = map.localPart(g.first);
       const int64_t *last = map.localPart(g.first + g.count - 1);
-      llvm::Value *addr = address(first);
+      llvm::Value *addr = slots.address(first);
       llvm::Value *aligned =
           b.CreateICmpEQ(b.CreateAnd(addr, cg.constI64(es * g.count - 1)), cg.constI64(0));
-      llvm::Value *othersIn = valid;
+      llvm::Value *othersIn = slots.valid;
       for (int k = 0; k < rank; ++k)
         if (k != g.dim)
-          othersIn = b.CreateAnd(othersIn, inDim(first, k));
-      llvm::Value *runIn = b.CreateAnd(inDim(first, g.dim), inDim(last, g.dim));
+          othersIn = b.CreateAnd(othersIn, slots.inDim(first, k));
+      llvm::Value *runIn = b.CreateAnd(slots.inDim(first, g.dim), slots.inDim(last, g.dim));
       llvm::Value *fast = b.CreateAnd(othersIn, b.CreateAnd(runIn, aligned));
       emitVectorAdd(
           cg, t, addr, fast,

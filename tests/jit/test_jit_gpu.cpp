@@ -1712,7 +1712,7 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                  f32 = DataType::f32();
   for (const char *kt : {"f16", "f8e4m3", "u4", "f4e2m1", "u5", "i7"}) {
     // block_table[b, j] = b * 3 + j (distinct pages), seq_lens in [1, 40], 3 pages of 16 each;
-    // min(SPLITS, max_pages) = 2 splits: the workspace must be clean at each of three launches
+    // min(SPLITS, max_pages) = 2 splits: three launches, the tickets clean after each
     DecodeShape sh{"f16", kt, 128, 16, 4, 16, 2, 12, 3, 0.088f, 0.5f, 0.25f};
     runCase(decodeCase(std::string("decode_paged_") + kt, sh, {}, Fill::Moderate,
                        {"seq_lens", i32, 4, Fill::Positive}, 3));
