@@ -2255,14 +2255,15 @@ Case exactGemmCase(const std::string &prefix, const std::string &path, const Exa
 
 } // namespace
 
-DIFF_CASE("FP8 wgmma GEMM (programs/gemm/wgmma_fp8.tasm): a transposing producer group") {
-  // the producer group stages B by TMA and transposes it through its registers (n and k
-  // multiples of 16: 200 x 272 x 208, and bf16 at 200 x 264 x 200), or copies A by cp.async and
-  // B by narrow accesses (the other shapes, n odd included); two consumer warpgroups compute;
-  // one block per tile and SMS = 2 blocks walking 3 x 2 tiles (the producer running ahead into
-  // the next tile). The FP8 tensor cores add with about 14 significant bits (measured on the
-  // H200: errors up to 1.8e-4 of sum |a b| at k = 260 for random values), hence the integer
-  // inputs and the bit-for-bit comparison
+DIFF_CASE("FP8 wgmma GEMM (programs/gemm/wgmma_fp8.tasm): B^T as the register operand") {
+  // the producer group copies A and B by TMA (n and k multiples of 16: 200 x 272 x 208, and bf16
+  // at 200 x 264 x 200), or A by cp.async and B by narrow accesses (the other shapes, n odd
+  // included); the two consumer warpgroups read B^T from B's N-major stages into the FP8 wgmma's
+  // register A operand (C^T = B^T A^T; 16-bit types read B transposed by the wgmma itself); one
+  // block per tile and SMS = 2 blocks walking 3 x 2 tiles (the producer running ahead into the
+  // next tile). The FP8 tensor cores add with about 14 significant bits (measured on the H200:
+  // errors up to 1.8e-4 of sum |a b| at k = 260 for random values), hence the integer inputs and
+  // the bit-for-bit comparison
   std::mt19937 rng(12);
   for (ExactGemm s :
        {ExactGemm{"f8e4m3", "f16", 200, 264, 300, 132}, ExactGemm{"f8e4m3", "f32", 37, 45, 29, 132},

@@ -281,12 +281,13 @@ TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent til
   const std::filesystem::path file =
       std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_fp8.tasm";
   // SMS = 2: six tiles (3 x 2: m = 300, n = 264 on 256-column tiles) on two blocks, the
-  // producer's stages and its B words running ahead into the block's next tile; k of one k tile
-  // (100) and of three (300, the last partial); n = 263 takes the path of narrower accesses
+  // producer's stages running ahead into the block's next tile; k of one k tile (100) and of
+  // three (300, the last partial); n = 263 takes the path of narrower accesses
   runGemm(file, "f8e4m3", "f16", {{300, 264, 300}, {300, 264, 100}, {300, 263, 300}},
           {{"SMS", "2"}});
-  // n and k multiples of 16: A by TMA, B staged by TMA and transposed from shared memory (m,
-  // n and k still leave partial tiles; k = 144: two k tiles, k = 16: one short one)
+  // n and k multiples of 16: A and B by TMA, B^T read from B's N-major stage into the wgmma's
+  // register operand (m, n and k still leave partial tiles; k = 144: two k tiles, k = 16: one
+  // short one)
   runGemm(file, "f8e4m3", "f16", {{300, 272, 304}, {37, 528, 144}, {130, 16, 16}}, {{"SMS", "2"}});
   runGemm(file, "f8e5m2", "f32", {{150, 512, 256}}, {{"SMS", "3"}});
   // the least stages the producer allows (3), and 16-bit AT (k tiles of 64) on four blocks
