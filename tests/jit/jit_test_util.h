@@ -64,8 +64,9 @@ inline SkipUnless needsPtxas() {
 }
 
 /// Assemble `ptx` for sm_80 or sm_90a; true when ptxas accepts it. Only in cases declared with
-/// needsPtxas(): without ptxas this fails the case.
-inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
+/// needsPtxas(): without ptxas this fails the case. `flags`: more ptxas options (e.g. "-v").
+inline bool runPtxas(const std::string &ptx, int sm, std::string &log,
+                     const std::string &flags = "") {
   REQUIRE_MESSAGE(ptxasAvailable(), "runPtxas in a case not declared needsPtxas()");
 #ifdef TILUSVM_PTXAS
   char ptxPath[] = "/tmp/tilus_jit_XXXXXX";
@@ -76,7 +77,7 @@ inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
   std::fclose(f);
   std::string logPath = std::string(ptxPath) + ".log";
   std::string cmd = std::string(TILUSVM_PTXAS) + " -arch=" + (sm == 90 ? "sm_90a" : "sm_80") + " " +
-                    ptxPath + " -o /dev/null > " + logPath + " 2>&1";
+                    flags + " " + ptxPath + " -o /dev/null > " + logPath + " 2>&1";
   int rc = std::system(cmd.c_str());
   std::ifstream in(logPath);
   std::stringstream ss;
@@ -89,15 +90,17 @@ inline bool runPtxas(const std::string &ptx, int sm, std::string &log) {
   (void)ptx;
   (void)sm;
   (void)log;
+  (void)flags;
   return false;
 #endif
 }
 
 /// Checks that ptxas assembles `ptx` for sm_80 or sm_90a (its log in the failure message) and
 /// returns the log (for its warnings). Only in cases declared with needsPtxas().
-inline std::string checkPtxasAccepts(const std::string &ptx, int sm) {
+inline std::string checkPtxasAccepts(const std::string &ptx, int sm,
+                                     const std::string &flags = "") {
   std::string log;
-  bool ok = runPtxas(ptx, sm, log);
+  bool ok = runPtxas(ptx, sm, log, flags);
   INFO(log);
   CHECK(ok);
   return log;

@@ -374,6 +374,38 @@ TEST_CASE("TmaLoad: ptxas accepts the TMA GEMM program, f16 and bf16" * needsPtx
   }
 }
 
+TEST_CASE("the FP8 GEMM reads B^T as words into the register-A wgmma, nothing serialised or "
+          "spilled" *
+          needsPtxas()) {
+  // programs/gemm/wgmma_fp8.tasm (docs/jit.md, "FP8 GEMM on wgmma"): each consumer thread reads
+  // its k tile of B^T as 32 words of B's N-major stage (4 consecutive n of one k row), regroups
+  // the bytes in registers and issues two m64n128k32 atoms per k32 step with A in registers.
+  // Compiled as the benchmarks' launches are (aligned pointers, m, n, k multiples of 16)
+  VerifiedModule g =
+      buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/gemm/wgmma_fp8.tasm", {});
+  JitOptions options;
+  options.smVersion = 90;
+  options.specialization.params = {ParamFact::Aligned16,   ParamFact::Aligned16,
+                                   ParamFact::Aligned16,   ParamFact::Divisible16,
+                                   ParamFact::Divisible16, ParamFact::Divisible16};
+  Expected<PtxKernel> k = compileToPtx(g, 0, options);
+  REQUIRE_OK(k);
+  CHECK(occurrences(k->ptx, "ld.shared.u32") == 32);
+  CHECK(!contains(k->ptx, "ld.shared.u8"));
+  CHECK(!contains(k->ptx, "ld.shared.b8"));
+  // the register form: the A operand is a brace list of registers, not a descriptor
+  CHECK(occurrences(k->ptx, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {") == 8);
+  const std::string wgmma = statementAt(k->ptx, "wgmma.mma_async.sync.aligned.m64n128k32");
+  INFO(wgmma);
+  CHECK(occurrences(wgmma, "{") == 2); // the accumulator and the four A registers
+  std::string log = checkPtxasAccepts(k->ptx, 90, "-v");
+  CHECK(contains(log, " 0 bytes spill stores"));
+  // no wgmma serialised (operand registers written in flight, or an injected arrive/wait)
+  CHECK(!contains(log, "C7513"));
+  CHECK(!contains(log, "C7514"));
+  CHECK(!contains(log, "C7519"));
+}
+
 TEST_CASE("TmaStore: one bulk_group copy per box by thread 0, then its commit and wait" *
           needsPtxas()) {
   const char *src = R"(
