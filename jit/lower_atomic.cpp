@@ -92,7 +92,8 @@ llvm::Value *emitAtomic(Codegen &cg, Opcode op, DataType t, bool global, llvm::V
   std::string space = global            ? "relaxed.gpu.global."
                       : (load || store) ? "relaxed.cta.shared."
                                         : "shared.";
-  std::string operation = "b"; // ld and st move the bits
+  // ld and st move the bits (appended: GCC 12 warns falsely, -Wrestrict, on "b" + to_string)
+  std::string operation = "b";
   if (load || store)
     operation.append(std::to_string(t.storageBits()));
   else
