@@ -216,13 +216,15 @@ struct Tuner {
       return fail("arguments", run::usage("the grid is empty with these arguments"));
     r.grid = geometry->grid;
     r.threads = job.info().threads;
-    r.sharedBytes = job.info().sharedBytes;
     step("compiling");
     if (!runtime) {
       auto ptx = compileToPtx(job.module.verified, job.index);
       if (!ptx)
         return fail("compile", ptx.status());
       r.ptxBytes = ptx->ptx.size();
+      // what the launch asks for: the allocations and the part of the scratch area that the
+      // kernel uses (the checker plans the area for the worst case of every instruction)
+      r.sharedBytes = ptx->sharedBytes;
       r.ok = true;
       return;
     }
@@ -235,6 +237,7 @@ struct Tuner {
     if (!kernel)
       return fail("compile", kernel.status());
     r.registers = (*kernel)->registers;
+    r.sharedBytes = (*kernel)->sharedBytes;
     r.localBytes = (*kernel)->localBytes;
     step("timing");
     auto ms = runtime->benchmark(job.module, job.index, uploaded->args, nullptr, options.warmup,

@@ -149,6 +149,26 @@ with tempfile.TemporaryDirectory() as tmp:
           and progress[1] == "tilus-tune: [2/6] WARPS=4 BLOCK=64: failed at assemble",
           f"progress lines:\n{err}")
 
+    # shared B is what the launch asks for: a Dot that becomes one mma.sync stages nothing, so
+    # none of the scratch area that the checker plans for it (16 x 16 + 16 x 8 f16 slots: 768
+    # bytes) is asked for.
+    mma = os.path.join(tmp, "mma.tasm")
+    with open(mma, "w") as f:
+        f.write("def mm<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr) threads=32:\n"
+                "    ga = ViewGlobal(a_ptr, shape=[16, 16])\n"
+                "    gb = ViewGlobal(b_ptr, shape=[16, 8])\n"
+                "    gc = ViewGlobal(c_ptr, shape=[16, 8])\n"
+                "    a = LoadGlobal(ga, layout=column_local(2, 2).spatial(8, 4).local(1, 2))\n"
+                "    b = LoadGlobal(gb, layout=local(2, 1).column_spatial(4, 8).local(2, 1))\n"
+                "    c = AllocateRegister(f32, layout=local(2, 1).spatial(8, 4).local(1, 2), init=0.0)\n"
+                "    Dot(a, b, c, out=c)\n"
+                "    StoreGlobal(c, gc)\n")
+    expect([mma, "--dry-run", "--json", report], 0, "an mma.sync kernel")
+    with open(report) as f:
+        point = json.load(f)["points"][0]
+    check(point["ok"] and point["shared_bytes"] == 0,
+          f"an mma.sync Dot asks for no shared memory: {point}")
+
     # A type constant as a dimension: every point is the program for that type; a value that is
     # not a type fails its point at assemble with the -D diagnostic.
     typed = os.path.join(tmp, "typed.tasm")
