@@ -56,10 +56,40 @@ def scale<cdiv(n, BLOCK)>(f32* x_ptr, i32 n) threads=WARPS * 32:
     StoreGlobal(x, gx, offset=[bi * BLOCK:])
 """
 
+# One element type as a constant (a space may range over types).
+TYPED_PROGRAM = """const WT = f32
+def copy<cdiv(n, 256)>(WT* x_ptr, WT* y_ptr, i32 n) threads=128:
+    bi = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[n])
+    gy = ViewGlobal(y_ptr, shape=[n])
+    x = LoadGlobal(gx, layout=spatial(128).local(2), offset=[bi * 256:])
+    StoreGlobal(x, gy, offset=[bi * 256:])
+"""
+
+# One Dot in the layouts of an mma.m16n8k16 atom: the JIT lowers it to one mma.sync, which stages
+# nothing in shared memory.
+MMA_PROGRAM = """def mm<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr) threads=32:
+    ga = ViewGlobal(a_ptr, shape=[16, 16])
+    gb = ViewGlobal(b_ptr, shape=[16, 8])
+    gc = ViewGlobal(c_ptr, shape=[16, 8])
+    a = LoadGlobal(ga, layout=column_local(2, 2).spatial(8, 4).local(1, 2))
+    b = LoadGlobal(gb, layout=local(2, 1).column_spatial(4, 8).local(2, 1))
+    c = AllocateRegister(f32, layout=local(2, 1).spatial(8, 4).local(1, 2), init=0.0)
+    Dot(a, b, c, out=c)
+    StoreGlobal(c, gc)
+"""
+
+
+def write_program(directory, name, text):
+    """Writes a program's text to directory/name; returns the path."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    prog = os.path.join(tmp, "scale.tasm")
-    with open(prog, "w") as f:
-        f.write(PROGRAM)
+    prog = write_program(tmp, "scale.tasm", PROGRAM)
     report = os.path.join(tmp, "report.json")
 
     # Usage.
@@ -152,17 +182,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # shared B is what the launch asks for: a Dot that becomes one mma.sync stages nothing, so
     # none of the scratch area that the checker plans for it (16 x 16 + 16 x 8 f16 slots: 768
     # bytes) is asked for.
-    mma = os.path.join(tmp, "mma.tasm")
-    with open(mma, "w") as f:
-        f.write("def mm<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr) threads=32:\n"
-                "    ga = ViewGlobal(a_ptr, shape=[16, 16])\n"
-                "    gb = ViewGlobal(b_ptr, shape=[16, 8])\n"
-                "    gc = ViewGlobal(c_ptr, shape=[16, 8])\n"
-                "    a = LoadGlobal(ga, layout=column_local(2, 2).spatial(8, 4).local(1, 2))\n"
-                "    b = LoadGlobal(gb, layout=local(2, 1).column_spatial(4, 8).local(2, 1))\n"
-                "    c = AllocateRegister(f32, layout=local(2, 1).spatial(8, 4).local(1, 2), init=0.0)\n"
-                "    Dot(a, b, c, out=c)\n"
-                "    StoreGlobal(c, gc)\n")
+    mma = write_program(tmp, "mma.tasm", MMA_PROGRAM)
     expect([mma, "--dry-run", "--json", report], 0, "an mma.sync kernel")
     with open(report) as f:
         point = json.load(f)["points"][0]
@@ -171,15 +191,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # A type constant as a dimension: every point is the program for that type; a value that is
     # not a type fails its point at assemble with the -D diagnostic.
-    typed = os.path.join(tmp, "typed.tasm")
-    with open(typed, "w") as f:
-        f.write("const WT = f32\n"
-                "def copy<cdiv(n, 256)>(WT* x_ptr, WT* y_ptr, i32 n) threads=128:\n"
-                "    bi = BlockIndices()\n"
-                "    gx = ViewGlobal(x_ptr, shape=[n])\n"
-                "    gy = ViewGlobal(y_ptr, shape=[n])\n"
-                "    x = LoadGlobal(gx, layout=spatial(128).local(2), offset=[bi * 256:])\n"
-                "    StoreGlobal(x, gy, offset=[bi * 256:])\n")
+    typed = write_program(tmp, "typed.tasm", TYPED_PROGRAM)
     expect([typed, "--dry-run", "--space", "WT=u4,f6e3m2,notatype", "--arg", "n=1000",
             "--json", report], 0, "a space over a type constant")
     with open(report) as f:
