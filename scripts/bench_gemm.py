@@ -10,8 +10,13 @@ and programs/gemm/mma_sync.tasm with f16 and bf16 (C of the same type) against t
 same method in this process. Prints shape, program, AT, ms, TFLOP/s, baseline ms and the
 baseline's time over the program's (>= 1: the program is at least as fast).
 
+With --rounds R every case is timed R times, each time the program then its baseline, the
+rounds one after another over all cases (so a clock that drifts during the run, as the GPU warms,
+reaches both sides alike); the row shows the medians of the R times and the median of the R
+ratios, with their range.
+
     python3 scripts/bench_gemm.py [--build DIR] [--sizes 4096,8192] [--iters N] [--json FILE]
-                                  [--only wgmma_fp8,layers/linear_fp8,wgmma_tma,wgmma_ws,wgmma_cluster,wgmma,mma_sync] [-D NAME=VALUE]... [--dry-run]
+                                  [--only wgmma_fp8,layers/linear_fp8,wgmma_tma,wgmma_ws,wgmma_cluster,wgmma,mma_sync] [-D NAME=VALUE]... [--rounds R] [--dry-run]
 
 Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
 (BUILD_DIR, default build). --dry-run assembles every program and prints the vm-run commands
@@ -21,6 +26,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,6 +74,8 @@ def main():
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--only", default="", help="comma-separated program names (default: all)")
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every case this many times, program and baseline alternating")
     ap.add_argument("--json", default="", help="write the rows to this file")
     ap.add_argument("-D", action="append", default=[], help="tuning constant NAME=VALUE")
     ap.add_argument("--dry-run", action="store_true",
@@ -88,8 +96,12 @@ def main():
     if not args.dry_run:
         import torch
 
-    rows = []
+    if args.rounds < 1:
+        print("bench_gemm: --rounds must be at least 1", file=sys.stderr)
+        return 2
     failed = False
+    # the cases that assembled, each with its vm-run command per size
+    runs = []
     for prog, at, ct, base in cases:
         linear = prog == "layers/linear_fp8"
         src = os.path.join(ROOT, "programs", prog + ".tasm" if linear else os.path.join("gemm", prog + ".tasm"))
@@ -105,7 +117,6 @@ def main():
             failed = True
             continue
         for n in sizes:
-            row = {"program": prog, "at": at, "ct": ct, "n": n, "baseline": base}
             operands = (["--kernel", "linear", "--arg", "x_ptr=rand:1", "--arg", "w_ptr=rand:2",
                          "--arg", "scale=1.0"] if linear else
                         ["--kernel", "matmul", "--arg", "a_ptr=rand:1", "--arg", "b_ptr=rand:2"])
@@ -115,35 +126,63 @@ def main():
             if args.dry_run:
                 print("  " + shlex.join(cmd))
                 continue
-            print(f"{prog} AT={at} CT={ct} N={n}", file=sys.stderr, flush=True)
+            runs.append(({"program": prog, "at": at, "ct": ct, "n": n, "baseline": base}, cmd))
+
+    times = [[] for _ in runs]  # per case: (program ms, baseline ms) of each round
+    errors = {}
+    for rnd in range(args.rounds):
+        for i, (row, cmd) in enumerate(runs):
+            if i in errors:
+                continue
+            print(f"{row['program']} AT={row['at']} CT={row['ct']} N={row['n']}"
+                  + (f" (round {rnd + 1} of {args.rounds})" if args.rounds > 1 else ""),
+                  file=sys.stderr, flush=True)
             p = subprocess.run(cmd, capture_output=True, text=True)
             try:
                 ms = json.loads(p.stdout)["bench"]["median_ms"]
             except (ValueError, KeyError, TypeError):
-                row["error"] = (p.stderr or p.stdout).strip()[-500:]
-                rows.append(row)
+                errors[i] = (p.stderr or p.stdout).strip()[-500:]
                 failed = True
                 continue
-            bms = baseline_ms(torch, base, at, n, args.iters)
-            flops = 2.0 * n * n * n
-            row.update({"ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "baseline_ms": bms,
-                        "baseline_tflops": flops / (bms * 1e-3) / 1e12, "ratio": bms / ms})
+            times[i].append((ms, baseline_ms(torch, row["baseline"], row["at"], row["n"],
+                                             args.iters)))
+    rows = []
+    for i, (row, _) in enumerate(runs):
+        row = dict(row)
+        if i in errors:
+            row["error"] = errors[i]
             rows.append(row)
+            continue
+        n = row["n"]
+        ms = statistics.median(t[0] for t in times[i])
+        bms = statistics.median(t[1] for t in times[i])
+        ratios = [t[1] / t[0] for t in times[i]]
+        flops = 2.0 * n * n * n
+        row.update({"ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "baseline_ms": bms,
+                    "baseline_tflops": flops / (bms * 1e-3) / 1e12,
+                    "ratio": statistics.median(ratios)})
+        if args.rounds > 1:
+            row.update({"rounds": [{"ms": t[0], "baseline_ms": t[1]} for t in times[i]],
+                        "ratio_min": min(ratios), "ratio_max": max(ratios)})
+        rows.append(row)
 
     if args.dry_run:
         print(f"dry run: {len(cases)} programs assembled" + (" (some FAILED)" if failed else ""))
         return 1 if failed else 0
 
-    print(f"device: {device}; tuning: {' '.join(args.D) or 'defaults'}")
-    table = [["shape", "program", "AT", "ms", "TFLOP/s", "baseline", "baseline ms", "ratio"]]
+    print(f"device: {device}; tuning: {' '.join(args.D) or 'defaults'}"
+          + (f"; medians of {args.rounds} rounds" if args.rounds > 1 else ""))
+    table = [["shape", "program", "AT", "ms", "TFLOP/s", "baseline", "baseline ms", "ratio"]
+             + (["ratio range"] if args.rounds > 1 else [])]
     for r in rows:
         shape = f"{r['n']}^3"
         if "error" in r:
             table.append([shape, r["program"], r["at"], "failed: " + r["error"].splitlines()[-1][:60],
-                          "", r["baseline"], "", ""])
+                          "", r["baseline"], "", ""] + ([""] if args.rounds > 1 else []))
             continue
         table.append([shape, r["program"], r["at"], f"{r['ms']:.4f}", f"{r['tflops']:.0f}",
-                      r["baseline"], f"{r['baseline_ms']:.4f}", f"{r['ratio']:.2f}"])
+                      r["baseline"], f"{r['baseline_ms']:.4f}", f"{r['ratio']:.2f}"]
+                     + ([f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}"] if args.rounds > 1 else []))
     print_columns(table)
     if args.json:
         with open(args.json, "w") as f:
