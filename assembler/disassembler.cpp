@@ -276,6 +276,8 @@ std::string Printer::argument(const ArgSpec &spec, const Argument &arg) const {
     return reduceOpName(ReduceOp(arg.intValue));
   case ArgKind::MemoryScope:
     return memoryScopeName(MemoryScope(arg.intValue));
+  case ArgKind::Eviction:
+    return evictionName(Eviction(arg.intValue));
   case ArgKind::String:
     return quoteString(arg.text);
   }

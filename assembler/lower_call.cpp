@@ -395,6 +395,14 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
     arg.intValue = int64_t(*scope);
     return arg;
   }
+  case ArgKind::Eviction: {
+    std::optional<Eviction> eviction =
+        value.kind == AstKind::Name ? parseEviction(value.text) : std::nullopt;
+    if (!eviction)
+      return error(ErrorCode::BadArgument, value.pos, what + " must be one of normal, first, last");
+    arg.intValue = int64_t(*eviction);
+    return arg;
+  }
   case ArgKind::String:
     if (value.kind != AstKind::String)
       return error(ErrorCode::BadArgument, value.pos, what + " must be a string literal");

@@ -40,7 +40,7 @@ void writeSection(ByteWriter &out, uint8_t id, const ByteWriter &payload) {
 }
 
 /// The programs section; `fields`: the optional program fields to write
-/// (bytecode::programFieldFlags: header flags kFlagBlocksPerSm, kFlagCluster).
+/// (bytecode::programFieldFlags: header flags kFlagBlocksPerSm, kFlagCluster, kFlagEviction).
 ByteWriter programsSection(const Module &module, uint32_t fields) {
   ByteWriter payload;
   bytecode::writeProgramsPayload(payload, module, fields);
@@ -88,7 +88,8 @@ void readProducer(ByteReader &r) {
                      " printable ASCII characters");
 }
 
-/// Header fields; returns the flags (kFlagDebugInfo, kFlagBlocksPerSm, kFlagCluster).
+/// Header fields; returns the flags (kFlagDebugInfo, kFlagBlocksPerSm, kFlagCluster,
+/// kFlagEviction).
 uint32_t readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
   std::span<const uint8_t> magic = r.raw("magic", 4);
   if (r.ok() && std::memcmp(magic.data(), bytecode::kMagic, 4) != 0)
@@ -101,7 +102,7 @@ uint32_t readHeader(ByteReader &r, std::span<const uint8_t> bytes) {
   at = r.offset();
   uint32_t flags = r.u32le("flags");
   if (r.ok() && (flags & ~(bytecode::kFlagDebugInfo | bytecode::kFlagBlocksPerSm |
-                           bytecode::kFlagCluster)) != 0)
+                           bytecode::kFlagCluster | bytecode::kFlagEviction)) != 0)
     r.failAt(at, "unknown flags " + hex64(flags));
   at = r.offset();
   if (r.u32le("reserved") != 0)
@@ -161,8 +162,9 @@ Expected<Module> decodeModule(std::span<const uint8_t> bytes, const BytecodeLimi
   module.hasDebugInfo = (flags & bytecode::kFlagDebugInfo) != 0;
   readSection(r, bytecode::kSectionProducer, "producer", [&] { readProducer(r); });
   readSection(r, bytecode::kSectionPrograms, "programs", [&] {
-    bytecode::readProgramsPayload(r, limits, module,
-                                  flags & (bytecode::kFlagBlocksPerSm | bytecode::kFlagCluster));
+    bytecode::readProgramsPayload(
+        r, limits, module,
+        flags & (bytecode::kFlagBlocksPerSm | bytecode::kFlagCluster | bytecode::kFlagEviction));
   });
   if (module.hasDebugInfo)
     readSection(r, bytecode::kSectionDebug, "debug",

@@ -19,8 +19,15 @@ inline constexpr uint32_t kFlagBlocksPerSm = 1u << 1;
 /// Every program carries a cluster field after blocks_per_sm (set when some program has
 /// cluster= above 1).
 inline constexpr uint32_t kFlagCluster = 1u << 2;
-/// The program-field flags (kFlagBlocksPerSm, kFlagCluster) that a module needs.
+/// Every LoadGlobal carries its `evict` argument (presence, then the value when present) after
+/// its offset (set when some LoadGlobal has one); without the flag, LoadGlobal is encoded
+/// without it, as before the argument existed, and reads as having none.
+inline constexpr uint32_t kFlagEviction = 1u << 3;
+/// The program-field flags (kFlagBlocksPerSm, kFlagCluster, kFlagEviction) that a module needs.
 uint32_t programFieldFlags(const Module &module);
+/// Whether argument `k` of an `op` instruction is in the encoding of a file whose program-field
+/// flags are `fields` (LoadGlobal's `evict` only with kFlagEviction).
+bool argumentEncoded(Opcode op, size_t k, uint32_t fields);
 inline constexpr size_t kMaxProducerBytes = 64;
 /// Modes of one register layout: each has size >= 2 and their product is bounded, so this is
 /// never reached by a layout within maxLayoutElements; it caps the count before allocating.
@@ -55,12 +62,14 @@ std::optional<SharedLayout> readSharedLayout(ByteReader &r, const BytecodeLimits
                                              DecodeBudget &budget);
 
 // bytecode_write.cpp: section payloads.
-/// `fields`: the program-field flags (kFlagBlocksPerSm, kFlagCluster) of the fields to write.
+/// `fields`: the program-field flags (kFlagBlocksPerSm, kFlagCluster, kFlagEviction) of the
+/// fields to write.
 void writeProgramsPayload(ByteWriter &w, const Module &module, uint32_t fields);
 void writeDebugPayload(ByteWriter &w, const Module &module);
 
 // bytecode_read.cpp: section payloads; the reader's limit is the section's end.
-/// `fields`: the program-field flags (kFlagBlocksPerSm, kFlagCluster) of the fields present.
+/// `fields`: the program-field flags (kFlagBlocksPerSm, kFlagCluster, kFlagEviction) of the
+/// fields present.
 void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &module,
                          uint32_t fields);
 void readDebugPayload(ByteReader &r, const BytecodeLimits &limits, Module &module);

@@ -251,6 +251,8 @@ void ProgramReader::readInstruction(Instruction &inst) {
   for (size_t k = 0; k < spec.args.size() && r_.ok(); ++k) {
     at = r_.offset();
     Argument &a = inst.args[k];
+    if (!argumentEncoded(inst.opcode, k, fields_))
+      continue; // absent: the file's programs do not carry it (header flag kFlagEviction)
     a.present = r_.boolean("argument presence");
     if (r_.ok() && !a.present && spec.args[k].required)
       r_.failAt(at, std::string("missing required argument '") + spec.args[k].name + "'");
@@ -297,6 +299,9 @@ void ProgramReader::readArgument(ArgKind kind, Argument &a) {
     return;
   case ArgKind::MemoryScope:
     a.intValue = enumByte(at, "memory scope", int(MemoryScope::Gpu));
+    return;
+  case ArgKind::Eviction:
+    a.intValue = enumByte(at, "eviction priority", int(Eviction::Last));
     return;
   case ArgKind::DType:
     a.dtype = r_.dtype("dtype argument");
@@ -529,6 +534,14 @@ void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &mo
   else if ((fields & kFlagCluster) && all([](const Program &p) { return p.cluster == 1; }))
     r.fail("header flag bit 2 (cluster fields) is set but every program's cluster is 1 (the "
            "flag is set only when some program's is not)");
+  else if ((fields & kFlagEviction) && all([](const Program &p) {
+             return std::none_of(
+                 p.instructions.begin(), p.instructions.end(), [](const Instruction &inst) {
+                   return inst.opcode == Opcode::LoadGlobal && inst.arg(ArgName::evict).present;
+                 });
+           }))
+    r.fail("header flag bit 3 (LoadGlobal evict arguments) is set but no LoadGlobal has one "
+           "(the flag is set only when some LoadGlobal has)");
 }
 
 bool chargeMemory(ByteReader &r, const BytecodeLimits &limits, DecodeBudget &budget,

@@ -41,6 +41,7 @@ void writeArgumentValue(ByteWriter &w, ArgKind kind, const Argument &a) {
     return w.boolean(a.intValue != 0);
   case ArgKind::ReduceOp:
   case ArgKind::MemoryScope:
+  case ArgKind::Eviction:
     return w.u8(uint8_t(a.intValue));
   case ArgKind::DType:
     return w.dtype(a.dtype);
@@ -72,7 +73,7 @@ void writeArgumentValue(ByteWriter &w, ArgKind kind, const Argument &a) {
   }
 }
 
-void writeInstruction(ByteWriter &w, const Instruction &inst) {
+void writeInstruction(ByteWriter &w, const Instruction &inst, uint32_t fields) {
   const InstructionSpec &spec = inst.spec();
   assert(inst.args.size() == spec.args.size() && "one Argument per ArgSpec");
   w.uleb(uint64_t(inst.opcode));
@@ -81,6 +82,10 @@ void writeInstruction(ByteWriter &w, const Instruction &inst) {
     w.uleb(v);
   w.boolean(inst.out);
   for (size_t k = 0; k < spec.args.size(); ++k) {
+    if (!argumentEncoded(inst.opcode, k, fields)) {
+      assert(!inst.args[k].present && "programFieldFlags sets the flag of every argument used");
+      continue;
+    }
     w.boolean(inst.args[k].present);
     if (inst.args[k].present)
       writeArgumentValue(w, spec.args[k].kind, inst.args[k]);
@@ -151,7 +156,7 @@ void writeProgram(ByteWriter &w, const Program &p, uint32_t fields) {
     w.uleb(id);
   w.uleb(p.instructions.size());
   for (const Instruction &inst : p.instructions)
-    writeInstruction(w, inst);
+    writeInstruction(w, inst, fields);
   writeBlock(w, p.body);
 }
 
@@ -180,8 +185,17 @@ uint32_t programFieldFlags(const Module &module) {
       flags |= kFlagBlocksPerSm;
     if (p.cluster != 1)
       flags |= kFlagCluster;
+    for (const Instruction &inst : p.instructions)
+      if (inst.opcode == Opcode::LoadGlobal && inst.arg(ArgName::evict).present)
+        flags |= kFlagEviction;
   }
   return flags;
+}
+
+bool argumentEncoded(Opcode op, size_t k, uint32_t fields) {
+  if (op == Opcode::LoadGlobal && instructionSpec(op).args[k].name == std::string_view("evict"))
+    return (fields & kFlagEviction) != 0;
+  return true;
 }
 
 void writeProgramsPayload(ByteWriter &w, const Module &module, uint32_t fields) {

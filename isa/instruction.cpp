@@ -58,6 +58,8 @@ constexpr EnumNames<ReduceOp, 6> kReduceOpNames{{"sum", "max", "min", "prod", "a
 static_assert(kReduceOpNames.names.size() == size_t(ReduceOp::All) + 1);
 constexpr EnumNames<MemoryScope, 2> kMemoryScopeNames{{"block", "gpu"}};
 static_assert(kMemoryScopeNames.names.size() == size_t(MemoryScope::Gpu) + 1);
+constexpr EnumNames<Eviction, 3> kEvictionNames{{"normal", "first", "last"}};
+static_assert(kEvictionNames.names.size() == size_t(Eviction::Last) + 1);
 constexpr EnumNames<VarKind, 6> kVarKindPhrases{{"nothing", "a scalar", "a pointer",
                                                  "a register tensor", "a shared tensor",
                                                  "a global tensor"}};
@@ -74,6 +76,10 @@ const char *memoryScopeName(MemoryScope scope) { return kMemoryScopeNames.name(s
 std::optional<MemoryScope> parseMemoryScope(std::string_view text) {
   return kMemoryScopeNames.parse(text);
 }
+
+const char *evictionName(Eviction eviction) { return kEvictionNames.name(eviction); }
+
+std::optional<Eviction> parseEviction(std::string_view text) { return kEvictionNames.parse(text); }
 
 const char *varKindPhrase(VarKind kind) { return kVarKindPhrases.name(kind); }
 

@@ -95,7 +95,8 @@ enum class ArgKind : uint8_t {
   Offset,
   ReduceOp,
   String,
-  MemoryScope
+  MemoryScope,
+  Eviction
 };
 
 enum class ReduceOp : uint8_t { Sum = 0, Max = 1, Min = 2, Prod = 3, Any = 4, All = 5 };
@@ -106,6 +107,13 @@ std::optional<ReduceOp> parseReduceOp(std::string_view text);
 enum class MemoryScope : uint8_t { Block = 0, Gpu = 1 };
 const char *memoryScopeName(MemoryScope scope);
 std::optional<MemoryScope> parseMemoryScope(std::string_view text);
+
+/// LoadGlobal's L1 eviction priority for the lines it reads (a performance hint, docs/isa.md
+/// "Eviction hints"): normal, first (data read once: evicted before other lines) or last
+/// (data read again: kept longer).
+enum class Eviction : uint8_t { Normal = 0, First = 1, Last = 2 };
+const char *evictionName(Eviction eviction);
+std::optional<Eviction> parseEviction(std::string_view text);
 
 /// The argument names of the table (TILUSVM_ARG_NAME in isa/instructions.def).
 enum class ArgName : uint8_t {
@@ -228,9 +236,9 @@ struct Argument {
   bool present = false;
   // Value: a tensor variable (var != kNoId) or a scalar expression (expr != kNoId).
   VarId var = kNoId;
-  ExprId expr = kNoId;                      // Value (scalar) and Expr
-  int64_t intValue = 0;                     // Int, Bool (0/1), ReduceOp, MemoryScope (enum)
-  DataType dtype;                           // DType
+  ExprId expr = kNoId;  // Value (scalar) and Expr
+  int64_t intValue = 0; // Int, Bool (0/1), ReduceOp, MemoryScope, Eviction (enum)
+  DataType dtype;       // DType
   std::optional<RegisterLayout> regLayout;  // RegLayout
   std::optional<SharedLayout> sharedLayout; // SharedLayout
   std::vector<int64_t> ints;                // IntList

@@ -384,6 +384,9 @@ bool ProgramChecker::checkArgument(const Instruction &inst, size_t k) {
   case ArgKind::MemoryScope:
     ok = a.intValue >= 0 && a.intValue <= int64_t(MemoryScope::Gpu);
     break;
+  case ArgKind::Eviction:
+    ok = a.intValue >= 0 && a.intValue <= int64_t(Eviction::Last);
+    break;
   }
   if (!ok)
     return fail(ErrorCode::Bytecode,

@@ -190,6 +190,7 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     ss = SliceShared(sh, offset=[1, 0:], shape=[64])
     pt = PermuteShared(sh, dims=[1, 0])
     a = LoadGlobal(g, layout=spatial(64).local(1), offset=[by:, 0])
+    ae = LoadGlobal(g, layout=spatial(64).local(1), offset=[by:, 1], evict=first)
     b = LoadShared(sh, layout=spatial(64), offset=[0, 0:])
     ls = LoadScalar(gs, offset=[n - 1], dtype=i64)
     lt = LoadScalar(x=sh, offset=[1, 3], dtype=f32)
@@ -286,6 +287,59 @@ def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
     CHECK(seen[op]);
   }
   checkRoundTrip(text);
+}
+
+TEST_CASE("LoadGlobal's eviction hints: header flag bit 3 only when used, bytes of old files") {
+  // The decoded hint of each spelling; a module without hints encodes without flag bit 3 and
+  // without a presence byte per LoadGlobal for it, byte for byte as before the argument existed
+  // (so its size is that of the same module with hints minus one byte per LoadGlobal and the
+  // hints' value bytes)
+  const char *with = R"(
+def k<1>(f16* p) threads=32:
+    g = ViewGlobal(p, shape=[64])
+    a = LoadGlobal(g, layout=spatial(32).local(2), evict=first)
+    b = LoadGlobal(g, layout=spatial(32).local(2), evict=last)
+    c = LoadGlobal(g, layout=spatial(32).local(2), evict=normal)
+    d = LoadGlobal(g, layout=spatial(32).local(2))
+    StoreGlobal(Add(Add(a, b), Add(c, d)), g)
+)";
+  auto m = asmText(with);
+  REQUIRE_OK(m);
+  std::vector<std::pair<bool, int64_t>> hints;
+  for (const Instruction &inst : m->programs[0].instructions)
+    if (inst.opcode == Opcode::LoadGlobal)
+      hints.emplace_back(inst.arg(ArgName::evict).present, inst.arg(ArgName::evict).intValue);
+  CHECK(hints == std::vector<std::pair<bool, int64_t>>{{true, int64_t(Eviction::First)},
+                                                       {true, int64_t(Eviction::Last)},
+                                                       {true, int64_t(Eviction::Normal)},
+                                                       {false, 0}});
+  std::vector<uint8_t> bytes = encodeModule(*m);
+  CHECK((bytes[8] & 8) == 8);
+  checkRoundTrip(with);
+  Expected<Module> back = decodeModule(bytes);
+  REQUIRE_OK(back);
+  CHECK(encodeModule(*back) == bytes);
+
+  std::string without = with;
+  for (const char *hint : {", evict=first", ", evict=last", ", evict=normal"})
+    without.erase(without.find(hint), std::string(hint).size());
+  auto plain = asmText(without);
+  REQUIRE_OK(plain);
+  std::vector<uint8_t> plainBytes = encodeModule(*plain);
+  CHECK((plainBytes[8] & 8) == 0);
+  // four presence bytes and three values fewer (the header and the sections' lengths aside)
+  CHECK(bytes.size() == plainBytes.size() + 7);
+  checkRoundTrip(without);
+
+  auto bad = asmText(R"(
+def k<1>(f16* p) threads=32:
+    g = ViewGlobal(p, shape=[64])
+    a = LoadGlobal(g, layout=spatial(32).local(2), evict=sometimes)
+    StoreGlobal(a, g)
+)");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().toString().find("error[bad-argument]: argument 'evict' of 'LoadGlobal' must "
+                                     "be one of normal, first, last") != std::string::npos);
 }
 
 TEST_CASE("constants of every kind round-trip bit-exactly") {

@@ -665,6 +665,11 @@ TEST_CASE("bytecode: a field's header flag with only default values is not canon
   Module c = must(decodeModule(oneCluster));
   CHECK(c.programs[1].cluster == 2);
   CHECK(encodeModule(c) == oneCluster);
+  // bit 3 (8): LoadGlobal's evict arguments, only when some LoadGlobal has one
+  std::vector<uint8_t> noHint = makeFile(programsOf({tinyProgram()}));
+  noHint[8] = 8;
+  CHECK(contains(errorOf(seal(noHint)), "header flag bit 3 (LoadGlobal evict arguments) is set "
+                                        "but no LoadGlobal has one"));
 }
 
 TEST_CASE("bytecode: the complete file printed in docs/bytecode.md") {
@@ -846,7 +851,7 @@ TEST_CASE("bytecode: header errors name the field") {
   c[4] = 2;
   CHECK(errorOf(c) == "unsupported format version 2 (this build reads 1) at offset 4");
   c = good;
-  c[8] = 8;
+  c[8] = 16;
   CHECK(errorOf(c).find("unknown flags") != std::string::npos);
   c = good;
   c[13] = 1;

@@ -46,6 +46,8 @@ const char *kindName(ArgKind kind) {
     return "String";
   case ArgKind::MemoryScope:
     return "MemoryScope";
+  case ArgKind::Eviction:
+    return "Eviction";
   }
   return "?";
 }
