@@ -257,9 +257,10 @@ namespace {
 
 /// Predicated global load of `bytes` bytes (1, 2, 4, 8 or 16) at `addr` as inline PTX: the
 /// result is zero when `pred` is false. Loads of 4 bytes and more are vectors of 32-bit words.
-/// Returns the loaded bytes as 32-bit words (or one i16 for 1 and 2 bytes).
+/// Returns the loaded bytes as 32-bit words (or one i16 for 1 and 2 bytes). `hint`: an
+/// eviction-priority qualifier of `ld` (evictionQualifier), or empty.
 std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
-                                         int bytes) {
+                                         int bytes, std::string_view hint = {}) {
   int words = bytes >= 4 ? bytes / 4 : 1;
   bool narrow = bytes < 4;
   std::string regs, zero;
@@ -275,8 +276,9 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
   }
   std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
   std::string vec = words == 1 ? "" : cat({"v", std::to_string(words), "."});
-  std::string load = cat({"ld.global.", vec, type, " ", words == 1 ? regs : cat({"{", regs, "}"}),
-                          ", [$", std::to_string(words), "];"});
+  std::string load =
+      cat({"ld.global", hint, ".", vec, type, " ", words == 1 ? regs : cat({"{", regs, "}"}),
+           ", [$", std::to_string(words), "];"});
   bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
   std::string text;
   if (always) {
@@ -659,7 +661,7 @@ struct ElementBounds {
 /// and a predicated access per element) for a fraction of the optimiser's and backend's time.
 std::vector<llvm::Value *> asmLoadElements(llvm::IRBuilder<> &b, llvm::Value *addr,
                                            const GlobalAccess &a, const LayoutMap &map,
-                                           const SlotGroup &g, int es) {
+                                           const SlotGroup &g, int es, std::string_view hint) {
   auto [reg, regBits] = elementRegister(es);
   std::string type = es == 1 ? "u8" : cat({"b", std::to_string(es * 8)});
   std::string mov = cat({"mov.b", std::to_string(regBits), " $"});
@@ -672,7 +674,7 @@ std::vector<llvm::Value *> asmLoadElements(llvm::IRBuilder<> &b, llvm::Value *ad
     std::string out = std::to_string(j);
     text += cat({mov, out, ", 0; "});
     if (auto test = bounds.test(c + j))
-      text += cat({test->first, test->second, "ld.global.", type, " $", out, ", [$",
+      text += cat({test->first, test->second, "ld.global", hint, ".", type, " $", out, ", [$",
                    std::to_string(n), "+", std::to_string(j * es), "]; "});
     constraints += cat({"=", reg, ","});
   }
@@ -725,11 +727,12 @@ void asmStoreElements(llvm::IRBuilder<> &b, llvm::Value *addr, const GlobalAcces
 /// The accesses of a packed run: `run.bytes / run.unit` loads of `unit` bytes, predicated on
 /// `pred`, and the run's elements cut out of them.
 std::vector<llvm::Value *> loadPackedRun(llvm::IRBuilder<> &b, const GroupTests &tests,
-                                         llvm::Value *pred, int bits, int64_t count) {
+                                         llvm::Value *pred, int bits, int64_t count,
+                                         std::string_view hint) {
   std::vector<llvm::Value *> pieces;
   for (int at = 0; at < tests.bytes; at += tests.unit) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, b.getInt64(uint64_t(at)));
-    for (llvm::Value *w : asmLoadGlobal(b, addr, pred, tests.unit))
+    for (llvm::Value *w : asmLoadGlobal(b, addr, pred, tests.unit, hint))
       pieces.push_back(tests.unit >= 4 ? w : b.CreateZExt(w, b.getInt32Ty()));
   }
   return unpackRun(b, pieces, std::min(32, tests.unit * 8), bits, count);
@@ -750,8 +753,30 @@ void storePackedRun(llvm::IRBuilder<> &b, const GroupTests &tests, llvm::Value *
 
 } // namespace
 
+namespace {
+
+/// The `ld` qualifier of a LoadGlobal's eviction hint (docs/isa.md, "Eviction hints"): L1
+/// eviction priorities of PTX ISA 7.4 (sm_70 and later); nothing for none or `normal`, so that
+/// such loads are unchanged.
+std::string_view evictionQualifier(const Argument &evict) {
+  if (!evict.present)
+    return {};
+  switch (Eviction(evict.intValue)) {
+  case Eviction::First:
+    return ".L1::evict_first";
+  case Eviction::Last:
+    return ".L1::evict_last";
+  case Eviction::Normal:
+    break;
+  }
+  return {};
+}
+
+} // namespace
+
 Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
   VarId r = inst.results[0];
+  std::string_view hint = evictionQualifier(inst.arg(ArgName::evict));
   const LayoutMap &map = cg.layoutOf(r);
   GlobalView view = cg.readGlobal(inst.arg(ArgName::g).var);
   GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
@@ -776,13 +801,13 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
       // access (0 outside): no branch per element
       PackedWord w = packedWord(b, tile.ptr, b.CreateMul(elem, cg.constI64(t.storageBits())));
       llvm::Value *shift = b.CreateTrunc(w.shift, b.getInt32Ty());
-      llvm::Value *bits = asmLoadGlobal(b, w.word, ok, 4)[0];
+      llvm::Value *bits = asmLoadGlobal(b, w.word, ok, 4, hint)[0];
       return b.CreateTrunc(b.CreateLShr(bits, shift), cg.elemType(t));
     }
     if (!nativeAccess(t))
       return guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); });
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
-    return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0];
+    return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es, hint), es, t, 1)[0];
   };
   std::vector<SlotGroup> groups = groupSlots(map, width, minWidth, unit);
   bool asmPath = useAsmElementPaths(cg, a, t, groups);
@@ -796,13 +821,14 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     // of it is in bounds or the address is misaligned.
     GroupTests tests = groupTests(cg, a, tile.ptr, map, g, t);
     std::vector<llvm::Value *> fastVals =
-        packedAccess(t) ? loadPackedRun(b, tests, tests.fast, t.storageBits(), g.count)
-                        : wordsToElements(cg, asmLoadGlobal(b, tests.addr, tests.fast, tests.bytes),
-                                          tests.bytes, t, g.count);
+        packedAccess(t)
+            ? loadPackedRun(b, tests, tests.fast, t.storageBits(), g.count, hint)
+            : wordsToElements(cg, asmLoadGlobal(b, tests.addr, tests.fast, tests.bytes, hint),
+                              tests.bytes, t, g.count);
     std::vector<llvm::Value *> merged = cg.emitIf(tests.slow(b), "ldg.elem", fastVals, [&] {
       std::vector<llvm::Value *> slowVals;
       if (asmPath) {
-        for (llvm::Value *v : asmLoadElements(b, tests.addr, a, map, g, es))
+        for (llvm::Value *v : asmLoadElements(b, tests.addr, a, map, g, es, hint))
           slowVals.push_back(t.isBool() ? b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0))
                                         : cg.fromBits(v, t));
         return slowVals;
@@ -816,7 +842,7 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
           continue;
         }
         llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, cg.constI64(j * es));
-        slowVals.push_back(wordsToElements(cg, asmLoadGlobal(b, addr, ok, es), es, t, 1)[0]);
+        slowVals.push_back(wordsToElements(cg, asmLoadGlobal(b, addr, ok, es, hint), es, t, 1)[0]);
       }
       return slowVals;
     });

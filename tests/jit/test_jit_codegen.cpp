@@ -244,6 +244,54 @@ TEST_CASE("16-byte per-thread chunks become ld.global.v4 / st.global.v4") {
   CHECK_FALSE(contains(ks.ptx, "ld.global.v"));
 }
 
+TEST_CASE("LoadGlobal's eviction hints become L1 eviction priorities of its ld.global") {
+  // f32 chunks of 16 bytes (the vector path and, for partial chunks, the grouped element path)
+  // and u4 runs (packed accesses); `normal` and no hint give the same PTX
+  auto copy = [](const std::string &t, int locals, const std::string &hint) {
+    std::string tile = std::to_string(256 * locals);
+    return ptxOf(buildSource("def copy<cdiv(n, " + tile + ")>(" + t + "* x_ptr, " + t +
+                             "* y_ptr, i32 n) threads=256:\n    bi = BlockIndices()\n"
+                             "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(256)"
+                             ".local(" +
+                             std::to_string(locals) + "), offset=[bi * " + tile + ":]" + hint +
+                             ")\n    StoreGlobal(x, ViewGlobal(y_ptr, shape=[n]), "
+                             "offset=[bi * " +
+                             tile + ":])\n"),
+                 "copy")
+        .ptx;
+  };
+  for (auto [t, locals] : {std::pair<std::string, int>{"f32", 4}, {"f32", 16}, {"u4", 32}}) {
+    INFO(t << " x " << locals);
+    std::string first = copy(t, locals, ", evict=first");
+    std::string last = copy(t, locals, ", evict=last");
+    std::string plain = copy(t, locals, "");
+    CHECK(contains(first, "ld.global.L1::evict_first.v4.b32"));
+    CHECK_FALSE(contains(first, "ld.global.v"));
+    CHECK(contains(last, "ld.global.L1::evict_last.v4.b32"));
+    CHECK_FALSE(contains(plain, "L1::"));
+    CHECK(copy(t, locals, ", evict=normal") == plain);
+    // stores carry no hint
+    CHECK(contains(first, "st.global.v4.b32"));
+    if (locals == 16) // sixteen slots: the element paths are inline PTX, with the hint too
+      CHECK(contains(first, "ld.global.L1::evict_first.b32"));
+  }
+}
+
+TEST_CASE("LoadGlobal's eviction hints: ptxas accepts them on sm_80 and sm_90a" * needsPtxas()) {
+  VerifiedModule m = buildSource(
+      "def copy<cdiv(n, 1024)>(f32* x_ptr, f32* y_ptr, i32 n) threads=256:\n"
+      "    bi = BlockIndices()\n"
+      "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(256).local(4), "
+      "offset=[bi * 1024:], evict=first)\n"
+      "    y = LoadGlobal(ViewGlobal(y_ptr, shape=[n]), layout=spatial(256).local(4), "
+      "offset=[bi * 1024:], evict=last)\n"
+      "    StoreGlobal(Add(x, y), ViewGlobal(y_ptr, shape=[n]), offset=[bi * 1024:])\n");
+  for (int sm : {80, 90}) {
+    PtxKernel k = ptxOf(m, "copy", sm);
+    checkPtxasAccepts(k.ptx, sm);
+  }
+}
+
 namespace {
 
 /// A copy of a 1-D tensor of type T through registers of layout LAYOUT (per thread `locals`
