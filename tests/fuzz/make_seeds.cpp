@@ -167,9 +167,15 @@ public:
     i.opcode = opc;
     i.results = std::move(results);
     i.out = out;
-    i.args.resize(instructionSpec(opc).args.size());
-    for (auto &[name, a] : args)
-      i.arg(name) = std::move(a);
+    const InstructionSpec &spec = instructionSpec(opc);
+    i.args.resize(spec.args.size());
+    for (auto &[name, a] : args) {
+      size_t k = 0;
+      while (k < spec.args.size() && std::string_view(spec.args[k].name) != name)
+        ++k;
+      assert(k < spec.args.size() && "the opcode has an argument of that name");
+      i.args[k] = std::move(a);
+    }
     i.loc = next();
     p_.instructions.push_back(std::move(i));
     Stmt s;
@@ -273,10 +279,12 @@ Program vectorAdd() {
          {{"g", value(gx)},
           {"layout", reg(l)},
           {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(256)}), true}})}});
+  // an eviction hint: the file carries LoadGlobal's evict arguments (header flag bit 3)
   b.inst(Opcode::LoadGlobal, {ry},
          {{"g", value(gy)},
           {"layout", reg(l)},
-          {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(256)}), true}})}});
+          {"offset", offsets({{b.op(ExprOp::Mul, {b.v(bi), b.c(256)}), true}})},
+          {"evict", integer(int64_t(Eviction::First))}});
   VarId t = b.temp(VarKind::Register);
   b.inst(Opcode::Add, {t}, {{"a", value(rx)}, {"b", value(ry)}});
   b.inst(Opcode::StoreGlobal, {},
