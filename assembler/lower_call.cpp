@@ -358,6 +358,15 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
     field = std::move(*value);
     return std::move(arg);
   };
+  // The argument holding the enumerator that `parse` finds for a name, or the error that lists
+  // the names.
+  auto named = [&](auto parse, const char *names) -> Expected<Argument> {
+    auto parsed = value.kind == AstKind::Name ? parse(value.text) : std::nullopt;
+    if (!parsed)
+      return error(ErrorCode::BadArgument, value.pos, what + " must be one of " + names);
+    arg.intValue = int64_t(*parsed);
+    return std::move(arg);
+  };
   switch (spec.args[index].kind) {
   case ArgKind::Value:
     return valueArgument(value, nested);
@@ -378,31 +387,12 @@ Expected<Argument> ProgramLowering::argument(const InstructionSpec &spec, size_t
   case ArgKind::ExprList:
   case ArgKind::Offset:
     return listArgument(spec, index, value);
-  case ArgKind::ReduceOp: {
-    std::optional<ReduceOp> op =
-        value.kind == AstKind::Name ? parseReduceOp(value.text) : std::nullopt;
-    if (!op)
-      return error(ErrorCode::BadArgument, value.pos,
-                   what + " must be one of sum, max, min, prod, any, all");
-    arg.intValue = int64_t(*op);
-    return arg;
-  }
-  case ArgKind::MemoryScope: {
-    std::optional<MemoryScope> scope =
-        value.kind == AstKind::Name ? parseMemoryScope(value.text) : std::nullopt;
-    if (!scope)
-      return error(ErrorCode::BadArgument, value.pos, what + " must be one of block, gpu");
-    arg.intValue = int64_t(*scope);
-    return arg;
-  }
-  case ArgKind::Eviction: {
-    std::optional<Eviction> eviction =
-        value.kind == AstKind::Name ? parseEviction(value.text) : std::nullopt;
-    if (!eviction)
-      return error(ErrorCode::BadArgument, value.pos, what + " must be one of normal, first, last");
-    arg.intValue = int64_t(*eviction);
-    return arg;
-  }
+  case ArgKind::ReduceOp:
+    return named(parseReduceOp, "sum, max, min, prod, any, all");
+  case ArgKind::MemoryScope:
+    return named(parseMemoryScope, "block, gpu");
+  case ArgKind::Eviction:
+    return named(parseEviction, "normal, first, last");
   case ArgKind::String:
     if (value.kind != AstKind::String)
       return error(ErrorCode::BadArgument, value.pos, what + " must be a string literal");
