@@ -520,26 +520,19 @@ void readProgramsPayload(ByteReader &r, const BytecodeLimits &limits, Module &mo
   module.programs.resize(n);
   for (uint32_t i = 0; i < n && r.ok(); ++i)
     ProgramReader(r, limits, budget, module.programs[i], i, fields).read();
-  // The encoder sets a field's header flag exactly when some program's field is not its
-  // default, so a file with the flag and only defaults would not re-encode to its own bytes.
-  auto all = [&](auto isDefault) {
-    return std::all_of(module.programs.begin(), module.programs.end(), isDefault);
-  };
+  // The encoder sets a field's header flag exactly when the module needs it (programFieldFlags),
+  // so a file with a flag that its programs do not need would not re-encode to its own bytes.
   if (!r.ok())
     return;
   r.setContext("programs section");
-  if ((fields & kFlagBlocksPerSm) && all([](const Program &p) { return p.blocksPerSm == 0; }))
+  const uint32_t needed = programFieldFlags(module);
+  if ((fields & kFlagBlocksPerSm) && !(needed & kFlagBlocksPerSm))
     r.fail("header flag bit 1 (blocks_per_sm fields) is set but every program's blocks_per_sm "
            "is 0 (the flag is set only when some program's is not)");
-  else if ((fields & kFlagCluster) && all([](const Program &p) { return p.cluster == 1; }))
+  else if ((fields & kFlagCluster) && !(needed & kFlagCluster))
     r.fail("header flag bit 2 (cluster fields) is set but every program's cluster is 1 (the "
            "flag is set only when some program's is not)");
-  else if ((fields & kFlagEviction) && all([](const Program &p) {
-             return std::none_of(
-                 p.instructions.begin(), p.instructions.end(), [](const Instruction &inst) {
-                   return inst.opcode == Opcode::LoadGlobal && inst.arg(ArgName::evict).present;
-                 });
-           }))
+  else if ((fields & kFlagEviction) && !(needed & kFlagEviction))
     r.fail("header flag bit 3 (LoadGlobal evict arguments) is set but no LoadGlobal has one "
            "(the flag is set only when some LoadGlobal has)");
 }

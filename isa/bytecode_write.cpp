@@ -193,9 +193,9 @@ uint32_t programFieldFlags(const Module &module) {
 }
 
 bool argumentEncoded(Opcode op, size_t k, uint32_t fields) {
-  if (op == Opcode::LoadGlobal && instructionSpec(op).args[k].name == std::string_view("evict"))
-    return (fields & kFlagEviction) != 0;
-  return true;
+  constexpr int kEvict = argPosition(Opcode::LoadGlobal, ArgName::evict);
+  static_assert(kEvict >= 0, "LoadGlobal has an evict argument");
+  return (fields & kFlagEviction) != 0 || op != Opcode::LoadGlobal || int(k) != kEvict;
 }
 
 void writeProgramsPayload(ByteWriter &w, const Module &module, uint32_t fields) {

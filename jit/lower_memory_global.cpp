@@ -260,7 +260,7 @@ namespace {
 /// Returns the loaded bytes as 32-bit words (or one i16 for 1 and 2 bytes). `hint`: an
 /// eviction-priority qualifier of `ld` (evictionQualifier), or empty.
 std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
-                                         int bytes, std::string_view hint = {}) {
+                                         int bytes, std::string_view hint) {
   int words = bytes >= 4 ? bytes / 4 : 1;
   bool narrow = bytes < 4;
   std::string regs, zero;
@@ -750,10 +750,6 @@ void storePackedRun(llvm::IRBuilder<> &b, const GroupTests &tests, llvm::Value *
     asmStoreGlobal(b, addr, pred, words, tests.unit);
   }
 }
-
-} // namespace
-
-namespace {
 
 /// The `ld` qualifier of a LoadGlobal's eviction hint (docs/isa.md, "Eviction hints"): L1
 /// eviction priorities of PTX ISA 7.4 (sm_70 and later); nothing for none or `normal`, so that
