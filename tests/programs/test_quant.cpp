@@ -421,14 +421,14 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   // most blocks per tile, up to 8, with at most 2048 blocks: N = 57344 has 1792 column tiles (no
   // split), N = 28672 896 (two), N = 10240 320 (six), N = 8192 256 (eight)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "AN") == 2);
-  // (4-bit integers, the default u4, u1, u3, u5 and floats narrower than 8 bits take two there
-  // for m > 1, other types one)
+  // (4-bit integers, the default u4, i6, u1, u3, u5 and floats narrower than 8 bits take two
+  // there for m > 1, other types one)
   CHECK(constant({{"N", "57344"}, {"K", "8192"}}, "SPLITK") == 2);
   // ... and u2 there keeps two steps of weights in flight (PD), everything else one
   for (auto [wt, splitk, pd] :
        {std::tuple{"i4", 2, 1}, std::tuple{"u1", 2, 1}, std::tuple{"u3", 2, 1},
         std::tuple{"u5", 2, 1}, std::tuple{"u2", 1, 2}, std::tuple{"i2", 1, 1},
-        std::tuple{"i3", 1, 1}, std::tuple{"u7", 1, 1}, std::tuple{"i6", 1, 1},
+        std::tuple{"i3", 1, 1}, std::tuple{"u7", 1, 1}, std::tuple{"i6", 2, 1},
         std::tuple{"f4e2m1", 2, 1}, std::tuple{"f5e2m2", 2, 1}, std::tuple{"f7e3m3", 2, 1},
         std::tuple{"f3e1m1", 2, 1}, std::tuple{"u8", 2, 1}, std::tuple{"f8e4m3", 2, 1},
         std::tuple{"f8e5m2", 2, 1}, std::tuple{"i8", 2, 1}}) {
@@ -506,7 +506,7 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f6e3m2"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "u7"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "SPLIT1") == 2);
-  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 1);
+  CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 2);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WT", "u5"}}, "SPLIT1") == 8);
   // ... but not below 32 steps of K (16 per block)
   CHECK(constant({{"N", "57344"}, {"K", "2048"}, {"WT", "u5"}}, "SPLIT1") == 1);
