@@ -412,6 +412,88 @@ TEST_CASE("a16wx: weights loaded PD steps ahead of the step that uses them") {
   }
 }
 
+TEST_CASE("a16wx: a warp's step of packed weights lies as [NC chunks][32 lanes][LC bytes]") {
+  // Each lane's LB bytes of a step are NC chunks of LC bytes, and chunk c of the 32 lanes lies
+  // together, so that every load instruction of a warp reads 32 LC contiguous bytes. Checked
+  // against the same program with LC = LB (each lane's bytes together, lanes LB bytes apart):
+  // the byte (tile, step, lane, c LC + i) moves from tile * 32 LB + step * STEPB + lane * LB +
+  // c LC + i to tile * 32 LB + step * STEPB + (c * 32 + lane) * LC + i, and nothing else moves.
+  const std::string source = readProgram();
+  auto constant = [&source](const std::map<std::string, std::string> &defines, const char *name) {
+    return int64_t(cputest::programConstant(source, defines, name, "a16wx.tasm"));
+  };
+  // 16-byte chunks for every type at the Llama-70B shapes (one load instruction: 512 bytes)
+  for (const char *wt :
+       {"u1", "u2", "u3", "u4", "i4", "u5", "i6", "u8", "f4e2m1", "f6e3m2", "f8e4m3"})
+    for (auto [k, n] : {std::pair{"8192", "57344"}, {"8192", "10240"}, {"28672", "8192"}}) {
+      INFO("WT=" << wt << " K=" << k << " N=" << n);
+      std::map<std::string, std::string> d = {{"WT", wt}, {"K", k}, {"N", n}};
+      CHECK(constant(d, "LC") == 16);
+      CHECK(constant(d, "NC") * 16 == constant(d, "LB"));
+    }
+  struct Case {
+    WeightType wt;
+    int64_t n, k;
+    std::map<std::string, std::string> tuning;
+    int64_t lc; // the chunk the program must choose
+  };
+  for (const Case &c :
+       {Case{intType("u4", false, 4), 64, 256, {}, 16},           // LB 64: four chunks
+        Case{intType("i6", true, 6), 64, 256, {}, 16},            // LB 96: six
+        Case{intType("u8", false, 8), 64, 256, {}, 16},           // LB 64 (KS = 4)
+        Case{intType("u3", false, 3), 48, 256, {{"KS", "4"}}, 4}, // one atom, LB 12: 4-byte chunks
+        Case{floatType("f5e2m2", 2, 2), 32, 256, {{"KS", "2"}}, 4}}) { // LB 20
+    const WeightType &t = c.wt;
+    std::map<std::string, std::string> defines = {
+        {"WT", t.name}, {"N", std::to_string(c.n)}, {"K", std::to_string(c.k)}, {"G", "128"}};
+    for (const auto &[name, value] : c.tuning)
+      defines[name] = value;
+    const int64_t lb = constant(defines, "LB"), stepb = constant(defines, "STEPB");
+    INFO("WT=" << t.name << " LB=" << lb);
+    REQUIRE(constant(defines, "LC") == c.lc);
+    REQUIRE(lb % c.lc == 0);
+    std::mt19937 rng(unsigned(t.bits * 17 + c.n));
+    std::vector<uint8_t> w(size_t(c.k * c.n * t.bits / 8));
+    for (uint8_t &b : w)
+      b = uint8_t(rng());
+    auto pack = [&](const std::map<std::string, std::string> &d) {
+      AssembleOptions options;
+      options.fileName = "programs/quant/a16wx.tasm";
+      options.defines = d;
+      Expected<Module> module = assemble(testing::programUnderTest(source, options), options);
+      REQUIRE_OK(module);
+      Expected<VerifiedModule> verified = checkModule(std::move(module).value());
+      REQUIRE_OK(verified);
+      std::vector<uint8_t> in = w, out(w.size(), 0xCD);
+      REQUIRE_OK(runOnCpu(*verified, programIndex(*verified, "pack"), {hostArg(in), hostArg(out)}));
+      return out;
+    };
+    std::vector<uint8_t> chunked = pack(defines);
+    std::map<std::string, std::string> together = defines;
+    together["LC"] = std::to_string(lb);
+    std::vector<uint8_t> lanes = pack(together);
+    // [K / KC steps][N / (16 AN) tiles][32 lanes][LB bytes] either way, STEPB bytes a step
+    const int64_t steps = int64_t(w.size()) / stepb, tiles = stepb / (32 * lb);
+    REQUIRE(steps * stepb == int64_t(w.size()));
+    REQUIRE(tiles * 32 * lb == stepb);
+    int64_t checked = 0;
+    for (int64_t step = 0; step < steps; ++step)
+      for (int64_t tile = 0; tile < tiles; ++tile)
+        for (int64_t lane = 0; lane < 32; ++lane)
+          for (int64_t byte = 0; byte < lb; ++byte) {
+            int64_t base = tile * 32 * lb + step * stepb;
+            int64_t from = base + lane * lb + byte;
+            int64_t to = base + (byte / c.lc * 32 + lane) * c.lc + byte % c.lc;
+            INFO("step " << step << " tile " << tile << " lane " << lane << " byte " << byte);
+            REQUIRE(chunked[size_t(to)] == lanes[size_t(from)]);
+            ++checked;
+          }
+    CHECK(checked == int64_t(w.size()));
+  }
+  // the matmul reads what pack writes either way (LC = LB is the layout of one chunk per lane)
+  runConfig(Config{intType("u4", false, 4), false, 64, 256, 128, 5, true, {{"LC", "64"}}});
+}
+
 TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") {
   const std::string source = readProgram();
   auto constant = [&source](const std::map<std::string, std::string> &defines, const char *name) {
