@@ -605,4 +605,14 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
     CHECK(module.status().first().code == ErrorCode::Assert);
     CHECK(module.status().first().message.find("SPLITK is 1 to the") != std::string::npos);
   }
+  // a chunk of the packed weights must divide a lane's bytes of a step (LB = 64 for u4 here)
+  for (std::string bad : {"3", "48", "128"}) {
+    INFO("LC=" << bad);
+    AssembleOptions options;
+    options.defines = {{"LC", bad}};
+    Expected<Module> module = assemble(readProgram(), options);
+    REQUIRE_FALSE(module.ok());
+    CHECK(module.status().first().code == ErrorCode::Assert);
+    CHECK(module.status().first().message.find("LC divides") != std::string::npos);
+  }
 }
