@@ -130,6 +130,18 @@ size_t programIndex(const VerifiedModule &m, const std::string &name) {
   return 0;
 }
 
+/// programs/quant/a16wx.tasm assembled with `defines` and checked.
+VerifiedModule buildProgram(const std::map<std::string, std::string> &defines) {
+  AssembleOptions options;
+  options.fileName = "programs/quant/a16wx.tasm";
+  options.defines = defines;
+  Expected<Module> module = assemble(testing::programUnderTest(readProgram(), options), options);
+  REQUIRE_OK(module);
+  Expected<VerifiedModule> verified = checkModule(std::move(module).value());
+  REQUIRE_OK(verified);
+  return std::move(verified).value();
+}
+
 KernelArg hostArg(std::vector<uint8_t> &bytes) { return KernelArg{0, bytes.data(), bytes.size()}; }
 
 struct Config {
@@ -151,14 +163,7 @@ void runConfig(const Config &c) {
       {"G", std::to_string(c.g)},      {"ZERO", c.zero ? "1" : "0"}};
   for (const auto &[name, value] : c.tuning)
     defines[name] = value;
-  AssembleOptions options;
-  options.fileName = "programs/quant/a16wx.tasm";
-  options.defines = defines;
-  Expected<Module> module = assemble(testing::programUnderTest(readProgram(), options), options);
-  REQUIRE_OK(module);
-  Expected<VerifiedModule> verified = checkModule(std::move(module).value());
-  REQUIRE_OK(verified);
-  const VerifiedModule &vm = *verified;
+  const VerifiedModule vm = buildProgram(defines);
 
   std::mt19937 rng(unsigned(t.bits * 131 + c.m * 7 + c.g + (c.bf16 ? 1 : 0)));
   const int64_t n = c.n, k = c.k, m = c.m, groups = k / c.g;
@@ -457,15 +462,9 @@ TEST_CASE("a16wx: a warp's step of packed weights lies as [NC chunks][32 lanes][
     for (uint8_t &b : w)
       b = uint8_t(rng());
     auto pack = [&](const std::map<std::string, std::string> &d) {
-      AssembleOptions options;
-      options.fileName = "programs/quant/a16wx.tasm";
-      options.defines = d;
-      Expected<Module> module = assemble(testing::programUnderTest(source, options), options);
-      REQUIRE_OK(module);
-      Expected<VerifiedModule> verified = checkModule(std::move(module).value());
-      REQUIRE_OK(verified);
+      const VerifiedModule packer = buildProgram(d);
       std::vector<uint8_t> in = w, out(w.size(), 0xCD);
-      REQUIRE_OK(runOnCpu(*verified, programIndex(*verified, "pack"), {hostArg(in), hostArg(out)}));
+      REQUIRE_OK(runOnCpu(packer, programIndex(packer, "pack"), {hostArg(in), hostArg(out)}));
       return out;
     };
     std::vector<uint8_t> chunked = pack(defines);
