@@ -199,6 +199,10 @@ public:
   /// The same for the generic floats with E <= 4 (emit_dequant_pairs.cpp).
   std::optional<std::vector<llvm::Value *>>
   dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType from, DataType to);
+  /// `slot * factor` without the multiplication where `slot` is a value of dequantizeFloatPairs
+  /// (a lane of its one product per pair, `bits * 2^t`, exact) and `factor` the constant 2^-t:
+  /// the lane of `bits` itself, the same value; nullptr otherwise (emit_dequant_pairs.cpp).
+  llvm::Value *unscaledDequant(llvm::Value *slot, llvm::Value *factor);
   /// Register slots of f32, f16 or bf16 converted to f8e4m3 / f8e5m2 two at a time by the
   /// hardware's saturating pair conversion on sm_90 (emit_convert.cpp); nullopt elsewhere.
   /// Bit-exact with the ISA's conversion.
@@ -362,6 +366,7 @@ private:
            std::shared_ptr<const std::vector<SlotSource>>>
       slotSourceCache_;
   std::map<const LayoutMap *, llvm::Value *> primaryCache_;
+  std::map<llvm::Value *, llvm::Value *> dequantProducts_; // product -> bits (unscaledDequant)
   std::vector<LoopTargets> loops_;
 };
 

@@ -302,12 +302,38 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
     llvm::Value *em =
         b.CreateAnd(b.CreateLShr(y, uint64_t(down)), b.getInt32(emField | emField << 16));
     llvm::Value *bits = b.CreateOr(sign, em);
-    llvm::Value *r = b.CreateFMul(b.CreateBitCast(bits, pairType), fix);
+    llvm::Value *raw = b.CreateBitCast(bits, pairType);
+    llvm::Value *r = b.CreateFMul(raw, fix);
+    dequantProducts_[r] = raw;
     out.push_back(b.CreateExtractElement(r, uint64_t(0)));
     if (pair)
       out.push_back(b.CreateExtractElement(r, uint64_t(1)));
   }
   return out;
+}
+
+llvm::Value *Codegen::unscaledDequant(llvm::Value *slot, llvm::Value *factor) {
+  // slot = extractelement(bits * 2^t, i), an exact product (the code's value, which the target
+  // type holds); times 2^-t it is bits' lane i, exactly (whatever the rounding mode: no rounding
+  // happens), so the program's Mul by 2^-t of a Cast is free, and a scale by 2^t that it moves
+  // elsewhere (a16wx.tasm: onto the f32 group scale) saves one mul.f16x2 per pair of codes
+  auto *lane = llvm::dyn_cast<llvm::ExtractElementInst>(slot);
+  auto *f = llvm::dyn_cast<llvm::ConstantFP>(factor);
+  if (!lane || !f)
+    return nullptr;
+  auto it = dequantProducts_.find(lane->getVectorOperand());
+  if (it == dequantProducts_.end())
+    return nullptr;
+  auto *product = llvm::cast<llvm::BinaryOperator>(it->first);
+  auto *fix = llvm::dyn_cast<llvm::ConstantFP>(
+      llvm::cast<llvm::Constant>(product->getOperand(1))->getSplatValue());
+  if (!fix || fix->getType() != f->getType())
+    return nullptr;
+  // the factor must be the exact inverse of the product's power of two
+  double p = fix->getValueAPF().convertToDouble(), q = f->getValueAPF().convertToDouble();
+  if (p * q != 1.0)
+    return nullptr;
+  return b.CreateExtractElement(it->second, lane->getIndexOperand());
 }
 
 } // namespace tilus::jit

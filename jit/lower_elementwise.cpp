@@ -227,6 +227,17 @@ Status ElementwiseLowering::visitElementwise(const Instruction &inst) {
       out[i] = mathOp(fn, x, ct);
       continue;
     }
+    if (*op == ExprOp::Mul && binary && ct.isFloat()) {
+      // a Cast's exact dequantised pair lane times the inverse of its power-of-two scale: the
+      // codes' bits as they are (Codegen::unscaledDequant)
+      llvm::Value *u = cg.unscaledDequant(x, ys[i]);
+      if (!u)
+        u = cg.unscaledDequant(ys[i], x);
+      if (u) {
+        out[i] = u;
+        continue;
+      }
+    }
     llvm::Value *v = cg.applyOp(*op, ct, x, binary ? ys[i] : nullptr);
     out[i] =
         category == InstructionCategory::Comparison ? cg.convert(v, DataType::boolean(), rt) : v;

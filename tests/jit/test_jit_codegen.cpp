@@ -522,6 +522,47 @@ TEST_CASE("generic float pairs at the same place of a word's halves need no prmt
   CHECK_FALSE(contains(k.ptx, "bfe."));
 }
 
+TEST_CASE("a Cast of generic float pairs times 2^-(15 - bias) is the codes' bits: no mul.f16x2") {
+  // the pair path reads the codes' bits as f16, the values times 2^-(15 - bias), and multiplies
+  // by 2^(15 - bias); a Mul of the Cast by exactly the inverse takes the bits as they are
+  // (Codegen::unscaledDequant), either operand order; any other factor is a real product
+  auto kernel = [](const std::string &t, const std::string &mul) {
+    return buildSource(
+        "def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:\n"
+        "    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, 1).local(1, 4))\n"
+        "    a = View(w, dtype=" +
+        t +
+        ", layout=spatial(32, 1, 1, 1).local(1, 4, 2, 4))\n"
+        "    p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, "
+        "1))\n"
+        "    StoreGlobal(" +
+        mul + ", ViewGlobal(h_ptr, shape=[32, 4, 2, 4]))\n");
+  };
+  // f4e2m1: bias 1, 2^-14; f4e1m2: bias 0, 2^-15
+  for (auto [type, factor] :
+       {std::pair{"f4e2m1", "0.00006103515625"}, {"f4e1m2", "0.000030517578125"}}) {
+    std::string t = type;
+    CAPTURE(t);
+    PtxKernel k = ptxOf(kernel(t, std::string("Mul(Cast(p, f16), ") + factor + ")"), "dq");
+    CHECK(occurrences(k.ptx, "mul.rn.f16") == 0);
+    PtxKernel swapped = ptxOf(kernel(t, std::string("Mul(") + factor + ", Cast(p, f16))"), "dq");
+    CHECK(occurrences(swapped.ptx, "mul.rn.f16") == 0);
+  }
+  // 2^-13 is not f4e2m1's inverse: the pair's product stays, and the Mul is one more per code
+  PtxKernel other = ptxOf(kernel("f4e2m1", "Mul(Cast(p, f16), 0.0001220703125)"), "dq");
+  CHECK(occurrences(other.ptx, "mul.rn.f16x2") == 16);
+  CHECK(occurrences(other.ptx, "mul.rn.f16") > 16);
+  // programs/quant/a16wx.tasm multiplies its generic float weights by 2^-WX in f16: no product
+  // per pair in its decode kernel (u4 has none either way)
+  const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
+  for (std::string wt : {"f4e2m1", "f6e3m2", "f3e1m1", "f7e4m2"}) {
+    CAPTURE(wt);
+    PtxKernel a = ptxOf(
+        buildFile(root + "quant/a16wx.tasm", {{"WT", wt}, {"N", "8192"}, {"K", "8192"}}), "matmul");
+    CHECK(occurrences(a.ptx, "mul.rn.f16") == 0);
+  }
+}
+
 TEST_CASE("OCP FP8 pairs into f16 on sm_90: one cvt, their bytes gathered by one prmt") {
   // 32 f8e4m3 codes per thread from four words. Pairs of adjacent codes (bytes 0, 1 or 2, 3 of
   // a word) are a half of the word as it stands: no prmt and no byte arithmetic
