@@ -600,6 +600,44 @@ DIFF_CASE("dequantisation of pairs at the same place of a word's two halves") {
   }
 }
 
+DIFF_CASE("generic float codes into f16 times 2^-(15 - bias): their bits, exact through an mma") {
+  // Mul(Cast(codes, f16), 2^-(15 - bias)) takes the codes' bits as they are (the pair path
+  // without its product, Codegen::unscaledDequant), f16 subnormals for the smallest codes
+  // (f4e2m1's 0.5 is 2^-15); every code, stored and summed by an mma with ones as its B operand
+  // (exact in f32 whatever the order), must give the interpreter's result: the tensor cores
+  // take the subnormal operands as they are, as programs/quant/a16wx.tasm needs
+  for (DataType t : dequantisableTypes()) {
+    if (!t.isFloat() || t.floatStyle() != FloatStyle::Finite)
+      continue;
+    std::string T = name(t), N = std::to_string(t.bits);
+    std::string wx = std::to_string(15 - ((1 << (t.exponent - 1)) - 1));
+    Case c;
+    c.name = "dequant_unscaled_" + T;
+    c.source = "def dequant<1>(" + T +
+               "* a_ptr, f16* h_ptr, f32* d_ptr) threads=32:\n"
+               "    w = LoadGlobal(ViewGlobal(a_ptr, dtype=u8, shape=[32, " +
+               N + "]), layout=spatial(32, 1).local(1, " + N +
+               "))\n"
+               "    a = View(w, dtype=" +
+               T +
+               ", layout=spatial(1, 1).local(1, 1).column_local(2, 2).spatial(8, 4).local(1, 2))\n"
+               "    h = Mul(Cast(a, f16), 1.0 / (1 << " +
+               wx +
+               "))\n"
+               "    StoreGlobal(h, ViewGlobal(h_ptr, shape=[16, 16]))\n"
+               "    ones = AllocateRegister(f16, layout=column_local(1, 1).local(2, 1)"
+               ".column_spatial(4, 8).local(2, 1), init=1.0)\n"
+               "    d = AllocateRegister(f32, layout=local(1, 1).local(2, 1).spatial(8, 4)"
+               ".local(1, 2), init=0.0)\n"
+               "    Dot(h, ones, d, out=d)\n"
+               "    StoreGlobal(d, ViewGlobal(d_ptr, shape=[16, 8]))\n";
+    c.buffers = {{"a_ptr", t, 256, Fill::Codes},
+                 {"h_ptr", DataType::f16(), 256, Fill::Zero},
+                 {"d_ptr", DataType::f32(), 128, Fill::Zero}};
+    runCase(c);
+  }
+}
+
 DIFF_CASE("dequantisation in a loop, where the masks' constants are held in registers") {
   // jit/held_registers.h: in loops, the second constant of `(x & C1) | C2` is held in a
   // register, and six or more magics of one field (u1: ten, u5: six) share one held register as
@@ -1926,10 +1964,12 @@ void libraryPrograms() {
   for (auto [wt, at, m] :
        {std::tuple{"u4", "f16", 5}, std::tuple{"i6", "bf16", 16}, std::tuple{"f4e2m1", "bf16", 1},
         std::tuple{"u3", "f16", 17}, std::tuple{"f8e4m3", "bf16", 3}, std::tuple{"u2", "f16", 7},
-        std::tuple{"u1", "bf16", 2}, std::tuple{"u1", "f16", 9}, std::tuple{"u5", "f16", 3}}) {
+        std::tuple{"u1", "bf16", 2}, std::tuple{"u1", "f16", 9}, std::tuple{"u5", "f16", 3},
+        std::tuple{"f4e2m1", "f16", 16}, std::tuple{"f6e3m2", "f16", 3}}) {
     // the low-bit GEMM: pack, then matmul with scales and zero points (u4, u2, u1 and f4e2m1:
-    // codes packed for in-place pairs; f4e2m1 here into bf16, in the split-K case into f16;
-    // u1 and u5 into f16: their masks share one held register, jit/held_registers.h)
+    // codes packed for in-place pairs; f4e2m1 into bf16 and f16, also in the split-K case;
+    // generic floats into f16 take their weights at 2^-WX and the scales at 2^WX; u1 and u5
+    // into f16: their masks share one held register, jit/held_registers.h)
     std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},   {"N", "64"},
                                             {"K", "256"}, {"G", "128"}, {"ZERO", "1"}};
     if (std::string(wt) == "u4" || std::string(wt) == "u3") // warps sharing the activations

@@ -274,6 +274,20 @@ TEST_CASE("a16wx: bf16 activations, zero points, one scale per column") {
   runConfig(Config{floatType("f8e4m3", 4, 3), true});
 }
 
+TEST_CASE(
+    "a16wx: generic float weights into f16, with zero points (weights at 2^-WX, scales at 2^WX)") {
+  // E <= 4 exponent bits into f16: the decode loop multiplies the dequantised weights by 2^-WX
+  // (WX = 15 - bias: 15 for E = 1, 14 for E = 2, 12 for E = 3, 8 for E = 4) and the f32 scales
+  // by 2^WX, the zero points by 2^-WX; C must be the formula's whatever the split of K
+  const std::map<std::string, std::string> split2 = {{"KS", "2"}, {"SPLITK", "2"}},
+                                           split4 = {{"KS", "2"}, {"SPLIT1", "4"}};
+  runConfig(Config{floatType("f4e2m1", 2, 1), false, 32, 256, 128, 5, true});
+  runConfig(Config{floatType("f6e3m2", 3, 2), false, 32, 256, 256, 3, true});
+  runConfig(Config{floatType("f3e1m1", 1, 1), false, 32, 256, 64, 16, true, split2});
+  runConfig(Config{floatType("f7e4m2", 4, 2), false, 32, 256, 128, 1, true, split4});
+  runConfig(Config{floatType("f5e2m2", 2, 2), false, 32, 256, 128, 9, true, {{"PD", "2"}}});
+}
+
 TEST_CASE("a16wx: m = 1, m past one row tile, other tile constants, several warps") {
   WeightType u4 = intType("u4", false, 4), i6 = intType("i6", true, 6);
   runConfig(Config{u4, false, 32, 256, 128, 1});
