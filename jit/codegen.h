@@ -366,7 +366,12 @@ private:
            std::shared_ptr<const std::vector<SlotSource>>>
       slotSourceCache_;
   std::map<const LayoutMap *, llvm::Value *> primaryCache_;
-  std::map<llvm::Value *, llvm::Value *> dequantProducts_; // product -> bits (unscaledDequant)
+  /// The products of dequantizeFloatPairs: bits * fix, exact (unscaledDequant).
+  struct DequantProduct {
+    llvm::Value *bits = nullptr;
+    llvm::ConstantFP *fix = nullptr;
+  };
+  std::map<llvm::Value *, DequantProduct> dequantProducts_;
   std::vector<LoopTargets> loops_;
 };
 

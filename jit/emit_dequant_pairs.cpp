@@ -282,6 +282,8 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
     c.value = c.lift ? b.CreateShl(v, uint64_t(c.lift)) : v;
   }
   llvm::Value *fix = llvm::ConstantFP::get(pairType, std::ldexp(1.0, targetBias - bias));
+  auto *fixLane =
+      llvm::cast<llvm::ConstantFP>(llvm::ConstantFP::get(lane, std::ldexp(1.0, targetBias - bias)));
 
   std::vector<llvm::Value *> out;
   out.reserve(slots.size());
@@ -304,7 +306,7 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
     llvm::Value *bits = b.CreateOr(sign, em);
     llvm::Value *raw = b.CreateBitCast(bits, pairType);
     llvm::Value *r = b.CreateFMul(raw, fix);
-    dequantProducts_[r] = raw;
+    dequantProducts_[r] = DequantProduct{raw, fixLane};
     out.push_back(b.CreateExtractElement(r, uint64_t(0)));
     if (pair)
       out.push_back(b.CreateExtractElement(r, uint64_t(1)));
@@ -322,18 +324,14 @@ llvm::Value *Codegen::unscaledDequant(llvm::Value *slot, llvm::Value *factor) {
   if (!lane || !f)
     return nullptr;
   auto it = dequantProducts_.find(lane->getVectorOperand());
-  if (it == dequantProducts_.end())
-    return nullptr;
-  auto *product = llvm::cast<llvm::BinaryOperator>(it->first);
-  auto *fix = llvm::dyn_cast<llvm::ConstantFP>(
-      llvm::cast<llvm::Constant>(product->getOperand(1))->getSplatValue());
-  if (!fix || fix->getType() != f->getType())
+  if (it == dequantProducts_.end() || it->second.fix->getType() != f->getType())
     return nullptr;
   // the factor must be the exact inverse of the product's power of two
-  double p = fix->getValueAPF().convertToDouble(), q = f->getValueAPF().convertToDouble();
+  double p = it->second.fix->getValueAPF().convertToDouble();
+  double q = f->getValueAPF().convertToDouble();
   if (p * q != 1.0)
     return nullptr;
-  return b.CreateExtractElement(it->second, lane->getIndexOperand());
+  return b.CreateExtractElement(it->second.bits, lane->getIndexOperand());
 }
 
 } // namespace tilus::jit
