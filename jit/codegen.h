@@ -258,6 +258,16 @@ public:
   std::pair<llvm::Value *, bool> offsetEntry(const Argument &offset, size_t d);
   /// The tile of a load, store or copy at `offset` (isa/view_rules.h).
   GlobalTile globalTile(const GlobalView &view, const Argument &offset);
+  /// Widens the upper bounds of a register tile's dimensions that lie inside their view for
+  /// every block (emit_memory.cpp): the tile of view `g` (a ViewGlobal result) at `offset`,
+  /// in `map`'s layout. A slice at `b * T` of extent E, where b is a block index whose grid
+  /// extent is cdiv(E, T), E is a scalar parameter that the launch class makes a multiple of T
+  /// and the layout's extent there is at most T, is in bounds whatever b: its bounds tests fold.
+  void boundProvenTiles(VarId g, const Argument &offset, const LayoutMap &map, GlobalTile &tile);
+  /// Records a ViewGlobal's shape expressions and the grid dimension of a block index, each
+  /// for a variable assigned once (boundProvenTiles).
+  void noteViewShape(VarId v, const std::vector<ExprId> &shape);
+  void noteBlockIndex(VarId v, int dim);
   SharedTile sharedTile(const SharedView &view, const Argument &offset);
   /// Element offset (i64) of root coordinates in a shared root's layout.
   llvm::Value *sharedOffset(VarId root, const std::vector<llvm::Value *> &coords);
@@ -366,6 +376,8 @@ private:
            std::shared_ptr<const std::vector<SlotSource>>>
       slotSourceCache_;
   std::map<const LayoutMap *, llvm::Value *> primaryCache_;
+  std::map<VarId, std::vector<ExprId>> viewShapes_; // noteViewShape
+  std::map<VarId, int> blockIndexDims_;             // noteBlockIndex
   /// The products of dequantizeFloatPairs: bits * fix, exact (unscaledDequant).
   struct DequantProduct {
     llvm::Value *bits = nullptr;

@@ -11,6 +11,9 @@
 #include "isa/convert.h"
 #include "isa/view_rules.h"
 
+#include <cstdlib>
+#include <string>
+
 namespace tilus::jit {
 
 namespace {
@@ -66,6 +69,95 @@ GlobalTile Codegen::globalTile(const GlobalView &view, const Argument &offset) {
   tile.offset = view.offset;
   tile.valid = view.valid;
   return tileAt(*this, view, offset, std::move(tile));
+}
+
+void Codegen::noteViewShape(VarId v, const std::vector<ExprId> &shape) {
+  if (assignments_[v] == 1)
+    viewShapes_[v] = shape;
+}
+
+void Codegen::noteBlockIndex(VarId v, int dim) {
+  if (assignments_[v] == 1)
+    blockIndexDims_[v] = dim;
+}
+
+void Codegen::boundProvenTiles(VarId g, const Argument &offset, const LayoutMap &map,
+                               GlobalTile &tile) {
+  // TILUSVM_JIT_PROVEN=0 keeps every bounds test, for experiments (part of compilerVersion)
+  static const bool off = [] {
+    const char *v = std::getenv("TILUSVM_JIT_PROVEN");
+    return v && std::string(v) == "0";
+  }();
+  auto shape = viewShapes_.find(g);
+  if (off)
+    return;
+  if (!offset.present || shape == viewShapes_.end() ||
+      shape->second.size() != offset.offsets.size())
+    return;
+  // an integer constant's value, if the expression is one
+  auto constant = [&](ExprId e) -> std::optional<int64_t> {
+    const ExprNode &n = prog.expr(e);
+    if (n.op != ExprOp::Const || !n.dtype.isInt() || n.dtype.bits > 64)
+      return std::nullopt;
+    int bits = n.dtype.bits;
+    uint64_t v = n.bits;
+    if (bits < 64 && n.dtype.isSigned() && (v >> (bits - 1)) & 1)
+      v |= ~uint64_t(0) << bits;
+    return int64_t(v);
+  };
+  // a scalar parameter assigned once (its value is the launch's)
+  auto parameter = [&](ExprId e) -> std::optional<size_t> {
+    const ExprNode &n = prog.expr(e);
+    if (n.op != ExprOp::Var || assignments_[n.var] != 1)
+      return std::nullopt;
+    for (size_t i = 0; i < prog.params.size(); ++i)
+      if (prog.params[i] == n.var && prog.var(n.var).kind != VarKind::Pointer)
+        return i;
+    return std::nullopt;
+  };
+  const std::vector<ParamFact> &facts = opts.specialization.params;
+  size_t t = 0; // the tile's dimension of the slice entry d
+  for (size_t d = 0; d < offset.offsets.size(); ++d) {
+    const OffsetEntry &entry = offset.offsets[d];
+    if (!entry.slice)
+      continue;
+    size_t dim = t++;
+    if (dim >= tile.hi.size() || int(dim) >= map.rank())
+      return;
+    // the slice's start: b * T (either order) or b, for a block index b
+    const ExprNode &start = prog.expr(entry.expr);
+    VarId index = kNoId;
+    int64_t step = 1;
+    if (start.op == ExprOp::Var) {
+      index = start.var;
+    } else if (start.op == ExprOp::Mul) {
+      for (int side = 0; side < 2 && index == kNoId; ++side) {
+        const ExprNode &x = prog.expr(start.operands[side]);
+        std::optional<int64_t> c = constant(start.operands[1 - side]);
+        if (x.op == ExprOp::Var && c) {
+          index = x.var;
+          step = *c;
+        }
+      }
+    }
+    auto grid = blockIndexDims_.find(index);
+    if (index == kNoId || grid == blockIndexDims_.end() || step < 1 || step > 16 ||
+        16 % step != 0 || map.shape()[dim] > step || size_t(grid->second) >= prog.grid.size())
+      continue;
+    // the grid extent of that block index: cdiv(E, step) for the view's extent E, a parameter
+    // that the launch class makes a multiple of 16 (so of step): then b * step + step <= E
+    const ExprNode &extent = prog.expr(prog.grid[size_t(grid->second)]);
+    if (extent.op != ExprOp::CeilDiv || constant(extent.operands[1]) != step)
+      continue;
+    std::optional<size_t> p = parameter(extent.operands[0]);
+    std::optional<size_t> q = parameter(shape->second[d]);
+    if (!p || p != q || facts.size() != prog.params.size() || facts[*p] != ParamFact::Divisible16)
+      continue;
+    // every coordinate the layout gives (0 to map.shape()[dim] - 1 <= step - 1) is in bounds:
+    // b * step + c lies in [0, E) (b * step <= E - step does not overflow)
+    tile.lo[dim] = constI64(0);
+    tile.hi[dim] = constI64(int64_t(1) << 40);
+  }
 }
 
 SharedTile Codegen::sharedTile(const SharedView &view, const Argument &offset) {

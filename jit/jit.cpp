@@ -484,6 +484,8 @@ const char *JitOptions::compilerVersion() {
       v += std::string(" codegen-") + codegen;
     if (const char *hold = std::getenv("TILUSVM_JIT_HOLD"); hold && *hold)
       v += std::string(" hold-") + hold;
+    if (const char *proven = std::getenv("TILUSVM_JIT_PROVEN"); proven && *proven)
+      v += std::string(" proven-") + proven;
     return v;
   }();
   return version.c_str();

@@ -778,6 +778,7 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
   GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
   if (int(tile.lo.size()) != map.rank())
     return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+  cg.boundProvenTiles(inst.arg(ArgName::g).var, inst.arg(ArgName::offset), map, tile);
   DataType t = tile.dtype;
   GlobalAccess a = globalAccess(cg, tile, map);
   fixBounds(b, a, map);
@@ -858,6 +859,7 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
   GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
   if (int(tile.lo.size()) != map.rank())
     return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+  cg.boundProvenTiles(inst.arg(ArgName::g).var, inst.arg(ArgName::offset), map, tile);
   DataType t = tile.dtype;
   DataType st = info.vars[src].dtype;
   for (llvm::Value *&v : slots)

@@ -36,6 +36,7 @@ Status ViewLowering::visitBlockIndices(const Instruction &inst) {
         b.CreateAssumption(b.CreateICmpSLT(b.CreateZExt(index, b.getInt64Ty()), extent));
     }
     cg.writeScalar(v, cg.convert(index, DataType::i32(), prog.var(v).dtype));
+    cg.noteBlockIndex(v, int(k));
   }
   return Status::success();
 }
@@ -97,6 +98,7 @@ Status ViewLowering::visitViewGlobal(const Instruction &inst) {
   if (const Argument &shape = inst.arg(ArgName::shape); shape.present) {
     for (ExprId e : shape.exprs)
       view.shape.push_back(cg.exprI64(e));
+    cg.noteViewShape(inst.results[0], shape.exprs);
   } else {
     // The whole buffer, one-dimensional: its size is not part of the kernel ABI, so the JIT
     // view is unbounded (the interpreter bounds it by the argument's byte size).

@@ -983,3 +983,52 @@ def k<1>(u32* w_ptr, f32* out_ptr, i32 k, i32 n) threads=128:
   CHECK(occurrences(b->ptx, "ld.global.v4.b32") == 8);
   CHECK(!contains(b->ptx, "ld.global.b32"));
 }
+
+TEST_CASE("tiles at b * T of a view of extent m, on a grid of cdiv(m, T) blocks, have no bounds "
+          "tests where the launch makes m a multiple of 16") {
+  // block b loads and stores rows [16 b, 16 b + 16) of an [m, 64] view: with m divisible by 16
+  // (the launch class) every row of every block's tile is below m, so no load or store is
+  // predicated on a comparison with m (Codegen::boundProvenTiles); unspecialised, m may cut
+  // the last tile and the tests stay. The proof needs every piece: the view's extent and the
+  // grid's numerator the same parameter, the grid's divisor the slice's step, and a tile no
+  // taller than the step
+  auto source = [](const std::string &grid, const std::string &rows, const std::string &start,
+                   const std::string &layout) {
+    return "def k<" + grid +
+           ">(f16* x_ptr, f16* y_ptr, i32 m, i32 q) threads=32:\n"
+           "    b = BlockIndices()\n"
+           "    t = LoadGlobal(ViewGlobal(x_ptr, shape=[" +
+           rows + ", 64]), layout=" + layout + ", offset=[" + start +
+           ":, 0:])\n"
+           "    StoreGlobal(t, ViewGlobal(y_ptr, shape=[" +
+           rows + ", 64]), offset=[" + start + ":, 0:])\n";
+  };
+  const std::string rows16 = "spatial(16, 2).local(1, 32)", rows32 = "spatial(16, 2).local(2, 32)";
+  JitOptions plain, spec;
+  spec.specialization.params = {ParamFact::Aligned16, ParamFact::Aligned16, ParamFact::Divisible16,
+                                ParamFact::Divisible16};
+  auto setps = [](const VerifiedModule &m, const JitOptions &o) {
+    Expected<PtxKernel> k = compileToPtx(m, 0, o);
+    REQUIRE_OK(k);
+    return occurrences(k->ptx, "setp.");
+  };
+  VerifiedModule proven = buildSource(source("cdiv(m, 16)", "m", "b * 16", rows16));
+  CHECK(setps(proven, spec) == 0);
+  CHECK(setps(proven, plain) > 0);
+  CHECK(setps(buildSource(source("cdiv(m, 16)", "m", "16 * b", rows16)), spec) == 0);
+  CHECK(setps(buildSource(source("cdiv(m, 8)", "m", "b * 8", "spatial(8, 4).local(1, 16)")),
+              spec) == 0);
+  // not proven: a tile taller than the step, another extent, another divisor, a step that
+  // does not divide 16
+  CHECK(setps(buildSource(source("cdiv(m, 16)", "m", "b * 16", rows32)), spec) > 0);
+  CHECK(setps(buildSource(source("cdiv(m, 16)", "q", "b * 16", rows16)), spec) > 0);
+  CHECK(setps(buildSource(source("cdiv(m, 32)", "m", "b * 16", rows16)), spec) > 0);
+  CHECK(setps(buildSource(source("cdiv(m, 48)", "m", "b * 48", "spatial(16, 2).local(3, 32)")),
+              spec) > 0);
+  // nor with m = 1 (the launch class of one row) or without a class for m
+  JitOptions one = spec, none = spec;
+  one.specialization.params[2] = ParamFact::One;
+  none.specialization.params[2] = ParamFact::None;
+  CHECK(setps(proven, one) > 0);
+  CHECK(setps(proven, none) > 0);
+}

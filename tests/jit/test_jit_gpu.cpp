@@ -638,6 +638,26 @@ DIFF_CASE("generic float codes into f16 times 2^-(15 - bias): their bits, exact 
   }
 }
 
+DIFF_CASE("tiles at b * 16 of a view of m rows on cdiv(m, 16) blocks, with and without bounds") {
+  // with m a multiple of 16 (the launch class) the JIT drops the bounds tests of every block's
+  // tile (Codegen::boundProvenTiles); at m = 40 the last block's tile is cut by m. Both must
+  // load and store exactly the interpreter's elements (rows below m; the rest stays zero)
+  for (uint64_t m : {48, 40, 16}) {
+    Case c;
+    c.name = "proven_tiles_m" + std::to_string(m);
+    c.source = "def k<cdiv(m, 16)>(f16* x_ptr, f16* y_ptr, i32 m) threads=32:\n"
+               "    b = BlockIndices()\n"
+               "    t = LoadGlobal(ViewGlobal(x_ptr, shape=[m, 64]), layout=spatial(16, 2)"
+               ".local(1, 32), offset=[b * 16:, 0:])\n"
+               "    StoreGlobal(Add(t, 1.0), ViewGlobal(y_ptr, shape=[m, 64]), offset=[16 * b:, "
+               "0:])\n";
+    c.scalars = {{"m", m}};
+    c.buffers = {{"x_ptr", DataType::f16(), 48 * 64, Fill::Moderate},
+                 {"y_ptr", DataType::f16(), 48 * 64, Fill::Zero}};
+    runCase(c);
+  }
+}
+
 DIFF_CASE("dequantisation in a loop, where the masks' constants are held in registers") {
   // jit/held_registers.h: in loops, the second constant of `(x & C1) | C2` is held in a
   // register, and six or more magics of one field (u1: ten, u5: six) share one held register as
