@@ -88,9 +88,9 @@ void Codegen::boundProvenTiles(VarId g, const Argument &offset, const LayoutMap 
     const char *v = std::getenv("TILUSVM_JIT_PROVEN");
     return v && std::string(v) == "0";
   }();
-  auto shape = viewShapes_.find(g);
   if (off)
     return;
+  auto shape = viewShapes_.find(g);
   if (!offset.present || shape == viewShapes_.end() ||
       shape->second.size() != offset.offsets.size())
     return;
