@@ -281,9 +281,9 @@ Codegen::dequantizeFloatPairs(const std::vector<llvm::Value *> &slots, DataType 
     llvm::Value *v = wordValue(b, c.root, c.part);
     c.value = c.lift ? b.CreateShl(v, uint64_t(c.lift)) : v;
   }
-  llvm::Value *fix = llvm::ConstantFP::get(pairType, std::ldexp(1.0, targetBias - bias));
   auto *fixLane =
       llvm::cast<llvm::ConstantFP>(llvm::ConstantFP::get(lane, std::ldexp(1.0, targetBias - bias)));
+  llvm::Value *fix = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(2), fixLane);
 
   std::vector<llvm::Value *> out;
   out.reserve(slots.size());

@@ -768,17 +768,28 @@ std::string_view evictionQualifier(const Argument &evict) {
   return {};
 }
 
+/// The tile of a LoadGlobal's or StoreGlobal's view `g` at its offset, for the register layout
+/// `map`, with the bounds that every block provably meets widened (Codegen::boundProvenTiles).
+Expected<GlobalTile> registerTile(Codegen &cg, const Instruction &inst, const LayoutMap &map) {
+  VarId g = inst.arg(ArgName::g).var;
+  const Argument &offset = inst.arg(ArgName::offset);
+  GlobalTile tile = cg.globalTile(cg.readGlobal(g), offset);
+  if (int(tile.lo.size()) != map.rank())
+    return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
+  cg.boundProvenTiles(g, offset, map, tile);
+  return tile;
+}
+
 } // namespace
 
 Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
   VarId r = inst.results[0];
   std::string_view hint = evictionQualifier(inst.arg(ArgName::evict));
   const LayoutMap &map = cg.layoutOf(r);
-  GlobalView view = cg.readGlobal(inst.arg(ArgName::g).var);
-  GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
-  if (int(tile.lo.size()) != map.rank())
-    return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
-  cg.boundProvenTiles(inst.arg(ArgName::g).var, inst.arg(ArgName::offset), map, tile);
+  Expected<GlobalTile> tiled = registerTile(cg, inst, map);
+  if (!tiled)
+    return tiled.takeStatus();
+  GlobalTile tile = std::move(tiled).value();
   DataType t = tile.dtype;
   GlobalAccess a = globalAccess(cg, tile, map);
   fixBounds(b, a, map);
@@ -855,11 +866,10 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     return cg.error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
   const LayoutMap &map = cg.layoutOf(src);
   std::vector<llvm::Value *> slots = cg.readRegister(src);
-  GlobalView view = cg.readGlobal(inst.arg(ArgName::g).var);
-  GlobalTile tile = cg.globalTile(view, inst.arg(ArgName::offset));
-  if (int(tile.lo.size()) != map.rank())
-    return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
-  cg.boundProvenTiles(inst.arg(ArgName::g).var, inst.arg(ArgName::offset), map, tile);
+  Expected<GlobalTile> tiled = registerTile(cg, inst, map);
+  if (!tiled)
+    return tiled.takeStatus();
+  GlobalTile tile = std::move(tiled).value();
   DataType t = tile.dtype;
   DataType st = info.vars[src].dtype;
   for (llvm::Value *&v : slots)
