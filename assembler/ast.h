@@ -79,6 +79,7 @@ struct AstStmt {
   std::string message;               // Assert: the message (empty when omitted)
   AstName loopVar;                   // For
   std::vector<AstExprPtr> rangeArgs; // For: 1 to 3
+  AstExprPtr unroll;                 // For: unroll=, null when absent
   std::vector<AstStmt> body;
   std::vector<AstStmt> orelse; // If; `elif` is an If as the only statement of orelse
   AstExprPtr regs;             // Group: regs=, null when absent

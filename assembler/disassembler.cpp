@@ -152,7 +152,8 @@ void Printer::stmt(const Stmt &s, int indent, std::string &out) const {
     out += pad + name(s.var) + " = " + expr(s.expr) + "\n";
     return;
   case StmtKind::For:
-    out += pad + "for " + name(s.var) + " in range(" + rangeArgs(s) + "):\n";
+    out += pad + "for " + name(s.var) + " in range(" + rangeArgs(s) +
+           (s.unroll != 0 ? ", unroll=" + std::to_string(s.unroll) : "") + "):\n";
     body(s.body, indent + 1, out);
     return;
   case StmtKind::If:

@@ -318,6 +318,16 @@ Status ProgramLowering::forLoop(const AstStmt &s, std::vector<Stmt> &out) {
     st.stop = emitExpr(program_, bounds[1]);
     st.step = emitExpr(program_, bounds.size() == 3 ? bounds[2] : one);
   }
+  if (s.unroll) {
+    auto u = buildIntConstant(*s.unroll, exprContext(), ErrorCode::BadArgument, "unroll");
+    if (!u)
+      return u.takeStatus();
+    if (*u < 1 || *u > int64_t(kMaxUnroll))
+      return error(ErrorCode::BadArgument, s.unroll->pos,
+                   "unroll=" + std::to_string(*u) + " is not in [1, " + std::to_string(kMaxUnroll) +
+                       "]");
+    st.unroll = uint32_t(*u);
+  }
   if (const ConstValue *c = scopes_.findConstant(s.loopVar.name))
     return error(ErrorCode::Redefined, s.loopVar.pos,
                  "loop variable '" + s.loopVar.name + "' redefines the constant declared at line " +

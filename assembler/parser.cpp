@@ -439,6 +439,22 @@ Status Parser::forStmt(AstStmt &out) {
   advance();
   TILUSVM_TRY(expectOp("("));
   while (!isOp(")")) {
+    // the unroll hint, last: unroll=U (docs/isa.md, "Unroll hints")
+    if (isKind(TokenKind::Name) && next().kind == TokenKind::Op && next().text == "=") {
+      if (cur().text != "unroll")
+        return error("range() takes no keyword argument '" + cur().text + "' (only unroll=)");
+      advance();
+      advance();
+      auto u = expr();
+      if (!u)
+        return u.takeStatus();
+      out.unroll = std::move(*u);
+      if (isOp(","))
+        advance();
+      if (!isOp(")"))
+        return error("unroll= is the last argument of range(), found " + describe(cur()));
+      break;
+    }
     auto e = expr();
     if (!e)
       return e.takeStatus();

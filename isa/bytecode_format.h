@@ -28,6 +28,10 @@ uint32_t programFieldFlags(const Module &module);
 /// Whether argument `k` of an `op` instruction is in the encoding of a file whose program-field
 /// flags are `fields` (LoadGlobal's `evict` only with kFlagEviction).
 bool argumentEncoded(Opcode op, size_t k, uint32_t fields);
+/// The statement kind byte of a For with an unroll hint (Stmt::unroll != 0): the For's fields,
+/// then `uleb` the hint in 1..kMaxUnroll, then the body. A For without one is kind 2, as before
+/// hints existed; both decode to StmtKind::For.
+inline constexpr uint8_t kStmtForUnroll = 10;
 inline constexpr size_t kMaxProducerBytes = 64;
 /// Modes of one register layout: each has size >= 2 and their product is bounded, so this is
 /// never reached by a layout within maxLayoutElements; it caps the count before allocating.

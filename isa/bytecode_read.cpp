@@ -368,8 +368,11 @@ void ProgramReader::readBlock(std::vector<Stmt> &block, uint32_t depth, bool gro
 void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
   size_t at = r_.offset();
   uint8_t kind = r_.u8("statement kind");
-  if (r_.ok() && kind > uint8_t(StmtKind::Group))
-    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..9");
+  if (r_.ok() && kind > kStmtForUnroll)
+    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..10");
+  bool unrolled = kind == kStmtForUnroll;
+  if (unrolled)
+    kind = uint8_t(StmtKind::For);
   // A Group only directly inside a Parallel, and a Parallel holds only Groups.
   bool groupAllowed = groupAllowed_;
   groupAllowed_ = false;
@@ -399,6 +402,13 @@ void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
     s.expr = exprId("loop start");
     s.stop = exprId("loop stop");
     s.step = exprId("loop step");
+    if (unrolled) {
+      size_t unrollAt = r_.offset();
+      s.unroll = r_.u32("loop unroll hint");
+      if (r_.ok() && (s.unroll < 1 || s.unroll > kMaxUnroll))
+        return r_.failAt(unrollAt, "loop unroll hint " + std::to_string(s.unroll) +
+                                       " is not in 1.." + std::to_string(kMaxUnroll));
+    }
     return readBlock(s.body, depth + 1);
   case StmtKind::If:
     s.expr = exprId("if condition");

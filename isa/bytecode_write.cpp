@@ -95,7 +95,8 @@ void writeInstruction(ByteWriter &w, const Instruction &inst, uint32_t fields) {
 void writeBlock(ByteWriter &w, const std::vector<Stmt> &block);
 
 void writeStmt(ByteWriter &w, const Stmt &s) {
-  w.u8(uint8_t(s.kind));
+  bool unrolled = s.kind == StmtKind::For && s.unroll != 0;
+  w.u8(unrolled ? kStmtForUnroll : uint8_t(s.kind));
   switch (s.kind) {
   case StmtKind::Instruction:
     return w.uleb(s.index);
@@ -107,6 +108,8 @@ void writeStmt(ByteWriter &w, const Stmt &s) {
     w.uleb(s.expr);
     w.uleb(s.stop);
     w.uleb(s.step);
+    if (unrolled)
+      w.uleb(s.unroll);
     return writeBlock(w, s.body);
   case StmtKind::If:
     w.uleb(s.expr);

@@ -59,6 +59,7 @@ struct Stmt {
   std::string text;       // Assert: the message (may be empty)
   uint32_t threads = 0;   // Group: its thread count
   uint32_t regs = 0;      // Group: registers per thread asked for (regs=); 0 without
+  uint32_t unroll = 0;    // For: the unroll hint (unroll=U, 1..kMaxUnroll; 1: none); 0 without
   std::vector<Stmt> body;
   std::vector<Stmt> orelse; // If
 };
@@ -67,6 +68,9 @@ struct Stmt {
 /// blocks and 2048 resident threads per multiprocessor (sm_80 and sm_90).
 inline constexpr int64_t kMaxBlocksPerSm = 32;
 inline constexpr int64_t kMaxThreadsPerSm = 2048;
+
+/// The largest unroll hint of a for loop (`range(..., unroll=U)`; docs/isa.md, "Unroll hints").
+inline constexpr uint32_t kMaxUnroll = 8;
 
 /// The largest cluster= (the portable cluster size of sm_90).
 inline constexpr uint32_t kMaxClusterSize = 8;

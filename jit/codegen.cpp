@@ -551,7 +551,7 @@ Status Codegen::lowerFor(const Stmt &s) {
         loops_.pop_back();
         return status;
       },
-      prog.var(s.var).name + ".i");
+      prog.var(s.var).name + ".i", /*unroll=*/true, s.unroll);
 }
 
 Status Codegen::lowerIf(const Stmt &s) {
@@ -674,7 +674,7 @@ Status
 Codegen::emitLoop(const llvm::Twine &name, llvm::Value *start, llvm::Value *step,
                   llvm::function_ref<llvm::Value *(llvm::Value *i)> test,
                   llvm::function_ref<Status(llvm::Value *i, const LoopTargets &targets)> body,
-                  const llvm::Twine &index, bool unroll) {
+                  const llvm::Twine &index, bool unroll, uint32_t unrollCount) {
   llvm::Function *fn = b.GetInsertBlock()->getParent();
   llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx, name + ".header", fn);
   llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(ctx, name + ".body", fn);
@@ -692,10 +692,17 @@ Codegen::emitLoop(const llvm::Twine &name, llvm::Value *start, llvm::Value *step
   b.SetInsertPoint(latch);
   i->addIncoming(b.CreateAdd(i, step), latch);
   llvm::BranchInst *back = b.CreateBr(header);
-  if (!unroll) {
-    llvm::MDNode *disable =
-        llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
-    llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, disable});
+  // the loop's metadata: no unrolling, or unrolling by the program's hint (LoopUnroll then
+  // unrolls by exactly that count, with a remainder where the trip count may not divide it;
+  // a hint of 1 keeps the loop as it is). Without either, LLVM decides.
+  llvm::MDNode *hint = nullptr;
+  if (!unroll || unrollCount == 1)
+    hint = llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
+  else if (unrollCount >= 2)
+    hint = llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.count"),
+                                   llvm::ConstantAsMetadata::get(b.getInt32(unrollCount))});
+  if (hint) {
+    llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, hint});
     loop->replaceOperandWith(0, loop);
     back->setMetadata(llvm::LLVMContext::MD_loop, loop);
   }

@@ -242,11 +242,12 @@ public:
   /// A loop tested at the top: i = start, then while test(i): body(i), i += step (i64). Blocks
   /// `name.header`, `name.body`, `name.latch` (where `continue` goes; the increment) and
   /// `name.exit` (`break`); the builder ends in the exit. With `unroll` false, LLVM must not
-  /// unroll it. The index PHI is named `index`.
+  /// unroll it; with `unrollCount` U (a program's hint, `range(..., unroll=U)`) it unrolls it U
+  /// times (1: not at all). The index PHI is named `index`.
   Status emitLoop(const llvm::Twine &name, llvm::Value *start, llvm::Value *step,
                   llvm::function_ref<llvm::Value *(llvm::Value *i)> test,
                   llvm::function_ref<Status(llvm::Value *i, const LoopTargets &targets)> body,
-                  const llvm::Twine &index = "", bool unroll = true);
+                  const llvm::Twine &index = "", bool unroll = true, uint32_t unrollCount = 0);
 
   /// The block that code after an unconditional transfer (Exit, break, continue) goes to: a
   /// fresh block without predecessors.

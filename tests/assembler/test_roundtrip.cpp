@@ -461,3 +461,88 @@ TEST_CASE("parallel statements and their groups round-trip") {
   CHECK(printed.find("    parallel:\n        group(128, regs=40):\n            pass\n"
                      "        group(256):\n            pass\n") != std::string::npos);
 }
+
+TEST_CASE("unroll hints: statement kind 10 only with a hint, bytes of old files otherwise") {
+  // A for loop with unroll=U (1..8) encodes as statement kind 10, the For's fields, U, then the
+  // body; a loop without a hint encodes as kind 2 without the field, as before hints existed
+  const char *with = R"(
+def k<1>(i32 n) threads=32:
+    x = 0
+    for i in range(1, n, 2, unroll=4):
+        x = x + i
+    for j in range(n, unroll=1):
+        x = x + j
+)";
+  auto m = asmText(with);
+  REQUIRE_OK(m);
+  const std::vector<Stmt> &body = m->programs[0].body;
+  REQUIRE(body.size() == 3);
+  CHECK(body[1].kind == StmtKind::For);
+  CHECK(body[1].unroll == 4);
+  CHECK(body[2].kind == StmtKind::For);
+  CHECK(body[2].unroll == 1);
+  std::vector<uint8_t> bytes = encodeModule(*m);
+  Expected<Module> back = decodeModule(bytes);
+  REQUIRE_OK(back);
+  CHECK(back->programs[0].body[1].unroll == 4);
+  CHECK(back->programs[0].body[2].unroll == 1);
+  CHECK(encodeModule(*back) == bytes);
+  std::string printed = disassemble(*m);
+  CHECK(printed.find("in range(1, n, 2, unroll=4):\n") != std::string::npos);
+  CHECK(printed.find("in range(n, unroll=1):\n") != std::string::npos);
+  checkRoundTrip(with);
+
+  std::string plainText = with;
+  plainText.erase(plainText.find(", unroll=4"), std::string(", unroll=4").size());
+  plainText.erase(plainText.find(", unroll=1"), std::string(", unroll=1").size());
+  auto plain = asmText(plainText);
+  REQUIRE_OK(plain);
+  CHECK(plain->programs[0].body[1].unroll == 0);
+  std::vector<uint8_t> plainBytes = encodeModule(*plain);
+  // two bytes more: the hints (the kind byte 10 replaces the kind byte 2)
+  CHECK(bytes.size() == plainBytes.size() + 2);
+  checkRoundTrip(plainText);
+  // the loop's encoding (kind, var, start, stop, step[, hint]) in both files
+  auto find = [](const std::vector<uint8_t> &b, std::vector<uint8_t> pattern) {
+    return std::search(b.begin(), b.end(), pattern.begin(), pattern.end()) != b.end();
+  };
+  const Stmt &loop = m->programs[0].body[1];
+  std::vector<uint8_t> head = {uint8_t(loop.var), uint8_t(loop.expr), uint8_t(loop.stop),
+                               uint8_t(loop.step)};
+  std::vector<uint8_t> hinted = {10};
+  hinted.insert(hinted.end(), head.begin(), head.end());
+  hinted.push_back(4);
+  std::vector<uint8_t> unhinted = {2};
+  unhinted.insert(unhinted.end(), head.begin(), head.end());
+  CHECK(find(bytes, hinted));
+  CHECK(!find(bytes, unhinted));
+  CHECK(find(plainBytes, unhinted));
+}
+
+TEST_CASE("unroll hints: errors") {
+  auto error = [](const char *range) {
+    std::string text = std::string("const U = 3\ndef k<1>(i32 n) threads=32:\n    x = 0\n"
+                                   "    for i in ") +
+                       range + ":\n        x = x + i\n";
+    auto m = asmText(text);
+    REQUIRE_FALSE(m.ok());
+    return m.status().toString();
+  };
+  CHECK(error("range(n, unroll=0)").find(":4:30: error[bad-argument]: unroll=0 is not in [1, 8]") !=
+        std::string::npos);
+  CHECK(error("range(n, unroll=9)").find("error[bad-argument]: unroll=9 is not in [1, 8]") !=
+        std::string::npos);
+  CHECK(error("range(n, unroll=n)").find("error[bad-argument]") != std::string::npos);
+  CHECK(error("range(n, unroll=U + 0.5)").find("error[") != std::string::npos);
+  CHECK(error("range(n, unrol=2)")
+            .find("error[syntax]: range() takes no keyword argument 'unrol' (only unroll=)") !=
+        std::string::npos);
+  CHECK(
+      error("range(unroll=2, n)").find("error[syntax]: unroll= is the last argument of range()") !=
+      std::string::npos);
+  CHECK(error("range(unroll=2)").find("range() takes 1 to 3 arguments, got 0") !=
+        std::string::npos);
+  // a constant expression is fine
+  CHECK_OK(asmText("const U = 3\ndef k<1>(i32 n) threads=32:\n    x = 0\n"
+                   "    for i in range(n, unroll=U - 1,):\n        x = x + i\n"));
+}

@@ -199,10 +199,11 @@ public:
     s.loc = next();
     blocks_.back()->push_back(std::move(s));
   }
-  void forLoop(VarId var, ExprId start, ExprId stop, ExprId step,
-               const std::function<void()> &body) {
+  void forLoop(VarId var, ExprId start, ExprId stop, ExprId step, const std::function<void()> &body,
+               uint32_t unroll = 0) {
     Stmt s;
     s.kind = StmtKind::For;
+    s.unroll = unroll; // statement kind 10 in the bytecode where set
     s.var = var;
     s.expr = start;
     s.stop = stop;
@@ -379,11 +380,14 @@ Program pipelinedMatmul() {
                                 {b.op(ExprOp::Mul, {b.v(bj), b.c(64)}), true}})}});
   };
   VarId s = b.var("s", VarKind::Scalar);
-  b.forLoop(s, b.c(0), b.c(2), b.c(1), [&] {
-    b.ifElse(b.cmp(ExprOp::Lt, b.v(s), b.v(numK)),
-             [&] { issue([&] { return b.v(s); }, [&] { return b.v(s); }); });
-    b.inst(Opcode::CopyAsyncCommitGroup, {}, {});
-  });
+  b.forLoop(
+      s, b.c(0), b.c(2), b.c(1),
+      [&] {
+        b.ifElse(b.cmp(ExprOp::Lt, b.v(s), b.v(numK)),
+                 [&] { issue([&] { return b.v(s); }, [&] { return b.v(s); }); });
+        b.inst(Opcode::CopyAsyncCommitGroup, {}, {});
+      },
+      /*unroll=*/2);
   VarId kt = b.var("kt", VarKind::Scalar);
   b.forLoop(kt, b.c(0), b.v(numK), b.c(1), [&] {
     b.inst(Opcode::CopyAsyncWaitGroup, {}, {{"n", integer(1)}});

@@ -1234,7 +1234,35 @@ TEST_CASE("bytecode: enum values out of range") {
   CHECK(contains(errorOf(programWith(0, 0, 5)), "variable kind 0 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(6, 0, 5)), "variable kind 6 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(1, 28, 5)), "expression op 28 is not one of 0..27"));
-  CHECK(contains(errorOf(programWith(1, 0, 10)), "statement kind 10 is not one of 0..9"));
+  CHECK(contains(errorOf(programWith(1, 0, 11)), "statement kind 11 is not one of 0..10"));
+  // Kind 10, a For with an unroll hint: its fields, the hint in 1..8, then its body.
+  auto forWith = [](uint8_t kind, uint64_t hint) {
+    Bytes p;
+    p.str("p").uleb(32);
+    p.uleb(1).str("i").u8(1).u8(0).i32();
+    p.uleb(1).u8(0).i32().uleb(1);
+    p.uleb(1).uleb(0);
+    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+    p.uleb(2).u8(0).uleb(0).u8(kind).uleb(0).uleb(0).uleb(0).uleb(0);
+    if (kind == 10)
+      p.uleb(hint);
+    p.uleb(0); // the empty body
+    return makeFile(programsOf({p}));
+  };
+  for (uint64_t hint : {1, 5, 8}) {
+    Expected<Module> m = decodeModule(forWith(10, hint));
+    REQUIRE_OK(m);
+    REQUIRE(m->programs[0].body.size() == 2);
+    CHECK(m->programs[0].body[1].kind == StmtKind::For);
+    CHECK(m->programs[0].body[1].unroll == hint);
+    CHECK(encodeModule(*m) == forWith(10, hint));
+  }
+  Expected<Module> plain = decodeModule(forWith(2, 0));
+  REQUIRE_OK(plain);
+  CHECK(plain->programs[0].body[1].unroll == 0);
+  for (uint64_t hint : {0, 9, 300})
+    CHECK(contains(errorOf(forWith(10, hint)),
+                   "loop unroll hint " + std::to_string(hint) + " is not in 1..8"));
   // Thread groups: a Group only directly inside a Parallel, which holds only Groups.
   CHECK(contains(errorOf(programWith(1, 0, 9)), "group statement outside a parallel statement"));
   auto parallelOf = [](uint8_t childKind) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -603,8 +604,10 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
   for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
     CAPTURE(wt);
-    PtxKernel k = ptxOf(
-        buildFile(root + "quant/a16wx.tasm", {{"WT", wt}, {"N", "8192"}, {"K", "8192"}}), "matmul");
+    // the loop as written (UR = 1): unrolled, each copy of the body has its own prmt
+    PtxKernel k = ptxOf(buildFile(root + "quant/a16wx.tasm",
+                                  {{"WT", wt}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}}),
+                        "matmul");
     CHECK(occurrences(k.ptx, "prmt.b32") == (std::string(wt) == "u3" ? 64 : 0));
   }
   PtxKernel d = ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}}), "decode");
@@ -728,8 +731,11 @@ TEST_CASE("held registers: the ten magic exponents of u1 pairs share one held ma
   // and one held register K with the fields' bits, (a & b & c) | (b & ~c). Checked against
   // the masks of the same kernel without held registers, bit by bit (x all zeros and all ones:
   // every bit of both forms is a function of x's bit alone)
+  // (the loop as written, UR = 1: unrolled twice, the copy of the body that LLVM puts outside the
+  // loop for odd trip counts runs once and keeps its immediates; the unrolled loop's masks are
+  // checked in "the decode loop of a16wx: no register copies ...")
   VerifiedModule q = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
-                               {{"WT", "u1"}, {"N", "8192"}, {"K", "8192"}});
+                               {{"WT", "u1"}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}});
   std::vector<std::pair<uint32_t, uint32_t>> masks = orMasks(ptxWithHold(q, "matmul", "0").ptx);
   REQUIRE(masks.size() >= 64);
   std::set<uint32_t> magics;
@@ -1031,4 +1037,107 @@ TEST_CASE("tiles at b * T of a view of extent m, on a grid of cdiv(m, T) blocks,
   none.specialization.params[2] = ParamFact::None;
   CHECK(setps(proven, one) > 0);
   CHECK(setps(proven, none) > 0);
+}
+
+TEST_CASE("for loops with an unroll hint are unrolled exactly that many times") {
+  // one load per iteration: unroll=U gives U loads in the loop and, the trip count n being
+  // unknown, one more in the remainder (none at U = 1: the loop as written); without a hint
+  // LLVM decides (it unrolls this short loop four times)
+  auto loads = [](const char *hint) {
+    std::string src = std::string("def k<1>(f32* x_ptr, f32* y_ptr, i32 n) threads=32:\n"
+                                  "    g = ViewGlobal(x_ptr, shape=[n, 32])\n"
+                                  "    acc = AllocateRegister(f32, layout=spatial(32), init=0.0)\n"
+                                  "    for i in range(n") +
+                      hint +
+                      "):\n"
+                      "        acc = Add(acc, LoadGlobal(g, layout=spatial(32), offset=[i, 0:]))\n"
+                      "    StoreGlobal(acc, ViewGlobal(y_ptr, shape=[32]))\n";
+    VerifiedModule m = buildSource(src);
+    JitOptions options;
+    Expected<PtxKernel> k = compileToPtx(m, 0, options);
+    REQUIRE_OK(k);
+    return occurrences(k->ptx, "ld.global");
+  };
+  CHECK(loads(", unroll=1") == 1);
+  CHECK(loads(", unroll=2") == 3);
+  CHECK(loads(", unroll=3") == 4);
+  CHECK(loads(", unroll=8") == 9);
+  CHECK(loads("") == 5);
+  // a barrier in a loop of run-time trip count: LLVM keeps the loop rolled (no remainder may
+  // hold a convergent operation), hint or not (docs/isa.md, "Unroll hints")
+  VerifiedModule m = buildSource("def k<1>(f32* x_ptr, f32* y_ptr, i32 n) threads=32:\n"
+                                 "    g = ViewGlobal(x_ptr, shape=[n, 32])\n"
+                                 "    acc = AllocateRegister(f32, layout=spatial(32), init=0.0)\n"
+                                 "    for i in range(n, unroll=4):\n"
+                                 "        acc = Add(acc, LoadGlobal(g, layout=spatial(32), "
+                                 "offset=[i, 0:]))\n"
+                                 "        Synchronize()\n"
+                                 "    StoreGlobal(acc, ViewGlobal(y_ptr, shape=[32]))\n");
+  JitOptions options;
+  Expected<PtxKernel> k = compileToPtx(m, 0, options);
+  REQUIRE_OK(k);
+  CHECK(occurrences(k->ptx, "ld.global") == 1);
+  CHECK(occurrences(k->ptx, "bar.sync") == 1);
+}
+
+/// The lines of the longest loop of `ptx`: from a label to the last backward branch to it.
+static std::vector<std::string> longestLoop(const std::string &ptx) {
+  std::vector<std::string> lines;
+  std::istringstream in(ptx);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  std::map<std::string, size_t> labels;
+  size_t from = 0, to = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!lines[i].empty() && lines[i][0] == '$' && lines[i].back() == ':')
+      labels[lines[i].substr(0, lines[i].size() - 1)] = i;
+    size_t bra = lines[i].find("bra");
+    size_t dollar = lines[i].find('$', bra == std::string::npos ? 0 : bra);
+    if (bra == std::string::npos || dollar == std::string::npos)
+      continue;
+    std::string label = lines[i].substr(dollar, lines[i].find(';', dollar) - dollar);
+    auto at = labels.find(label);
+    if (at != labels.end() && i - at->second > to - from)
+      from = at->second, to = i;
+  }
+  return {lines.begin() + long(from), lines.begin() + long(to)};
+}
+
+TEST_CASE("the decode loop of a16wx: no register copies of the prefetch ring where it is "
+          "unrolled twice") {
+  // programs/quant/a16wx.tasm unrolls its decode loop twice (UR) for 1- to 3-bit integers and
+  // 4-bit floats into f16, so that the ring of prefetched weight words and the next step's
+  // activations alternate between two sets of registers: the unrolled loop has no copy between
+  // registers, where the loop of UR = 1 has one per word of the ring and of the activations.
+  // Both copies of the body keep the held registers of the masks (no `or` with an immediate)
+  const std::regex copy(R"(\s*mov\.u32\s+%r\d+, %r\d+;)");
+  const std::regex orImmediate(R"(\s*or\.b32\s+%r\d+, %r\d+, -?\d+;)");
+  for (const char *wt : {"u1", "u3", "f4e2m1"}) {
+    INFO(wt);
+    auto loop = [&](const char *ur) {
+      VerifiedModule m =
+          buildFile(programPath("quant/a16wx.tasm"),
+                    {{"WT", wt}, {"K", "8192"}, {"N", "57344"}, {"G", "128"}, {"UR", ur}});
+      size_t index = 0;
+      while (m.module.programs[index].name != "matmul")
+        ++index;
+      JitOptions options;
+      options.specialization.params = {ParamFact::Aligned16, ParamFact::Aligned16,
+                                       ParamFact::Aligned16, ParamFact::Aligned16,
+                                       ParamFact::Aligned16, ParamFact::Divisible16};
+      Expected<PtxKernel> k = compileToPtx(m, index, options);
+      REQUIRE_OK(k);
+      return longestLoop(k->ptx);
+    };
+    auto count = [](const std::vector<std::string> &lines, const std::regex &re) {
+      return std::count_if(lines.begin(), lines.end(),
+                           [&](const std::string &l) { return std::regex_match(l, re); });
+    };
+    std::vector<std::string> once = loop("1"), twice = loop("2");
+    CHECK(twice.size() > once.size() * 3 / 2);
+    CHECK(count(once, copy) >= 32);
+    CHECK(count(twice, copy) == 0);
+    CHECK(count(once, orImmediate) == 0);
+    CHECK(count(twice, orImmediate) == 0);
+  }
 }

@@ -658,6 +658,45 @@ DIFF_CASE("tiles at b * 16 of a view of m rows on cdiv(m, 16) blocks, with and w
   }
 }
 
+DIFF_CASE("for loops with unroll hints, at trip counts that the hint does not divide") {
+  // unroll=U: U copies of the body and a remainder for the last n mod U iterations, with a
+  // continue in the body; the sum over the odd rows i < n but row 9 of an i32 buffer, exact
+  for (int u : {1, 2, 3, 8})
+    for (uint64_t n : {1, 2, 9, 14, 31}) {
+      Case c;
+      c.name = "unroll_" + std::to_string(u) + "_n" + std::to_string(n);
+      c.source = "def k<1>(i32* x_ptr, i32* y_ptr, i32 n) threads=32:\n"
+                 "    g = ViewGlobal(x_ptr, shape=[n, 32])\n"
+                 "    acc = AllocateRegister(i32, layout=spatial(32), init=0)\n"
+                 "    for i in range(1, n, 2, unroll=" +
+                 std::to_string(u) +
+                 "):\n"
+                 "        if i == 9:\n"
+                 "            continue\n"
+                 "        acc = Add(acc, LoadGlobal(g, layout=spatial(32), offset=[i, 0:]))\n"
+                 "    StoreGlobal(acc, ViewGlobal(y_ptr, shape=[32]))\n";
+      c.scalars = {{"n", n}};
+      c.buffers = {{"x_ptr", DataType::i32(), 32 * 32, Fill::Moderate},
+                   {"y_ptr", DataType::i32(), 32, Fill::Zero}};
+      c.check = [n](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+        for (int t = 0; t < 32; ++t) {
+          int32_t want = 0;
+          for (uint64_t i = 1; i < n; i += 2)
+            if (i != 9) {
+              int32_t x = 0;
+              std::memcpy(&x, buffers[0].data() + (i * 32 + uint64_t(t)) * 4, 4);
+              want += x;
+            }
+          int32_t got = 0;
+          std::memcpy(&got, buffers[1].data() + size_t(t) * 4, 4);
+          if (got != want)
+            FAIL_CHECK(side << " lane " << t << ": " << got << ", expected " << want);
+        }
+      };
+      runCase(c);
+    }
+}
+
 DIFF_CASE("dequantisation in a loop, where the masks' constants are held in registers") {
   // jit/held_registers.h: in loops, the second constant of `(x & C1) | C2` is held in a
   // register, and six or more magics of one field (u1: ten, u5: six) share one held register as
