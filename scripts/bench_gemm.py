@@ -4,7 +4,7 @@
 For every square shape N^3 (4096 and 8192 by default): programs/gemm/wgmma_fp8.tasm with f8e4m3
 A and B and an f16 C against torch._scaled_mm (e4m3 A row-major, B column-major as _scaled_mm
 requires, scales 1.0, out_dtype f16), programs/layers/linear_fp8.tasm (y = x w^T: the weight in
-that column-major layout) against the same, and programs/gemm/wgmma_tma.tasm, programs/gemm/wgmma_ws.tasm, programs/gemm/wgmma_pingpong.tasm, programs/gemm/wgmma_cluster.tasm, programs/gemm/wgmma.tasm
+that column-major layout) against the same, and programs/gemm/wgmma_tma.tasm, programs/gemm/wgmma_ws.tasm, programs/gemm/wgmma_cluster.tasm, programs/gemm/wgmma.tasm
 and programs/gemm/mma_sync.tasm with f16 and bf16 (C of the same type) against torch.matmul (cuBLAS). The kernels are timed by
 `vm-run --bench --json` (median of CUDA-event-timed launches after a warm-up), the baselines by the
 same method in this process. Prints shape, program, AT, ms, TFLOP/s, baseline ms and the
@@ -16,7 +16,7 @@ reaches both sides alike); the row shows the medians of the R times and the medi
 ratios, with their range.
 
     python3 scripts/bench_gemm.py [--build DIR] [--sizes 4096,8192] [--iters N] [--json FILE]
-                                  [--only wgmma_fp8,layers/linear_fp8,wgmma_tma,wgmma_ws,wgmma_pingpong,wgmma_cluster,wgmma,mma_sync] [-D NAME=VALUE]... [--rounds R] [--dry-run]
+                                  [--only wgmma_fp8,layers/linear_fp8,wgmma_tma,wgmma_ws,wgmma_cluster,wgmma,mma_sync] [-D NAME=VALUE]... [--rounds R] [--dry-run]
 
 Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
 (BUILD_DIR, default build). --dry-run assembles every program and prints the vm-run commands
@@ -44,8 +44,6 @@ CASES = [
     ("wgmma_tma", "bf16", "bf16", "torch.matmul"),
     ("wgmma_ws", "f16", "f16", "torch.matmul"),
     ("wgmma_ws", "bf16", "bf16", "torch.matmul"),
-    ("wgmma_pingpong", "f16", "f16", "torch.matmul"),
-    ("wgmma_pingpong", "bf16", "bf16", "torch.matmul"),
     ("wgmma_cluster", "f16", "f16", "torch.matmul"),
     ("wgmma_cluster", "bf16", "bf16", "torch.matmul"),
     ("wgmma", "f16", "f16", "torch.matmul"),

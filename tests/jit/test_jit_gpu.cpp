@@ -2292,15 +2292,6 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
   persistentTmaGemmCase("wgmma_ws");
 }
 
-DIFF_CASE("ping-pong wgmma GEMM (programs/gemm/wgmma_pingpong.tasm): consumers taking turns") {
-  // two consumer warpgroups on alternate output tiles of a block, their k loops passing the turn
-  // through mbarriers; with SMS = 2 the 15 tiles of 300 x 520 (64 x 256 each, the last column
-  // without its second half) give the blocks 8 and 7 tiles, so both consumers take several
-  // turns and the last tile of a block falls to either
-  raggedTmaGemmCases("wgmma_pingpong", 3e-4);
-  persistentTmaGemmCase("wgmma_pingpong");
-}
-
 DIFF_CASE("wgmma GEMM in clusters (programs/gemm/wgmma_cluster.tasm): B multicast, ragged m") {
   // clusters of two blocks share each B tile by TmaLoadMulticast and release each stage in both
   // blocks (docs/isa.md, "Thread-block clusters and TMA multicast"); SMS = 2: one cluster for

@@ -266,20 +266,6 @@ TEST_CASE("gemm: wgmma_tma.tasm's persistent tile loop with fewer blocks than ou
   runGemm(file, "f16", "f16", {{300, 520, 200}}, {{"SMS", "4"}, {"PERSIST", "0"}});
 }
 
-TEST_CASE("gemm: wgmma_pingpong.tasm's consumers taking turns across a persistent tile loop") {
-  const std::filesystem::path file =
-      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_pingpong.tasm";
-  // tiles of 64 x 256 taken by the block's two consumers in turn: SMS = 2 on 5 x 2 tiles (five
-  // each: three turns of consumer 0, two of consumer 1), SMS = 3 on 5 x 3 tiles with partial
-  // tiles at every edge (the last column without its second half), SMS = 1 on 2 x 1 tiles and
-  // on one tile (consumer 1 without a turn), k of one and of several k tiles; k = 1040: 17 k tiles
-  // per output tile, so that consumer 1's first k tile is more than two phases of its stage
-  // ahead of consumer 0's (without the turn it would take an earlier phase's data)
-  runGemm(file, "f16", "f16", {{300, 264, 136}, {37, 48, 32}}, {{"SMS", "2"}});
-  runGemm(file, "bf16", "f32", {{300, 520, 72}}, {{"SMS", "3"}});
-  runGemm(file, "f16", "f32", {{100, 200, 200}, {1, 8, 8}, {100, 8, 1040}}, {{"SMS", "1"}});
-}
-
 TEST_CASE("gemm: wgmma_cluster.tasm's clusters of two blocks across a persistent tile loop") {
   const std::filesystem::path file =
       std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_cluster.tasm";
