@@ -505,6 +505,11 @@ void ProgramChecker::checkFor(const Stmt &stmt) {
       fail(ErrorCode::DtypeMismatch, std::string("range ") + names[k] + " has type " +
                                          exprTypeName(parts[k]) + "; expected an integer");
   }
+  // the unroll hint (docs/isa.md, "Unroll hints"): the decoder and the assembler keep it in
+  // range; a module built in memory may not
+  if (stmt.unroll > kMaxUnroll)
+    fail(ErrorCode::BadArgument, "unroll=" + std::to_string(stmt.unroll) + " is not in [1, " +
+                                     std::to_string(kMaxUnroll) + "]");
   openScope();
   if (stmt.var >= prog_.vars.size() || prog_.vars[stmt.var].kind != VarKind::Scalar ||
       state_[stmt.var] != VarState::Undeclared) {

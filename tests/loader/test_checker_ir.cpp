@@ -104,6 +104,19 @@ TEST_CASE("bytecode: loop variables are read-only") {
   CHECK_ERROR(checkModule(std::move(m)), ErrorCode::UpdateType);
 }
 
+TEST_CASE("bytecode: a for loop's unroll hint above 8 (a module built in memory)") {
+  Module m = assembled("def k<1>() threads=32:\n"
+                       "    for i in range(4, unroll=8):\n"
+                       "        j = i + 1\n");
+  REQUIRE(m.programs[0].body[0].unroll == 8);
+  CHECK_OK(checkModule(Module(m)));
+  m.programs[0].body[0].unroll = 9;
+  Expected<VerifiedModule> r = checkModule(std::move(m));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().first().code == ErrorCode::BadArgument);
+  CHECK(r.status().first().message == "unroll=9 is not in [1, 8]");
+}
+
 TEST_CASE("bytecode: expressions are trees in post-order") {
   Module m = assembled("def k<1>(i32 n) threads=32:\n"
                        "    a = n + 1\n"
