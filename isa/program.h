@@ -59,7 +59,7 @@ struct Stmt {
   std::string text;       // Assert: the message (may be empty)
   uint32_t threads = 0;   // Group: its thread count
   uint32_t regs = 0;      // Group: registers per thread asked for (regs=); 0 without
-  uint32_t unroll = 0;    // For: the unroll hint (unroll=U, 1..kMaxUnroll; 1: not unrolled); 0 without
+  uint32_t unroll = 0; // For: the unroll hint (unroll=U, 1..kMaxUnroll; 1: not unrolled); 0 without
   std::vector<Stmt> body;
   std::vector<Stmt> orelse; // If
 };
