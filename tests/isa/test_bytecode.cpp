@@ -1220,13 +1220,20 @@ TEST_CASE("bytecode: assert statements (kind 7) form a prefix of the program bod
 
 TEST_CASE("bytecode: enum values out of range") {
   // Patch single bytes of hand-written files: every enum field rejects its first invalid value.
-  auto programWith = [](uint8_t varKind, uint8_t exprOp, uint8_t stmtKind) {
+  // the head of a hand-written program "p": `threads`, one i32 variable of `varKind`, one
+  // expression of `exprOp` (i32, operand 1), a grid of that expression and one Synchronize;
+  // its statements follow
+  auto head = [](uint32_t threads, uint8_t varKind, uint8_t exprOp) {
     Bytes p;
-    p.str("p").uleb(32);
+    p.str("p").uleb(threads);
     p.uleb(1).str("n").u8(varKind).u8(0).i32();
     p.uleb(1).u8(exprOp).i32().uleb(1);
     p.uleb(1).uleb(0);
     p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+    return p;
+  };
+  auto programWith = [&](uint8_t varKind, uint8_t exprOp, uint8_t stmtKind) {
+    Bytes p = head(32, varKind, exprOp);
     p.uleb(2).u8(0).uleb(0).u8(stmtKind);
     return makeFile(programsOf({p}));
   };
@@ -1236,13 +1243,8 @@ TEST_CASE("bytecode: enum values out of range") {
   CHECK(contains(errorOf(programWith(1, 28, 5)), "expression op 28 is not one of 0..27"));
   CHECK(contains(errorOf(programWith(1, 0, 11)), "statement kind 11 is not one of 0..10"));
   // Kind 10, a For with an unroll hint: its fields, the hint in 1..8, then its body.
-  auto forWith = [](uint8_t kind, uint64_t hint) {
-    Bytes p;
-    p.str("p").uleb(32);
-    p.uleb(1).str("i").u8(1).u8(0).i32();
-    p.uleb(1).u8(0).i32().uleb(1);
-    p.uleb(1).uleb(0);
-    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+  auto forWith = [&](uint8_t kind, uint64_t hint) {
+    Bytes p = head(32, 1, 0);
     p.uleb(2).u8(0).uleb(0).u8(kind).uleb(0).uleb(0).uleb(0).uleb(0);
     if (kind == 10)
       p.uleb(hint);
@@ -1265,13 +1267,8 @@ TEST_CASE("bytecode: enum values out of range") {
                    "loop unroll hint " + std::to_string(hint) + " is not in 1..8"));
   // Thread groups: a Group only directly inside a Parallel, which holds only Groups.
   CHECK(contains(errorOf(programWith(1, 0, 9)), "group statement outside a parallel statement"));
-  auto parallelOf = [](uint8_t childKind) {
-    Bytes p;
-    p.str("p").uleb(64);
-    p.uleb(1).str("n").u8(1).u8(0).i32();
-    p.uleb(1).u8(0).i32().uleb(1);
-    p.uleb(1).uleb(0);
-    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+  auto parallelOf = [&](uint8_t childKind) {
+    Bytes p = head(64, 1, 0);
     // Instruction 0, then parallel { group(32): []; CHILD }
     p.uleb(2).u8(0).uleb(0).u8(8).uleb(2).u8(9).uleb(32).uleb(0).uleb(0).u8(childKind);
     if (childKind == 9)
