@@ -99,11 +99,7 @@ void Codegen::boundProvenTiles(VarId g, const Argument &offset, const LayoutMap 
     const ExprNode &n = prog.expr(e);
     if (n.op != ExprOp::Const || !n.dtype.isInt() || n.dtype.bits > 64)
       return std::nullopt;
-    int bits = n.dtype.bits;
-    uint64_t v = n.bits;
-    if (bits < 64 && n.dtype.isSigned() && (v >> (bits - 1)) & 1)
-      v |= ~uint64_t(0) << bits;
-    return int64_t(v);
+    return n.dtype.isSigned() ? signExtend(n.bits, n.dtype.bits) : int64_t(n.bits);
   };
   // a scalar parameter assigned once (its value is the launch's)
   auto parameter = [&](ExprId e) -> std::optional<size_t> {

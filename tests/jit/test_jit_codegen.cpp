@@ -1043,21 +1043,24 @@ TEST_CASE("for loops with an unroll hint are unrolled exactly that many times") 
   // one load per iteration: unroll=U gives U loads in the loop and, the trip count n being
   // unknown, one more in the remainder (none at U = 1: the loop as written); without a hint
   // LLVM decides (it unrolls this short loop four times)
-  auto loads = [](const char *hint) {
-    std::string src = std::string("def k<1>(f32* x_ptr, f32* y_ptr, i32 n) threads=32:\n"
-                                  "    g = ViewGlobal(x_ptr, shape=[n, 32])\n"
-                                  "    acc = AllocateRegister(f32, layout=spatial(32), init=0.0)\n"
-                                  "    for i in range(n") +
-                      hint +
-                      "):\n"
-                      "        acc = Add(acc, LoadGlobal(g, layout=spatial(32), offset=[i, 0:]))\n"
-                      "    StoreGlobal(acc, ViewGlobal(y_ptr, shape=[32]))\n";
+  // the kernel's PTX, with `extra` after the load in the loop's body
+  auto ptx = [](const char *hint, const char *extra = "") {
+    std::string src =
+        std::string("def k<1>(f32* x_ptr, f32* y_ptr, i32 n) threads=32:\n"
+                    "    g = ViewGlobal(x_ptr, shape=[n, 32])\n"
+                    "    acc = AllocateRegister(f32, layout=spatial(32), init=0.0)\n"
+                    "    for i in range(n") +
+        hint +
+        "):\n"
+        "        acc = Add(acc, LoadGlobal(g, layout=spatial(32), offset=[i, 0:]))\n" +
+        extra + "    StoreGlobal(acc, ViewGlobal(y_ptr, shape=[32]))\n";
     VerifiedModule m = buildSource(src);
     JitOptions options;
     Expected<PtxKernel> k = compileToPtx(m, 0, options);
     REQUIRE_OK(k);
-    return occurrences(k->ptx, "ld.global");
+    return k->ptx;
   };
+  auto loads = [&](const char *hint) { return occurrences(ptx(hint), "ld.global"); };
   CHECK(loads(", unroll=1") == 1);
   CHECK(loads(", unroll=2") == 3);
   CHECK(loads(", unroll=3") == 4);
@@ -1065,19 +1068,9 @@ TEST_CASE("for loops with an unroll hint are unrolled exactly that many times") 
   CHECK(loads("") == 5);
   // a barrier in a loop of run-time trip count: LLVM keeps the loop rolled (no remainder may
   // hold a convergent operation), hint or not (docs/isa.md, "Unroll hints")
-  VerifiedModule m = buildSource("def k<1>(f32* x_ptr, f32* y_ptr, i32 n) threads=32:\n"
-                                 "    g = ViewGlobal(x_ptr, shape=[n, 32])\n"
-                                 "    acc = AllocateRegister(f32, layout=spatial(32), init=0.0)\n"
-                                 "    for i in range(n, unroll=4):\n"
-                                 "        acc = Add(acc, LoadGlobal(g, layout=spatial(32), "
-                                 "offset=[i, 0:]))\n"
-                                 "        Synchronize()\n"
-                                 "    StoreGlobal(acc, ViewGlobal(y_ptr, shape=[32]))\n");
-  JitOptions options;
-  Expected<PtxKernel> k = compileToPtx(m, 0, options);
-  REQUIRE_OK(k);
-  CHECK(occurrences(k->ptx, "ld.global") == 1);
-  CHECK(occurrences(k->ptx, "bar.sync") == 1);
+  std::string barrier = ptx(", unroll=4", "        Synchronize()\n");
+  CHECK(occurrences(barrier, "ld.global") == 1);
+  CHECK(occurrences(barrier, "bar.sync") == 1);
 }
 
 /// The lines of the longest loop of `ptx`: from a label to the last backward branch to it.
