@@ -208,6 +208,12 @@ public:
   /// Bit-exact with the ISA's conversion.
   std::optional<std::vector<llvm::Value *>> quantizeFp8(const std::vector<llvm::Value *> &slots,
                                                         DataType from, DataType to);
+  /// Register slots of f32 rounded to f16 (sm_80 and later) or bf16 (sm_90) two at a time by
+  /// the hardware's pair conversion (`cvt.rn.f16x2.f32`), each pair's NaNs made canonical by one
+  /// marked select on the pair (lowered by nan_canonical.h's lowerPairCanonicalizations where it
+  /// stays); nullopt elsewhere or for fewer than two slots. Bit-exact with convert().
+  std::optional<std::vector<llvm::Value *>> narrowPairs(const std::vector<llvm::Value *> &slots,
+                                                        DataType from, DataType to);
 
   // ---- control flow inside a lowering (codegen.cpp) -------------------------------------------
   /// Emits `then` in a block that runs only when `cond` (i1) holds (blocks `name` and

@@ -10,19 +10,23 @@
 // into or out of the 8-bit-and-narrower float formats (fNeEmM, OCP e4m3, e5m2), f64 -> bf16 on
 // sm_80. Low-precision sources are first decoded exactly into f32.
 // On sm_90, f32, f16 and bf16 into OCP e4m3 and e5m2 use the hardware's saturating pair
-// conversion instead (quantizeFp8 below).
+// conversion instead (quantizeFp8 below), and a Cast of f32 into f16 (sm_80) or bf16 (sm_90)
+// rounds two slots at a time (narrowPairs below).
 // f32, f16 and bf16 -> integers of at most 32 bits use the hardware's `cvt.rzi` (below); f64
 // sources and 64-bit targets are explicit (NaN -> 0, saturation at powers of two, then
 // truncation), because there the hardware gives NaN the value 2^(N-1) instead of 0.
 // Every float result that is NaN is the canonical NaN of its type, except a conversion of a
 // type to itself, which keeps the pattern (isa/convert.h).
 #include "jit/codegen.h"
+#include "jit/nan_canonical.h"
 
 #include "isa/convert.h"
 
 #include <llvm/IR/InlineAsm.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace tilus::jit {
 
@@ -112,6 +116,43 @@ Codegen::quantizeFp8(const std::vector<llvm::Value *> &slots, DataType from, Dat
     for (size_t j = 0; j < n; ++j)
       out.push_back(b.CreateTrunc(b.CreateLShr(word, uint64_t(8 * j)), b.getInt8Ty()));
   }
+  return out;
+}
+
+std::optional<std::vector<llvm::Value *>>
+Codegen::narrowPairs(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
+  // PTX ISA, cvt: `cvt.rn.f16x2.f32 d, a, b` (sm_80) rounds a into d[31:16] and b into d[15:0]
+  // to nearest even, each exactly as `cvt.rn.f16.f32` does (subnormal results kept, overflow to
+  // infinity); `.bf16x2` likewise. A NaN input gives a NaN half (pattern unspecified), which the
+  // select after it makes the canonical NaN of the type; the select is checked by set.nan on the
+  // pair (nan_canonical.cpp), which bf16x2 has from sm_90 on.
+  // TILUSVM_JIT_PAIRS=0 converts slot by slot, for experiments (part of compilerVersion)
+  static const bool off = [] {
+    const char *v = std::getenv("TILUSVM_JIT_PAIRS");
+    return v && std::string(v) == "0";
+  }();
+  bool f16 = to == DataType::f16() && opts.smVersion >= 80;
+  bool bf16 = to == DataType::bf16() && opts.smVersion >= 90;
+  if (off || from != DataType::f32() || !(f16 || bf16) || slots.size() < 2)
+    return std::nullopt;
+  llvm::Type *lane = elemType(to);
+  auto *pairType = llvm::FixedVectorType::get(lane, 2);
+  llvm::Value *nan = llvm::ConstantVector::getSplat(
+      llvm::ElementCount::getFixed(2), llvm::cast<llvm::Constant>(constBits(to, canonicalNaN(to))));
+  std::string cvt = std::string("cvt.rn.") + (f16 ? "f16x2" : "bf16x2") + ".f32 $0, $1, $2;";
+  std::vector<llvm::Value *> out;
+  out.reserve(slots.size());
+  size_t k = 0;
+  for (; k + 1 < slots.size(); k += 2) {
+    llvm::Value *pair = pureAsm(b, pairType, cvt, "=r,f,f", {slots[k + 1], slots[k]});
+    auto *select =
+        llvm::cast<llvm::SelectInst>(b.CreateSelect(b.CreateFCmpUNO(pair, pair), nan, pair));
+    markNaNCanonicalization(select);
+    out.push_back(b.CreateExtractElement(select, uint64_t(0)));
+    out.push_back(b.CreateExtractElement(select, uint64_t(1)));
+  }
+  if (k < slots.size())
+    out.push_back(convert(slots[k], from, to));
   return out;
 }
 

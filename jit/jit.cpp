@@ -410,6 +410,7 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
                                int64_t(cg.kernel()->getInstructionCount()), *limit));
   TILUSVM_TRY(materializeUsed(*c.module));
   jit::dropUnseenNaNCanonicalizations(*cg.kernel());
+  jit::lowerPairCanonicalizations(*cg.kernel(), options.smVersion);
   jit::foldZeroWgmmaAccumulators(*cg.kernel());
   annotateKernel(*c.module, cg.kernel(), info.threads, program.blocksPerSm,
                  program.reallocatesRegisters());
@@ -486,6 +487,8 @@ const char *JitOptions::compilerVersion() {
       v += std::string(" hold-") + hold;
     if (const char *proven = std::getenv("TILUSVM_JIT_PROVEN"); proven && *proven)
       v += std::string(" proven-") + proven;
+    if (const char *pairs = std::getenv("TILUSVM_JIT_PAIRS"); pairs && *pairs)
+      v += std::string(" pairs-") + pairs;
     return v;
   }();
   return version.c_str();

@@ -1,6 +1,6 @@
 // The conversions of register tensors: Cast (dtype conversion slot by slot, with the packed
-// dequantisation fast paths of emit_dequant.cpp and the paired FP8 conversion of
-// emit_convert.cpp), View, Permute (free: the slots are the same)
+// dequantisation fast paths of emit_dequant.cpp and the paired FP8, f16 and bf16 conversions
+// of emit_convert.cpp), View, Permute (free: the slots are the same)
 // and ConvertLayout (through the scratch area of shared memory).
 //
 // ConvertLayout: when every thread already owns the elements it needs in the new layout (the
@@ -30,6 +30,10 @@ Status ConversionLowering::visitCast(const Instruction &inst) {
     return Status::success();
   }
   if (std::optional<std::vector<llvm::Value *>> fast = cg.quantizeFp8(*xs, from, rt)) {
+    cg.writeRegister(r, *fast);
+    return Status::success();
+  }
+  if (std::optional<std::vector<llvm::Value *>> fast = cg.narrowPairs(*xs, from, rt)) {
     cg.writeRegister(r, *fast);
     return Status::success();
   }

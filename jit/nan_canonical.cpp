@@ -2,6 +2,7 @@
 #include "jit/nan_canonical.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/Analysis/ConstantFolding.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Dominators.h>
@@ -113,6 +114,9 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
   if (const auto *asmCallee = llvm::dyn_cast<llvm::InlineAsm>(call->getCalledOperand())) {
     const std::string &text = asmCallee->getAsmString();
     if (isPtxMinMax(text) || text.rfind("rcp.approx.", 0) == 0)
+      return true;
+    // the pair conversions of Codegen::narrowPairs: a NaN operand gives a NaN half
+    if (text.rfind("cvt.rn.f16x2.f32 ", 0) == 0 || text.rfind("cvt.rn.bf16x2.f32 ", 0) == 0)
       return true;
     // the wgmma accumulator (jit/lower_contraction_wgmma.cpp): a NaN in C makes the element of
     // D it is added to NaN; the empty asm that pins the accumulator registers at a wait moves
@@ -394,6 +398,51 @@ size_t dropUnseenNaNCanonicalizations(llvm::Function &f) {
     s->eraseFromParent();
   }
   return unseen.size();
+}
+
+size_t lowerPairCanonicalizations(llvm::Function &f, int smVersion) {
+  std::vector<llvm::SelectInst *> pairs;
+  for (llvm::BasicBlock &block : f)
+    for (llvm::Instruction &i : block) {
+      auto *s = llvm::dyn_cast<llvm::SelectInst>(&i);
+      auto *type = s ? llvm::dyn_cast<llvm::FixedVectorType>(s->getType()) : nullptr;
+      if (!type || type->getNumElements() != 2 || !isCanonicalization(s))
+        continue;
+      bool f16 = type->getElementType()->isHalfTy();
+      bool bf16 = type->getElementType()->isBFloatTy() && smVersion >= 90;
+      const auto *cmp = llvm::dyn_cast<llvm::FCmpInst>(s->getCondition());
+      const llvm::Value *v = s->getFalseValue();
+      if ((f16 || bf16) && cmp && cmp->getPredicate() == llvm::FCmpInst::FCMP_UNO &&
+          cmp->getOperand(0) == v && cmp->getOperand(1) == v &&
+          llvm::isa<llvm::Constant>(s->getTrueValue()))
+        pairs.push_back(s);
+    }
+  for (llvm::SelectInst *s : pairs) {
+    llvm::IRBuilder<> b(s);
+    bool f16 = s->getType()->getScalarType()->isHalfTy();
+    llvm::Type *i32 = b.getInt32Ty();
+    llvm::Value *bits = b.CreateBitCast(s->getFalseValue(), i32);
+    uint64_t nan = llvm::cast<llvm::ConstantInt>(
+                       llvm::ConstantFoldCastOperand(llvm::Instruction::BitCast,
+                                                     llvm::cast<llvm::Constant>(s->getTrueValue()),
+                                                     i32, f.getDataLayout()))
+                       ->getZExtValue();
+    // PTX ISA, set: with a .u32 destination and .f16x2 (.bf16x2) operands each 16-bit half of
+    // d is 0xFFFF where the comparison of its halves holds, 0 elsewhere; lop3 0xB8 is
+    // (a & ~b) | (c & b): the pair where no NaN is, the canonical NaN where one is
+    auto *type = llvm::FunctionType::get(i32, {i32}, false);
+    std::string text = std::string("{ .reg .b32 m; set.nan.u32.") + (f16 ? "f16x2" : "bf16x2") +
+                       " m, $1, $1; lop3.b32 $0, $1, m, " + std::to_string(nan) + ", 0xB8; }";
+    llvm::CallInst *r = b.CreateCall(llvm::InlineAsm::get(type, text, "=r,r", false), {bits});
+    r->setDoesNotAccessMemory();
+    r->setDoesNotThrow();
+    s->replaceAllUsesWith(b.CreateBitCast(r, s->getType()));
+    llvm::Instruction *cond = llvm::dyn_cast<llvm::Instruction>(s->getCondition());
+    s->eraseFromParent();
+    if (cond && cond->use_empty())
+      cond->eraseFromParent();
+  }
+  return pairs.size();
 }
 
 } // namespace tilus::jit

@@ -37,4 +37,12 @@ size_t dropUnseenNaNCanonicalizations(llvm::Function &f);
 /// condition holds, its false value is a NaN already (element-wise for vectors).
 void markNaNCanonicalization(llvm::SelectInst *select);
 
+/// Rewrites each canonicalization of a pair of 16-bit floats (`select(fcmp uno v, v), <NaN,
+/// NaN>, v)` on <2 x half>, or <2 x bfloat> from sm_90 on; Codegen::narrowPairs) into one
+/// inline-PTX statement on the pair's 32-bit word: `set.nan.u32.f16x2` makes each NaN half's
+/// mask, one `lop3` puts the canonical NaN there. Instead of a `setp.nan.f16x2`, two `selp.b16`
+/// and the moves that unpack and repack the word. Run after dropUnseenNaNCanonicalizations, on
+/// the ones it keeps; returns the number rewritten.
+size_t lowerPairCanonicalizations(llvm::Function &f, int smVersion);
+
 } // namespace tilus::jit

@@ -773,10 +773,11 @@ TEST_CASE("held registers: the ten magic exponents of u1 pairs share one held ma
     for (uint32_t x : {0u, ~0u})
       CHECK(lop3(x, c1 | c2, k, 0xC4) == ((x & c1) | c2));
   }
-  // two magics (u4) keep one held register each (the test above)
+  // two magics (u4) keep one held register each (the test above): no lop3 of its own (the
+  // epilogue's NaN fix-ups of f16 pairs are lop3s inside one-line statements)
   VerifiedModule q4 = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
                                 {{"WT", "u4"}, {"N", "8192"}, {"K", "8192"}});
-  CHECK_FALSE(contains(ptxWithHold(q4, "matmul", "").ptx, "lop3.b32"));
+  CHECK_FALSE(contains(ptxWithHold(q4, "matmul", "").ptx, "\tlop3.b32"));
 }
 
 TEST_CASE("exponentials: ex2.approx for Exp2 of f32, f16, bf16 and Exp of f16, bf16") {
@@ -946,6 +947,59 @@ TEST_CASE("canonical NaNs only where a NaN's bits can be seen") {
   CHECK(nanSelects(std::string(loop) + "    StoreGlobal(acc, gy)\n") >= 1);
   CHECK(nanSelects(std::string(loop) + "    StoreGlobal(Sub(acc, 1.0), gy)\n") == 1);
   CHECK(nanSelects(std::string(loop) + "    StoreGlobal(View(acc, dtype=u32), gu)\n") >= 1);
+}
+
+namespace {
+
+/// A kernel storing Cast(x, T) of `locals` f32 slots per thread, or Cast(x, T) + 1 (the
+/// conversion's NaNs then unseen: the Add canonicalizes its own).
+VerifiedModule narrowing(const std::string &T, int locals, bool add) {
+  std::string cast = "Cast(x, " + T + ")";
+  return buildSource("def m<1>(f32* x_ptr, " + T + "* y_ptr) threads=32:\n" +
+                     "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[" + std::to_string(32 * locals) +
+                     "]), layout=spatial(32).local(" + std::to_string(locals) + "))\n" +
+                     "    StoreGlobal(" + (add ? "Add(" + cast + ", 1.0)" : cast) +
+                     ", ViewGlobal(y_ptr, shape=[" + std::to_string(32 * locals) + "]))\n");
+}
+
+} // namespace
+
+TEST_CASE("f32 into f16 and bf16 two slots at a time: cvt.rn.f16x2.f32, one NaN fix-up per pair") {
+  // jit/emit_convert.cpp narrowPairs and nan_canonical.h lowerPairCanonicalizations: a pair of
+  // slots is one pair conversion, its stored NaNs made canonical by set.nan + lop3 on the pair
+  // (no setp.nan / selp per element); an odd last slot takes the scalar conversion
+  for (int sm : {80, 90}) {
+    std::string ptx = ptxOf(narrowing("f16", 4, false), "m", sm).ptx;
+    CHECK(occurrences(ptx, "cvt.rn.f16x2.f32") == 2);
+    CHECK(occurrences(ptx, "set.nan.u32.f16x2") == 2);
+    CHECK(occurrences(ptx, "lop3.b32") == 2);
+    CHECK(occurrences(ptx, "setp.nan") == 0);
+    CHECK(occurrences(ptx, "cvt.rn.f16.f32") == 0);
+    std::string odd = ptxOf(narrowing("f16", 3, false), "m", sm).ptx;
+    CHECK(occurrences(odd, "cvt.rn.f16x2.f32") == 1);
+    CHECK(occurrences(odd, "cvt.rn.f16.f32") == 1);
+    CHECK(occurrences(odd, "setp.nan.f16") == 1);
+    // the Add's result is canonicalized, so the conversion's NaN fix-up goes
+    std::string added = ptxOf(narrowing("f16", 4, true), "m", sm).ptx;
+    CHECK(occurrences(added, "cvt.rn.f16x2.f32") == 2);
+    CHECK(occurrences(added, "set.nan.u32") == 0);
+  }
+  // bf16: the pair's set.nan needs sm_90; on sm_80 each slot keeps the scalar conversion
+  std::string bf90 = ptxOf(narrowing("bf16", 4, false), "m", 90).ptx;
+  CHECK(occurrences(bf90, "cvt.rn.bf16x2.f32") == 2);
+  CHECK(occurrences(bf90, "set.nan.u32.bf16x2") == 2);
+  CHECK(occurrences(bf90, "setp.nan") == 0);
+  std::string bf80 = ptxOf(narrowing("bf16", 4, false), "m", 80).ptx;
+  CHECK(occurrences(bf80, "cvt.rn.bf16x2.f32") == 0);
+  CHECK(occurrences(bf80, "cvt.rn.bf16.f32") == 4);
+}
+
+TEST_CASE("f32 into f16 and bf16 two slots at a time: ptxas accepts the kernels" * needsPtxas()) {
+  for (int sm : {80, 90}) {
+    checkPtxasAccepts(ptxOf(narrowing("f16", 4, false), "m", sm).ptx, sm);
+    checkPtxasAccepts(ptxOf(narrowing("f16", 3, true), "m", sm).ptx, sm);
+    checkPtxasAccepts(ptxOf(narrowing("bf16", 4, false), "m", sm).ptx, sm);
+  }
 }
 
 TEST_CASE("bytes stored to shared memory from loaded words are packed by prmt, two per word") {

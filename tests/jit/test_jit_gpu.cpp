@@ -410,6 +410,93 @@ DIFF_CASE("f32/f16/bf16 into FP8 and integers at every rounding boundary") {
   runCase(conversionCase("convert_bf16", DataType::bf16(), every16, targets, 4));
 }
 
+/// The f32 inputs of the f16 / bf16 rounding case: every 65521st bit pattern (all signs,
+/// magnitudes, infinities and NaNs), the midpoints between neighbouring values of both targets
+/// near 1, their largest finite value and their smallest subnormal (each with its f32 neighbours:
+/// ties to even, overflow to infinity, underflow to zero), and NaNs of both signs and several
+/// payloads.
+std::vector<uint64_t> narrowingInputs() {
+  std::vector<uint64_t> codes;
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 65521)
+    codes.push_back(u);
+  auto around = [&](float x) {
+    codes.push_back(std::bit_cast<uint32_t>(std::nextafter(x, -INFINITY)));
+    codes.push_back(std::bit_cast<uint32_t>(x));
+    codes.push_back(std::bit_cast<uint32_t>(std::nextafter(x, INFINITY)));
+  };
+  for (float sign : {1.0f, -1.0f}) {
+    // f16 (11-bit significands): midpoints at 1 + (2k + 1) 2^-11, at the top (65504 + 16 rounds
+    // to infinity) and below the smallest subnormal (2^-25: ties to 0)
+    for (int k = 0; k < 4; ++k)
+      around(sign * (1.0f + float(2 * k + 1) * 0x1p-11f));
+    around(sign * 65520.0f);
+    around(sign * 0x1p-25f);
+    around(sign * 0x3p-25f);
+    // bf16 (8-bit significands) likewise
+    for (int k = 0; k < 4; ++k)
+      around(sign * (1.0f + float(2 * k + 1) * 0x1p-8f));
+    around(sign * 0x1.ffp127f);
+    around(sign * 0x1p-134f);
+    around(sign * 0x3p-134f);
+  }
+  for (uint32_t nan : {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu,
+                       0x7FA00000u, 0x7F802000u})
+    codes.push_back(nan);
+  while (codes.size() % 1024 != 0) // whole blocks of 256 threads x 4
+    codes.push_back(std::bit_cast<uint32_t>(-0.0f));
+  return codes;
+}
+
+DIFF_CASE("f32 into f16 and bf16 two at a time: pair conversions, canonical NaNs") {
+  // Cast(f32 -> f16 / bf16) of four slots per thread: jit/emit_convert.cpp narrowPairs (one
+  // cvt.rn.f16x2.f32 per pair, the kept NaN fix-up as set.nan + lop3 on the pair); every result
+  // against rounding to nearest even computed here (exact_rounding.h), signed zeros and the
+  // canonical NaNs 0x7E00 / 0x7FC0 (docs/types.md) included
+  std::vector<uint64_t> codes = narrowingInputs();
+  int64_t n = int64_t(codes.size());
+  Case c;
+  c.name = "narrow_pairs";
+  c.source = "def narrow<cdiv(n, 1024)>(f32* x_ptr, f16* h_ptr, bf16* b_ptr, i32 n) threads=256:\n"
+             "    bi = BlockIndices()\n"
+             "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[n]), layout=spatial(256).local(4), "
+             "offset=[bi * 1024:])\n"
+             "    StoreGlobal(Cast(x, f16), ViewGlobal(h_ptr, shape=[n]), offset=[bi * 1024:])\n"
+             "    StoreGlobal(Cast(x, bf16), ViewGlobal(b_ptr, shape=[n]), offset=[bi * 1024:])\n";
+  c.scalars = {{"n", uint64_t(n)}};
+  c.buffers = {{"x_ptr", DataType::f32(), n, Fill::Given, 0, 0, codes},
+               {"h_ptr", DataType::f16(), n, Fill::Zero},
+               {"b_ptr", DataType::bf16(), n, Fill::Zero}};
+  c.check = [codes](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+    for (auto [which, t, nan] : {std::tuple{1, DataType::f16(), uint16_t(0x7E00)},
+                                 std::tuple{2, DataType::bf16(), uint16_t(0x7FC0)}}) {
+      int64_t bad = 0;
+      for (size_t k = 0; k < codes.size(); ++k) {
+        float x = std::bit_cast<float>(uint32_t(codes[k]));
+        uint16_t got = 0;
+        std::memcpy(&got, buffers[size_t(which)].data() + 2 * k, 2);
+        bool ok;
+        if (std::isnan(x)) {
+          ok = got == nan;
+        } else {
+          long double want = roundInto(x, t);
+          long double value = toDouble(got, t);
+          ok = value == want && std::signbit(double(value)) == std::signbit(x);
+        }
+        if (!ok && bad++ < 5) {
+          std::ostringstream what;
+          what << side << " " << t.name() << " of f32 0x" << std::hex << codes[k] << " is 0x"
+               << got;
+          FAIL_CHECK(what.str());
+        }
+      }
+      std::string summary =
+          std::string(side) + " " + t.name() + ": " + std::to_string(bad) + " wrong results";
+      CHECK_MESSAGE(bad == 0, summary);
+    }
+  };
+  runCase(c);
+}
+
 DIFF_CASE("FP8 weights with NaN codes through the dequantisation into mma.sync") {
   // Cast(f8e4m3 / f8e5m2 -> f16) feeding only a Dot: jit/nan_canonical.cpp drops the NaN select
   // of the dequantisation there; the NaNs must still reach the results as the canonical NaN
