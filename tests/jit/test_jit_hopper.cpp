@@ -399,6 +399,11 @@ TEST_CASE("the FP8 GEMM reads B^T as words into the register-A wgmma, nothing se
   const std::string wgmma = statementAt(k->ptx, "wgmma.mma_async.sync.aligned.m64n128k32");
   INFO(wgmma);
   CHECK(occurrences(wgmma, "{") == 2); // the accumulator and the four A registers
+  // the epilogue: C^T's four consecutive n of one m in a thread, reordered to adjacent slots,
+  // rounded by pairs and stored as 8-byte groups (32 per thread and tile), no 2-byte stores
+  CHECK(occurrences(k->ptx, "cvt.rn.f16x2.f32") == 64);
+  CHECK(occurrences(k->ptx, "st.global.v2.b32") == 32);
+  CHECK(!contains(k->ptx, "st.global.b16"));
   std::string log = checkPtxasAccepts(k->ptx, 90, "-v");
   CHECK(contains(log, " 0 bytes spill stores"));
   // no wgmma serialised (operand registers written in flight, or an injected arrive/wait)
