@@ -4,7 +4,8 @@
 // also seen inside the loop stays there. The stored value is in every case the canonicalized
 // one, so the bits that reach memory are those the ISA defines. And on straight-line IR: a
 // canonicalization before a PTX max with a number constant, whose result never depends on a
-// NaN's payload, is dropped; one before a max of two variables stays.
+// NaN's payload, is dropped; one before a max of two variables stays. A kept canonicalization
+// of a pair of 16-bit floats becomes one set.nan + lop3 statement on the pair's word.
 #include "jit/nan_canonical.h"
 
 #include "test_helpers.h"
@@ -137,4 +138,58 @@ TEST_CASE("a canonicalization before a max with a number constant is dropped") {
   CHECK(droppedBeforeMax(true) == 1);
   // max(NaN, x) is x, or a NaN when x is one too: the canonicalization stays
   CHECK(droppedBeforeMax(false) == 0);
+}
+
+namespace {
+
+/// store(select(fcmp uno p, p), <NaN, NaN>, p)) of a pair p of 16-bit floats loaded from memory
+/// (half or bfloat), marked as Codegen::narrowPairs marks it, then lowerPairCanonicalizations at
+/// sm; returns the number rewritten and the text of the inline PTX that replaced the select.
+std::pair<size_t, std::string> lowerPair(bool bf16, int sm) {
+  llvm::LLVMContext ctx;
+  llvm::Module module{"nan", ctx};
+  llvm::IRBuilder<> b{ctx};
+  auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(1)}, false);
+  llvm::Function *f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "k", module);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Type *lane = bf16 ? b.getBFloatTy() : b.getHalfTy();
+  auto *pairType = llvm::FixedVectorType::get(lane, 2);
+  llvm::Value *p = b.CreateLoad(pairType, f->getArg(0));
+  llvm::Constant *nan = llvm::ConstantVector::getSplat(
+      llvm::ElementCount::getFixed(2),
+      llvm::ConstantExpr::getBitCast(b.getInt16(bf16 ? 0x7FC0 : 0x7E00), lane));
+  auto *select = llvm::cast<llvm::SelectInst>(b.CreateSelect(b.CreateFCmpUNO(p, p), nan, p));
+  tilus::jit::markNaNCanonicalization(select);
+  b.CreateStore(select, f->getArg(0));
+  b.CreateRetVoid();
+  size_t n = tilus::jit::lowerPairCanonicalizations(*f, sm);
+  std::string text;
+  for (llvm::Instruction &i : f->getEntryBlock())
+    if (auto *call = llvm::dyn_cast<llvm::CallInst>(&i))
+      if (auto *a = llvm::dyn_cast<llvm::InlineAsm>(call->getCalledOperand()))
+        text = a->getAsmString();
+  return {n, text};
+}
+
+} // namespace
+
+TEST_CASE(
+    "a kept canonicalization of a pair of 16-bit floats becomes set.nan and lop3 on its word") {
+  // f16 on every target, bf16 from sm_90 (set.nan of bf16x2): the canonical NaN (0x7E00, 0x7FC0)
+  // in both halves as the lop3's immediate, 0xB8 = (a & ~b) | (c & b) with b the NaN mask
+  auto [n16, text16] = lowerPair(false, 80);
+  CHECK(n16 == 1);
+  CHECK(text16 == "{ .reg .b32 m; set.nan.u32.f16x2 m, $1, $1; lop3.b32 $0, $1, m, " +
+                      std::to_string(0x7E007E00) + ", 0xB8; }");
+  auto [nb, textb] = lowerPair(true, 90);
+  CHECK(nb == 1);
+  CHECK(textb == "{ .reg .b32 m; set.nan.u32.bf16x2 m, $1, $1; lop3.b32 $0, $1, m, " +
+                     std::to_string(0x7FC07FC0) + ", 0xB8; }");
+  // bf16 on sm_80 keeps the select (LLVM lowers it)
+  CHECK(lowerPair(true, 80).first == 0);
+  // the lut: lop3's immediate is its function of a = 0xF0, b = 0xCC, c = 0xAA (PTX ISA, lop3),
+  // here (a & ~b) | (c & b): where a half's mask b is 0xFFFF its bits become c's, elsewhere a's
+  auto f = [](uint32_t a, uint32_t b, uint32_t c) { return (a & ~b) | (c & b); };
+  CHECK((f(0xF0, 0xCC, 0xAA) & 0xFF) == 0xB8);
+  CHECK(f(0x3C00FC01u, 0x0000FFFFu, 0x7E007E00u) == 0x3C007E00u);
 }
