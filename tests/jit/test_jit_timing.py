@@ -4,7 +4,8 @@ CPU time of each phase; with 2, also the IR that the program's instructions lowe
 opcode and the largest instructions, whose numbers add up to the total. TILUSVM_JIT_CODEGEN:
 `default` is the JIT's own level, `none` changes the PTX, anything else is a usage error.
 TILUSVM_JIT_HOLD=0: no held registers (docs/jit.md), and the compiler version of the kernel
-cache's key (`tilusvm-cache --version`, beside tilus-asm) says so.
+cache's key (`tilusvm-cache --version`, beside tilus-asm) says so. TILUSVM_JIT_PAIRS=0: f32
+into f16 slot by slot instead of two at a time (docs/jit.md, "Conversions"), likewise in the key.
 
 Usage: test_jit_timing.py TILUS_ASM"""
 import os
@@ -28,6 +29,10 @@ HOLD_PROGRAM = """def dq<1>(u32* a_ptr, f16* h_ptr) threads=32:
         a = View(w, dtype=u4, layout=spatial(32, 1, 1, 1).local(1, 4, 2, 4))
         p = ConvertLayout(a, layout=spatial(32, 1, 1, 1).local(1, 4, 1, 4).local(1, 1, 2, 1))
         StoreGlobal(Cast(p, f16), g, offset=[i, 0:, 0:, 0:, 0:])
+"""
+PAIRS_PROGRAM = """def narrow<1>(f32* x_ptr, f16* h_ptr) threads=32:
+    x = LoadGlobal(ViewGlobal(x_ptr, shape=[128]), layout=spatial(32).local(4))
+    StoreGlobal(Cast(x, f16), ViewGlobal(h_ptr, shape=[128]))
 """
 IR = re.compile(r"^jit: copy IR before optimisation: (\d+) instructions; by opcode: (.*); "
                 r"largest: (.*)$")
@@ -129,10 +134,32 @@ def main():
             if "hold-0" in held[""][1] or "hold-0" not in held["0"][1]:
                 failures.append(f"TILUSVM_JIT_HOLD: compiler versions {held[''][1]!r}, "
                                 f"{held['0'][1]!r}")
+        # TILUSVM_JIT_PAIRS=0: f32 into f16 slot by slot, under another compiler version
+        pairs_source = os.path.join(d, "pairs.tasm")
+        with open(pairs_source, "w") as f:
+            f.write(PAIRS_PROGRAM)
+        paired = {}
+        for pairs in ["", "0"]:
+            env = dict(os.environ, TILUSVM_JIT_PAIRS=pairs)
+            r = subprocess.run([tool, pairs_source, "--emit", "ptx"], capture_output=True,
+                               text=True, env=env)
+            v = subprocess.run([cache_tool, "--version"], capture_output=True, text=True, env=env)
+            if r.returncode != 0 or v.returncode != 0:
+                failures.append(f"TILUSVM_JIT_PAIRS={pairs}: {r.stderr} {v.stderr}")
+                continue
+            paired[pairs] = (r.stdout, v.stdout)
+        if len(paired) == 2:
+            if ("cvt.rn.f16x2.f32" not in paired[""][0] or
+                    "cvt.rn.f16x2.f32" in paired["0"][0] or "cvt.rn.f16.f32" not in paired["0"][0]):
+                failures.append("TILUSVM_JIT_PAIRS: pairs not converted together by default, or "
+                                "converted together with 0")
+            if "pairs-0" in paired[""][1] or "pairs-0" not in paired["0"][1]:
+                failures.append(f"TILUSVM_JIT_PAIRS: compiler versions {paired[''][1]!r}, "
+                                f"{paired['0'][1]!r}")
     for f in failures:
         print("FAIL:", f)
     print(f"{'FAILED' if failures else 'passed'}: TILUSVM_JIT_TIMING output, TILUSVM_JIT_CODEGEN, "
-          "TILUSVM_JIT_HOLD")
+          "TILUSVM_JIT_HOLD, TILUSVM_JIT_PAIRS")
     return 1 if failures else 0
 
 
