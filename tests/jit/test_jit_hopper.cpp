@@ -253,22 +253,18 @@ TEST_CASE("Wgmma with A in registers: every A register is converted before one f
   REQUIRE(first != std::string::npos);
   // the program's WgmmaFence and the JIT's fence of the packed registers, both before the first
   // wgmma; none between the two wgmma of the k steps
-  size_t fences = 0;
-  for (size_t p = ptx.find("wgmma.fence.sync.aligned"); p != std::string::npos;
-       p = ptx.find("wgmma.fence.sync.aligned", p + 1)) {
-    CHECK(p < first);
-    ++fences;
-  }
-  CHECK(fences == 2);
+  auto before = [&](const char *needle) { // occurrences of needle, each before the first wgmma
+    size_t n = 0;
+    for (size_t p = ptx.find(needle); p != std::string::npos; p = ptx.find(needle, p + 1)) {
+      CHECK(p < first);
+      ++n;
+    }
+    return n;
+  };
+  CHECK(before("wgmma.fence.sync.aligned") == 2);
   // every A register is one pair conversion of the cast (cvt.rn.f16x2.f32, jit/emit_convert.cpp
   // narrowPairs), all eight before the fence; no mov packs one ("mov.b32 %r, {%rs, %rs}")
-  size_t pairs = 0;
-  for (size_t p = ptx.find("cvt.rn.f16x2.f32"); p != std::string::npos;
-       p = ptx.find("cvt.rn.f16x2.f32", p + 1)) {
-    CHECK(p < first);
-    ++pairs;
-  }
-  CHECK(pairs == 8);
+  CHECK(before("cvt.rn.f16x2.f32") == 8);
   CHECK(ptx.find(", {%rs") == std::string::npos);
   // the cast to f16 is not canonicalized; the f32 accumulators stored to memory are
   CHECK(!contains(ptx, "setp.nan.f16"));

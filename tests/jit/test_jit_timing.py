@@ -38,6 +38,25 @@ IR = re.compile(r"^jit: copy IR before optimisation: (\d+) instructions; by opco
                 r"largest: (.*)$")
 
 
+def experiment(tool, cache_tool, d, variable, program, failures):
+    """PTX of `program` and the kernel cache's compiler version with `variable` unset ("") and
+    set to 0, by value; a failed run is added to failures and left out."""
+    source = os.path.join(d, variable.lower() + ".tasm")
+    with open(source, "w") as f:
+        f.write(program)
+    out = {}
+    for value in ["", "0"]:
+        env = dict(os.environ, **{variable: value})
+        r = subprocess.run([tool, source, "--emit", "ptx"], capture_output=True, text=True,
+                           env=env)
+        v = subprocess.run([cache_tool, "--version"], capture_output=True, text=True, env=env)
+        if r.returncode != 0 or v.returncode != 0:
+            failures.append(f"{variable}={value}: {r.stderr} {v.stderr}")
+            continue
+        out[value] = (r.stdout, v.stdout)
+    return out
+
+
 def run(tool, source, level):
     env = dict(os.environ, TILUSVM_JIT_TIMING=level)
     r = subprocess.run([tool, source, "--emit", "ptx", "-o", os.devnull], capture_output=True,
@@ -112,21 +131,9 @@ def main():
                 failures.append("TILUSVM_JIT_CODEGEN=default changed the PTX")
             if ptx["none"] == ptx["default"] or ".entry copy" not in ptx["none"]:
                 failures.append("TILUSVM_JIT_CODEGEN=none gave the default PTX (or no kernel)")
-        # TILUSVM_JIT_HOLD=0: the kernel as optimised, under another compiler version
-        hold_source = os.path.join(d, "hold.tasm")
-        with open(hold_source, "w") as f:
-            f.write(HOLD_PROGRAM)
-        held = {}
         cache_tool = os.path.join(os.path.dirname(tool), "tilusvm-cache")
-        for hold in ["", "0"]:
-            env = dict(os.environ, TILUSVM_JIT_HOLD=hold)
-            r = subprocess.run([tool, hold_source, "--emit", "ptx"], capture_output=True,
-                               text=True, env=env)
-            v = subprocess.run([cache_tool, "--version"], capture_output=True, text=True, env=env)
-            if r.returncode != 0 or v.returncode != 0:
-                failures.append(f"TILUSVM_JIT_HOLD={hold}: {r.stderr} {v.stderr}")
-                continue
-            held[hold] = (r.stdout, v.stdout)
+        # TILUSVM_JIT_HOLD=0: the kernel as optimised, under another compiler version
+        held = experiment(tool, cache_tool, d, "TILUSVM_JIT_HOLD", HOLD_PROGRAM, failures)
         if len(held) == 2:
             if "shfl.sync.idx" not in held[""][0] or "shfl.sync.idx" in held["0"][0]:
                 failures.append("TILUSVM_JIT_HOLD: the magic numbers were not held by default, "
@@ -135,19 +142,7 @@ def main():
                 failures.append(f"TILUSVM_JIT_HOLD: compiler versions {held[''][1]!r}, "
                                 f"{held['0'][1]!r}")
         # TILUSVM_JIT_PAIRS=0: f32 into f16 slot by slot, under another compiler version
-        pairs_source = os.path.join(d, "pairs.tasm")
-        with open(pairs_source, "w") as f:
-            f.write(PAIRS_PROGRAM)
-        paired = {}
-        for pairs in ["", "0"]:
-            env = dict(os.environ, TILUSVM_JIT_PAIRS=pairs)
-            r = subprocess.run([tool, pairs_source, "--emit", "ptx"], capture_output=True,
-                               text=True, env=env)
-            v = subprocess.run([cache_tool, "--version"], capture_output=True, text=True, env=env)
-            if r.returncode != 0 or v.returncode != 0:
-                failures.append(f"TILUSVM_JIT_PAIRS={pairs}: {r.stderr} {v.stderr}")
-                continue
-            paired[pairs] = (r.stdout, v.stdout)
+        paired = experiment(tool, cache_tool, d, "TILUSVM_JIT_PAIRS", PAIRS_PROGRAM, failures)
         if len(paired) == 2:
             if ("cvt.rn.f16x2.f32" not in paired[""][0] or
                     "cvt.rn.f16x2.f32" in paired["0"][0] or "cvt.rn.f16.f32" not in paired["0"][0]):

@@ -109,15 +109,26 @@ TEST_CASE("a canonicalization in a loop whose value is seen in the loop stays") 
 
 namespace {
 
-/// store bitcast<i32>(max.f32(canonicalize(x * x), other)), with other the constant 0.0 or x:
-/// the inline max of emit_scalar.cpp, whose bits the store sees.
-int droppedBeforeMax(bool constantOther) {
+/// A kernel `k(ptr addrspace(1))` of one block, the builder at its start.
+struct Straight {
   llvm::LLVMContext ctx;
   llvm::Module module{"nan", ctx};
   llvm::IRBuilder<> b{ctx};
-  auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(1)}, false);
-  llvm::Function *f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "k", module);
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Function *f = nullptr;
+
+  Straight() {
+    auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(1)}, false);
+    f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "k", module);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  }
+};
+
+/// store bitcast<i32>(max.f32(canonicalize(x * x), other)), with other the constant 0.0 or x:
+/// the inline max of emit_scalar.cpp, whose bits the store sees.
+int droppedBeforeMax(bool constantOther) {
+  Straight s;
+  llvm::IRBuilder<> &b = s.b;
+  llvm::Function *f = s.f;
   llvm::Value *x = b.CreateLoad(b.getFloatTy(), f->getArg(0));
   llvm::Value *product = b.CreateFMul(x, x);
   llvm::Value *canonical = b.CreateSelect(b.CreateFCmpUNO(product, product),
@@ -146,12 +157,9 @@ namespace {
 /// (half or bfloat), marked as Codegen::narrowPairs marks it, then lowerPairCanonicalizations at
 /// sm; returns the number rewritten and the text of the inline PTX that replaced the select.
 std::pair<size_t, std::string> lowerPair(bool bf16, int sm) {
-  llvm::LLVMContext ctx;
-  llvm::Module module{"nan", ctx};
-  llvm::IRBuilder<> b{ctx};
-  auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(1)}, false);
-  llvm::Function *f = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "k", module);
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  Straight s;
+  llvm::IRBuilder<> &b = s.b;
+  llvm::Function *f = s.f;
   llvm::Type *lane = bf16 ? b.getBFloatTy() : b.getHalfTy();
   auto *pairType = llvm::FixedVectorType::get(lane, 2);
   llvm::Value *p = b.CreateLoad(pairType, f->getArg(0));
