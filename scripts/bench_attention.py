@@ -8,8 +8,9 @@ the same run.
 - decode_paged.tasm (batch 16 and 64, context 4096 and 32768, HD 128, GQA 8, page 16, f16,
   f8e4m3 and u4 caches, a shuffled block table) against the device-to-device copy bandwidth:
   the KV bytes read per second as a fraction of a copy moving as many bytes (reads + writes).
-- rmsnorm.tasm (with the residual add) and swiglu_quant.tasm (f8e4m3) against the same copy
-  bandwidth, for the bytes each reads plus writes.
+- rmsnorm.tasm (with the residual add), swiglu_quant.tasm (f8e4m3 and i8) and rotary.tasm (neox
+  and interleaved, in place on q and k) against the same copy bandwidth, for the bytes each
+  reads plus writes.
 
     python3 scripts/bench_attention.py [--build DIR] [--only prefill,decode,layers]
                                        [--iters N] [--json FILE] [--dry-run]
@@ -258,6 +259,25 @@ def layer_rows(r, args, copy):
                                                f"q_ptr=zeros:{qt}[{m * n}]",
                                                f"s_ptr=zeros:f32[{m}]", f"m={m}"])
             bandwidth_row(row, res, 2 * m * n * 2 + m * n + 4 * m, copy)
+        except RuntimeError as e:
+            row["error"] = str(e)
+        rows.append(row)
+    # rotary embedding in place on q and k of every token (32 query and 8 kv heads of 128),
+    # positions 0..tokens-1 (each row of the cos/sin table read once): q and k read and written,
+    # the table's rows and the positions read
+    heads, kv_heads, hd = 32, 8, 128
+    pos = save_i32_npy(os.path.join(r.work, f"pos_{m}.npy"), list(range(m)), (m,))
+    for style, sname in ((0, "neox"), (1, "interleaved")):
+        row = {"bench": "rotary", "case": f"T{m} H{heads}/{kv_heads} HD{hd} f16 {sname}"}
+        try:
+            tbc = r.assemble("layers/rotary.tasm", f"rotary_{style}",
+                             {"AT": "f16", "HD": hd, "STYLE": style})
+            res = r.bench(tbc, "rope", [f"pos_ptr={pos}", f"q_ptr=rand:f16[{m * heads * hd}]:1",
+                                        f"k_ptr=rand:f16[{m * kv_heads * hd}]:2",
+                                        f"cs_ptr=rand:f32[{m * hd}]:3", f"tokens={m}",
+                                        f"heads={heads}", f"kv_heads={kv_heads}", f"max_pos={m}"])
+            bandwidth_row(row, res, 2 * m * (heads + kv_heads) * hd * 2 + m * hd * 4 + 4 * m,
+                          copy)
         except RuntimeError as e:
             row["error"] = str(e)
         rows.append(row)
