@@ -396,6 +396,10 @@ Status Codegen::setupParameters() {
   if (info.usesWorkspace) {
     workspace_ = &*arg++;
     workspace_->setName("workspace");
+    // the runtime's workspace is 256-byte aligned (docs/runtime.md, "Caller workspaces"), and so
+    // is every region
+    fn_->addParamAttr(unsigned(prog.params.size()),
+                      llvm::Attribute::getWithAlignment(ctx, llvm::Align(256)));
   }
   // Workspace regions (vm/cuda/workspace.h): one per AllocateGlobal in instruction order, each
   // starting at the end of the previous one rounded up to 256 bytes.

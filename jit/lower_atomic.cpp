@@ -11,12 +11,16 @@
 // dimension is one vector `red.global.add.v4.f32` (`.noftz.v8.f16`...) when the group is in
 // bounds and aligned; other groups take a branch to the element path. With a result, the old
 // values of a replicated (or out= re-laid) tensor go through the scratch area from the primary
-// owners to every owner, as ConvertLayout does. AtomicStore is one `st.relaxed.gpu.global` per
-// element (`st.relaxed.cta.shared` in shared memory) from its primary owner; AtomicLoad one
+// owners to every owner, as ConvertLayout does. AtomicStore and AtomicLoad of 32-bit elements in
+// global memory are the stores and loads of StoreGlobal and LoadGlobal made relaxed
+// (jit/global_access.h: vector groups of `st.relaxed.gpu.global.v4.b32`..., each word one
+// element's access); otherwise AtomicStore is one `st.relaxed.gpu.global` per element
+// (`st.relaxed.cta.shared` in shared memory) from its primary owner, AtomicLoad one
 // `ld.relaxed.gpu.global` (`ld.relaxed.cta.shared`) per slot of the result, by every owner
 // (outside a global view: 0).
 //
 // Fence(scope=block|gpu) is `fence.acq_rel.cta` / `fence.acq_rel.gpu`.
+#include "jit/global_access.h"
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
 
@@ -271,6 +275,9 @@ Status AtomicLowering::visitAtomic(const Instruction &inst) {
   const DataType t = info.vars[dst].dtype;
   const bool wantOld = !inst.results.empty();
   const int es = t.storageBits() / 8;
+  // 32-bit elements into global memory: the stores of StoreGlobal, relaxed (vector groups)
+  if (global && inst.opcode == Opcode::AtomicStore && es == 4)
+    return lowerStoreGlobal(cg, inst, src, dst, inst.arg(ArgName::offset), true);
   const int rank = map.rank();
   const std::vector<llvm::Value *> &s = cg.threadPart(map);
   std::vector<llvm::Value *> olds(size_t(map.locals()), cg.zeroOf(t));
@@ -363,6 +370,9 @@ Status AtomicLowering::visitAtomicLoad(const Instruction &inst) {
   const DataType t = info.vars[src].dtype;
   const int es = t.storageBits() / 8;
   const int rank = map.rank();
+  // 32-bit elements from global memory: the loads of LoadGlobal, relaxed (vector groups)
+  if (info.vars[src].kind == VarKind::Global && es == 4)
+    return lowerLoadGlobal(cg, inst, res, src, inst.arg(ArgName::offset), true);
   std::vector<llvm::Value *> values(size_t(map.locals()), cg.zeroOf(t));
   if (info.vars[src].kind == VarKind::Global) {
     GlobalTile tile = cg.globalTile(cg.readGlobal(src), inst.arg(ArgName::offset));

@@ -24,6 +24,7 @@
 // element and update its bits atomically; a single element of 1, 2 or 4 bits (within one byte,
 // so within one aligned word) is loaded as that word by a predicated access and stored by two
 // predicated reductions (and, or) on it, without a branch.
+#include "jit/global_access.h"
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
 
@@ -133,10 +134,22 @@ unsigned trailingZeros(llvm::Value *v, const llvm::DataLayout &dl, int depth) {
   }
 }
 
+/// The alignment in bytes that `ptr` is known to have: its own (a parameter's `align`, the
+/// workspace's 256 bytes), or for a byte GEP from a base (a workspace region, Codegen's
+/// workspaceRegion) the base's, limited by the zero low bits of the offset.
+uint64_t knownAlignment(llvm::Value *ptr, const llvm::DataLayout &dl) {
+  uint64_t own = ptr->getPointerAlignment(dl).value();
+  auto *gep = llvm::dyn_cast<llvm::GetElementPtrInst>(ptr);
+  if (!gep || gep->getNumIndices() != 1 || !gep->getSourceElementType()->isIntegerTy(8))
+    return own;
+  unsigned tz = std::min(63u, trailingZeros(gep->getOperand(1), dl, 0));
+  return std::max(own, std::min(knownAlignment(gep->getPointerOperand(), dl), uint64_t(1) << tz));
+}
+
 llvm::Value *alignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *addr,
                          llvm::Value *elem, int es, int bytes) {
   const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
-  if (ptr->getPointerAlignment(dl).value() >= uint64_t(bytes)) {
+  if (knownAlignment(ptr, dl) >= uint64_t(bytes)) {
     unsigned tz = std::min(63u, trailingZeros(elem, dl) + unsigned(std::countr_zero(unsigned(es))));
     if ((uint64_t(1) << tz) >= uint64_t(bytes))
       return b.getTrue();
@@ -155,7 +168,7 @@ llvm::Value *packedAlignedTest(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Val
                                llvm::Value *elem, llvm::Value *bit, int bits, int unit) {
   const llvm::DataLayout &dl = b.GetInsertBlock()->getModule()->getDataLayout();
   unsigned need = 3 + unsigned(std::countr_zero(unsigned(unit)));
-  bool ptrAligned = ptr->getPointerAlignment(dl).value() >= uint64_t(unit);
+  bool ptrAligned = knownAlignment(ptr, dl) >= uint64_t(unit);
   if (ptrAligned &&
       std::min(64u, trailingZeros(elem, dl) + unsigned(std::countr_zero(unsigned(bits)))) >= need)
     return b.getTrue();
@@ -255,12 +268,25 @@ llvm::Value *elementOffset(llvm::IRBuilder<> &b, const GlobalAccess &a, const in
 
 namespace {
 
+/// How the accesses of an instruction are made: plain (`ld.global` with the load's eviction
+/// `hint`, `st.global`: LoadGlobal, StoreGlobal) or relaxed at gpu scope (`ld.relaxed.gpu.global`,
+/// `st.relaxed.gpu.global`: AtomicLoad and AtomicStore of 32-bit elements, where each 32-bit word
+/// of a vector access is one element's relaxed access; docs/isa.md), which also take the memory
+/// clobber of the other atomics.
+struct GlobalOp {
+  bool relaxed = false;
+  std::string_view hint; // an eviction-priority qualifier of plain loads (evictionQualifier)
+
+  std::string ld() const { return relaxed ? "ld.relaxed.gpu.global" : cat({"ld.global", hint}); }
+  std::string st() const { return relaxed ? "st.relaxed.gpu.global" : "st.global"; }
+  const char *clobber() const { return relaxed ? ",~{memory}" : ""; }
+};
+
 /// Predicated global load of `bytes` bytes (1, 2, 4, 8 or 16) at `addr` as inline PTX: the
 /// result is zero when `pred` is false. Loads of 4 bytes and more are vectors of 32-bit words.
-/// Returns the loaded bytes as 32-bit words (or one i16 for 1 and 2 bytes). `hint`: an
-/// eviction-priority qualifier of `ld` (evictionQualifier), or empty.
+/// Returns the loaded bytes as 32-bit words (or one i16 for 1 and 2 bytes).
 std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
-                                         int bytes, std::string_view hint) {
+                                         int bytes, const GlobalOp &op) {
   int words = bytes >= 4 ? bytes / 4 : 1;
   bool narrow = bytes < 4;
   std::string regs, zero;
@@ -276,9 +302,8 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
   }
   std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
   std::string vec = words == 1 ? "" : cat({"v", std::to_string(words), "."});
-  std::string load =
-      cat({"ld.global", hint, ".", vec, type, " ", words == 1 ? regs : cat({"{", regs, "}"}),
-           ", [$", std::to_string(words), "];"});
+  std::string load = cat({op.ld(), ".", vec, type, " ", words == 1 ? regs : cat({"{", regs, "}"}),
+                          ", [$", std::to_string(words), "];"});
   bool always = llvm::isa<llvm::ConstantInt>(pred) && llvm::cast<llvm::ConstantInt>(pred)->isOne();
   std::string text;
   if (always) {
@@ -288,6 +313,7 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
     text = cat({"{ ", zero, "@$", std::to_string(words + 1), " ", load, " }"});
     constraints += "l,b";
   }
+  constraints += op.clobber();
   llvm::Type *wordType = narrow ? b.getInt16Ty() : b.getInt32Ty();
   llvm::Type *ret = wordType;
   if (words > 1)
@@ -309,7 +335,7 @@ std::vector<llvm::Value *> asmLoadGlobal(llvm::IRBuilder<> &b, llvm::Value *addr
 
 /// Predicated global store of the words (i32, or one i16 / i8 value) at `addr`.
 void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
-                    const std::vector<llvm::Value *> &words, int bytes) {
+                    const std::vector<llvm::Value *> &words, int bytes, const GlobalOp &op) {
   int n = int(words.size());
   bool narrow = bytes < 4;
   std::string type = bytes == 1 ? "u8" : bytes == 2 ? "b16" : "b32";
@@ -321,7 +347,7 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
     regs += w ? ", $" : "$";
     regs += std::to_string(first + w);
   }
-  std::string store = cat({"st.global.", vec, type, " [$", std::to_string(first - 1), "], ",
+  std::string store = cat({op.st(), ".", vec, type, " [$", std::to_string(first - 1), "], ",
                            n == 1 ? regs : cat({"{", regs, "}"}), ";"});
   std::string text = always ? store : cat({"@$0 ", store});
   std::string constraints = always ? "l" : "b,l";
@@ -339,6 +365,7 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
     args.push_back(v);
     constraints += narrow ? ",h" : ",r";
   }
+  constraints += op.clobber();
   auto *asmType = llvm::FunctionType::get(b.getVoidTy(), params, false);
   b.CreateCall(llvm::InlineAsm::get(asmType, text, constraints, true), args);
 }
@@ -661,7 +688,7 @@ struct ElementBounds {
 /// and a predicated access per element) for a fraction of the optimiser's and backend's time.
 std::vector<llvm::Value *> asmLoadElements(llvm::IRBuilder<> &b, llvm::Value *addr,
                                            const GlobalAccess &a, const LayoutMap &map,
-                                           const SlotGroup &g, int es, std::string_view hint) {
+                                           const SlotGroup &g, int es, const GlobalOp &op) {
   auto [reg, regBits] = elementRegister(es);
   std::string type = es == 1 ? "u8" : cat({"b", std::to_string(es * 8)});
   std::string mov = cat({"mov.b", std::to_string(regBits), " $"});
@@ -674,7 +701,7 @@ std::vector<llvm::Value *> asmLoadElements(llvm::IRBuilder<> &b, llvm::Value *ad
     std::string out = std::to_string(j);
     text += cat({mov, out, ", 0; "});
     if (auto test = bounds.test(c + j))
-      text += cat({test->first, test->second, "ld.global", hint, ".", type, " $", out, ", [$",
+      text += cat({test->first, test->second, op.ld(), ".", type, " $", out, ", [$",
                    std::to_string(n), "+", std::to_string(j * es), "]; "});
     constraints += cat({"=", reg, ","});
   }
@@ -683,6 +710,7 @@ std::vector<llvm::Value *> asmLoadElements(llvm::IRBuilder<> &b, llvm::Value *ad
   std::vector<llvm::Type *> params = {b.getInt64Ty()};
   std::vector<llvm::Value *> args = {b.CreatePtrToInt(addr, b.getInt64Ty())};
   bounds.appendOperands(b, constraints, params, args);
+  constraints += op.clobber();
   llvm::Type *regType = b.getIntNTy(unsigned(regBits));
   auto *ret = llvm::StructType::get(b.getContext(), std::vector<llvm::Type *>(size_t(n), regType));
   auto *asmType = llvm::FunctionType::get(ret, params, false);
@@ -697,7 +725,7 @@ std::vector<llvm::Value *> asmLoadElements(llvm::IRBuilder<> &b, llvm::Value *ad
 /// The store counterpart: element j (`bits[j]`, es bytes) is stored when it is in bounds.
 void asmStoreElements(llvm::IRBuilder<> &b, llvm::Value *addr, const GlobalAccess &a,
                       const LayoutMap &map, const SlotGroup &g, int es,
-                      const std::vector<llvm::Value *> &bits) {
+                      const std::vector<llvm::Value *> &bits, const GlobalOp &op) {
   auto [reg, regBits] = elementRegister(es);
   std::string type = es == 1 ? "u8" : cat({"b", std::to_string(es * 8)});
   int64_t c = map.localPart(g.first)[g.dim];
@@ -711,7 +739,7 @@ void asmStoreElements(llvm::IRBuilder<> &b, llvm::Value *addr, const GlobalAcces
   llvm::Type *regType = b.getIntNTy(unsigned(regBits));
   for (size_t j = 0; j < bits.size(); ++j) {
     if (auto test = bounds.test(c + int64_t(j))) {
-      text += cat({test->first, test->second, "st.global.", type, " [$0+",
+      text += cat({test->first, test->second, op.st(), ".", type, " [$0+",
                    std::to_string(int64_t(j) * es), "], $", std::to_string(values), "; "});
       constraints += cat({",", reg});
       params.push_back(regType);
@@ -720,6 +748,7 @@ void asmStoreElements(llvm::IRBuilder<> &b, llvm::Value *addr, const GlobalAcces
     }
   }
   text += "}";
+  constraints += op.clobber();
   auto *asmType = llvm::FunctionType::get(b.getVoidTy(), params, false);
   b.CreateCall(llvm::InlineAsm::get(asmType, text, constraints, true), args);
 }
@@ -728,11 +757,11 @@ void asmStoreElements(llvm::IRBuilder<> &b, llvm::Value *addr, const GlobalAcces
 /// `pred`, and the run's elements cut out of them.
 std::vector<llvm::Value *> loadPackedRun(llvm::IRBuilder<> &b, const GroupTests &tests,
                                          llvm::Value *pred, int bits, int64_t count,
-                                         std::string_view hint) {
+                                         const GlobalOp &op) {
   std::vector<llvm::Value *> pieces;
   for (int at = 0; at < tests.bytes; at += tests.unit) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, b.getInt64(uint64_t(at)));
-    for (llvm::Value *w : asmLoadGlobal(b, addr, pred, tests.unit, hint))
+    for (llvm::Value *w : asmLoadGlobal(b, addr, pred, tests.unit, op))
       pieces.push_back(tests.unit >= 4 ? w : b.CreateZExt(w, b.getInt32Ty()));
   }
   return unpackRun(b, pieces, std::min(32, tests.unit * 8), bits, count);
@@ -740,14 +769,14 @@ std::vector<llvm::Value *> loadPackedRun(llvm::IRBuilder<> &b, const GroupTests 
 
 /// The elements of a packed run packed into its bytes and stored as `unit`-byte accesses.
 void storePackedRun(llvm::IRBuilder<> &b, const GroupTests &tests, llvm::Value *pred, int bits,
-                    const std::vector<llvm::Value *> &values) {
+                    const std::vector<llvm::Value *> &values, const GlobalOp &op) {
   std::vector<llvm::Value *> pieces = packRun(b, values, std::min(32, tests.unit * 8), bits);
   size_t perAccess = size_t(std::max(1, tests.unit / 4));
   for (int at = 0, k = 0; at < tests.bytes; at += tests.unit, ++k) {
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, b.getInt64(uint64_t(at)));
     std::vector<llvm::Value *> words(pieces.begin() + ptrdiff_t(size_t(k) * perAccess),
                                      pieces.begin() + ptrdiff_t(size_t(k + 1) * perAccess));
-    asmStoreGlobal(b, addr, pred, words, tests.unit);
+    asmStoreGlobal(b, addr, pred, words, tests.unit, op);
   }
 }
 
@@ -768,11 +797,10 @@ std::string_view evictionQualifier(const Argument &evict) {
   return {};
 }
 
-/// The tile of a LoadGlobal's or StoreGlobal's view `g` at its offset, for the register layout
-/// `map`, with the bounds that every block provably meets widened (Codegen::boundProvenTiles).
-Expected<GlobalTile> registerTile(Codegen &cg, const Instruction &inst, const LayoutMap &map) {
-  VarId g = inst.arg(ArgName::g).var;
-  const Argument &offset = inst.arg(ArgName::offset);
+/// The tile of the global view `g` at `offset`, for the register layout `map`, with the bounds
+/// that every block provably meets widened (Codegen::boundProvenTiles).
+Expected<GlobalTile> registerTile(Codegen &cg, const Instruction &inst, VarId g,
+                                  const Argument &offset, const LayoutMap &map) {
   GlobalTile tile = cg.globalTile(cg.readGlobal(g), offset);
   if (int(tile.lo.size()) != map.rank())
     return cg.error(ErrorCode::OffsetRank, inst, "slice count differs from the register rank");
@@ -782,11 +810,13 @@ Expected<GlobalTile> registerTile(Codegen &cg, const Instruction &inst, const La
 
 } // namespace
 
-Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
-  VarId r = inst.results[0];
-  std::string_view hint = evictionQualifier(inst.arg(ArgName::evict));
+Status lowerLoadGlobal(Codegen &cg, const Instruction &inst, VarId r, VarId g,
+                       const Argument &offset, bool relaxed) {
+  llvm::IRBuilder<> &b = cg.b;
+  const GlobalOp op{relaxed,
+                    relaxed ? std::string_view() : evictionQualifier(inst.arg(ArgName::evict))};
   const LayoutMap &map = cg.layoutOf(r);
-  Expected<GlobalTile> tiled = registerTile(cg, inst, map);
+  Expected<GlobalTile> tiled = registerTile(cg, inst, g, offset, map);
   if (!tiled)
     return tiled.takeStatus();
   GlobalTile tile = std::move(tiled).value();
@@ -809,13 +839,13 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
       // access (0 outside): no branch per element
       PackedWord w = packedWord(b, tile.ptr, b.CreateMul(elem, cg.constI64(t.storageBits())));
       llvm::Value *shift = b.CreateTrunc(w.shift, b.getInt32Ty());
-      llvm::Value *bits = asmLoadGlobal(b, w.word, ok, 4, hint)[0];
+      llvm::Value *bits = asmLoadGlobal(b, w.word, ok, 4, op)[0];
       return b.CreateTrunc(b.CreateLShr(bits, shift), cg.elemType(t));
     }
     if (!nativeAccess(t))
       return guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); });
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
-    return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es, hint), es, t, 1)[0];
+    return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es, op), es, t, 1)[0];
   };
   std::vector<SlotGroup> groups = groupSlots(map, width, minWidth, unit);
   bool asmPath = useAsmElementPaths(cg, a, t, groups);
@@ -830,13 +860,13 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
     GroupTests tests = groupTests(cg, a, tile.ptr, map, g, t);
     std::vector<llvm::Value *> fastVals =
         packedAccess(t)
-            ? loadPackedRun(b, tests, tests.fast, t.storageBits(), g.count, hint)
-            : wordsToElements(cg, asmLoadGlobal(b, tests.addr, tests.fast, tests.bytes, hint),
+            ? loadPackedRun(b, tests, tests.fast, t.storageBits(), g.count, op)
+            : wordsToElements(cg, asmLoadGlobal(b, tests.addr, tests.fast, tests.bytes, op),
                               tests.bytes, t, g.count);
     std::vector<llvm::Value *> merged = cg.emitIf(tests.slow(b), "ldg.elem", fastVals, [&] {
       std::vector<llvm::Value *> slowVals;
       if (asmPath) {
-        for (llvm::Value *v : asmLoadElements(b, tests.addr, a, map, g, es, hint))
+        for (llvm::Value *v : asmLoadElements(b, tests.addr, a, map, g, es, op))
           slowVals.push_back(t.isBool() ? b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0))
                                         : cg.fromBits(v, t));
         return slowVals;
@@ -850,7 +880,7 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
           continue;
         }
         llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, cg.constI64(j * es));
-        slowVals.push_back(wordsToElements(cg, asmLoadGlobal(b, addr, ok, es, hint), es, t, 1)[0]);
+        slowVals.push_back(wordsToElements(cg, asmLoadGlobal(b, addr, ok, es, op), es, t, 1)[0]);
       }
       return slowVals;
     });
@@ -860,13 +890,14 @@ Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
   return Status::success();
 }
 
-Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
-  VarId src = inst.arg(ArgName::r).var;
-  if (src == kNoId)
-    return cg.error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
+Status lowerStoreGlobal(Codegen &cg, const Instruction &inst, VarId src, VarId g,
+                        const Argument &offset, bool relaxed) {
+  llvm::IRBuilder<> &b = cg.b;
+  const ProgramInfo &info = cg.info;
+  const GlobalOp op{relaxed, {}};
   const LayoutMap &map = cg.layoutOf(src);
   std::vector<llvm::Value *> slots = cg.readRegister(src);
-  Expected<GlobalTile> tiled = registerTile(cg, inst, map);
+  Expected<GlobalTile> tiled = registerTile(cg, inst, g, offset, map);
   if (!tiled)
     return tiled.takeStatus();
   GlobalTile tile = std::move(tiled).value();
@@ -904,7 +935,7 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
       return;
     }
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
-    asmStoreGlobal(b, addr, ok, elementsToWords(cg, {slots[size_t(i)]}, t), es);
+    asmStoreGlobal(b, addr, ok, elementsToWords(cg, {slots[size_t(i)]}, t), es, op);
   };
   std::vector<SlotGroup> groups = groupSlots(map, width, minWidth, unit);
   bool asmPath = useAsmElementPaths(cg, a, t, groups);
@@ -916,9 +947,9 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
     GroupTests tests = groupTests(cg, a, tile.ptr, map, g, t);
     std::vector<llvm::Value *> values(slots.begin() + g.first, slots.begin() + g.first + g.count);
     if (packedAccess(t))
-      storePackedRun(b, tests, tests.fast, t.storageBits(), values);
+      storePackedRun(b, tests, tests.fast, t.storageBits(), values, op);
     else
-      asmStoreGlobal(b, tests.addr, tests.fast, elementsToWords(cg, values, t), tests.bytes);
+      asmStoreGlobal(b, tests.addr, tests.fast, elementsToWords(cg, values, t), tests.bytes, op);
     cg.emitIf(tests.slow(b), "stg.elem", [&] {
       if (asmPath) {
         std::vector<llvm::Value *> bits;
@@ -926,7 +957,7 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
           llvm::Value *v = slots[size_t(g.first + j)];
           bits.push_back(t.isBool() ? b.CreateZExt(v, b.getInt8Ty()) : cg.toBits(v, t));
         }
-        asmStoreElements(b, tests.addr, a, map, g, es, bits);
+        asmStoreElements(b, tests.addr, a, map, g, es, bits, op);
         return;
       }
       for (int64_t j = 0; j < g.count; ++j) {
@@ -941,11 +972,24 @@ Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
           continue;
         }
         llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tests.addr, cg.constI64(j * es));
-        asmStoreGlobal(b, addr, ok, elementsToWords(cg, {value}, t), es);
+        asmStoreGlobal(b, addr, ok, elementsToWords(cg, {value}, t), es, op);
       }
     });
   }
   return Status::success();
+}
+
+Status MemoryLowering::visitLoadGlobal(const Instruction &inst) {
+  return lowerLoadGlobal(cg, inst, inst.results[0], inst.arg(ArgName::g).var,
+                         inst.arg(ArgName::offset), false);
+}
+
+Status MemoryLowering::visitStoreGlobal(const Instruction &inst) {
+  VarId src = inst.arg(ArgName::r).var;
+  if (src == kNoId)
+    return cg.error(ErrorCode::Scope, inst, "the stored value is not a register tensor");
+  return lowerStoreGlobal(cg, inst, src, inst.arg(ArgName::g).var, inst.arg(ArgName::offset),
+                          false);
 }
 
 } // namespace tilus::jit
