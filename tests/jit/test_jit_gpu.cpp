@@ -2377,6 +2377,17 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
   // up to about 1.2e-4 here (measured: one element of 52800 at 1.19e-4 on the H200)
   raggedTmaGemmCases("wgmma_ws", 3e-4);
   persistentTmaGemmCase("wgmma_ws");
+  // split-K (SMS = 8, KMIN = 1): four tiles in two splits of 8 and 9 k tiles, and one tile in
+  // eight splits of one or two (the parts added in f32 by red.global.add in the order the blocks
+  // arrive: f32 C within 1.5e-3 where sums of 520 products nearly cancel)
+  for (auto [ct, m, n, k, rel] :
+       {std::tuple{"f16", 200, 264, 1080, 1e-2}, std::tuple{"f32", 37, 48, 520, 1.5e-3}}) {
+    Case c =
+        moderateGemmCase(std::string("wgmma_ws_split_") + ct, "wgmma_ws", "f16", ct, m, n, k, rel);
+    c.defines["SMS"] = "8";
+    c.defines["KMIN"] = "1";
+    runCase(c);
+  }
 }
 
 DIFF_CASE("wgmma GEMM in clusters (programs/gemm/wgmma_cluster.tasm): B multicast, ragged m") {

@@ -277,6 +277,22 @@ TEST_CASE("gemm: wgmma_cluster.tasm's clusters of two blocks across a persistent
   runGemm(file, "f16", "f16", {{300, 264, 200}}, {{"PERSIST", "0"}});
 }
 
+TEST_CASE("gemm: wgmma_ws.tasm's split-K where the tiles leave blocks idle") {
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_ws.tasm";
+  // S = max(1, min(SPLITS, SMS / tiles, num_k / KMIN)) blocks per tile, each adding its part of
+  // the k tiles into the workspace and the last one storing C. SMS = 8, KMIN = 1: four tiles
+  // (2 x 2, partial at the edges) of 4 k tiles in S = 2 splits of two; one tile of 9 k tiles
+  // (the last partial) in S = 8 splits of one or two; three tiles in S = 2 splits of 3 and 4
+  // k tiles. The interpreter fails a launch that leaves the requires_clean workspace dirty.
+  runGemm(file, "f16", "f16", {{200, 264, 200}, {37, 48, 520}}, {{"SMS", "8"}, {"KMIN", "1"}});
+  runGemm(file, "bf16", "f32", {{300, 136, 440}}, {{"SMS", "6"}, {"KMIN", "3"}});
+  // SPLITS = 3 caps S (one tile: min(3, 8, 9) = 3); SPLITS = 1: no split (the tiles loop on
+  // two blocks as without split-K)
+  runGemm(file, "f16", "f32", {{37, 48, 520}}, {{"SMS", "8"}, {"KMIN", "1"}, {"SPLITS", "3"}});
+  runGemm(file, "f16", "f16", {{300, 264, 136}}, {{"SMS", "2"}, {"KMIN", "1"}, {"SPLITS", "1"}});
+}
+
 TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent tile loop") {
   const std::filesystem::path file =
       std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_fp8.tasm";
