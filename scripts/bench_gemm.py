@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Benchmarks the dense GEMMs of programs/gemm on the GPU against PyTorch in the same run.
 
-For every square shape N^3 (4096 and 8192 by default): programs/gemm/wgmma_fp8.tasm with f8e4m3
+For every square shape N^3 (4096 and 8192 by default; --sizes) and every shape M x N x K of
+--shapes (e.g. the skinny shapes where split-K matters, 128x8192x8192):
+programs/gemm/wgmma_fp8.tasm with f8e4m3
 A and B and an f16 C against torch._scaled_mm (e4m3 A row-major, B column-major as _scaled_mm
 requires, scales 1.0, out_dtype f16), programs/layers/linear_fp8.tasm (y = x w^T: the weight in
 that column-major layout) against the same, and programs/gemm/wgmma_tma.tasm, programs/gemm/wgmma_ws.tasm, programs/gemm/wgmma_cluster.tasm, programs/gemm/wgmma.tasm
@@ -15,7 +17,8 @@ rounds one after another over all cases (so a clock that drifts during the run, 
 reaches both sides alike); the row shows the medians of the R times and the median of the R
 ratios, with their range.
 
-    python3 scripts/bench_gemm.py [--build DIR] [--sizes 4096,8192] [--iters N] [--json FILE]
+    python3 scripts/bench_gemm.py [--build DIR] [--sizes 4096,8192] [--shapes MxNxK,...]
+                                  [--iters N] [--json FILE]
                                   [--only wgmma_fp8,layers/linear_fp8,wgmma_tma,wgmma_ws,wgmma_cluster,wgmma,mma_sync] [-D NAME=VALUE]... [--rounds R] [--dry-run]
 
 Needs PyTorch with CUDA (the GPU machine) and a build with tools/tilus-asm and tools/vm-run
@@ -53,25 +56,44 @@ CASES = [
 ]
 
 
-def baseline_ms(torch, name, at, n, iters):
-    """Median milliseconds of PyTorch's GEMM of the case at N^3."""
+def baseline_ms(torch, name, at, m, n, k, iters):
+    """Median milliseconds of PyTorch's GEMM of the case at M x N x K."""
     if name == "torch._scaled_mm":
-        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
-        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
         one = torch.tensor(1.0, device="cuda")
         return torch_bench(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
                                                     out_dtype=torch.float16), iters=iters)
     dt = torch.float16 if at == "f16" else torch.bfloat16
-    a = torch.randn(n, n, device="cuda", dtype=dt)
-    b = torch.randn(n, n, device="cuda", dtype=dt)
-    c = torch.empty(n, n, device="cuda", dtype=dt)
+    a = torch.randn(m, k, device="cuda", dtype=dt)
+    b = torch.randn(k, n, device="cuda", dtype=dt)
+    c = torch.empty(m, n, device="cuda", dtype=dt)
     return torch_bench(lambda: torch.matmul(a, b, out=c), iters=iters)
+
+
+def parse_shapes(sizes, shapes):
+    """The (m, n, k) of every size N (N^3) and of every MxNxK of `shapes`; ValueError with the
+    offending entry otherwise."""
+    out = []
+    for x in filter(None, sizes.split(",")):
+        if not x.strip().isdigit() or int(x) < 1:
+            raise ValueError(f"--sizes: '{x}' is not a positive integer")
+        out.append((int(x), int(x), int(x)))
+    for x in filter(None, shapes.split(",")):
+        parts = x.strip().lower().split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+            raise ValueError(f"--shapes: '{x}' is not MxNxK with positive integers")
+        out.append(tuple(int(p) for p in parts))
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.environ.get("BUILD_DIR", "build"))
-    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--sizes", default="4096,8192",
+                    help="square shapes N^3, comma-separated ('' for none)")
+    ap.add_argument("--shapes", default="",
+                    help="shapes MxNxK, comma-separated (e.g. 128x8192x8192,1024x1024x16384)")
     ap.add_argument("--only", default="", help="comma-separated program names (default: all)")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=1,
@@ -84,7 +106,12 @@ def main():
 
     asm = os.path.join(args.build, "tools", "tilus-asm")
     run = os.path.join(args.build, "tools", "vm-run")
-    sizes = [int(x) for x in args.sizes.split(",")]
+    try:
+        shapes = parse_shapes(args.sizes, args.shapes)
+    except ValueError as e:
+        ap.error(str(e))
+    if not shapes:
+        ap.error("no shapes: give --sizes or --shapes")
     only = set(args.only.split(",")) if args.only else None
     cases = [c for c in CASES if only is None or c[0] in only]
     work = tempfile.mkdtemp(prefix="bench_gemm_")
@@ -116,17 +143,18 @@ def main():
             print(r.stderr.strip(), file=sys.stderr)
             failed = True
             continue
-        for n in sizes:
+        for m, n, k in shapes:
             operands = (["--kernel", "linear", "--arg", "x_ptr=rand:1", "--arg", "w_ptr=rand:2",
                          "--arg", "scale=1.0"] if linear else
                         ["--kernel", "matmul", "--arg", "a_ptr=rand:1", "--arg", "b_ptr=rand:2"])
             cmd = [run, tbc, "--device", "cuda"] + operands + [
-                   "--arg", f"m={n}", "--arg", f"n={n}", "--arg", f"k={n}",
+                   "--arg", f"m={m}", "--arg", f"n={n}", "--arg", f"k={k}",
                    "--bench", "--iters", str(args.iters), "--json"]
             if args.dry_run:
                 print("  " + shlex.join(cmd))
                 continue
-            runs.append(({"program": prog, "at": at, "ct": ct, "n": n, "baseline": base}, cmd))
+            runs.append(({"program": prog, "at": at, "ct": ct, "m": m, "n": n, "k": k,
+                          "baseline": base}, cmd))
 
     times = [[] for _ in runs]  # per case: (program ms, baseline ms) of each round
     errors = {}
@@ -134,7 +162,8 @@ def main():
         for i, (row, cmd) in enumerate(runs):
             if i in errors:
                 continue
-            print(f"{row['program']} AT={row['at']} CT={row['ct']} N={row['n']}"
+            print(f"{row['program']} AT={row['at']} CT={row['ct']} "
+                  f"{row['m']}x{row['n']}x{row['k']}"
                   + (f" (round {rnd + 1} of {args.rounds})" if args.rounds > 1 else ""),
                   file=sys.stderr, flush=True)
             p = subprocess.run(cmd, capture_output=True, text=True)
@@ -144,8 +173,8 @@ def main():
                 errors[i] = (p.stderr or p.stdout).strip()[-500:]
                 failed = True
                 continue
-            times[i].append((ms, baseline_ms(torch, row["baseline"], row["at"], row["n"],
-                                             args.iters)))
+            times[i].append((ms, baseline_ms(torch, row["baseline"], row["at"], row["m"],
+                                             row["n"], row["k"], args.iters)))
     rows = []
     for i, (row, _) in enumerate(runs):
         row = dict(row)
@@ -153,11 +182,10 @@ def main():
             row["error"] = errors[i]
             rows.append(row)
             continue
-        n = row["n"]
         ms = statistics.median(t[0] for t in times[i])
         bms = statistics.median(t[1] for t in times[i])
         ratios = [t[1] / t[0] for t in times[i]]
-        flops = 2.0 * n * n * n
+        flops = 2.0 * row["m"] * row["n"] * row["k"]
         row.update({"ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "baseline_ms": bms,
                     "baseline_tflops": flops / (bms * 1e-3) / 1e12,
                     "ratio": statistics.median(ratios)})
@@ -175,7 +203,8 @@ def main():
     table = [["shape", "program", "AT", "ms", "TFLOP/s", "baseline", "baseline ms", "ratio"]
              + (["ratio range"] if args.rounds > 1 else [])]
     for r in rows:
-        shape = f"{r['n']}^3"
+        shape = (f"{r['n']}^3" if r["m"] == r["n"] == r["k"]
+                 else f"{r['m']}x{r['n']}x{r['k']}")
         if "error" in r:
             table.append([shape, r["program"], r["at"], "failed: " + r["error"].splitlines()[-1][:60],
                           "", r["baseline"], "", ""] + ([""] if args.rounds > 1 else []))
