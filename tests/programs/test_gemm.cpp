@@ -291,6 +291,8 @@ TEST_CASE("gemm: wgmma_ws.tasm's split-K where the tiles leave blocks idle") {
   // two blocks as without split-K)
   runGemm(file, "f16", "f32", {{37, 48, 520}}, {{"SMS", "8"}, {"KMIN", "1"}, {"SPLITS", "3"}});
   runGemm(file, "f16", "f16", {{300, 264, 136}}, {{"SMS", "2"}, {"KMIN", "1"}, {"SPLITS", "1"}});
+  // PERSIST = 0 (a block per tile and split, no cap): S = min(8, 8 / 1, 9) splits of one tile
+  runGemm(file, "bf16", "bf16", {{37, 48, 520}}, {{"SMS", "8"}, {"KMIN", "1"}, {"PERSIST", "0"}});
 }
 
 TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent tile loop") {
