@@ -38,6 +38,7 @@
 #include "vm/include/tilusvm.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -135,12 +136,21 @@ Launch buildArgs(tilusvm_module module, const char *program, size_t count, ArgBy
   return l;
 }
 
+/// The launch's grid from its scalar arguments (grid expressions read parameters and constants
+/// only), or an error where it cannot be evaluated before the run.
+tilus::Expected<std::array<int64_t, 3>> launchGrid(const tilus::Program &p, const Launch &launch) {
+  std::map<tilus::VarId, uint64_t> known;
+  for (size_t i = 0; i < p.params.size() && i < launch.args.size(); ++i)
+    known[p.params[i]] = launch.args[i].scalar_bits;
+  return tilus::evaluateGrid(p, [&](tilus::VarId v) { return known.count(v) ? known[v] : 0; });
+}
+
 /// Whether running `program` on these scalar values has a small bound on its work (see the
 /// file comment). Top-level scalar assignments made once are evaluated like parameters.
 class WorkBound {
 public:
   WorkBound(const tilus::Program &program, const tilus::ProgramInfo &info, const Launch &launch)
-      : p_(program), info_(info) {
+      : p_(program), info_(info), launch_(launch) {
     for (size_t i = 0; i < program.params.size() && i < launch.args.size(); ++i)
       known_[program.params[i]] = launch.args[i].scalar_bits;
     for (const tilus::Stmt &s : program.body)
@@ -149,7 +159,7 @@ public:
 
   bool bounded() {
     using namespace tilus;
-    auto grid = evaluateGrid(p_, [&](VarId v) { return known_.count(v) ? known_[v] : 0; });
+    auto grid = launchGrid(p_, launch_);
     uint64_t blocks = kMaxBlocks; // an unknown grid counts as the largest one that runs
     if (grid.ok()) {
       blocks = 1; // each factor in [1, kMaxBlocks]: no overflow
@@ -293,6 +303,7 @@ private:
 
   const tilus::Program &p_;
   const tilus::ProgramInfo &info_;
+  const Launch &launch_;
   uint64_t elementWork_ = 0;
   std::map<tilus::VarId, uint64_t> known_;
   std::map<tilus::VarId, int> assigned_;
@@ -315,10 +326,7 @@ bool blockOrderMatters(const tilus::Program &p, const tilus::ProgramInfo &info,
   }
   if (!globalAtomics)
     return false;
-  std::map<VarId, uint64_t> known;
-  for (size_t i = 0; i < p.params.size() && i < launch.args.size(); ++i)
-    known[p.params[i]] = launch.args[i].scalar_bits;
-  auto grid = evaluateGrid(p, [&](VarId v) { return known.count(v) ? known[v] : 0; });
+  auto grid = launchGrid(p, launch);
   if (!grid.ok())
     return true;
   int64_t blocks = 1;
