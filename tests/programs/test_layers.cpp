@@ -316,6 +316,23 @@ TEST_CASE("linear_fp8.tasm: y = scale x w^T for every AT and CT, ragged m, n and
   checkLinear("bf16", "f32", 300, 520, 136, {{"SMS", "4"}, {"PERSIST", "0"}});
 }
 
+TEST_CASE("linear_fp8.tasm's split-K where the tiles leave blocks idle") {
+  // S = max(1, min(SPLITS, SMS / tiles, num_k / KMIN)) blocks per tile, each storing its f32
+  // part of the k tiles into its own workspace slot and the last one summing them and storing
+  // y. SMS = 8, KMIN = 1: four tiles (2 x 2, partial at the edges) of 3 k tiles (f8e4m3, 128
+  // per tile; the last partial) in S = 2 splits of one and two; one tile of 9 k tiles in S = 8
+  // splits of one or two; f16 operands (64 per k tile) in three tiles, S = 2 splits of 3 and 4.
+  // The interpreter fails a launch that leaves the requires_clean tickets dirty.
+  checkLinear("f8e4m3", "f16", 200, 264, 272, {{"SMS", "8"}, {"KMIN", "1"}});
+  checkLinear("f8e4m3", "f32", 37, 48, 1040, {{"SMS", "8"}, {"KMIN", "1"}});
+  checkLinear("f16", "bf16", 300, 136, 440, {{"SMS", "6"}, {"KMIN", "3"}});
+  // SPLITS = 3 caps S (min(3, 8, 9) = 3); SPLITS = 1: no split (four tiles loop on two blocks);
+  // PERSIST = 0: S = min(8, 8 / 1, 9) blocks of one tile, no cap
+  checkLinear("f8e5m2", "f16", 37, 48, 1040, {{"SMS", "8"}, {"KMIN", "1"}, {"SPLITS", "3"}});
+  checkLinear("f8e4m3", "f16", 200, 264, 272, {{"SMS", "2"}, {"KMIN", "1"}, {"SPLITS", "1"}});
+  checkLinear("f8e4m3", "bf16", 37, 48, 1040, {{"SMS", "8"}, {"KMIN", "1"}, {"PERSIST", "0"}});
+}
+
 TEST_CASE("linear_fp8.tasm refuses rows that are not whole 16-byte units") {
   VerifiedModule mod = build(readSource("programs/layers/linear_fp8.tasm"), {}, "linear_fp8.tasm");
   std::vector<uint8_t> x(64 * 64), w(64 * 64), y(64 * 64 * 2);
