@@ -2483,6 +2483,16 @@ DIFF_CASE("FP8 linear layer (programs/layers/linear_fp8.tasm): y = scale x w^T, 
     c.scalars["scale"] = std::bit_cast<uint32_t>(0.5f);
     runCase(c);
   }
+  // split-K (SMS = 8, KMIN = 1): four tiles in two splits of one and two k tiles, and one tile in
+  // eight splits of one or two (f32 parts in workspace slots, summed by the last block)
+  for (ExactGemm s : {ExactGemm{"f8e4m3", "f16", 200, 264, 272, 8},
+                      ExactGemm{"f8e4m3", "f32", 37, 48, 1040, 8}}) {
+    Case c = exactGemmCase("linear_fp8_split_", "layers/linear_fp8.tasm", s,
+                           {"x_ptr", "w_ptr", "y_ptr"}, rng);
+    c.defines["KMIN"] = "1";
+    c.scalars["scale"] = std::bit_cast<uint32_t>(0.5f);
+    runCase(c);
+  }
 }
 
 DIFF_CASE("thread groups: a producer and a consumer group hand tiles over through mbarriers") {
