@@ -2377,15 +2377,18 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
   // up to about 1.2e-4 here (measured: one element of 52800 at 1.19e-4 on the H200)
   raggedTmaGemmCases("wgmma_ws", 3e-4);
   persistentTmaGemmCase("wgmma_ws");
-  // split-K (SMS = 8, KMIN = 1): four tiles in two splits of 8 and 9 k tiles, and one tile in
-  // eight splits of one or two (the parts added in f32 by red.global.add in the order the blocks
-  // arrive: f32 C within 1.5e-3 where sums of 520 products nearly cancel)
-  for (auto [ct, m, n, k, rel] :
-       {std::tuple{"f16", 200, 264, 1080, 1e-2}, std::tuple{"f32", 37, 48, 520, 1.5e-3}}) {
-    Case c =
-        moderateGemmCase(std::string("wgmma_ws_split_") + ct, "wgmma_ws", "f16", ct, m, n, k, rel);
-    c.defines["SMS"] = "8";
+  // split-K (KMIN = 1): with SMS = 8 four tiles in two splits of 8 and 9 k tiles, and one tile
+  // in eight splits of one or two; with BN = 128 (six stages) and SMS = 12 six tiles in two
+  // splits (f32 parts summed in slot order: f32 C within 1.5e-3 where sums of 520 products
+  // nearly cancel)
+  for (auto [ct, m, n, k, rel, bn, sms] : {std::tuple{"f16", 200, 264, 1080, 1e-2, "256", "8"},
+                                           std::tuple{"f32", 37, 48, 520, 1.5e-3, "256", "8"},
+                                           std::tuple{"f16", 200, 264, 1080, 1e-2, "128", "12"}}) {
+    Case c = moderateGemmCase(std::string("wgmma_ws_split_bn") + bn + "_" + ct, "wgmma_ws", "f16",
+                              ct, m, n, k, rel);
+    c.defines["SMS"] = sms;
     c.defines["KMIN"] = "1";
+    c.defines["BN"] = bn;
     runCase(c);
   }
 }
@@ -2483,13 +2486,16 @@ DIFF_CASE("FP8 linear layer (programs/layers/linear_fp8.tasm): y = scale x w^T, 
     c.scalars["scale"] = std::bit_cast<uint32_t>(0.5f);
     runCase(c);
   }
-  // split-K (SMS = 8, KMIN = 1): four tiles in two splits of one and two k tiles, and one tile in
-  // eight splits of one or two (f32 parts in workspace slots, summed by the last block)
-  for (ExactGemm s : {ExactGemm{"f8e4m3", "f16", 200, 264, 272, 8},
-                      ExactGemm{"f8e4m3", "f32", 37, 48, 1040, 8}}) {
-    Case c = exactGemmCase("linear_fp8_split_", "layers/linear_fp8.tasm", s,
-                           {"x_ptr", "w_ptr", "y_ptr"}, rng);
+  // split-K (KMIN = 1): with SMS = 8 four tiles in two splits of one and two k tiles, and one
+  // tile in eight splits of one or two; with BN = 128 (six stages) and SMS = 12 six tiles in two
+  // splits (f32 parts in workspace slots, summed by the last block)
+  for (auto [s, bn] : {std::pair{ExactGemm{"f8e4m3", "f16", 200, 264, 272, 8}, "256"},
+                       std::pair{ExactGemm{"f8e4m3", "f32", 37, 48, 1040, 8}, "256"},
+                       std::pair{ExactGemm{"f8e4m3", "bf16", 200, 264, 1040, 12}, "128"}}) {
+    Case c = exactGemmCase(std::string("linear_fp8_split_bn") + bn + "_", "layers/linear_fp8.tasm",
+                           s, {"x_ptr", "w_ptr", "y_ptr"}, rng);
     c.defines["KMIN"] = "1";
+    c.defines["BN"] = bn;
     c.scalars["scale"] = std::bit_cast<uint32_t>(0.5f);
     runCase(c);
   }

@@ -293,6 +293,11 @@ TEST_CASE("gemm: wgmma_ws.tasm's split-K where the tiles leave blocks idle") {
   runGemm(file, "f16", "f16", {{300, 264, 136}}, {{"SMS", "2"}, {"KMIN", "1"}, {"SPLITS", "1"}});
   // PERSIST = 0 (a block per tile and split, no cap): S = min(8, 8 / 1, 9) splits of one tile
   runGemm(file, "bf16", "bf16", {{37, 48, 520}}, {{"SMS", "8"}, {"KMIN", "1"}, {"PERSIST", "0"}});
+  // BN = 128 (the tile for skinny shapes: six stages): 2 x 3 tiles in S = 2 splits of 4 and 5 k
+  // tiles, the last row tile's 72 rows (160 of the 256 consumer threads hold rows of C, the
+  // others skip their slots); f32 C (six stages beside the 32 KiB half tile)
+  runGemm(file, "f16", "f16", {{200, 264, 520}}, {{"BN", "128"}, {"SMS", "12"}, {"KMIN", "1"}});
+  runGemm(file, "bf16", "f32", {{37, 136, 200}}, {{"BN", "128"}, {"SMS", "4"}, {"KMIN", "1"}});
 }
 
 TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent tile loop") {

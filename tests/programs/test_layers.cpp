@@ -331,6 +331,11 @@ TEST_CASE("linear_fp8.tasm's split-K where the tiles leave blocks idle") {
   checkLinear("f8e5m2", "f16", 37, 48, 1040, {{"SMS", "8"}, {"KMIN", "1"}, {"SPLITS", "3"}});
   checkLinear("f8e4m3", "f16", 200, 264, 272, {{"SMS", "2"}, {"KMIN", "1"}, {"SPLITS", "1"}});
   checkLinear("f8e4m3", "bf16", 37, 48, 1040, {{"SMS", "8"}, {"KMIN", "1"}, {"PERSIST", "0"}});
+  // BN = 128 (six stages): 2 x 3 tiles in S = 2 splits, the second row tile's 72 rows (160 of
+  // the 256 consumer threads hold rows of y); f32 y; and the tile without split-K
+  checkLinear("f8e4m3", "f16", 200, 264, 1040, {{"BN", "128"}, {"SMS", "12"}, {"KMIN", "1"}});
+  checkLinear("f16", "f32", 37, 136, 200, {{"BN", "128"}, {"SMS", "4"}, {"KMIN", "1"}});
+  checkLinear("f8e5m2", "bf16", 300, 520, 272, {{"BN", "128"}, {"SMS", "4"}, {"SPLITS", "1"}});
 }
 
 TEST_CASE("linear_fp8.tasm refuses rows that are not whole 16-byte units") {
