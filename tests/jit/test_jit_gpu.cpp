@@ -2471,6 +2471,16 @@ DIFF_CASE("FP8 wgmma GEMM (programs/gemm/wgmma_fp8.tasm): B^T as the register op
         ExactGemm{"f8e4m3", "f16", 200, 272, 208, 2}, ExactGemm{"bf16", "f32", 200, 264, 200, 132}})
     runCase(exactGemmCase("wgmma_fp8_gemm_", "gemm/wgmma_fp8.tasm", s, {"a_ptr", "b_ptr", "c_ptr"},
                           rng));
+  // split-K (SMS = 8, KMIN = 1): four tiles in two splits by TMA and by cp.async (n odd), one
+  // tile in eight splits (f32 parts in workspace slots, summed in slot order by the last block)
+  for (ExactGemm s :
+       {ExactGemm{"f8e4m3", "f16", 200, 272, 528, 8}, ExactGemm{"f8e4m3", "f32", 200, 263, 528, 8},
+        ExactGemm{"f8e5m2", "bf16", 37, 48, 1040, 8}}) {
+    Case c = exactGemmCase("wgmma_fp8_split_", "gemm/wgmma_fp8.tasm", s,
+                           {"a_ptr", "b_ptr", "c_ptr"}, rng);
+    c.defines["KMIN"] = "1";
+    runCase(c);
+  }
 }
 
 DIFF_CASE("FP8 linear layer (programs/layers/linear_fp8.tasm): y = scale x w^T, bit for bit") {

@@ -319,6 +319,23 @@ TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent til
   runGemm(file, "f16", "f32", {{300, 520, 72}}, {{"SMS", "4"}, {"PERSIST", "0"}});
 }
 
+TEST_CASE("gemm: wgmma_fp8.tasm's split-K where the tiles leave blocks idle") {
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_fp8.tasm";
+  // S = max(1, min(SPLITS, SMS / tiles, num_k / KMIN)) blocks per tile, each storing its f32
+  // part into its own workspace slot and the last one summing them and storing C. SMS = 8,
+  // KMIN = 1: four tiles (2 x 2) of 5 FP8 k tiles (128 each, the last partial) in S = 2 splits,
+  // by TMA (n and k multiples of 16) and by cp.async and narrow loads (n odd); one tile of 9 k
+  // tiles in S = 8 splits; 16-bit AT (64 per k tile) with rows of padding at m = 37 (the threads
+  // without rows of C skip their slots); SPLITS = 1 and PERSIST = 0
+  runGemm(file, "f8e4m3", "f16", {{200, 272, 528}, {200, 263, 528}}, {{"SMS", "8"}, {"KMIN", "1"}});
+  runGemm(file, "f8e5m2", "f32", {{37, 48, 1040}}, {{"SMS", "8"}, {"KMIN", "1"}});
+  runGemm(file, "bf16", "bf16", {{37, 136, 440}}, {{"SMS", "4"}, {"KMIN", "1"}});
+  runGemm(file, "f8e4m3", "f16", {{37, 48, 1040}}, {{"SMS", "8"}, {"KMIN", "1"}, {"SPLITS", "1"}});
+  runGemm(file, "f8e4m3", "bf16", {{37, 48, 1040}},
+          {{"SMS", "8"}, {"KMIN", "1"}, {"PERSIST", "0"}});
+}
+
 TEST_CASE("gemm: a program that declares aligned n and k refuses other shapes at launch") {
   int programs = 0;
   for (const std::filesystem::path &file : gemmPrograms()) {
