@@ -2399,6 +2399,16 @@ DIFF_CASE("wgmma GEMM in clusters (programs/gemm/wgmma_cluster.tasm): B multicas
   // every cluster tile of the persistent loop
   raggedTmaGemmCases("wgmma_cluster", 3e-4);
   persistentTmaGemmCase("wgmma_cluster");
+  // split-K (SMS = 16, KMIN = 1): four cluster tiles in two splits; one cluster tile in eight
+  // splits whose second block's rows all lie past m (f32 parts summed in slot order)
+  for (auto [ct, m, n, k, rel] :
+       {std::tuple{"f16", 300, 264, 1080, 1e-2}, std::tuple{"f32", 37, 48, 520, 1.5e-3}}) {
+    Case c = moderateGemmCase(std::string("wgmma_cluster_split_") + ct, "wgmma_cluster", "f16", ct,
+                              m, n, k, rel);
+    c.defines["SMS"] = "16";
+    c.defines["KMIN"] = "1";
+    runCase(c);
+  }
 }
 
 DIFF_CASE("byte transposes: bytes of loaded words stored to shared memory by prmt, bit for bit") {

@@ -319,6 +319,19 @@ TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent til
   runGemm(file, "f16", "f32", {{300, 520, 72}}, {{"SMS", "4"}, {"PERSIST", "0"}});
 }
 
+TEST_CASE("gemm: wgmma_cluster.tasm's split-K where the cluster tiles leave blocks idle") {
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_cluster.tasm";
+  // S = max(1, min(SPLITS, SMS / (CL tiles), num_k / KMIN)) clusters per cluster tile (KMIN =
+  // 1): SMS = 16, four cluster tiles of 256 x 256 (m = 300: the second row tile of the lower
+  // cluster tile partly, of 44 rows) in S = 2 splits of 4 and 5 k tiles; one cluster tile in S = 8
+  // splits whose second block's rows all lie past m = 37 (its slots empty, its part zero);
+  // SPLITS = 1
+  runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "16"}, {"KMIN", "1"}});
+  runGemm(file, "bf16", "f32", {{37, 48, 520}}, {{"SMS", "16"}, {"KMIN", "1"}});
+  runGemm(file, "f16", "f16", {{37, 48, 520}}, {{"SMS", "16"}, {"KMIN", "1"}, {"SPLITS", "1"}});
+}
+
 TEST_CASE("gemm: wgmma_fp8.tasm's split-K where the tiles leave blocks idle") {
   const std::filesystem::path file =
       std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_fp8.tasm";
