@@ -300,6 +300,24 @@ TEST_CASE("gemm: wgmma_ws.tasm's split-K where the tiles leave blocks idle") {
   runGemm(file, "bf16", "f32", {{37, 136, 200}}, {{"BN", "128"}, {"SMS", "4"}, {"KMIN", "1"}});
 }
 
+TEST_CASE("gemm: wgmma_ws.tasm's stream-K where the last round of tiles leaves blocks idle") {
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_ws.tasm";
+  // More tiles than SMS blocks, not a multiple of SMS: the last SMS + tiles % SMS tiles' k tiles
+  // in even ranges, one per block, a tile's two parts summed by the block that draws its second
+  // ticket. SMS = 4, six tiles (3 x 2, partial at the edges) of 9 k tiles (the last partial):
+  // all six shared out, 13 or 14 k tiles per block (tiles 1 and 4 in two parts, 4 + 5 k tiles);
+  // SMS = 2, nine tiles of 3 k tiles: six whole tiles after tiles 0-2 in ranges of 4 and 5 k
+  // tiles (tile 1 in two parts); SMS = 5, twelve tiles of 4 k tiles: five whole, seven shared
+  // in ranges of 5 or 6 (f32 C, the last row tile of 60 rows)
+  runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "1"}});
+  runGemm(file, "f16", "f16", {{300, 520, 136}}, {{"SMS", "2"}, {"SKMIN", "1"}});
+  runGemm(file, "bf16", "f32", {{700, 264, 200}}, {{"SMS", "5"}, {"SKMIN", "1"}});
+  // SKMIN above num_k and STREAMK = 0: the same shape as whole tiles in rounds
+  runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "10"}});
+  runGemm(file, "bf16", "bf16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "1"}, {"STREAMK", "0"}});
+}
+
 TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent tile loop") {
   const std::filesystem::path file =
       std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_fp8.tasm";
