@@ -2401,6 +2401,7 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
                               m, n, k, rel);
     c.defines["SMS"] = sms;
     c.defines["SKMIN"] = "1";
+    c.defines["SKFILL"] = "1";
     runCase(c);
   }
 }

@@ -310,9 +310,9 @@ TEST_CASE("gemm: wgmma_ws.tasm's stream-K where the last round of tiles leaves b
   // SMS = 2, nine tiles of 3 k tiles: six whole tiles after tiles 0-2 in ranges of 4 and 5 k
   // tiles (tile 1 in two parts); SMS = 5, twelve tiles of 4 k tiles: five whole, seven shared
   // in ranges of 5 or 6 (f32 C, the last row tile of 60 rows)
-  runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "1"}});
-  runGemm(file, "f16", "f16", {{300, 520, 136}}, {{"SMS", "2"}, {"SKMIN", "1"}});
-  runGemm(file, "bf16", "f32", {{700, 264, 200}}, {{"SMS", "5"}, {"SKMIN", "1"}});
+  runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "1"}, {"SKFILL", "1"}});
+  runGemm(file, "f16", "f16", {{300, 520, 136}}, {{"SMS", "2"}, {"SKMIN", "1"}, {"SKFILL", "1"}});
+  runGemm(file, "bf16", "f32", {{700, 264, 200}}, {{"SMS", "5"}, {"SKMIN", "1"}, {"SKFILL", "1"}});
   // SKMIN above num_k and STREAMK = 0: the same shape as whole tiles in rounds
   runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "10"}});
   runGemm(file, "bf16", "bf16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "1"}, {"STREAMK", "0"}});
