@@ -2394,9 +2394,8 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
   // stream-K (SKMIN = 1): with SMS = 4 six tiles of 9 k tiles shared out in ranges of 13 and 14
   // k tiles (two tiles in two parts); with SMS = 5 five whole tiles after seven shared out (f32
   // parts of two blocks summed in slot order)
-  for (auto [at, ct, m, n, k, rel, sms] :
-       {std::tuple{"f16", "f16", 300, 264, 520, 1e-2, "4"},
-        std::tuple{"bf16", "f32", 700, 264, 200, 1.5e-3, "5"}}) {
+  for (auto [at, ct, m, n, k, rel, sms] : {std::tuple{"f16", "f16", 300, 264, 520, 1e-2, "4"},
+                                           std::tuple{"bf16", "f32", 700, 264, 200, 1.5e-3, "5"}}) {
     Case c = moderateGemmCase(std::string("wgmma_ws_streamk_") + at + "_" + ct, "wgmma_ws", at, ct,
                               m, n, k, rel);
     c.defines["SMS"] = sms;

@@ -315,7 +315,8 @@ TEST_CASE("gemm: wgmma_ws.tasm's stream-K where the last round of tiles leaves b
   runGemm(file, "bf16", "f32", {{700, 264, 200}}, {{"SMS", "5"}, {"SKMIN", "1"}, {"SKFILL", "1"}});
   // SKMIN above num_k and STREAMK = 0: the same shape as whole tiles in rounds
   runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "10"}});
-  runGemm(file, "bf16", "bf16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "1"}, {"STREAMK", "0"}});
+  runGemm(file, "bf16", "bf16", {{300, 264, 520}},
+          {{"SMS", "4"}, {"SKMIN", "1"}, {"STREAMK", "0"}});
 }
 
 TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent tile loop") {
