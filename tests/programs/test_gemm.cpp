@@ -313,8 +313,11 @@ TEST_CASE("gemm: wgmma_ws.tasm's stream-K where the last round of tiles leaves b
   runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "1"}, {"SKFILL", "1"}});
   runGemm(file, "f16", "f16", {{300, 520, 136}}, {{"SMS", "2"}, {"SKMIN", "1"}, {"SKFILL", "1"}});
   runGemm(file, "bf16", "f32", {{700, 264, 200}}, {{"SMS", "5"}, {"SKMIN", "1"}, {"SKFILL", "1"}});
+  // the default SKFILL = 4: nine tiles (3 x 3) on eight blocks (one busy in the last round)
+  // shared out, 3 k tiles each, in ranges of 3 or 4
+  runGemm(file, "f16", "f16", {{300, 520, 136}}, {{"SMS", "8"}, {"SKMIN", "1"}});
   // SKMIN above num_k and STREAMK = 0: the same shape as whole tiles in rounds
-  runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "10"}});
+  runGemm(file, "f16", "f16", {{300, 264, 520}}, {{"SMS", "4"}, {"SKMIN", "10"}, {"SKFILL", "1"}});
   runGemm(file, "bf16", "bf16", {{300, 264, 520}},
           {{"SMS", "4"}, {"SKMIN", "1"}, {"STREAMK", "0"}});
 }
