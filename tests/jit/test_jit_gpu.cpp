@@ -2379,28 +2379,60 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
   persistentTmaGemmCase("wgmma_ws");
   // split-K (KMIN = 1): with SMS = 8 four tiles in two splits of 8 and 9 k tiles, and one tile
   // in eight splits of one or two; with BN = 128 (six stages) and SMS = 12 six tiles in two
-  // splits (f32 parts summed in slot order: f32 C within 1.5e-3 where sums of 520 products
-  // nearly cancel)
-  for (auto [ct, m, n, k, rel, bn, sms] : {std::tuple{"f16", 200, 264, 1080, 1e-2, "256", "8"},
-                                           std::tuple{"f32", 37, 48, 520, 1.5e-3, "256", "8"},
-                                           std::tuple{"f16", 200, 264, 1080, 1e-2, "128", "12"}}) {
-    Case c = moderateGemmCase(std::string("wgmma_ws_split_bn") + bn + "_" + ct, "wgmma_ws", "f16",
-                              ct, m, n, k, rel);
-    c.defines["SMS"] = sms;
-    c.defines["KMIN"] = "1";
-    c.defines["BN"] = bn;
-    runCase(c);
-  }
-  // stream-K (SKMIN = 1): with SMS = 4 six tiles of 9 k tiles shared out in ranges of 13 and 14
-  // k tiles (two tiles in two parts); with SMS = 5 five whole tiles after seven shared out (f32
-  // parts of two blocks summed in slot order)
-  for (auto [at, ct, m, n, k, rel, sms] : {std::tuple{"f16", "f16", 300, 264, 520, 1e-2, "4"},
-                                           std::tuple{"bf16", "f32", 700, 264, 200, 1.5e-3, "5"}}) {
-    Case c = moderateGemmCase(std::string("wgmma_ws_streamk_") + at + "_" + ct, "wgmma_ws", at, ct,
-                              m, n, k, rel);
-    c.defines["SMS"] = sms;
-    c.defines["SKMIN"] = "1";
-    c.defines["SKFILL"] = "1";
+  // splits. Stream-K (SKMIN = 1, SKFILL = 1): with SMS = 4 six tiles of 9 k tiles shared out in
+  // ranges of 13 and 14 k tiles (two tiles in two parts); with SMS = 5 five whole tiles after
+  // seven shared out. f32 parts summed in slot order: f32 C within 1.5e-3 where sums of 520
+  // products nearly cancel
+  struct WsCase {
+    std::string name;
+    const char *at, *ct;
+    int m, n, k;
+    double rel;
+    std::map<std::string, std::string> defines;
+  };
+  for (const WsCase &w : {WsCase{"split_bn256_f16",
+                                 "f16",
+                                 "f16",
+                                 200,
+                                 264,
+                                 1080,
+                                 1e-2,
+                                 {{"SMS", "8"}, {"KMIN", "1"}, {"BN", "256"}}},
+                          WsCase{"split_bn256_f32",
+                                 "f16",
+                                 "f32",
+                                 37,
+                                 48,
+                                 520,
+                                 1.5e-3,
+                                 {{"SMS", "8"}, {"KMIN", "1"}, {"BN", "256"}}},
+                          WsCase{"split_bn128_f16",
+                                 "f16",
+                                 "f16",
+                                 200,
+                                 264,
+                                 1080,
+                                 1e-2,
+                                 {{"SMS", "12"}, {"KMIN", "1"}, {"BN", "128"}}},
+                          WsCase{"streamk_f16_f16",
+                                 "f16",
+                                 "f16",
+                                 300,
+                                 264,
+                                 520,
+                                 1e-2,
+                                 {{"SMS", "4"}, {"SKMIN", "1"}, {"SKFILL", "1"}}},
+                          WsCase{"streamk_bf16_f32",
+                                 "bf16",
+                                 "f32",
+                                 700,
+                                 264,
+                                 200,
+                                 1.5e-3,
+                                 {{"SMS", "5"}, {"SKMIN", "1"}, {"SKFILL", "1"}}}}) {
+    Case c = moderateGemmCase("wgmma_ws_" + w.name, "wgmma_ws", w.at, w.ct, w.m, w.n, w.k, w.rel);
+    for (const auto &[name, value] : w.defines)
+      c.defines[name] = value;
     runCase(c);
   }
 }
