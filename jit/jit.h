@@ -42,6 +42,9 @@ struct JitOptions {
   int smVersion = 90; // 80 -> sm_80, 90 -> sm_90a
   int optLevel = 3;
   Specialization specialization;
+  /// StoreShared of 16-bit mma fragments by stmatrix in every sm_90 kernel, not only in kernels
+  /// with Hopper instructions (wgmma or TMA; jit/lower_memory_matrix.cpp): for tests.
+  bool stmatrixEverywhere = false;
   /// The compiler version that goes into cache keys: the library version, a hash of the
   /// sources that decide the generated code (jit/source_hash.py) and the LLVM version.
   static const char *compilerVersion();

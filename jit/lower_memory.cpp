@@ -1,8 +1,8 @@
 // Data movement (MemoryLowering): LoadShared / StoreShared, LoadScalar, StoreScalar and the slot
 // grouping and shared-offset splitting of memory_util.h (LoadGlobal / StoreGlobal are in
-// lower_memory_global.cpp, ldmatrix in lower_memory_ldmatrix.cpp, the asynchronous copies in
-// lower_memory_async.cpp; the tiles and element primitives that other families use too are in
-// emit_memory.cpp).
+// lower_memory_global.cpp, ldmatrix and stmatrix in lower_memory_matrix.cpp, the asynchronous
+// copies in lower_memory_async.cpp; the tiles and element primitives that other families use too
+// are in emit_memory.cpp).
 //
 // A load or store turns its `offset=[...]` into a tile (GlobalTile/SharedTile) of the view it
 // reads (emit_memory.cpp) and then addresses register slot (t, i) at tile index
@@ -495,6 +495,8 @@ Status MemoryLowering::visitStoreShared(const Instruction &inst) {
   DataType t = tile.dtype;
   for (llvm::Value *&v : slots)
     v = cg.convert(v, info.vars[src].dtype, t);
+  if (tryStmatrix(tile, src, slots))
+    return Status::success();
   SharedSlots ss = sharedSlots(cg, *this, tile, map);
   llvm::Value *root = cg.sharedElementAddress(tile.root, cg.constI64(0), t);
   llvm::Value *primary = cg.isPrimary(map);

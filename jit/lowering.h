@@ -15,6 +15,8 @@
 #include "isa/instruction_visitor.h"
 #include "jit/codegen.h"
 
+#include <functional>
+
 namespace tilus::jit {
 
 // The categories each lowerer declares a handler per row for.
@@ -57,7 +59,7 @@ public:
 };
 
 /// Data movement (lower_memory.cpp, lower_memory_global.cpp, lower_memory_async.cpp,
-/// lower_memory_ldmatrix.cpp).
+/// lower_memory_matrix.cpp).
 class MemoryLowering : public FamilyLowering {
 public:
   using FamilyLowering::FamilyLowering;
@@ -71,9 +73,13 @@ public:
   bool contiguousRuns(VarId root, int dim, int width);
 
 private:
-  /// LoadShared of mma fragments of 16-bit types with ldmatrix (lower_memory_ldmatrix.cpp);
-  /// false (and nothing emitted) when the layouts do not allow it.
+  /// LoadShared of mma fragments of 16-bit types with ldmatrix, and StoreShared of them with
+  /// stmatrix (sm_90; lower_memory_matrix.cpp); false (and nothing emitted) when the layouts do
+  /// not allow it.
   bool tryLdmatrix(const SharedTile &tile, VarId result);
+  bool tryStmatrix(const SharedTile &tile, VarId src, const std::vector<llvm::Value *> &slots);
+  bool matrixAccesses(const SharedTile &tile, const RegisterLayout &layout,
+                      const std::function<void(int64_t, int, int, bool, llvm::Value *)> &access);
 
   std::map<std::tuple<VarId, int, int>, bool> runsCache_;
 };

@@ -259,7 +259,7 @@ MUTATIONS = [
     m(78, "jit/lower_memory_async.cpp", "  cg.callIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});",
       "  cg.callIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});", JIT,
       "CopyAsyncWaitAll does not wait"),
-    m(79, "jit/lower_memory_ldmatrix.cpp", "  llvm::Value *matrix = b.CreateLShr(lane, cg.constI32(3)); // 0..3",
+    m(79, "jit/lower_memory_matrix.cpp", "  llvm::Value *matrix = b.CreateLShr(lane, cg.constI32(3)); // 0..3",
       "  llvm::Value *matrix = b.CreateLShr(lane, cg.constI32(2)); // 0..3", JIT,
       "ldmatrix: lanes grouped by 4 instead of 8"),
     m(80, "jit/lower_contraction.cpp",
@@ -270,7 +270,7 @@ MUTATIONS = [
       "      words[size_t(byte / 4 + 1)] = b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty());",
       "      words[size_t(byte / 4 + 1)] = b.CreateTrunc(b.CreateLShr(bits, 16), b.getInt32Ty());", JIT,
       "8-byte elements split at bit 16"),
-    m(82, "jit/lower_memory_ldmatrix.cpp", "  llvm::Value *warp = b.CreateLShr(cg.tid(), cg.constI32(5));",
+    m(82, "jit/lower_memory_matrix.cpp", "  llvm::Value *warp = b.CreateLShr(cg.tid(), cg.constI32(5));",
       "  llvm::Value *warp = b.CreateLShr(cg.tid(), cg.constI32(4));", JIT, "ldmatrix: warp of 16 lanes"),
     # ---- vm/cuda/ ---------------------------------------------------------------------------
     m(90, "vm/cuda/launch_args.cpp", "  return (n / 8) * bits + ((n % 8) * bits + 7) / 8;",

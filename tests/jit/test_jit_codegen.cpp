@@ -120,6 +120,66 @@ TEST_CASE("the pipelined matmul uses cp.async with zero fill and mma.sync") {
   CHECK(contains(k.ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
 }
 
+TEST_CASE("StoreShared of mma fragments of 16-bit types is stmatrix on sm_90a, x4 and x2.trans" *
+          needsPtxas()) {
+  // a C-like layout (two x4 per warp), a B-like one (x2.trans), three matrices (an x4 that
+  // repeats the last one), and a replicated layout (each element stored once: the ordinary path)
+  struct Case {
+    const char *layout;
+    int rows, cols, threads;
+    const char *expect;
+  };
+  const Case cases[] = {
+      {"spatial(2, 2).local(2, 4).local(2, 1).spatial(8, 4).local(1, 2)", 64, 64, 128,
+       "stmatrix.sync.aligned.m8n8.x4.shared.b16"},
+      {"local(2, 1).column_spatial(4, 8).local(2, 1)", 16, 8, 32,
+       "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16"},
+      {"local(3, 1).spatial(8, 4).local(1, 2)", 24, 8, 32,
+       "stmatrix.sync.aligned.m8n8.x4.shared.b16"},
+      {"replicate(2).spatial(1, 2).local(2, 4).local(2, 1).spatial(8, 4).local(1, 2)", 32, 64, 128,
+       nullptr},
+  };
+  for (const Case &c : cases) {
+    std::string layout = c.layout;
+    CAPTURE(layout);
+    std::string rows = std::to_string(c.rows), cols = std::to_string(c.cols);
+    std::string at = std::to_string(64 - c.rows) + ":, " + std::to_string(64 - c.cols) + ":";
+    VerifiedModule m = buildSource(
+        "def st<1>(f16* x_ptr, f16* y_ptr) threads=" + std::to_string(c.threads) + ":\n" +
+        "    s = AllocateShared(f16, shape=[64, 64], layout=swizzle(row_major(64, 64), 3, 3, "
+        "3))\n" +
+        "    f = LoadGlobal(ViewGlobal(x_ptr, shape=[" + rows + ", " + cols +
+        "]), layout=" + c.layout + ")\n" + "    StoreShared(f, s, offset=[" + at +
+        "])\n    Synchronize()\n" + "    g = LoadShared(s, layout=spatial(" +
+        std::to_string(c.threads / 4) + ", 4).local(" + std::to_string(64 / (c.threads / 4)) +
+        ", 16))\n" + "    StoreGlobal(g, ViewGlobal(y_ptr, shape=[64, 64]))\n");
+    JitOptions options;
+    options.stmatrixEverywhere = true;
+    options.smVersion = 80;
+    Expected<PtxKernel> k80 = compileToPtx(m, 0, options);
+    REQUIRE_OK(k80);
+    CHECK_FALSE(contains(k80->ptx, "stmatrix")); // sm_90 and later only
+    options.smVersion = 90;
+    Expected<PtxKernel> k90 = compileToPtx(m, 0, options);
+    REQUIRE_OK(k90);
+    if (c.expect) {
+      CHECK(contains(k90->ptx, c.expect));
+      CHECK_FALSE(contains(k90->ptx, "st.shared.b16"));
+    } else {
+      CHECK_FALSE(contains(k90->ptx, "stmatrix"));
+    }
+    checkPtxasAccepts(k90->ptx, 90);
+    // by default only kernels with Hopper instructions (wgmma, TMA) store by stmatrix
+    CHECK_FALSE(contains(ptxOf(m, "st", 90).ptx, "stmatrix"));
+  }
+  // the Hopper GEMMs' epilogues: the rounded accumulators leave by stmatrix.x4; the mma.sync
+  // GEMM's keep their 4-byte stores
+  CHECK(contains(ptxOf(buildFile(programPath("gemm/wgmma_tma.tasm")), "matmul", 90).ptx,
+                 "stmatrix.sync.aligned.m8n8.x4.shared.b16"));
+  CHECK_FALSE(
+      contains(ptxOf(buildFile(programPath("gemm/mma_sync.tasm")), "matmul", 90).ptx, "stmatrix"));
+}
+
 TEST_CASE("vector_add loads and stores two contiguous f32 per thread as one vector") {
   VerifiedModule m = buildFile(programPath("vector_add.tasm"));
   PtxKernel k = ptxOf(m, "vector_add");

@@ -1548,6 +1548,80 @@ DIFF_CASE("LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from several 
   }
 }
 
+DIFF_CASE("StoreShared of mma fragments (stmatrix x1/x2/x4, .trans) into several layouts") {
+  // stmatrix is taken in kernels with Hopper instructions: the tile leaves by TmaStore (row-major
+  // and 128-byte swizzled tiles); padded tiles, and every tile through LoadShared and
+  // StoreGlobal, take the ordinary path
+  struct Shared {
+    const char *layout;
+    bool tma;
+  };
+  const Shared sharedLayouts[] = {{"row_major(64, 64)", true},
+                                  {"swizzle(row_major(64, 64), 3, 3, 3)", true},
+                                  {"strided([64, 64], [72, 1])", false},
+                                  {"strided([64, 64], [65, 1])", false}};
+  struct Frag {
+    const char *layout;
+    int rows, cols;
+  };
+  const Frag regLayouts[] = {
+      {"column_local(2, 2).spatial(8, 4).local(1, 2)", 16, 16},                    // x4
+      {"local(2, 1).column_spatial(4, 8).local(2, 1)", 16, 8},                     // x2.trans
+      {"spatial(2, 2).local(2, 4).local(2, 1).spatial(8, 4).local(1, 2)", 64, 64}, // x4 x2
+      {"spatial(2, 1).replicate(2).local(2, 2).column_local(2, 2).spatial(8, 4).local(1, 2)", 64,
+       32},                                             // replicated: the ordinary path
+      {"local(3, 1).spatial(8, 4).local(1, 2)", 24, 8}, // 3 matrices
+      {"local(1, 1).spatial(8, 4).local(1, 2)", 8, 8},  // x1
+  };
+  int k = 0;
+  for (const Shared &sl : sharedLayouts) {
+    for (const Frag &frag : regLayouts) {
+      for (bool tma : {false, true}) {
+        if (tma && !sl.tma)
+          continue;
+        std::string layout = frag.layout;
+        int threads = layout.find("spatial(2, ") != std::string::npos ? 128 : 32;
+        std::string whole = "spatial(" + std::to_string(threads / 4) + ", 4).local(" +
+                            std::to_string(64 / (threads / 4)) + ", 16)";
+        // y (zeros) into the tile first, then the fragment at (r0 * 8, c0 * 8 - SHIFT), then
+        // the whole tile back to y: every element the fragment does not cover stays 0
+        std::string text =
+            std::string("def frag<1>(bf16* x_ptr, bf16* y_ptr, i32 r0, i32 c0) threads=") +
+            std::to_string(threads) + ":\n" +
+            "    s = AllocateShared(bf16, shape=[64, 64], layout=" + sl.layout + ")\n" +
+            "    z = LoadGlobal(ViewGlobal(y_ptr, shape=[64, 64]), layout=" + whole + ")\n" +
+            "    StoreShared(z, s)\n" + "    Synchronize()\n" +
+            "    f = LoadGlobal(ViewGlobal(x_ptr, shape=[64, 64]), layout=" + frag.layout +
+            ", offset=[r0 * 8:, c0 * 8 - SHIFT:])\n" +
+            "    StoreShared(f, s, offset=[r0 * 8:, c0 * 8 - SHIFT:])\n";
+        if (tma)
+          text += "    FenceProxyAsync()\n    Synchronize()\n"
+                  "    TmaStore(s, ViewGlobal(y_ptr, shape=[64, 64]), offset=[0:, 0:])\n"
+                  "    TmaStoreCommitGroup()\n    TmaStoreWaitGroup(0)\n";
+        else
+          text += "    Synchronize()\n    w = LoadShared(s, layout=" + whole + ")\n" +
+                  "    StoreGlobal(w, ViewGlobal(y_ptr, shape=[64, 64]))\n";
+        Case c;
+        int c0 = 64 - frag.cols;
+        c.scalars = {{"r0", uint64_t((64 - frag.rows) / 8)}, {"c0", uint64_t(c0 / 8)}};
+        c.buffers = {{"x_ptr", DataType::bf16(), 64 * 64, Fill::Random},
+                     {"y_ptr", DataType::bf16(), 64 * 64, Fill::Zero}};
+        for (int shift : {0, 3}) {
+          if (shift > c0)
+            continue;
+          // offsets known to be multiples of 8 take stmatrix; a shift of 3 the ordinary path
+          c.source = text;
+          c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
+          c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
+          c.name = "stmatrix_" + std::to_string(k) + (tma ? "_tma_" : "_") + std::to_string(shift);
+          runCase(c);
+        }
+      }
+      ++k;
+    }
+  }
+}
+
 DIFF_CASE("CopyAsync (cp.async chunks, partial and misaligned tiles, packed types)") {
   const char *source = R"(
 def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, DT* w_ptr, i32 m, i32 n, i32 shift) threads=128:

@@ -1,4 +1,6 @@
-// LoadShared through ldmatrix: the fast path for the mma operand fragments of 16-bit types.
+// 8x8 matrix accesses of shared memory: LoadShared through ldmatrix (the fast path for the mma
+// operand fragments of 16-bit types) and StoreShared through stmatrix (sm_90: accumulators
+// rounded to 16 bits, stored into a shared tile for the epilogue's TMA or 16-byte stores).
 //
 // `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` loads up to four 8x8 matrices for a
 // warp: lanes 8j..8j+7 give the addresses of the eight 16-byte rows of matrix j, and every lane
@@ -10,25 +12,45 @@
 // warp w is the matrix at tile index 8 O(w, io), its two elements are the thread's slots
 // 2 io and 2 io + 1. The A fragment column_local(2, 2).spatial(8, 4).local(1, 2) is one x4,
 // the B fragment local(2, 1).column_spatial(4, 8).local(2, 1) one x2.trans.
+// `stmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` (sm_90) is its mirror image: the
+// same lanes give the same row addresses, and each lane's registers are stored where ldmatrix
+// would have loaded them from. The mma and wgmma accumulator layouts end in
+// `.spatial(8, 4).local(1, 2)`, so a 16-bit C tile leaves its registers in one x4 per four
+// matrices instead of one 4-byte store per pair (a quarter of the instructions, rows of 16
+// bytes). Stores need a layout without replicated threads (each element stored once), and are
+// made so only in kernels with Hopper instructions (wgmma or TMA): there the epilogues' IR and
+// PTX shrink at the same speed (the Hopper GEMMs within 0.3 %), while in the mma.sync kernels,
+// at their register limits, ptxas then needed more registers (programs/gemm/mma_sync.tasm 1 %
+// slower, the prefill attention's mma.sync design 3-4 %; docs/jit.md, "Fast paths").
+// Otherwise StoreShared takes its ordinary path.
 //
 // Requirements: every matrix row is 8 contiguous, 16-byte aligned elements of shared memory.
 // The root layout is checked once, exhaustively over its shape, for "every run of 8 along the
 // tile's last root dimension that starts at a multiple of 8 is contiguous and starts at a
 // multiple of 8" (row-major, padded strides that are multiples of 8, swizzles that leave the
 // low 3 bits alone), and the row starts must provably lie at multiples of 8 in that dimension
-// (known bits of the tile origin). Otherwise LoadShared takes its ordinary path.
+// (known bits of the tile origin). Otherwise LoadShared and StoreShared take their ordinary
+// paths.
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
 
 #include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <functional>
 
 namespace tilus::jit {
 
-/// ldmatrix lowering of a LoadShared; false when it does not apply (nothing emitted then).
-bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
+/// The 8x8 matrices of a 16-bit register tile `layout` in shared tile `tile`, for ldmatrix and
+/// stmatrix: calls `access(first, count, n, trans, addr)` for each batch of up to four matrices
+/// (outer slots first .. first + count - 1, accessed as an x`n`, a batch of three repeating its
+/// last matrix; `addr` the 32-bit-pointer row address of this lane); false (nothing emitted)
+/// when the layouts do not allow it.
+bool MemoryLowering::matrixAccesses(
+    const SharedTile &tile, const RegisterLayout &layout,
+    const std::function<void(int64_t, int, int, bool, llvm::Value *)> &access) {
   DataType t = tile.dtype;
-  const RegisterLayout &layout = *info.vars[result].layout;
   if (t.storageBits() != 16 || t.isBool() || layout.rank() != 2 || cg.threads() % 32 != 0)
     return false;
   using L = RegisterLayout;
@@ -64,7 +86,6 @@ bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
   }
   llvm::Value *row = b.CreateZExt(b.CreateAnd(lane, cg.constI32(7)), b.getInt64Ty());
   llvm::Value *matrix = b.CreateLShr(lane, cg.constI32(3)); // 0..3
-  std::vector<llvm::Value *> slots(size_t(layout.numLocals()));
   size_t rowRoot = size_t(tile.dims[0]);
   // The slot that lane j of a batch of `count` matrices starting at `first` addresses.
   auto slotOf = [&](int64_t first, int count, int j) { return first + std::min(j, count - 1); };
@@ -92,7 +113,7 @@ bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
     int n = count == 3 ? 4 : count; // x1, x2 or x4 (a batch of 3 repeats its last matrix)
     // The address is L(origin + lane part). Cheapest first: the first batch's lane part plus a
     // shift (the origin and a constant step from the first batch, when every lane steps
-    // alike), which leaves one per-thread offset for all batches and an immediate per load;
+    // alike), which leaves one per-thread offset for all batches and an immediate per access;
     // else this batch's lane part plus the origin; else the whole sum through the layout.
     llvm::Value *addr = nullptr;
     if (count == firstCount && n == firstN) {
@@ -121,27 +142,73 @@ bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
         coords[r] = b.CreateAdd(tile.origin[r], coords[r]);
       addr = cg.sharedElementAddress(tile.root, cg.sharedOffset(tile.root, coords), t);
     }
-    llvm::Intrinsic::ID id;
-    if (n == 1)
-      id = isTrans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_trans_b16
-                   : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_b16;
-    else if (n == 2)
-      id = isTrans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16
-                   : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16;
-    else
-      id = isTrans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
-                   : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
-    llvm::Value *res = cg.callIntrinsic(id, {addr->getType()}, {addr});
-    for (int j = 0; j < count; ++j) {
-      llvm::Value *reg = n == 1 ? res : b.CreateExtractValue(res, unsigned(j));
-      llvm::Value *lo = b.CreateTrunc(reg, b.getInt16Ty());
-      llvm::Value *hi = b.CreateTrunc(b.CreateLShr(reg, 16), b.getInt16Ty());
-      slots[size_t((first + j) * 2)] = cg.fromBits(lo, t);
-      slots[size_t((first + j) * 2 + 1)] = cg.fromBits(hi, t);
-    }
+    access(first, count, n, isTrans, addr);
   }
-  cg.writeRegister(result, slots);
   return true;
+}
+
+/// ldmatrix lowering of a LoadShared; false when it does not apply (nothing emitted then).
+bool MemoryLowering::tryLdmatrix(const SharedTile &tile, VarId result) {
+  DataType t = tile.dtype;
+  const RegisterLayout &layout = *info.vars[result].layout;
+  std::vector<llvm::Value *> slots(size_t(layout.numLocals()));
+  bool done = matrixAccesses(
+      tile, layout, [&](int64_t first, int count, int n, bool isTrans, llvm::Value *addr) {
+        llvm::Intrinsic::ID id;
+        if (n == 1)
+          id = isTrans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_trans_b16
+                       : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_b16;
+        else if (n == 2)
+          id = isTrans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16
+                       : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16;
+        else
+          id = isTrans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                       : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
+        llvm::Value *res = cg.callIntrinsic(id, {addr->getType()}, {addr});
+        for (int j = 0; j < count; ++j) {
+          llvm::Value *reg = n == 1 ? res : b.CreateExtractValue(res, unsigned(j));
+          llvm::Value *lo = b.CreateTrunc(reg, b.getInt16Ty());
+          llvm::Value *hi = b.CreateTrunc(b.CreateLShr(reg, 16), b.getInt16Ty());
+          slots[size_t((first + j) * 2)] = cg.fromBits(lo, t);
+          slots[size_t((first + j) * 2 + 1)] = cg.fromBits(hi, t);
+        }
+      });
+  if (done)
+    cg.writeRegister(result, slots);
+  return done;
+}
+
+/// stmatrix lowering of a StoreShared of register tensor `src` whose slots, converted to the
+/// tile's type, are `slots`; false when it does not apply (nothing emitted then).
+bool MemoryLowering::tryStmatrix(const SharedTile &tile, VarId src,
+                                 const std::vector<llvm::Value *> &slots) {
+  if (opts.smVersion < 90 || (info.wgmma.empty() && info.tma.empty() && !opts.stmatrixEverywhere))
+    return false;
+  for (const LayoutTerm &term : cg.layoutOf(src).spatialTerms())
+    if (term.dim < 0) // replicated threads: each element must be stored once
+      return false;
+  DataType t = tile.dtype;
+  return matrixAccesses(
+      tile, *info.vars[src].layout,
+      [&](int64_t first, int count, int n, bool isTrans, llvm::Value *addr) {
+        std::vector<llvm::Value *> args{b.CreatePtrToInt(addr, b.getInt32Ty())};
+        std::string text = "stmatrix.sync.aligned.m8n8.x" + std::to_string(n) +
+                           (isTrans ? ".trans" : "") + ".shared.b16 [$0], {";
+        std::string constraints = "r";
+        for (int j = 0; j < n; ++j) {
+          int64_t m = first + std::min(j, count - 1);
+          llvm::Value *lo = b.CreateZExt(cg.toBits(slots[size_t(m * 2)], t), b.getInt32Ty());
+          llvm::Value *hi = b.CreateZExt(cg.toBits(slots[size_t(m * 2 + 1)], t), b.getInt32Ty());
+          args.push_back(b.CreateOr(lo, b.CreateShl(hi, 16)));
+          text += (j ? ", $" : "$") + std::to_string(j + 1);
+          constraints += ",r";
+        }
+        text += "};";
+        constraints += ",~{memory}";
+        std::vector<llvm::Type *> types(args.size(), b.getInt32Ty());
+        auto *fnType = llvm::FunctionType::get(b.getVoidTy(), types, false);
+        b.CreateCall(llvm::InlineAsm::get(fnType, text, constraints, true), args);
+      });
 }
 
 } // namespace tilus::jit
