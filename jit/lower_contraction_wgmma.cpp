@@ -33,18 +33,39 @@ llvm::Value *emitVolatileAsm(Codegen &cg, llvm::Type *ret, const std::string &te
 }
 
 /// The descriptor for warpgroup coordinate `coord` (one of `count`) among `descs[coord * stride +
-/// offset]`: a select chain on the run-time coordinate, the start added to `origin` (i32).
+/// offset]`, the start added to `origin` (i32, the shared::cta address of the operand view's
+/// origin). Starts that lie multiples of 16 bytes from the origin (every one the checker plans)
+/// are the origin's field plus a constant: ((origin + delta) >> 4) & 0x3fff = ((origin >> 4) &
+/// 0x3fff) + delta / 16, exact because shared::cta addresses are below 2^18 (at most 228 KiB on
+/// sm_90), so neither side wraps and the sum does not carry into the bits above the field. The
+/// descriptor is then one 64-bit add to a value computed once per origin (the pipeline stage) of
+/// a constant chosen by the coordinate (a select chain that LLVM hoists out of the k loop),
+/// instead of an add, shift, mask, widening and or per wgmma and warpgroup coordinate.
 llvm::Value *descriptor(Codegen &cg, const std::vector<WgmmaDescriptor> &descs, int count,
                         int64_t stride, int64_t offset, llvm::Value *coord, llvm::Value *origin) {
   llvm::IRBuilder<> &b = cg.b;
+  auto fixedBits = [](const WgmmaDescriptor &d) {
+    return (uint64_t((d.lbo >> 4) & 0x3fff) << 16) | (uint64_t((d.sbo >> 4) & 0x3fff) << 32) |
+           (uint64_t(d.mode) << 62);
+  };
+  bool aligned = true;
+  for (int i = 0; i < count; ++i)
+    aligned = aligned && descs[size_t(i * stride + offset)].startDelta % 16 == 0;
   llvm::Value *result = nullptr;
+  if (aligned) {
+    for (int i = count; i-- > 0;) {
+      const WgmmaDescriptor &d = descs[size_t(i * stride + offset)];
+      llvm::Value *k = b.getInt64(fixedBits(d) + uint64_t(d.startDelta / 16));
+      result = result ? b.CreateSelect(b.CreateICmpEQ(coord, cg.constI32(i)), k, result) : k;
+    }
+    llvm::Value *field = b.CreateAnd(b.CreateLShr(origin, cg.constI32(4)), cg.constI32(0x3fff));
+    return b.CreateAdd(b.CreateZExt(field, b.getInt64Ty()), result);
+  }
   for (int i = count; i-- > 0;) {
     const WgmmaDescriptor &d = descs[size_t(i * stride + offset)];
-    uint64_t fixed = (uint64_t((d.lbo >> 4) & 0x3fff) << 16) |
-                     (uint64_t((d.sbo >> 4) & 0x3fff) << 32) | (uint64_t(d.mode) << 62);
     llvm::Value *start = b.CreateAdd(origin, cg.constI32(d.startDelta));
     llvm::Value *field = b.CreateAnd(b.CreateLShr(start, cg.constI32(4)), cg.constI32(0x3fff));
-    llvm::Value *desc = b.CreateOr(b.CreateZExt(field, b.getInt64Ty()), b.getInt64(fixed));
+    llvm::Value *desc = b.CreateOr(b.CreateZExt(field, b.getInt64Ty()), b.getInt64(fixedBits(d)));
     result = result ? b.CreateSelect(b.CreateICmpEQ(coord, cg.constI32(i)), desc, result) : desc;
   }
   return result;

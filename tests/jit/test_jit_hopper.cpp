@@ -122,6 +122,44 @@ TEST_CASE("Wgmma: four m64n128k16 per warpgroup with descriptors, fence, commit 
   CHECK(contains(k->ptx, ".align 1024 .b8 tilus_smem[]"));
 }
 
+TEST_CASE("Wgmma descriptors: the stage's address field plus a constant per k step and atom") {
+  // PTX ISA, "Matrix Descriptor Format": bits 0-13 start address >> 4, 16-29 LBO >> 4, 32-45
+  // SBO >> 4, 62-63 swizzle mode. Every descriptor of an operand is the field of the operand's
+  // origin plus fixed bits plus startDelta / 16: those constants, in decimal, are in the PTX
+  // (B: one per k step after the first; A: one per k step and warpgroup, chosen by a select)
+  VerifiedModule m = buildSource(kWgmmaSource);
+  const WgmmaPlan &plan = m.programs[0].wgmma.begin()->second;
+  auto constant = [](const WgmmaDescriptor &d) {
+    uint64_t v =
+        (uint64_t(d.lbo >> 4) << 16) | (uint64_t(d.sbo >> 4) << 32) | (uint64_t(d.mode) << 62);
+    return std::to_string(v + uint64_t(d.startDelta / 16));
+  };
+  Expected<PtxKernel> k = compileFor(m, 90);
+  REQUIRE_OK(k);
+  for (size_t i = 1; i < plan.b.size(); ++i) {
+    CAPTURE(i);
+    CHECK(contains(k->ptx, ", " + constant(plan.b[i]) + ";"));
+  }
+  for (size_t i = 0; i < plan.a.size(); ++i) {
+    if (plan.a[i].startDelta == 0)
+      continue; // the origin's own field, or-ed with the fixed bits
+    CAPTURE(i);
+    CHECK(contains(k->ptx, constant(plan.a[i])));
+  }
+  // no descriptor recomputes its start: one widened address field per operand between the fence
+  // and the commit (A and B), not one per wgmma and warpgroup (12 here)
+  size_t from = k->ptx.find("wgmma.fence.sync.aligned");
+  size_t to = k->ptx.find("wgmma.commit_group.sync.aligned");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  std::string issue = k->ptx.substr(from, to - from);
+  size_t widened = 0;
+  for (size_t at = issue.find("cvt.u64.u32"); at != std::string::npos;
+       at = issue.find("cvt.u64.u32", at + 1))
+    ++widened;
+  CHECK(widened == 2);
+}
+
 TEST_CASE("Wgmma: ptxas accepts the sm_90a kernel and the GEMM program" * needsPtxas()) {
   VerifiedModule m = buildSource(kWgmmaSource);
   Expected<PtxKernel> k = compileFor(m, 90);
