@@ -4,11 +4,17 @@
 //   tilusvm-cache [--dir DIR] stats [--json]         entries, bytes, the cap, other builds' entries
 //   tilusvm-cache [--dir DIR] prune [--max-bytes N]  evict least recently used entries to the cap
 //   tilusvm-cache [--dir DIR] clear                  remove every entry and temporary file
+//   tilusvm-cache [--dir DIR] export OUTDIR          each entry's PTX into OUTDIR/<entry>.ptx
+//   tilusvm-cache [--dir DIR] import PTXDIR          each entry's PTX replaced by
+//   PTXDIR/<entry>.ptx
 //
+// export and import are for experiments with hand-edited PTX: the runtime serves an imported
+// entry under its key as it would the JIT's code (docs/runtime.md, "Experiments with edited PTX").
 // DIR defaults to the directory the runtime uses (TILUSVM_CACHE_DIR, XDG_CACHE_HOME/tilusvm or
 // HOME/.cache/tilusvm); the cap to TILUSVM_CACHE_MAX_BYTES. A directory that does not exist is
-// an empty cache. Exit status: 0 success; 1 the directory cannot be read or a file cannot be
-// removed; 2 a usage error (unknown command or option, a bad byte count, no directory known).
+// an empty cache. Exit status: 0 success; 1 the directory cannot be read, a file cannot be
+// removed or written, or import found nothing to replace or an empty PTX file; 2 a usage error
+// (unknown command or option, a bad byte count, no directory known).
 #include "jit/jit.h"
 #include "tools/tool_main.h"
 #include "vm/cuda/kernel_cache.h"
@@ -238,6 +244,92 @@ int statsMode(const DiskCache &cache, bool asJson) {
   return kExitOk;
 }
 
+/// The verified contents of the entry `d` describes (not corrupt, not a temporary).
+Expected<CacheEntryInfo> readEntry(const Described &d) {
+  std::ifstream in(d.file.path, std::ios::binary);
+  std::vector<uint8_t> bytes(size_t(d.file.bytes));
+  in.read(reinterpret_cast<char *>(bytes.data()), std::streamsize(bytes.size()));
+  if (!in)
+    return Status::error(ErrorCode::Io, "cannot read " + d.file.path.string());
+  return inspectCacheEntry(bytes);
+}
+
+/// The file an entry's PTX goes to or comes from: OUTDIR/<entry file without .tvmk>.ptx.
+std::filesystem::path ptxPath(const std::string &dir, const Described &d) {
+  return std::filesystem::path(dir) / (d.file.path.stem().string() + ".ptx");
+}
+
+int exportMode(const DiskCache &cache, const std::string &outDir) {
+  auto all = describeAll(cache);
+  if (!all.ok())
+    return ioError(all.status());
+  std::error_code ec;
+  std::filesystem::create_directories(outDir, ec);
+  if (ec)
+    return ioError(Status::error(ErrorCode::Io, "cannot create " + outDir + ": " + ec.message()));
+  int exported = 0;
+  for (const Described &d : *all) {
+    if (d.file.temporary || d.corrupt)
+      continue;
+    Expected<CacheEntryInfo> entry = readEntry(d);
+    if (!entry.ok())
+      return ioError(entry.status());
+    std::filesystem::path out = ptxPath(outDir, d);
+    std::ofstream file(out, std::ios::binary | std::ios::trunc);
+    file << entry->kernel.ptx;
+    file.flush();
+    if (!file)
+      return ioError(Status::error(ErrorCode::Io, "cannot write " + out.string()));
+    std::cout << d.file.path.filename().string() << "  " << keyField(d.keyText, "program")
+              << "  -> " << out.string() << "\n";
+    ++exported;
+  }
+  std::cout << "exported the PTX of " << exported << " entries to " << outDir << "\n";
+  return kExitOk;
+}
+
+int importMode(const DiskCache &cache, const std::string &ptxDir) {
+  auto all = describeAll(cache);
+  if (!all.ok())
+    return ioError(all.status());
+  std::error_code ec;
+  if (!std::filesystem::is_directory(ptxDir, ec))
+    return ioError(Status::error(ErrorCode::Io, ptxDir + " is not a directory"));
+  int replaced = 0;
+  for (const Described &d : *all) {
+    if (d.file.temporary || d.corrupt)
+      continue;
+    std::filesystem::path in = ptxPath(ptxDir, d);
+    if (!std::filesystem::exists(in, ec))
+      continue;
+    std::ifstream file(in, std::ios::binary);
+    std::string ptx{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+    if (!file.good() && !file.eof())
+      return ioError(Status::error(ErrorCode::Io, "cannot read " + in.string()));
+    if (ptx.empty())
+      return ioError(Status::error(ErrorCode::Io, in.string() + " is empty; " +
+                                                      d.file.path.filename().string() +
+                                                      " left as it was"));
+    Expected<CacheEntryInfo> entry = readEntry(d);
+    if (!entry.ok())
+      return ioError(entry.status());
+    CachedKernel kernel = entry->kernel;
+    kernel.ptx = ptx;
+    Status written = cache.writeEntry(d.file.path.filename().string(), entry->keyText, kernel);
+    if (!written.ok())
+      return ioError(written);
+    std::cout << "replaced " << d.file.path.filename().string() << "  "
+              << keyField(d.keyText, "program") << "  (" << ptx.size() << " bytes of PTX from "
+              << in.string() << ")\n";
+    ++replaced;
+  }
+  if (replaced == 0)
+    return ioError(Status::error(ErrorCode::Io, "no entry of " + cache.directory() +
+                                                    " has a .ptx file in " + ptxDir));
+  std::cout << "replaced the PTX of " << replaced << " entries\n";
+  return kExitOk;
+}
+
 void printRemoved(const char *verb, const DiskCache::Removed &r) {
   std::cout << verb << " " << r.entries << " entries and " << r.temporaries << " temporary files ("
             << humanBytes(r.bytes) << ")\n";
@@ -246,7 +338,8 @@ void printRemoved(const char *verb, const DiskCache::Removed &r) {
 } // namespace
 
 static int runMain(int argc, char **argv) {
-  CLI::App app{"List, summarise, prune and clear the Tilus VM kernel cache.", "tilusvm-cache"};
+  CLI::App app{"List, summarise, prune, clear, export and import the Tilus VM kernel cache.",
+               "tilusvm-cache"};
   app.set_version_flag("--version", std::string("tilusvm-cache ") + TILUSVM_VERSION + " (" +
                                         JitOptions::compilerVersion() + ")");
   app.require_subcommand(1);
@@ -266,6 +359,16 @@ static int runMain(int argc, char **argv) {
   prune->add_option("--max-bytes", maxBytesText,
                     "the cap, e.g. 500M (default: TILUSVM_CACHE_MAX_BYTES, else 1G; 0 = none)");
   CLI::App *clear = app.add_subcommand("clear", "remove every entry and temporary file");
+  std::string outDir, ptxDir;
+  CLI::App *exportCmd =
+      app.add_subcommand("export", "write each entry's PTX to OUTDIR/<entry>.ptx (for "
+                                   "experiments with edited PTX; import puts it back)");
+  exportCmd->add_option("OUTDIR", outDir, "directory for the .ptx files (created)")->required();
+  CLI::App *importCmd = app.add_subcommand(
+      "import", "replace the PTX of every entry that has PTXDIR/<entry>.ptx by that file, under "
+                "the same key (the runtime then loads the edited PTX)");
+  importCmd->add_option("PTXDIR", ptxDir, "directory of .ptx files named as export names them")
+      ->required();
   if (std::optional<int> exitCode = tilus::tools::parseCommandLine(app, argc, argv, usageError))
     return *exitCode;
   if (dir.empty()) {
@@ -307,6 +410,10 @@ static int runMain(int argc, char **argv) {
     printRemoved("removed", *removed);
     return kExitOk;
   }
+  if (exportCmd->parsed())
+    return exportMode(cache, outDir);
+  if (importCmd->parsed())
+    return importMode(cache, ptxDir);
   if (clear->parsed()) {
     auto removed = cache.clear();
     if (!removed.ok())

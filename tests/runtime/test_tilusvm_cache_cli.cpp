@@ -199,6 +199,65 @@ TEST_CASE("tilusvm-cache: usage errors exit 2, io errors exit 1") {
   CHECK(contains(notDir.err, "is not a directory"));
   Result help = c.run("--help");
   CHECK(help.status == 0);
-  for (const char *command : {"list", "stats", "prune", "clear", "--dir"})
+  for (const char *command : {"list", "stats", "prune", "clear", "export", "import", "--dir"})
     CHECK(contains(help.out, command));
+}
+
+TEST_CASE("tilusvm-cache: export and import the PTX of entries for experiments") {
+  CacheDir c;
+  DiskCache cache(c.dir.string(), 0);
+  KernelKey matmul = keyFor("matmul", JitOptions::compilerVersion());
+  KernelKey softmax = keyFor("softmax", JitOptions::compilerVersion());
+  CachedKernel a{"matmul_entry", 384, 200000, ".version 8.0\n// the JIT's matmul\n"};
+  CachedKernel b{"softmax_entry", 128, 0, ".version 8.0\n// the JIT's softmax\n"};
+  REQUIRE_OK(cache.store(matmul, a));
+  REQUIRE_OK(cache.store(softmax, b));
+  std::filesystem::path ptx = c.root / "ptx";
+  std::string stemA = std::filesystem::path(matmul.fileName()).stem().string();
+  std::string stemB = std::filesystem::path(softmax.fileName()).stem().string();
+
+  Result exported = c.run(c.dirArg() + " export " + ptx.string());
+  REQUIRE(exported.status == 0);
+  CHECK(contains(exported.out, "exported the PTX of 2 entries to " + ptx.string()));
+  CHECK(slurp(ptx / (stemA + ".ptx")) == a.ptx);
+  CHECK(slurp(ptx / (stemB + ".ptx")) == b.ptx);
+
+  // edit one kernel's PTX; the other file goes, so its entry stays as it is
+  {
+    std::ofstream(ptx / (stemA + ".ptx"), std::ios::trunc) << ".version 8.0\n// edited\n";
+  }
+  std::filesystem::remove(ptx / (stemB + ".ptx"));
+  Result imported = c.run(c.dirArg() + " import " + ptx.string());
+  REQUIRE(imported.status == 0);
+  CHECK(contains(imported.out, "replaced " + matmul.fileName() + "  matmul"));
+  CHECK(contains(imported.out, "replaced the PTX of 1 entries"));
+  DiskCache::Lookup hitA = cache.load(matmul);
+  REQUIRE(hitA.kernel);
+  CHECK(hitA.kernel->ptx == ".version 8.0\n// edited\n");
+  CHECK(hitA.kernel->entryName == "matmul_entry"); // the launch facts stay
+  CHECK(hitA.kernel->threads == 384);
+  CHECK(hitA.kernel->sharedBytes == 200000);
+  DiskCache::Lookup hitB = cache.load(softmax);
+  REQUIRE(hitB.kernel);
+  CHECK(hitB.kernel->ptx == b.ptx);
+  Result list = c.run(c.dirArg() + " list");
+  CHECK_FALSE(contains(list.out, "corrupt"));
+
+  // an empty file is refused and the entry is left alone; nothing to import is an error
+  {
+    std::ofstream(ptx / (stemA + ".ptx"), std::ios::trunc);
+  }
+  Result empty = c.run(c.dirArg() + " import " + ptx.string());
+  CHECK(empty.status == 1);
+  CHECK(contains(empty.err, "is empty; " + matmul.fileName() + " left as it was"));
+  CHECK(cache.load(matmul).kernel->ptx == ".version 8.0\n// edited\n");
+  std::filesystem::remove(ptx / (stemA + ".ptx"));
+  Result nothing = c.run(c.dirArg() + " import " + ptx.string());
+  CHECK(nothing.status == 1);
+  CHECK(contains(nothing.err, "has a .ptx file in " + ptx.string()));
+  Result missing = c.run(c.dirArg() + " import " + (c.root / "absent").string());
+  CHECK(missing.status == 1);
+  CHECK(contains(missing.err, "is not a directory"));
+  CHECK(c.run(c.dirArg() + " export").status == 2); // OUTDIR is required
+  CHECK(c.run(c.dirArg() + " import").status == 2);
 }

@@ -310,14 +310,25 @@ DiskCache::Lookup DiskCache::load(const KernelKey &key) const {
 Status DiskCache::store(const KernelKey &key, const CachedKernel &kernel) const {
   if (!enabled())
     return Status::success();
+  TILUSVM_TRY(writeEntry(key.fileName(), key.text(), kernel));
+  Expected<Removed> pruned = prune(maxBytes_, key.fileName());
+  if (!pruned.ok())
+    return pruned.takeStatus();
+  return Status::success();
+}
+
+Status DiskCache::writeEntry(const std::string &fileName, const std::string &keyText,
+                             const CachedKernel &kernel) const {
+  if (!enabled())
+    return Status::success();
   std::error_code ec;
   std::filesystem::create_directories(directory_, ec);
   if (ec)
     return Status::error(ErrorCode::Io,
                          "cannot create cache directory " + directory_ + ": " + ec.message());
-  std::string finalPath = entryPath(key);
+  std::string finalPath = directory_ + "/" + fileName;
   std::string tempPath = temporaryName(finalPath);
-  std::vector<uint8_t> bytes = encodeCacheEntry(key.text(), kernel);
+  std::vector<uint8_t> bytes = encodeCacheEntry(keyText, kernel);
   {
     std::ofstream out(tempPath, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
@@ -334,9 +345,6 @@ Status DiskCache::store(const KernelKey &key, const CachedKernel &kernel) const 
     return Status::error(ErrorCode::Io,
                          "cannot rename cache entry into " + finalPath + ": " + ec.message());
   }
-  Expected<Removed> pruned = prune(maxBytes_, key.fileName());
-  if (!pruned.ok())
-    return pruned.takeStatus();
   return Status::success();
 }
 

@@ -125,6 +125,11 @@ public:
   /// `io`) are for the caller to log; the cache is an optimisation and a failed store loses
   /// nothing.
   Status store(const KernelKey &key, const CachedKernel &kernel) const;
+  /// Write the entry of key text `keyText` holding `kernel` as file `fileName` of the directory,
+  /// atomically (a temporary file renamed over it), without pruning: store() without the key's
+  /// parts, for tools that rewrite an entry they read (`tilusvm-cache import`).
+  Status writeEntry(const std::string &fileName, const std::string &keyText,
+                    const CachedKernel &kernel) const;
 
   /// One file of the directory: an entry (*.tvmk) or a temporary file of a store.
   struct File {
