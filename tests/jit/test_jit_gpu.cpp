@@ -1486,6 +1486,31 @@ DIFF_CASE("shared layouts (row/column major, strided, tiled, swizzled, packed)")
   }
 }
 
+namespace {
+
+/// Runs `source`, a program `frag(bf16* x_ptr, bf16* y_ptr, i32 r0, i32 c0)` with two SHIFT
+/// placeholders in its offsets, for a fragment of rows x cols at the bottom right of a 64 x 64
+/// tile (r0, c0 in units of 8), at column shifts 0 and 3: offsets known to be multiples of 8
+/// take the 8x8 matrix path (ldmatrix, stmatrix), a shift of 3 the ordinary one.
+void runFragmentShifts(const std::string &source, const std::string &name, int rows, int cols) {
+  Case c;
+  int c0 = 64 - cols;
+  c.scalars = {{"r0", uint64_t((64 - rows) / 8)}, {"c0", uint64_t(c0 / 8)}};
+  c.buffers = {{"x_ptr", DataType::bf16(), 64 * 64, Fill::Random},
+               {"y_ptr", DataType::bf16(), 64 * 64, Fill::Zero}};
+  for (int shift : {0, 3}) {
+    if (shift > c0)
+      continue;
+    c.source = source;
+    c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
+    c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
+    c.name = name + std::to_string(shift);
+    runCase(c);
+  }
+}
+
+} // namespace
+
 DIFF_CASE("LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from several layouts") {
   const char *sharedLayouts[] = {
       "row_major(64, 64)", "strided([64, 64], [72, 1])", "strided([64, 64], [65, 1])",
@@ -1526,24 +1551,7 @@ DIFF_CASE("LoadShared of mma fragments (ldmatrix x1/x2/x4, .trans) from several 
         threads = 128;
       for (size_t p = text.find("THREADS"); p != std::string::npos; p = text.find("THREADS"))
         text.replace(p, 7, std::to_string(threads));
-      Case c;
-      c.name = "ldmatrix_" + std::to_string(k++);
-      c.source = text;
-      int c0 = 64 - frag.cols;
-      c.scalars = {{"r0", uint64_t((64 - frag.rows) / 8)}, {"c0", uint64_t(c0 / 8)}};
-      c.buffers = {{"x_ptr", DataType::bf16(), 64 * 64, Fill::Random},
-                   {"y_ptr", DataType::bf16(), 64 * 64, Fill::Zero}};
-      std::string base = c.source;
-      for (int shift : {0, 3}) {
-        if (shift > c0)
-          continue;
-        // offsets known to be multiples of 8 take ldmatrix; a shift of 3 the ordinary path
-        c.source = base;
-        c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
-        c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
-        c.name = "ldmatrix_" + std::to_string(k) + "_" + std::to_string(shift);
-        runCase(c);
-      }
+      runFragmentShifts(text, "ldmatrix_" + std::to_string(++k) + "_", frag.rows, frag.cols);
     }
   }
 }
@@ -1601,21 +1609,8 @@ DIFF_CASE("StoreShared of mma fragments (stmatrix x1/x2/x4, .trans) into several
         else
           text += "    Synchronize()\n    w = LoadShared(s, layout=" + whole + ")\n" +
                   "    StoreGlobal(w, ViewGlobal(y_ptr, shape=[64, 64]))\n";
-        Case c;
-        int c0 = 64 - frag.cols;
-        c.scalars = {{"r0", uint64_t((64 - frag.rows) / 8)}, {"c0", uint64_t(c0 / 8)}};
-        c.buffers = {{"x_ptr", DataType::bf16(), 64 * 64, Fill::Random},
-                     {"y_ptr", DataType::bf16(), 64 * 64, Fill::Zero}};
-        for (int shift : {0, 3}) {
-          if (shift > c0)
-            continue;
-          // offsets known to be multiples of 8 take stmatrix; a shift of 3 the ordinary path
-          c.source = text;
-          c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
-          c.source.replace(c.source.find("SHIFT"), 5, std::to_string(shift));
-          c.name = "stmatrix_" + std::to_string(k) + (tma ? "_tma_" : "_") + std::to_string(shift);
-          runCase(c);
-        }
+        runFragmentShifts(text, "stmatrix_" + std::to_string(k) + (tma ? "_tma_" : "_"), frag.rows,
+                          frag.cols);
       }
       ++k;
     }
