@@ -190,10 +190,12 @@ bool ProgramChecker::planTma(const Instruction &inst) {
                     ", not a multiple of " + std::to_string(align);
           break;
         }
+        // element i of the box in row-major order is x (the box's columns shifted by p
+        // widths), stepped like an odometer
+        std::vector<int64_t> x(tileBox.size(), 0);
+        if (!x.empty())
+          x.back() = p * mode.width;
         for (int64_t i = 0; i < boxElements; ++i) {
-          std::vector<int64_t> x = unravelIndex(i, tileBox);
-          if (!x.empty())
-            x.back() += p * mode.width;
           int64_t addr = start + i * bytes;
           addr ^= (addr >> 3) & mask;
           int64_t want = view.address(o, x);
@@ -201,6 +203,12 @@ bool ProgramChecker::planTma(const Instruction &inst) {
             failure = "element " + shapeString(x) + " is at shared byte " + std::to_string(want) +
                       ", the box writes it at " + std::to_string(addr);
             break;
+          }
+          for (size_t d = x.size(); d-- > 0;) {
+            int64_t low = d + 1 == x.size() ? p * mode.width : 0;
+            if (++x[d] < low + tileBox[d])
+              break;
+            x[d] = low;
           }
         }
       }

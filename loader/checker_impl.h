@@ -134,7 +134,13 @@ struct SharedViewAddresses {
   int64_t elemBytes = 1;     // storage bytes per element (1 for sub-byte types)
   std::vector<int32_t> dims; // view dimension -> root dimension
   std::vector<std::vector<int64_t>> origins;
+  /// The byte address of view element `index` from origin `origin`. Called once per element by
+  /// the exhaustive TMA and wgmma plans: the root coordinates are built in a buffer kept between
+  /// calls (a view is used by one thread).
   int64_t address(size_t origin, const std::vector<int64_t> &index) const;
+
+private:
+  mutable std::vector<int64_t> root_;
 };
 
 enum class VarState : uint8_t { Undeclared, Live, Dead };

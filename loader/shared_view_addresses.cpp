@@ -36,10 +36,10 @@ struct RootedView {
 } // namespace
 
 int64_t SharedViewAddresses::address(size_t origin, const std::vector<int64_t> &index) const {
-  std::vector<int64_t> x = origins[origin];
+  root_.assign(origins[origin].begin(), origins[origin].end());
   for (size_t d = 0; d < dims.size(); ++d)
-    x[size_t(dims[d])] += index[d];
-  return rootBase + layout->offset(x) * elemBytes;
+    root_[size_t(dims[d])] += index[d];
+  return rootBase + layout->offset(root_) * elemBytes;
 }
 
 bool ProgramChecker::sharedViewAddresses(const VarType &v, SharedViewAddresses &out,
