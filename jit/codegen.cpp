@@ -63,6 +63,16 @@ llvm::Value *Codegen::fromBits(llvm::Value *bits, DataType t) {
   return b.CreateBitCast(bits, type);
 }
 
+llvm::Value *Codegen::packRegister32(const std::vector<llvm::Value *> &slots, int64_t first,
+                                     int64_t count, DataType t) {
+  auto *vector =
+      llvm::FixedVectorType::get(b.getIntNTy(unsigned(t.storageBits())), unsigned(count));
+  llvm::Value *packed = llvm::PoisonValue::get(vector);
+  for (int64_t l = 0; l < count; ++l)
+    packed = b.CreateInsertElement(packed, toBits(slots[size_t(first + l)], t), uint64_t(l));
+  return b.CreateBitCast(packed, b.getInt32Ty());
+}
+
 llvm::Value *Codegen::tid() { return tid_; }
 
 llvm::Value *Codegen::sharedBase() {

@@ -133,6 +133,10 @@ public:
   /// The value's bit pattern as an integer of t.bits bits (and back).
   llvm::Value *toBits(llvm::Value *v, DataType t);
   llvm::Value *fromBits(llvm::Value *bits, DataType t);
+  /// The 32-bit register of `count` elements of type t at slots [first, first + count), the
+  /// first in the lowest bits (a vector of the elements' bits, bit cast: one mov.b32 {..}).
+  llvm::Value *packRegister32(const std::vector<llvm::Value *> &slots, int64_t first, int64_t count,
+                              DataType t);
   /// The calling thread's index in the block, or inside a thread group in the group (i32).
   llvm::Value *tid();
   /// The threads that execute the current statement: the block's, or a thread group's.

@@ -71,19 +71,6 @@ llvm::Value *descriptor(Codegen &cg, const std::vector<WgmmaDescriptor> &descs, 
   return result;
 }
 
-/// The 32-bit register of `count` elements of type t at slots [first, first + count), the
-/// first in the lowest bits (a vector of the elements' bits, bit cast: one mov.b32 {..}).
-llvm::Value *packRegister(Codegen &cg, const std::vector<llvm::Value *> &slots, int64_t first,
-                          int64_t count, DataType t) {
-  llvm::IRBuilder<> &b = cg.b;
-  auto *vector =
-      llvm::FixedVectorType::get(b.getIntNTy(unsigned(t.storageBits())), unsigned(count));
-  llvm::Value *packed = llvm::PoisonValue::get(vector);
-  for (int64_t l = 0; l < count; ++l)
-    packed = b.CreateInsertElement(packed, cg.toBits(slots[size_t(first + l)], t), uint64_t(l));
-  return b.CreateBitCast(packed, b.getInt32Ty());
-}
-
 const char *ptxType(DataType t) {
   if (t == DataType::f16())
     return "f16";
@@ -122,7 +109,7 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
     std::vector<llvm::Value *> slotsA = cg.readRegister(va);
     int64_t count = plan.tilesM * plan.ksteps * 4;
     for (int64_t i = 0; i < count; ++i)
-      registersA.push_back(packRegister(cg, slotsA, i * perRegister, perRegister, ta));
+      registersA.push_back(cg.packRegister32(slotsA, i * perRegister, perRegister, ta));
     std::string constraints;
     for (int64_t i = 0; i < count; ++i)
       constraints += i ? ",=r" : "=r";

@@ -188,27 +188,24 @@ bool MemoryLowering::tryStmatrix(const SharedTile &tile, VarId src,
     if (term.dim < 0) // replicated threads: each element must be stored once
       return false;
   DataType t = tile.dtype;
-  return matrixAccesses(
-      tile, *info.vars[src].layout,
-      [&](int64_t first, int count, int n, bool isTrans, llvm::Value *addr) {
-        std::vector<llvm::Value *> args{b.CreatePtrToInt(addr, b.getInt32Ty())};
-        std::string text = "stmatrix.sync.aligned.m8n8.x" + std::to_string(n) +
-                           (isTrans ? ".trans" : "") + ".shared.b16 [$0], {";
-        std::string constraints = "r";
-        for (int j = 0; j < n; ++j) {
-          int64_t m = first + std::min(j, count - 1);
-          llvm::Value *lo = b.CreateZExt(cg.toBits(slots[size_t(m * 2)], t), b.getInt32Ty());
-          llvm::Value *hi = b.CreateZExt(cg.toBits(slots[size_t(m * 2 + 1)], t), b.getInt32Ty());
-          args.push_back(b.CreateOr(lo, b.CreateShl(hi, 16)));
-          text += (j ? ", $" : "$") + std::to_string(j + 1);
-          constraints += ",r";
-        }
-        text += "};";
-        constraints += ",~{memory}";
-        std::vector<llvm::Type *> types(args.size(), b.getInt32Ty());
-        auto *fnType = llvm::FunctionType::get(b.getVoidTy(), types, false);
-        b.CreateCall(llvm::InlineAsm::get(fnType, text, constraints, true), args);
-      });
+  return matrixAccesses(tile, *info.vars[src].layout,
+                        [&](int64_t first, int count, int n, bool isTrans, llvm::Value *addr) {
+                          std::vector<llvm::Value *> args{b.CreatePtrToInt(addr, b.getInt32Ty())};
+                          std::string text = "stmatrix.sync.aligned.m8n8.x" + std::to_string(n) +
+                                             (isTrans ? ".trans" : "") + ".shared.b16 [$0], {";
+                          std::string constraints = "r";
+                          for (int j = 0; j < n; ++j) {
+                            int64_t m = first + std::min(j, count - 1);
+                            args.push_back(cg.packRegister32(slots, m * 2, 2, t));
+                            text += (j ? ", $" : "$") + std::to_string(j + 1);
+                            constraints += ",r";
+                          }
+                          text += "};";
+                          constraints += ",~{memory}";
+                          std::vector<llvm::Type *> types(args.size(), b.getInt32Ty());
+                          auto *fnType = llvm::FunctionType::get(b.getVoidTy(), types, false);
+                          b.CreateCall(llvm::InlineAsm::get(fnType, text, constraints, true), args);
+                        });
 }
 
 } // namespace tilus::jit

@@ -29,6 +29,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,10 +97,11 @@ struct Described {
   std::string reason; // why it is corrupt
   std::string keyText;
   std::string entryName;
-  bool currentBuild = false; // compiled by this library build (same compiler version)
+  bool currentBuild = false;          // compiled by this library build (same compiler version)
+  std::optional<CachedKernel> kernel; // the entry's contents, when asked for (export, import)
 };
 
-Described describe(const DiskCache::File &file) {
+Described describe(const DiskCache::File &file, bool withKernel) {
   Described d;
   d.file = file;
   if (file.temporary)
@@ -123,18 +125,20 @@ Described describe(const DiskCache::File &file) {
   }
   d.keyText = info->keyText;
   d.entryName = info->kernel.entryName;
+  if (withKernel)
+    d.kernel = std::move(info->kernel);
   d.currentBuild = d.keyText.find(std::string(" compiler=") + JitOptions::compilerVersion() +
                                   " ptx=") != std::string::npos;
   return d;
 }
 
-Expected<std::vector<Described>> describeAll(const DiskCache &cache) {
+Expected<std::vector<Described>> describeAll(const DiskCache &cache, bool withKernels = false) {
   Expected<std::vector<DiskCache::File>> files = cache.files();
   if (!files.ok())
     return files.takeStatus();
   std::vector<Described> all;
   for (const DiskCache::File &f : *files)
-    all.push_back(describe(f));
+    all.push_back(describe(f, withKernels));
   return all;
 }
 
@@ -244,23 +248,13 @@ int statsMode(const DiskCache &cache, bool asJson) {
   return kExitOk;
 }
 
-/// The verified contents of the entry `d` describes (not corrupt, not a temporary).
-Expected<CacheEntryInfo> readEntry(const Described &d) {
-  std::ifstream in(d.file.path, std::ios::binary);
-  std::vector<uint8_t> bytes(size_t(d.file.bytes));
-  in.read(reinterpret_cast<char *>(bytes.data()), std::streamsize(bytes.size()));
-  if (!in)
-    return Status::error(ErrorCode::Io, "cannot read " + d.file.path.string());
-  return inspectCacheEntry(bytes);
-}
-
 /// The file an entry's PTX goes to or comes from: OUTDIR/<entry file without .tvmk>.ptx.
 std::filesystem::path ptxPath(const std::string &dir, const Described &d) {
   return std::filesystem::path(dir) / (d.file.path.stem().string() + ".ptx");
 }
 
 int exportMode(const DiskCache &cache, const std::string &outDir) {
-  auto all = describeAll(cache);
+  auto all = describeAll(cache, true);
   if (!all.ok())
     return ioError(all.status());
   std::error_code ec;
@@ -271,12 +265,9 @@ int exportMode(const DiskCache &cache, const std::string &outDir) {
   for (const Described &d : *all) {
     if (d.file.temporary || d.corrupt)
       continue;
-    Expected<CacheEntryInfo> entry = readEntry(d);
-    if (!entry.ok())
-      return ioError(entry.status());
     std::filesystem::path out = ptxPath(outDir, d);
     std::ofstream file(out, std::ios::binary | std::ios::trunc);
-    file << entry->kernel.ptx;
+    file << d.kernel->ptx;
     file.flush();
     if (!file)
       return ioError(Status::error(ErrorCode::Io, "cannot write " + out.string()));
@@ -289,7 +280,7 @@ int exportMode(const DiskCache &cache, const std::string &outDir) {
 }
 
 int importMode(const DiskCache &cache, const std::string &ptxDir) {
-  auto all = describeAll(cache);
+  auto all = describeAll(cache, true);
   if (!all.ok())
     return ioError(all.status());
   std::error_code ec;
@@ -310,12 +301,9 @@ int importMode(const DiskCache &cache, const std::string &ptxDir) {
       return ioError(Status::error(ErrorCode::Io, in.string() + " is empty; " +
                                                       d.file.path.filename().string() +
                                                       " left as it was"));
-    Expected<CacheEntryInfo> entry = readEntry(d);
-    if (!entry.ok())
-      return ioError(entry.status());
-    CachedKernel kernel = entry->kernel;
+    CachedKernel kernel = *d.kernel;
     kernel.ptx = ptx;
-    Status written = cache.writeEntry(d.file.path.filename().string(), entry->keyText, kernel);
+    Status written = cache.writeEntry(d.file.path.filename().string(), d.keyText, kernel);
     if (!written.ok())
       return ioError(written);
     std::cout << "replaced " << d.file.path.filename().string() << "  "

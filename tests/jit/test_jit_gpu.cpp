@@ -2457,51 +2457,20 @@ DIFF_CASE("warp-specialised wgmma GEMM (programs/gemm/wgmma_ws.tasm): thread gro
     const char *at, *ct;
     int m, n, k;
     double rel;
-    std::map<std::string, std::string> defines;
+    const char *defines; // NAME=VALUE, space-separated
   };
-  for (const WsCase &w : {WsCase{"split_bn256_f16",
-                                 "f16",
-                                 "f16",
-                                 200,
-                                 264,
-                                 1080,
-                                 1e-2,
-                                 {{"SMS", "8"}, {"KMIN", "1"}, {"BN", "256"}}},
-                          WsCase{"split_bn256_f32",
-                                 "f16",
-                                 "f32",
-                                 37,
-                                 48,
-                                 520,
-                                 1.5e-3,
-                                 {{"SMS", "8"}, {"KMIN", "1"}, {"BN", "256"}}},
-                          WsCase{"split_bn128_f16",
-                                 "f16",
-                                 "f16",
-                                 200,
-                                 264,
-                                 1080,
-                                 1e-2,
-                                 {{"SMS", "12"}, {"KMIN", "1"}, {"BN", "128"}}},
-                          WsCase{"streamk_f16_f16",
-                                 "f16",
-                                 "f16",
-                                 300,
-                                 264,
-                                 520,
-                                 1e-2,
-                                 {{"SMS", "4"}, {"SKMIN", "1"}, {"SKFILL", "1"}}},
-                          WsCase{"streamk_bf16_f32",
-                                 "bf16",
-                                 "f32",
-                                 700,
-                                 264,
-                                 200,
-                                 1.5e-3,
-                                 {{"SMS", "5"}, {"SKMIN", "1"}, {"SKFILL", "1"}}}}) {
+  const WsCase cases[] = {
+      {"split_bn256_f16", "f16", "f16", 200, 264, 1080, 1e-2, "SMS=8 KMIN=1 BN=256"},
+      {"split_bn256_f32", "f16", "f32", 37, 48, 520, 1.5e-3, "SMS=8 KMIN=1 BN=256"},
+      {"split_bn128_f16", "f16", "f16", 200, 264, 1080, 1e-2, "SMS=12 KMIN=1 BN=128"},
+      {"streamk_f16_f16", "f16", "f16", 300, 264, 520, 1e-2, "SMS=4 SKMIN=1 SKFILL=1"},
+      {"streamk_bf16_f32", "bf16", "f32", 700, 264, 200, 1.5e-3, "SMS=5 SKMIN=1 SKFILL=1"},
+  };
+  for (const WsCase &w : cases) {
     Case c = moderateGemmCase("wgmma_ws_" + w.name, "wgmma_ws", w.at, w.ct, w.m, w.n, w.k, w.rel);
-    for (const auto &[name, value] : w.defines)
-      c.defines[name] = value;
+    std::istringstream defines(w.defines);
+    for (std::string d; defines >> d;)
+      c.defines[d.substr(0, d.find('='))] = d.substr(d.find('=') + 1);
     runCase(c);
   }
 }
