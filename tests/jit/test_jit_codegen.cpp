@@ -164,7 +164,7 @@ TEST_CASE("StoreShared of mma fragments of 16-bit types is stmatrix on sm_90a, x
     REQUIRE_OK(k90);
     if (c.expect) {
       CHECK(contains(k90->ptx, c.expect));
-      CHECK_FALSE(contains(k90->ptx, "st.shared.b16"));
+      CHECK_FALSE(contains(k90->ptx, "st.shared")); // the fragment leaves by stmatrix alone
     } else {
       CHECK_FALSE(contains(k90->ptx, "stmatrix"));
     }
