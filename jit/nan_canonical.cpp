@@ -2,6 +2,8 @@
 #include "jit/nan_canonical.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/MapVector.h>
 #include <llvm/Analysis/ConstantFolding.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/Constants.h>
@@ -14,6 +16,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/Transforms/Utils/PromoteMemToReg.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -334,6 +337,11 @@ namespace {
 /// that were kept only for this use become unseen (a loop-carried accumulator published after
 /// its loop: one pair per element after the loop instead of one per element and iteration).
 /// Adds canonicalizations only at loop depths below those they make removable.
+/// Also, a canonicalization whose payload is seen only through some of its uses, its other users
+/// seeing none, moves to the nearest common dominator of those uses where that block runs no more
+/// often than it (in its loop, or outside every loop that does not hold it): the paths that do
+/// not see the payload lose it (accumulators after their k loop, stored as raw bits in a split-K
+/// branch and converted to f16 for the epilogue: the canonicalizations only in that branch).
 void sinkIntoSeeingUses(llvm::Function &f, const PayloadFlow &flow) {
   if (flow.seeingUses().empty())
     return;
@@ -347,6 +355,10 @@ void sinkIntoSeeingUses(llvm::Function &f, const PayloadFlow &flow) {
         if (auto *c =
                 llvm::dyn_cast<llvm::Constant>(llvm::cast<llvm::SelectInst>(&i)->getTrueValue()))
           nanOf.try_emplace(i.getType(), c);
+  // each seeing use as (float value, the instruction before which it is canonicalized): the
+  // use itself, or the same-width bit cast whose result it sees
+  std::vector<std::pair<llvm::Value *, llvm::Instruction *>> uses;
+  llvm::DenseSet<std::pair<llvm::Value *, llvm::Instruction *>> listed;
   for (auto [v, user] : flow.seeingUses()) {
     auto *at = const_cast<llvm::Instruction *>(user);
     auto *target = const_cast<llvm::Value *>(v);
@@ -357,10 +369,54 @@ void sinkIntoSeeingUses(llvm::Function &f, const PayloadFlow &flow) {
       target = cast->getOperand(0);
       at = cast;
     }
+    if (listed.insert({target, at}).second)
+      uses.emplace_back(target, at);
+  }
+  // a canonicalization seen only through some of its uses, its other users seeing no payload:
+  // one canonicalization at the nearest common dominator of those uses when that block is not
+  // the canonicalization's own and runs no more often (in its loop, or outside every loop that
+  // does not hold it); the canonicalization itself then goes
+  llvm::MapVector<llvm::Value *, std::vector<llvm::Instruction *>> byTarget;
+  for (auto [target, at] : uses)
+    byTarget[target].push_back(at);
+  llvm::DenseSet<const llvm::Value *> split;
+  for (auto &[target, ats] : byTarget) {
+    auto *c = llvm::dyn_cast<llvm::SelectInst>(target);
+    llvm::Constant *nan = nanOf.lookup(target->getType());
+    if (!c || !isCanonicalization(c) || !nan ||
+        std::any_of(ats.begin(), ats.end(),
+                    [](const llvm::Instruction *at) { return llvm::isa<llvm::PHINode>(at); }))
+      continue;
+    bool othersUnseen = true;
+    for (const llvm::User *u : c->users()) {
+      const auto *i = llvm::dyn_cast<llvm::Instruction>(u);
+      if (i && (std::find(ats.begin(), ats.end(), i) != ats.end() || llvm::isa<llvm::FCmpInst>(i) ||
+                isCanonicalization(i) || hidesNaN(i)))
+        continue;
+      if (!i || !(llvm::isa<llvm::PHINode>(i) || passesNaN(i, c)) || !flow.unseen(i))
+        othersUnseen = false;
+    }
+    llvm::BasicBlock *at = ats.front()->getParent();
+    for (llvm::Instruction *other : ats)
+      at = dt.findNearestCommonDominator(at, other->getParent());
+    const llvm::Loop *atLoop = at ? loops.getLoopFor(at) : nullptr;
+    if (!othersUnseen || !at || at == c->getParent() ||
+        (atLoop && !atLoop->contains(c->getParent())))
+      continue;
+    llvm::IRBuilder<> b(at, at->getFirstInsertionPt());
+    llvm::Value *raw = c->getFalseValue();
+    auto *select =
+        llvm::cast<llvm::SelectInst>(b.CreateSelect(b.CreateFCmpUNO(raw, raw), nan, raw));
+    markNaNCanonicalization(select);
+    for (llvm::Instruction *use : ats)
+      use->replaceUsesOfWith(c, select);
+    split.insert(c);
+  }
+  for (auto [target, at] : uses) {
     auto d = depth.find(target);
     llvm::Constant *nan = nanOf.lookup(target->getType());
-    if (!nan || d == depth.end() || loops.getLoopDepth(at->getParent()) >= d->second ||
-        llvm::isa<llvm::PHINode>(at))
+    if (split.contains(target) || !nan || d == depth.end() ||
+        loops.getLoopDepth(at->getParent()) >= d->second || llvm::isa<llvm::PHINode>(at))
       continue;
     // a canonicalization used as it stands is canonicalized here from its operand instead
     llvm::Value *raw = target;

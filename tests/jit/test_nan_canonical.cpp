@@ -201,3 +201,103 @@ TEST_CASE(
   CHECK((f(0xF0, 0xCC, 0xAA) & 0xFF) == 0xB8);
   CHECK(f(0x3C00FC01u, 0x0000FFFFu, 0x7E007E00u) == 0x3C007E00u);
 }
+
+namespace {
+
+/// c = canonicalize(x * x) in the entry block; if (flag) store bitcast<i32>(c) (the raw bits: a
+/// split-K part), then, in the join block, the conversion of c to half canonicalized again (an
+/// epilogue's Cast) stored; with seenOnBothPaths the join block stores c's bits as well. With
+/// useInLoop the branch's store sits in a loop of its own (runs more often than c).
+struct Branch {
+  Straight s;
+  llvm::BasicBlock *entry = nullptr, *then = nullptr, *join = nullptr;
+  llvm::Value *product = nullptr;
+
+  Branch(bool seenOnBothPaths, bool useInLoop) {
+    llvm::IRBuilder<> &b = s.b;
+    llvm::Function *f = s.f;
+    entry = &f->getEntryBlock();
+    then = llvm::BasicBlock::Create(s.ctx, "then", f);
+    join = llvm::BasicBlock::Create(s.ctx, "join", f);
+    llvm::Value *x = b.CreateLoad(b.getFloatTy(), f->getArg(0));
+    product = b.CreateFMul(x, x);
+    llvm::Value *c = b.CreateSelect(b.CreateFCmpUNO(product, product),
+                                    llvm::ConstantFP::getNaN(b.getFloatTy()), product);
+    llvm::Value *flag = b.CreateICmpEQ(b.CreateBitCast(x, b.getInt32Ty()), b.getInt32(0));
+    b.CreateCondBr(flag, then, join);
+    b.SetInsertPoint(then);
+    if (useInLoop) {
+      llvm::BasicBlock *loop = llvm::BasicBlock::Create(s.ctx, "loop", f);
+      b.CreateBr(loop);
+      b.SetInsertPoint(loop);
+      llvm::PHINode *i = b.CreatePHI(b.getInt32Ty(), 2);
+      b.CreateStore(b.CreateBitCast(c, b.getInt32Ty()), f->getArg(0));
+      llvm::Value *i1 = b.CreateAdd(i, b.getInt32(1));
+      b.CreateCondBr(b.CreateICmpSLT(i1, b.getInt32(4)), loop, join);
+      i->addIncoming(b.getInt32(0), then);
+      i->addIncoming(i1, loop);
+    } else {
+      b.CreateStore(b.CreateBitCast(c, b.getInt32Ty()), f->getArg(0));
+      b.CreateBr(join);
+    }
+    b.SetInsertPoint(join);
+    llvm::Value *h = b.CreateFPTrunc(c, b.getHalfTy());
+    llvm::Value *hc =
+        b.CreateSelect(b.CreateFCmpUNO(h, h), llvm::ConstantFP::getNaN(b.getHalfTy()), h);
+    b.CreateStore(hc, f->getArg(0));
+    if (seenOnBothPaths)
+      b.CreateStore(b.CreateBitCast(c, b.getInt32Ty()), f->getArg(0));
+    b.CreateRetVoid();
+  }
+
+  /// The canonicalizations (selects) of the product in a block.
+  int canonicalizationsOfProduct(llvm::BasicBlock *block) const {
+    int n = 0;
+    for (llvm::Instruction &i : *block)
+      if (auto *sel = llvm::dyn_cast<llvm::SelectInst>(&i))
+        n += sel->getFalseValue() == product;
+    return n;
+  }
+
+  /// The float value whose bits the first i32 store of `block` writes.
+  llvm::Value *storedBits(llvm::BasicBlock *block) const {
+    for (llvm::Instruction &i : *block)
+      if (auto *st = llvm::dyn_cast<llvm::StoreInst>(&i))
+        if (auto *cast = llvm::dyn_cast<llvm::BitCastInst>(st->getValueOperand()))
+          return cast->getOperand(0);
+    return nullptr;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a canonicalization seen on one path only moves into that path") {
+  Branch br(false, false);
+  REQUIRE(br.canonicalizationsOfProduct(br.entry) == 1);
+  tilus::jit::dropUnseenNaNCanonicalizations(*br.s.f);
+  // the path that converts to half (canonicalized again there) no longer pays for it; the path
+  // that stores the raw bits stores the product canonicalized
+  CHECK(br.canonicalizationsOfProduct(br.entry) == 0);
+  CHECK(br.canonicalizationsOfProduct(br.then) == 1);
+  CHECK(canonicalOfProduct(br.storedBits(br.then)));
+  for (llvm::Instruction &i : *br.join)
+    if (auto *t = llvm::dyn_cast<llvm::FPTruncInst>(&i))
+      CHECK(t->getOperand(0) == br.product);
+}
+
+TEST_CASE("a canonicalization seen on every path, or by a use in a loop of its own, stays") {
+  Branch both(true, false);
+  tilus::jit::dropUnseenNaNCanonicalizations(*both.s.f);
+  CHECK(both.canonicalizationsOfProduct(both.entry) == 1);
+  CHECK(both.canonicalizationsOfProduct(both.then) == 0);
+  CHECK(canonicalOfProduct(both.storedBits(both.then)));
+  CHECK(canonicalOfProduct(both.storedBits(both.join)));
+  // a store in a loop that does not hold the canonicalization runs more often than it: moving
+  // the canonicalization there would add work
+  Branch loop(false, true);
+  tilus::jit::dropUnseenNaNCanonicalizations(*loop.s.f);
+  CHECK(loop.canonicalizationsOfProduct(loop.entry) == 1);
+  for (llvm::BasicBlock &block : *loop.s.f)
+    if (block.getName() == "loop")
+      CHECK(canonicalOfProduct(loop.storedBits(&block)));
+}
