@@ -522,7 +522,14 @@ Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programInd
     llvm::SmallString<0> ptx;
     llvm::raw_svector_ostream os(ptx);
     llvm::legacy::PassManager pm;
-    if (c->tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    // The module was verified before optimisation and, by kPipeline's last pass, after it: the
+    // backend's own verifier run would repeat that (1-2 % of the PTX phase). After a pipeline
+    // from TILUSVM_JIT_PASSES (which need not end with `verify`) or the O0 one, the backend
+    // verifies.
+    const char *passes = std::getenv("TILUSVM_JIT_PASSES");
+    bool verified = !(passes && *passes) && options.optLevel > 0;
+    if (c->tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile,
+                                   /*DisableVerify=*/verified))
       return jitError("the NVPTX backend cannot emit assembly");
     double t0 = threadMs();
     pm.run(*c->module);
