@@ -154,7 +154,7 @@ def main(argv=None):
         if args.csv == "-":
             rows = list(csv.reader(sys.stdin))
         else:
-            with open(args.csv, newline="", encoding="utf-8", errors="replace") as f:
+            with open(args.csv, newline="", encoding="utf-8-sig", errors="replace") as f:
                 rows = list(csv.reader(f))
     except OSError as e:
         print(f"ncu_stalls: {args.csv}: {e.strerror}", file=sys.stderr)

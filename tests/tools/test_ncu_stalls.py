@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/ncu_stalls.py on a hand-written export of Nsight Compute's source page: the totals,
 the stall reasons' shares, the groups by executions and the top instructions are the values
-computed by hand below; --kernel picks a kernel; a file that is not such an export, a missing
+computed by hand below (also with a byte-order mark and CRLF line ends); --kernel picks a kernel; a file that is not such an export, a missing
 file and a kernel that is not there are errors (exit 1) that say what is wrong; a bad option
 is a usage error (exit 2).
 
@@ -27,12 +27,12 @@ OTHER = ['"Kernel Name","other",', HEADER,
          '"0x10","IADD3 R1, R1, 0x1, RZ","8","8","8","2","0","8","0","0"']
 
 
-def run(root, text, *args):
+def run(root, text, *args, bom=False):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "r.csv")
         if text is not None:
-            with open(path, "w") as f:
-                f.write("\n".join(text) + "\n")
+            with open(path, "w", encoding="utf-8-sig" if bom else "utf-8", newline="") as f:
+                f.write("\r\n".join(text) + "\r\n" if bom else "\n".join(text) + "\n")
         return subprocess.run([sys.executable, f"{root}/scripts/ncu_stalls.py", path, *args],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -60,6 +60,8 @@ def main():
         "0x00020 4,096 60 60.0% long_sb:40 wait:20 FFMA R1, R2, R3, R1",
         "0x00010 64 30 30.0% barrier:30 BAR.SYNC 0x0",
         "0x00000 64 10 10.0% long_sb:6 wait:4 LDG.E R2, [R4.64]"])
+    expect("byte-order mark, CRLF", run(root, K, bom=True), 0,
+           ["kernel k: 100 samples over 4 instructions"])
     r = run(root, K, "--top", "1")
     if "BAR.SYNC" in r.stdout or "FFMA" not in r.stdout:
         failures.append("--top 1: expected only the FFMA line:\n" + r.stdout)
