@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 
+from report import report
+
 
 def run(build, root, *extra):
     return subprocess.run([sys.executable, f"{root}/scripts/bench_gemm.py", "--build", build,
@@ -41,10 +43,7 @@ def main():
         if r.returncode != 2 or message not in r.stderr:
             failures.append(f"{extra}: exit {r.returncode}, stderr {r.stderr.strip()[-200:]!r}; "
                             f"expected exit 2 and {message!r}")
-    for f in failures:
-        print("FAILED:", f)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":

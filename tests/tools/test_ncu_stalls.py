@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 
+from report import report
+
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)",'
           '"Warp Stall Sampling (Not-issued Samples)","# Samples","Instructions Executed",'
           '"stall_long_sb","stall_wait","stall_barrier","stall_long_sb (Not Issued)"')
@@ -86,10 +88,7 @@ def main():
     expect("empty", run(root, []), 1, err="no kernel")
     expect("missing file", run(root, None), 1, err="No such file or directory")
     expect("bad option", run(root, K, "--top", "-1"), 2, err="must not be negative")
-    for f in failures:
-        print("FAILED:", f)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 
+from report import report
+
 
 def run(cmd):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -60,9 +62,7 @@ def main():
         rc, text = run([sys.executable, check, p("a.npy"), p("b.npy"), p("missing.npy")] + args)
         if rc != 2:
             failures.append(f"a missing file: exit {rc}, expected 2")
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":
