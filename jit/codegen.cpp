@@ -13,6 +13,8 @@
 // every use wherever the first use happens to be.
 #include "jit/codegen.h"
 
+#include <llvm/IR/InlineAsm.h>
+
 #include "isa/convert.h"
 #include "jit/lowering.h"
 
@@ -71,6 +73,16 @@ llvm::Value *Codegen::packRegister32(const std::vector<llvm::Value *> &slots, in
   for (int64_t l = 0; l < count; ++l)
     packed = b.CreateInsertElement(packed, toBits(slots[size_t(first + l)], t), uint64_t(l));
   return b.CreateBitCast(packed, b.getInt32Ty());
+}
+
+llvm::CallInst *Codegen::volatileAsm(llvm::Type *ret, const std::string &text,
+                                     const std::string &constraints,
+                                     llvm::ArrayRef<llvm::Value *> args) {
+  std::vector<llvm::Type *> types;
+  for (llvm::Value *a : args)
+    types.push_back(a->getType());
+  auto *type = llvm::FunctionType::get(ret, types, false);
+  return b.CreateCall(llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true), args);
 }
 
 llvm::Value *Codegen::tid() { return tid_; }

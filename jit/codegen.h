@@ -137,6 +137,10 @@ public:
   /// first in the lowest bits (a vector of the elements' bits, bit cast: one mov.b32 {..}).
   llvm::Value *packRegister32(const std::vector<llvm::Value *> &slots, int64_t first, int64_t count,
                               DataType t);
+  /// A call of inline PTX `text` with side effects (never moved, merged or deleted), returning
+  /// `ret` (void for none).
+  llvm::CallInst *volatileAsm(llvm::Type *ret, const std::string &text,
+                              const std::string &constraints, llvm::ArrayRef<llvm::Value *> args);
   /// The calling thread's index in the block, or inside a thread group in the group (i32).
   llvm::Value *tid();
   /// The threads that execute the current statement: the block's, or a thread group's.

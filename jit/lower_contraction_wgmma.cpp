@@ -18,24 +18,17 @@
 #include <llvm/IR/InlineAsm.h>
 
 #include <algorithm>
+#include <cassert>
 
 namespace tilus::jit {
 
 namespace {
 
-llvm::Value *emitVolatileAsm(Codegen &cg, llvm::Type *ret, const std::string &text,
-                             const std::string &constraints, llvm::ArrayRef<llvm::Value *> args) {
-  std::vector<llvm::Type *> types;
-  for (llvm::Value *a : args)
-    types.push_back(a->getType());
-  auto *type = llvm::FunctionType::get(ret, types, false);
-  return cg.b.CreateCall(llvm::InlineAsm::get(type, text, constraints, true), args);
-}
-
 /// The descriptor for warpgroup coordinate `coord` (one of `count`) among `descs[coord * stride +
 /// offset]`, the start added to `origin` (i32, the shared::cta address of the operand view's
-/// origin). Starts that lie multiples of 16 bytes from the origin (every one the checker plans)
-/// are the origin's field plus a constant: ((origin + delta) >> 4) & 0x3fff = ((origin >> 4) &
+/// origin). The checker plans only starts that are 16-byte aligned, the origin among them (its
+/// first atom), so every start lies a multiple of 16 bytes from the origin, and the start field is
+/// the origin's field plus a constant: ((origin + delta) >> 4) & 0x3fff = ((origin >> 4) &
 /// 0x3fff) + delta / 16, exact because shared::cta addresses are below 2^18 (at most 228 KiB on
 /// sm_90), so neither side wraps and the sum does not carry into the bits above the field. The
 /// descriptor is then one 64-bit add to a value computed once per origin (the pipeline stage) of
@@ -44,31 +37,17 @@ llvm::Value *emitVolatileAsm(Codegen &cg, llvm::Type *ret, const std::string &te
 llvm::Value *descriptor(Codegen &cg, const std::vector<WgmmaDescriptor> &descs, int count,
                         int64_t stride, int64_t offset, llvm::Value *coord, llvm::Value *origin) {
   llvm::IRBuilder<> &b = cg.b;
-  auto fixedBits = [](const WgmmaDescriptor &d) {
-    return (uint64_t((d.lbo >> 4) & 0x3fff) << 16) | (uint64_t((d.sbo >> 4) & 0x3fff) << 32) |
-           (uint64_t(d.mode) << 62);
-  };
-  bool aligned = true;
-  for (int i = 0; i < count; ++i)
-    aligned = aligned && descs[size_t(i * stride + offset)].startDelta % 16 == 0;
   llvm::Value *result = nullptr;
-  if (aligned) {
-    for (int i = count; i-- > 0;) {
-      const WgmmaDescriptor &d = descs[size_t(i * stride + offset)];
-      llvm::Value *k = b.getInt64(fixedBits(d) + uint64_t(d.startDelta / 16));
-      result = result ? b.CreateSelect(b.CreateICmpEQ(coord, cg.constI32(i)), k, result) : k;
-    }
-    llvm::Value *field = b.CreateAnd(b.CreateLShr(origin, cg.constI32(4)), cg.constI32(0x3fff));
-    return b.CreateAdd(b.CreateZExt(field, b.getInt64Ty()), result);
-  }
   for (int i = count; i-- > 0;) {
     const WgmmaDescriptor &d = descs[size_t(i * stride + offset)];
-    llvm::Value *start = b.CreateAdd(origin, cg.constI32(d.startDelta));
-    llvm::Value *field = b.CreateAnd(b.CreateLShr(start, cg.constI32(4)), cg.constI32(0x3fff));
-    llvm::Value *desc = b.CreateOr(b.CreateZExt(field, b.getInt64Ty()), b.getInt64(fixedBits(d)));
-    result = result ? b.CreateSelect(b.CreateICmpEQ(coord, cg.constI32(i)), desc, result) : desc;
+    assert(d.startDelta % 16 == 0 && "the checker plans 16-byte aligned starts");
+    uint64_t fixed = (uint64_t((d.lbo >> 4) & 0x3fff) << 16) |
+                     (uint64_t((d.sbo >> 4) & 0x3fff) << 32) | (uint64_t(d.mode) << 62);
+    llvm::Value *k = b.getInt64(fixed + uint64_t(d.startDelta / 16));
+    result = result ? b.CreateSelect(b.CreateICmpEQ(coord, cg.constI32(i)), k, result) : k;
   }
-  return result;
+  llvm::Value *field = b.CreateAnd(b.CreateLShr(origin, cg.constI32(4)), cg.constI32(0x3fff));
+  return b.CreateAdd(b.CreateZExt(field, b.getInt64Ty()), result);
 }
 
 const char *ptxType(DataType t) {
@@ -117,8 +96,7 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
       constraints += "," + std::to_string(i);
     llvm::Type *ret =
         llvm::StructType::get(ctx, std::vector<llvm::Type *>(size_t(count), b.getInt32Ty()));
-    llvm::Value *fenced =
-        emitVolatileAsm(cg, ret, "wgmma.fence.sync.aligned;", constraints, registersA);
+    llvm::Value *fenced = cg.volatileAsm(ret, "wgmma.fence.sync.aligned;", constraints, registersA);
     for (int64_t i = 0; i < count; ++i)
       registersA[size_t(i)] = b.CreateExtractValue(fenced, {unsigned(i)});
   }
@@ -173,7 +151,7 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
       args.push_back(cg.constI32(1));
       for (int64_t j = 0; j < q; ++j)
         args.push_back(slots[size_t(r * q + j)]);
-      llvm::Value *out = emitVolatileAsm(cg, ret, text, constraints, args);
+      llvm::Value *out = cg.volatileAsm(ret, text, constraints, args);
       for (int64_t j = 0; j < q; ++j)
         slots[size_t(r * q + j)] = b.CreateExtractValue(out, {unsigned(j)});
     }
@@ -187,13 +165,13 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
 
 Status ContractionLowering::visitWgmmaFence(const Instruction &inst) {
   TILUSVM_TRY(cg.requireHopper(inst));
-  emitVolatileAsm(cg, b.getVoidTy(), "wgmma.fence.sync.aligned;", "~{memory}", {});
+  cg.volatileAsm(b.getVoidTy(), "wgmma.fence.sync.aligned;", "~{memory}", {});
   return Status::success();
 }
 
 Status ContractionLowering::visitWgmmaCommitGroup(const Instruction &inst) {
   TILUSVM_TRY(cg.requireHopper(inst));
-  emitVolatileAsm(cg, b.getVoidTy(), "wgmma.commit_group.sync.aligned;", "~{memory}", {});
+  cg.volatileAsm(b.getVoidTy(), "wgmma.commit_group.sync.aligned;", "~{memory}", {});
   return Status::success();
 }
 
@@ -204,8 +182,8 @@ Status ContractionLowering::visitWgmmaWaitGroup(const Instruction &inst) {
   // in flight, touching their registers (even through an empty asm, which may become a copy)
   // would make ptxas serialise the wgmma pipeline (C7514).
   if (n != 0) {
-    emitVolatileAsm(cg, b.getVoidTy(), "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";",
-                    "~{memory}", {});
+    cg.volatileAsm(b.getVoidTy(), "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";",
+                   "~{memory}", {});
     return Status::success();
   }
   // After the last wait, a memory fence: without it ptxas 13 still reports C7514 and serialises
@@ -213,13 +191,13 @@ Status ContractionLowering::visitWgmmaWaitGroup(const Instruction &inst) {
   // in the loop, WgmmaWaitGroup(0) after it), although no accumulator is read before this wait;
   // with it the pipeline stays asynchronous. The fence orders only this thread's memory
   // accesses, once per WgmmaWaitGroup(0).
-  emitVolatileAsm(cg, b.getVoidTy(), "wgmma.wait_group.sync.aligned 0;\n\tfence.acq_rel.cta;",
-                  "~{memory}", {});
+  cg.volatileAsm(b.getVoidTy(), "wgmma.wait_group.sync.aligned 0;\n\tfence.acq_rel.cta;",
+                 "~{memory}", {});
   for (VarId v : wgmmaAccumulators_) {
     std::vector<llvm::Value *> slots = cg.readRegister(v);
     // the tensor cores' NaN is not the ISA's canonical NaN (dropped where it cannot be seen)
     for (llvm::Value *&s : slots)
-      s = cg.canonicalizeNaN(emitVolatileAsm(cg, s->getType(), "", "=f,0", {s}), DataType::f32());
+      s = cg.canonicalizeNaN(cg.volatileAsm(s->getType(), "", "=f,0", {s}), DataType::f32());
     cg.writeRegister(v, slots);
   }
   return Status::success();

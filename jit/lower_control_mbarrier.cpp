@@ -25,15 +25,6 @@ llvm::Value *barrierAddress(Codegen &cg, const Instruction &inst) {
   return cg.sharedOriginAddress32(inst.arg(ArgName::s).var);
 }
 
-void emitAsm(Codegen &cg, const std::string &text, const std::string &constraints,
-             llvm::ArrayRef<llvm::Value *> args) {
-  std::vector<llvm::Type *> types;
-  for (llvm::Value *a : args)
-    types.push_back(a->getType());
-  auto *type = llvm::FunctionType::get(cg.b.getVoidTy(), types, false);
-  cg.b.CreateCall(llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true), args);
-}
-
 } // namespace
 
 Status ControlLowering::visitMbarrierInit(const Instruction &inst) {
@@ -41,8 +32,8 @@ Status ControlLowering::visitMbarrierInit(const Instruction &inst) {
   llvm::Value *addr = barrierAddress(cg, inst);
   int64_t count = inst.arg(ArgName::count).intValue * int64_t(info.threads / 32);
   cg.emitIf(b.CreateICmpEQ(cg.tid(), cg.constI32(0)), "mbarrier.init", [&] {
-    emitAsm(cg, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
-            {addr, cg.constI32(count)});
+    cg.volatileAsm(cg.b.getVoidTy(), "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
+                   {addr, cg.constI32(count)});
   });
   return Status::success();
 }
@@ -94,8 +85,9 @@ void emitArrive(Codegen &cg, const ProgramInfo &info, llvm::Value *addr, llvm::V
     constraints += ",r";
     args.push_back(cg.constI32(extra));
   }
-  cg.emitIf(lane0, "mbarrier.arrive",
-            [&] { emitAsm(cg, text + "}", constraints + ",~{memory}", args); });
+  cg.emitIf(lane0, "mbarrier.arrive", [&] {
+    cg.volatileAsm(cg.b.getVoidTy(), text + "}", constraints + ",~{memory}", args);
+  });
 }
 
 } // namespace
@@ -120,17 +112,17 @@ Status ControlLowering::visitMbarrierWait(const Instruction &inst) {
   llvm::Value *addr = barrierAddress(cg, inst);
   llvm::Value *parity = b.CreateAnd(
       b.CreateTrunc(cg.exprI64(inst.arg(ArgName::parity).expr), b.getInt32Ty()), cg.constI32(1));
-  emitAsm(cg,
-          "{\n.reg .pred done;\nTILUS_MBARRIER_WAIT:\n"
-          "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
-          "@!done bra TILUS_MBARRIER_WAIT;\n}",
-          "r,r,~{memory}", {addr, parity});
+  cg.volatileAsm(cg.b.getVoidTy(),
+                 "{\n.reg .pred done;\nTILUS_MBARRIER_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+                 "@!done bra TILUS_MBARRIER_WAIT;\n}",
+                 "r,r,~{memory}", {addr, parity});
   return Status::success();
 }
 
 Status ControlLowering::visitFenceProxyAsync(const Instruction &inst) {
   TILUSVM_TRY(cg.requireHopper(inst));
-  emitAsm(cg, "fence.proxy.async.shared::cta;", "~{memory}", {});
+  cg.volatileAsm(cg.b.getVoidTy(), "fence.proxy.async.shared::cta;", "~{memory}", {});
   return Status::success();
 }
 

@@ -201,10 +201,7 @@ bool MemoryLowering::tryStmatrix(const SharedTile &tile, VarId src,
                             constraints += ",r";
                           }
                           text += "};";
-                          constraints += ",~{memory}";
-                          std::vector<llvm::Type *> types(args.size(), b.getInt32Ty());
-                          auto *fnType = llvm::FunctionType::get(b.getVoidTy(), types, false);
-                          b.CreateCall(llvm::InlineAsm::get(fnType, text, constraints, true), args);
+                          cg.volatileAsm(b.getVoidTy(), text, constraints + ",~{memory}", args);
                         });
 }
 

@@ -355,9 +355,9 @@ void sinkIntoSeeingUses(llvm::Function &f, const PayloadFlow &flow) {
         if (auto *c =
                 llvm::dyn_cast<llvm::Constant>(llvm::cast<llvm::SelectInst>(&i)->getTrueValue()))
           nanOf.try_emplace(i.getType(), c);
-  // each seeing use as (float value, the instruction before which it is canonicalized): the
-  // use itself, or the same-width bit cast whose result it sees
-  std::vector<std::pair<llvm::Value *, llvm::Instruction *>> uses;
+  // the seeing uses of each float value, each as the instruction before which the value is
+  // canonicalized: the use itself, or the same-width bit cast whose result it sees
+  llvm::MapVector<llvm::Value *, std::vector<llvm::Instruction *>> byTarget;
   llvm::DenseSet<std::pair<llvm::Value *, llvm::Instruction *>> listed;
   for (auto [v, user] : flow.seeingUses()) {
     auto *at = const_cast<llvm::Instruction *>(user);
@@ -370,63 +370,62 @@ void sinkIntoSeeingUses(llvm::Function &f, const PayloadFlow &flow) {
       at = cast;
     }
     if (listed.insert({target, at}).second)
-      uses.emplace_back(target, at);
+      byTarget[target].push_back(at);
   }
-  // a canonicalization seen only through some of its uses, its other users seeing no payload:
-  // one canonicalization at the nearest common dominator of those uses when that block is not
-  // the canonicalization's own and runs no more often (in its loop, or outside every loop that
-  // does not hold it); the canonicalization itself then goes
-  llvm::MapVector<llvm::Value *, std::vector<llvm::Instruction *>> byTarget;
-  for (auto [target, at] : uses)
-    byTarget[target].push_back(at);
-  llvm::DenseSet<const llvm::Value *> split;
   for (auto &[target, ats] : byTarget) {
-    auto *c = llvm::dyn_cast<llvm::SelectInst>(target);
     llvm::Constant *nan = nanOf.lookup(target->getType());
-    if (!c || !isCanonicalization(c) || !nan ||
-        std::any_of(ats.begin(), ats.end(),
-                    [](const llvm::Instruction *at) { return llvm::isa<llvm::PHINode>(at); }))
+    if (!nan)
       continue;
-    bool othersUnseen = true;
-    for (const llvm::User *u : c->users()) {
-      const auto *i = llvm::dyn_cast<llvm::Instruction>(u);
-      if (i && (std::find(ats.begin(), ats.end(), i) != ats.end() || llvm::isa<llvm::FCmpInst>(i) ||
-                isCanonicalization(i) || hidesNaN(i)))
+    // a canonicalization seen only through some of its uses, its other users seeing no
+    // payload: one canonicalization at the nearest common dominator of those uses when that
+    // block is not the canonicalization's own and runs no more often (in its loop, or outside
+    // every loop that does not hold it); the canonicalization itself then goes
+    if (auto *c = llvm::dyn_cast<llvm::SelectInst>(target);
+        c && isCanonicalization(c) &&
+        std::none_of(ats.begin(), ats.end(),
+                     [](const llvm::Instruction *at) { return llvm::isa<llvm::PHINode>(at); })) {
+      bool othersUnseen = true;
+      for (const llvm::User *u : c->users()) {
+        const auto *i = llvm::dyn_cast<llvm::Instruction>(u);
+        if (i && (std::find(ats.begin(), ats.end(), i) != ats.end() ||
+                  llvm::isa<llvm::FCmpInst>(i) || isCanonicalization(i) || hidesNaN(i)))
+          continue;
+        if (!i || !(llvm::isa<llvm::PHINode>(i) || passesNaN(i, c)) || !flow.unseen(i))
+          othersUnseen = false;
+      }
+      llvm::BasicBlock *block = ats.front()->getParent();
+      for (llvm::Instruction *other : ats)
+        block = dt.findNearestCommonDominator(block, other->getParent());
+      const llvm::Loop *loop = block ? loops.getLoopFor(block) : nullptr;
+      if (othersUnseen && block && block != c->getParent() &&
+          (!loop || loop->contains(c->getParent()))) {
+        llvm::IRBuilder<> b(block, block->getFirstInsertionPt());
+        llvm::Value *raw = c->getFalseValue();
+        auto *select =
+            llvm::cast<llvm::SelectInst>(b.CreateSelect(b.CreateFCmpUNO(raw, raw), nan, raw));
+        markNaNCanonicalization(select);
+        for (llvm::Instruction *use : ats)
+          use->replaceUsesOfWith(c, select);
         continue;
-      if (!i || !(llvm::isa<llvm::PHINode>(i) || passesNaN(i, c)) || !flow.unseen(i))
-        othersUnseen = false;
+      }
     }
-    llvm::BasicBlock *at = ats.front()->getParent();
-    for (llvm::Instruction *other : ats)
-      at = dt.findNearestCommonDominator(at, other->getParent());
-    const llvm::Loop *atLoop = at ? loops.getLoopFor(at) : nullptr;
-    if (!othersUnseen || !at || at == c->getParent() ||
-        (atLoop && !atLoop->contains(c->getParent())))
-      continue;
-    llvm::IRBuilder<> b(at, at->getFirstInsertionPt());
-    llvm::Value *raw = c->getFalseValue();
-    auto *select =
-        llvm::cast<llvm::SelectInst>(b.CreateSelect(b.CreateFCmpUNO(raw, raw), nan, raw));
-    markNaNCanonicalization(select);
-    for (llvm::Instruction *use : ats)
-      use->replaceUsesOfWith(c, select);
-    split.insert(c);
-  }
-  for (auto [target, at] : uses) {
+    // each use outside the loop of a canonicalization reaching it
     auto d = depth.find(target);
-    llvm::Constant *nan = nanOf.lookup(target->getType());
-    if (split.contains(target) || !nan || d == depth.end() ||
-        loops.getLoopDepth(at->getParent()) >= d->second || llvm::isa<llvm::PHINode>(at))
+    if (d == depth.end())
       continue;
-    // a canonicalization used as it stands is canonicalized here from its operand instead
-    llvm::Value *raw = target;
-    if (const auto *i = llvm::dyn_cast<llvm::Instruction>(target); i && isCanonicalization(i))
-      raw = llvm::cast<llvm::SelectInst>(target)->getFalseValue();
-    llvm::IRBuilder<> b(at);
-    llvm::Value *isNaN = b.CreateFCmpUNO(raw, raw);
-    auto *select = llvm::cast<llvm::SelectInst>(b.CreateSelect(isNaN, nan, raw));
-    markNaNCanonicalization(select);
-    at->replaceUsesOfWith(target, select);
+    for (llvm::Instruction *at : ats) {
+      if (loops.getLoopDepth(at->getParent()) >= d->second || llvm::isa<llvm::PHINode>(at))
+        continue;
+      // a canonicalization used as it stands is canonicalized here from its operand instead
+      llvm::Value *raw = target;
+      if (const auto *i = llvm::dyn_cast<llvm::Instruction>(target); i && isCanonicalization(i))
+        raw = llvm::cast<llvm::SelectInst>(target)->getFalseValue();
+      llvm::IRBuilder<> b(at);
+      llvm::Value *isNaN = b.CreateFCmpUNO(raw, raw);
+      auto *select = llvm::cast<llvm::SelectInst>(b.CreateSelect(isNaN, nan, raw));
+      markNaNCanonicalization(select);
+      at->replaceUsesOfWith(target, select);
+    }
   }
 }
 
