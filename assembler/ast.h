@@ -66,7 +66,8 @@ enum class AstStmtKind : uint8_t {
   Pass,
   Assert,
   Parallel, // body: its Group clauses
-  Group     // value: the thread count; regs: regs= (null when absent); body
+  Group     // value: the thread count; regs, copies: regs=, copies= (null when absent);
+            // loopVar: the copy index after `as` (empty name when absent); body
 };
 
 struct AstStmt {
@@ -83,6 +84,7 @@ struct AstStmt {
   std::vector<AstStmt> body;
   std::vector<AstStmt> orelse; // If; `elif` is an If as the only statement of orelse
   AstExprPtr regs;             // Group: regs=, null when absent
+  AstExprPtr copies;           // Group: copies=, null when absent
 };
 
 struct AstConst {

@@ -91,7 +91,10 @@ void Printer::define(const Stmt &s) const {
   case StmtKind::Continue:
   case StmtKind::Assert:
   case StmtKind::Parallel:
+    return;
   case StmtKind::Group:
+    if (s.var != kNoId)
+      mark(s.var);
     return;
   }
 }
@@ -180,7 +183,9 @@ void Printer::stmt(const Stmt &s, int indent, std::string &out) const {
     return;
   case StmtKind::Group:
     out += pad + "group(" + std::to_string(s.threads) +
-           (s.regs != 0 ? ", regs=" + std::to_string(s.regs) : "") + "):\n";
+           (s.regs != 0 ? ", regs=" + std::to_string(s.regs) : "") +
+           (s.copies != 1 ? ", copies=" + std::to_string(s.copies) : "") + ")" +
+           (s.var != kNoId ? " as " + name(s.var) : "") + ":\n";
     body(s.body, indent + 1, out);
     return;
   }

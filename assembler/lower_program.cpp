@@ -387,9 +387,32 @@ Status ProgramLowering::parallel(const AstStmt &s, std::vector<Stmt> &out) {
       else
         group.regs = uint32_t(*regs);
     }
+    if (g.copies) {
+      auto copies = buildIntConstant(*g.copies, exprContext(), ErrorCode::ThreadGroup, "copies");
+      if (!copies)
+        errors.append(copies.status());
+      else if (*copies < 1 || *copies > int64_t(kMaxGroupCopies))
+        errors.append(error(ErrorCode::ThreadGroup, g.copies->pos,
+                            "copies=" + std::to_string(*copies) + " is not in [1, " +
+                                std::to_string(kMaxGroupCopies) + "]"));
+      else
+        group.copies = uint32_t(*copies);
+    }
     int loops = loopDepth_;
     loopDepth_ = 0;
     scopes_.push();
+    if (!g.loopVar.name.empty()) {
+      // the copy index: an i32 scalar of the group's scope, read-only like a loop variable
+      if (const ConstValue *c = scopes_.findConstant(g.loopVar.name))
+        errors.append(error(ErrorCode::Redefined, g.loopVar.pos,
+                            "group index '" + g.loopVar.name +
+                                "' redefines the constant declared at line " +
+                                std::to_string(c->pos.line)));
+      else {
+        group.var = scopes_.declare(g.loopVar, VarKind::Scalar, DataType::i32(), true, false);
+        scopes_.markGroupIndex(group.var);
+      }
+    }
     for (const AstStmt &b : g.body)
       errors.append(statement(b, group.body));
     scopes_.pop();

@@ -515,7 +515,8 @@ Status Parser::assertStmt(AstStmt &out) {
 }
 
 // 'parallel' ':' NEWLINE INDENT group+ DEDENT, each group
-// 'group' '(' COUNT (',' 'regs' '=' R)? ')' ':' block (docs/isa.md, "Thread groups").
+// 'group' '(' COUNT (',' ('regs' | 'copies') '=' E)* ')' ('as' NAME)? ':' block (docs/isa.md,
+// "Thread groups").
 Status Parser::parallelStmt(AstStmt &out) {
   out.kind = AstStmtKind::Parallel;
   advance(); // parallel
@@ -527,7 +528,8 @@ Status Parser::parallelStmt(AstStmt &out) {
     g.pos = cur().pos;
     g.kind = AstStmtKind::Group;
     if (!isName("group"))
-      return error("expected 'group(THREADS[, regs=R]):' in a parallel statement, found " +
+      return error("expected 'group(THREADS[, regs=R][, copies=C]):' in a parallel statement, "
+                   "found " +
                    describe(cur()));
     advance();
     TILUSVM_TRY(expectOp("("));
@@ -535,18 +537,30 @@ Status Parser::parallelStmt(AstStmt &out) {
     if (!count)
       return count.takeStatus();
     g.value = std::move(*count);
-    if (isOp(",")) {
+    while (isOp(",")) {
       advance();
-      if (!isName("regs"))
-        return error("expected 'regs=' in group(...), found " + describe(cur()));
+      bool regs = isName("regs"), copies = isName("copies");
+      if (!regs && !copies)
+        return error("expected 'regs=' or 'copies=' in group(...), found " + describe(cur()));
+      AstExprPtr &slot = regs ? g.regs : g.copies;
+      if (slot)
+        return error(std::string("'") + (regs ? "regs" : "copies") +
+                     "=' given twice in group(...)");
       advance();
       TILUSVM_TRY(expectOp("="));
-      auto regs = expr();
-      if (!regs)
-        return regs.takeStatus();
-      g.regs = std::move(*regs);
+      auto value = expr();
+      if (!value)
+        return value.takeStatus();
+      slot = std::move(*value);
     }
     TILUSVM_TRY(expectOp(")"));
+    if (isName("as")) {
+      advance();
+      auto v = name("the copy index after 'as'");
+      if (!v)
+        return v.takeStatus();
+      g.loopVar = *v;
+    }
     TILUSVM_TRY(block(g.body));
     out.body.push_back(std::move(g));
   }

@@ -85,8 +85,14 @@ Expected<VarId> Scopes::bindTarget(const AstName &name, VarKind kind, DataType d
   if (readOnly_[found])
     return Status::error(ErrorCode::UpdateType,
                          std::string("cannot assign to ") +
-                             (v.isParam ? "parameter '" : "loop variable '") + name.name + "' (" +
-                             (v.isParam ? "parameters" : "loop variables") + " are read-only)",
+                             (v.isParam               ? "parameter '"
+                              : readOnly_[found] == 2 ? "group index '"
+                                                      : "loop variable '") +
+                             name.name + "' (" +
+                             (v.isParam               ? "parameters"
+                              : readOnly_[found] == 2 ? "group indices"
+                                                      : "loop variables") +
+                             " are read-only)",
                          at);
   auto current = scopes_.back().find(name.name);
   if (current != scopes_.back().end() && current->second == found)

@@ -40,6 +40,8 @@ public:
   /// Declare a variable in the innermost scope. Read-only variables (parameters, loop
   /// variables) cannot be assigned.
   VarId declare(const AstName &name, VarKind kind, DataType dtype, bool readOnly, bool isParam);
+  /// Mark a read-only variable as a thread group's copy index (for the message of an assignment).
+  void markGroupIndex(VarId v) { readOnly_[v] = 2; }
   /// Declare an unnamed temporary (a nested instruction call's result) as `_t<N>`: N counts per
   /// program and skips names the source uses. Temporaries are not visible by name.
   VarId declareTemporary(VarKind kind, DataType dtype, SrcPos pos);
@@ -60,7 +62,7 @@ private:
   const std::set<std::string> &reserved_;
   std::vector<std::unordered_map<std::string, VarId>> scopes_;
   std::vector<SrcPos> declPos_;   // by VarId
-  std::vector<uint8_t> readOnly_; // by VarId
+  std::vector<uint8_t> readOnly_; // by VarId: 1 a parameter or loop variable, 2 a group index
   uint32_t nextTemp_ = 0;
 };
 

@@ -32,6 +32,12 @@ bool argumentEncoded(Opcode op, size_t k, uint32_t fields);
 /// then `uleb` the hint in 1..kMaxUnroll, then the body. A For without one is kind 2, as before
 /// hints existed; both decode to StmtKind::For.
 inline constexpr uint8_t kStmtForUnroll = 10;
+/// The statement kind byte of a Group with copies (Stmt::copies > 1 or an index variable): the
+/// Group's fields, then `uleb` the copies in 1..kMaxGroupCopies and `uleb` the index variable
+/// plus one (0: none), then the body. A Group without either is kind 9, as before copies
+/// existed; both decode to StmtKind::Group.
+inline constexpr uint8_t kStmtGroupCopies = 11;
+
 inline constexpr size_t kMaxProducerBytes = 64;
 /// Modes of one register layout: each has size >= 2 and their product is bounded, so this is
 /// never reached by a layout within maxLayoutElements; it caps the count before allocating.

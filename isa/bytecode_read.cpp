@@ -368,11 +368,14 @@ void ProgramReader::readBlock(std::vector<Stmt> &block, uint32_t depth, bool gro
 void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
   size_t at = r_.offset();
   uint8_t kind = r_.u8("statement kind");
-  if (r_.ok() && kind > kStmtForUnroll)
-    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..10");
+  if (r_.ok() && kind > kStmtGroupCopies)
+    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..11");
   bool unrolled = kind == kStmtForUnroll;
   if (unrolled)
     kind = uint8_t(StmtKind::For);
+  bool copies = kind == kStmtGroupCopies;
+  if (copies)
+    kind = uint8_t(StmtKind::Group);
   // A Group only directly inside a Parallel, and a Parallel holds only Groups.
   bool groupAllowed = groupAllowed_;
   groupAllowed_ = false;
@@ -428,6 +431,21 @@ void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
   case StmtKind::Group:
     s.threads = r_.u32("group thread count");
     s.regs = r_.u32("group registers");
+    if (copies) {
+      size_t copiesAt = r_.offset();
+      s.copies = r_.u32("group copies");
+      if (r_.ok() && (s.copies < 1 || s.copies > kMaxGroupCopies))
+        return r_.failAt(copiesAt, "group copies " + std::to_string(s.copies) + " is not in 1.." +
+                                       std::to_string(kMaxGroupCopies));
+      size_t varAt = r_.offset();
+      uint32_t var = r_.u32("group index variable");
+      if (r_.ok() && var != 0) {
+        if (var - 1 >= p_.vars.size())
+          return r_.failAt(varAt, "group index variable " + std::to_string(var - 1) +
+                                      " is not a variable of the program");
+        s.var = var - 1;
+      }
+    }
     return readBlock(s.body, depth + 1);
   case StmtKind::Assert: {
     s.expr = exprId("assert condition");

@@ -96,7 +96,8 @@ void writeBlock(ByteWriter &w, const std::vector<Stmt> &block);
 
 void writeStmt(ByteWriter &w, const Stmt &s) {
   bool unrolled = s.kind == StmtKind::For && s.unroll != 0;
-  w.u8(unrolled ? kStmtForUnroll : uint8_t(s.kind));
+  bool copies = s.kind == StmtKind::Group && (s.copies != 1 || s.var != kNoId);
+  w.u8(unrolled ? kStmtForUnroll : copies ? kStmtGroupCopies : uint8_t(s.kind));
   switch (s.kind) {
   case StmtKind::Instruction:
     return w.uleb(s.index);
@@ -129,6 +130,10 @@ void writeStmt(ByteWriter &w, const Stmt &s) {
   case StmtKind::Group:
     w.uleb(s.threads);
     w.uleb(s.regs);
+    if (copies) {
+      w.uleb(s.copies);
+      w.uleb(s.var == kNoId ? 0 : uint64_t(s.var) + 1);
+    }
     return writeBlock(w, s.body);
   }
 }

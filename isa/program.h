@@ -45,20 +45,23 @@ enum class StmtKind : uint8_t {
   Assert = 7,   // precondition: exprs[expr] (bool, of constants and scalar parameters) with
                 // the message `text`; only as a prefix of the program body (docs/isa.md)
   Parallel = 8, // parallel: body holds its Group statements, run concurrently
-  Group = 9,    // group(threads, regs=regs): body (only directly inside a Parallel)
+  Group = 9,    // group(threads, regs=regs, copies=copies) as var: body (only directly inside a
+                // Parallel); `copies` groups of `threads` threads run the body, var (kNoId:
+                // none) the copy's index
 };
 
 struct Stmt {
   StmtKind kind = StmtKind::Instruction;
   SourceLoc loc;
   uint32_t index = kNoId; // Instruction: index into Program::instructions
-  VarId var = kNoId;      // Assign target, For loop variable
+  VarId var = kNoId;      // Assign target, For loop variable, Group copy index (kNoId: none)
   ExprId expr = kNoId;    // Assign value, If/While condition, For start
   ExprId stop = kNoId;    // For
   ExprId step = kNoId;    // For
   std::string text;       // Assert: the message (may be empty)
   uint32_t threads = 0;   // Group: its thread count
   uint32_t regs = 0;      // Group: registers per thread asked for (regs=); 0 without
+  uint32_t copies = 1;    // Group: how many groups of `threads` run the body (copies=)
   uint32_t unroll = 0; // For: the unroll hint (unroll=U, 1..kMaxUnroll; 1: not unrolled); 0 without
   std::vector<Stmt> body;
   std::vector<Stmt> orelse; // If
@@ -71,6 +74,10 @@ inline constexpr int64_t kMaxThreadsPerSm = 2048;
 
 /// The largest unroll hint of a for loop (`range(..., unroll=U)`; docs/isa.md, "Unroll hints").
 inline constexpr uint32_t kMaxUnroll = 8;
+
+/// The most groups of one parallel statement, copies counted (group(.., copies=C); docs/isa.md,
+/// "Thread groups"): each group synchronises on a named barrier of its own, 1..15.
+inline constexpr uint32_t kMaxGroupCopies = 15;
 
 /// The largest cluster= (the portable cluster size of sm_90).
 inline constexpr uint32_t kMaxClusterSize = 8;

@@ -161,7 +161,10 @@ void Codegen::countAssignments(const std::vector<Stmt> &body) {
     case StmtKind::Continue:
     case StmtKind::Assert:
     case StmtKind::Parallel:
+      break;
     case StmtKind::Group:
+      if (s.var != kNoId)
+        assignments_[s.var] += s.copies > 1 ? 2 : 1; // the copy index, set on entry to each copy
       break;
     }
     countAssignments(s.body);

@@ -8,12 +8,6 @@
 
 namespace tilus::detail {
 
-namespace {
-
-constexpr size_t kMaxGroups = 15; // named barriers 1..15 (0 is the block's)
-
-} // namespace
-
 bool ProgramChecker::declaredOutsideGroup(VarId var) const {
   return groupScope_ != std::string::npos && var < declScope_.size() &&
          declScope_[var] < groupScope_;
@@ -31,15 +25,28 @@ void ProgramChecker::checkParallel(const Stmt &stmt) {
     fail(ErrorCode::ThreadGroup, "a parallel statement inside a thread group (groups do not nest)");
     counts = false;
   }
-  if (groups.empty() || groups.size() > kMaxGroups) {
-    fail(ErrorCode::ThreadGroup, "a parallel statement with " + std::to_string(groups.size()) +
-                                     " groups; expected 1 to " + std::to_string(kMaxGroups));
+  // every copy of a group clause is a group (named barriers 1..15; 0 is the block's)
+  uint64_t copies = 0;
+  for (const Stmt &g : groups) {
+    if (g.copies < 1 || g.copies > kMaxGroupCopies) {
+      curLoc_ = g.loc;
+      fail(ErrorCode::ThreadGroup, "copies=" + std::to_string(g.copies) + " is not in [1, " +
+                                       std::to_string(kMaxGroupCopies) + "]");
+      counts = false;
+    }
+    copies += g.copies;
+  }
+  curLoc_ = stmt.loc;
+  if (groups.empty() || copies > kMaxGroupCopies) {
+    fail(ErrorCode::ThreadGroup, "a parallel statement with " + std::to_string(copies) +
+                                     " groups (copies counted); expected 1 to " +
+                                     std::to_string(kMaxGroupCopies));
     counts = false;
   }
   uint64_t sum = 0;
   bool regs = false;
   for (const Stmt &g : groups) {
-    sum += g.threads;
+    sum += uint64_t(g.threads) * g.copies;
     regs = regs || g.regs != 0;
     if (g.threads < 32 || g.threads % 32 != 0) {
       curLoc_ = g.loc;
@@ -70,7 +77,7 @@ void ProgramChecker::checkParallel(const Stmt &stmt) {
       if (g.regs != 0 && (g.regs < 24 || g.regs > 256 || g.regs % 8 != 0))
         fail(ErrorCode::ThreadGroup,
              "regs=" + std::to_string(g.regs) + " is not a multiple of 8 in [24, 256]");
-      total += int64_t(g.threads) * (g.regs != 0 ? int64_t(g.regs) : start);
+      total += int64_t(g.threads) * int64_t(g.copies) * (g.regs != 0 ? int64_t(g.regs) : start);
     }
     curLoc_ = stmt.loc;
     if (total > int64_t(blockThreads_) * start)
@@ -92,13 +99,28 @@ void ProgramChecker::checkParallel(const Stmt &stmt) {
     loopDepth_ = 0;
     groupScope_ = scopes_.size();
     openScope();
+    if (g.var != kNoId) {
+      // the copy index: a fresh i32 scalar of the group's scope, read-only
+      if (g.var >= prog_.vars.size() || prog_.vars[g.var].kind != VarKind::Scalar ||
+          state_[g.var] != VarState::Undeclared)
+        fail(ErrorCode::Bytecode,
+             "group index " + varName(g.var) + " is not a fresh scalar variable");
+      else if (prog_.vars[g.var].dtype != DataType::i32())
+        fail(ErrorCode::DtypeMismatch, "group index " + varName(g.var) + " has type " +
+                                           prog_.vars[g.var].dtype.name() + "; expected i32");
+      else
+        writeVar(g.var, VarType{VarKind::Scalar, DataType::i32()}, true);
+      if (g.var < prog_.vars.size())
+        loopVar_[g.var] = 2;
+    }
     checkBlock(g.body);
     closeScope();
     groupScope_ = outer;
     loopDepth_ = loops;
     threads_ = threads;
+    // each copy its own part of the scratch area, one after the other
     info_.groupScratch.emplace_back(scratchEnd, groupScratch_);
-    scratchEnd += groupScratch_;
+    scratchEnd += groupScratch_ * int64_t(g.copies >= 1 ? g.copies : 1);
     groupScratch_ = outerScratch;
   }
   if (groupScope_ == std::string::npos)

@@ -224,7 +224,9 @@ std::string typeDifference(const VarType &declared, const VarType &now) {
 void ProgramChecker::writeVar(VarId var, VarType type, bool scalarAssign) {
   const Variable &v = prog_.vars[var];
   if (loopVar_[var]) {
-    fail(ErrorCode::UpdateType, "loop variable " + varName(var) + " is read-only");
+    fail(ErrorCode::UpdateType,
+         std::string(loopVar_[var] == 2 ? "group index " : "loop variable ") + varName(var) +
+             " is read-only");
     return;
   }
   switch (state_[var]) {

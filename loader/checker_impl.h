@@ -317,7 +317,7 @@ private:
   std::vector<ExprFacts> exprFacts_;
   std::vector<VarState> state_;
   std::vector<uint8_t> poisoned_;
-  std::vector<uint8_t> loopVar_;
+  std::vector<uint8_t> loopVar_; // 1: a for loop's variable, 2: a group's copy index
   std::vector<uint8_t> instructionSeen_;
   std::vector<std::vector<VarId>> scopes_;
   std::vector<ExprId> exprStack_; // checkExprUse's work list, kept to avoid reallocation

@@ -230,13 +230,25 @@ def b<1>():
 } // namespace
 
 TEST_CASE("thread groups: the parallel statement's syntax and constants") {
-  // only group clauses, each with an integer constant count and regs= as its one option
+  // only group clauses, each with an integer constant count and regs= and copies= as options
   CHECK(diag("def k<1>() threads=64:\n    parallel:\n        pass\n") ==
-        "t.tasm:3:9: error[syntax]: expected 'group(THREADS[, regs=R]):' in a parallel "
-        "statement, found 'pass'");
+        "t.tasm:3:9: error[syntax]: expected 'group(THREADS[, regs=R][, copies=C]):' in a "
+        "parallel statement, found 'pass'");
   CHECK(diag("def k<1>() threads=64:\n    parallel:\n        group(64, warps=2):\n"
              "            pass\n") ==
-        "t.tasm:3:19: error[syntax]: expected 'regs=' in group(...), found 'warps'");
+        "t.tasm:3:19: error[syntax]: expected 'regs=' or 'copies=' in group(...), found 'warps'");
+  CHECK(diag("def k<1>() threads=64:\n    parallel:\n        group(32, copies=2, copies=2):\n"
+             "            pass\n") ==
+        "t.tasm:3:29: error[syntax]: 'copies=' given twice in group(...)");
+  CHECK(diag("def k<1>() threads=64:\n    parallel:\n        group(32, copies=2) as 3:\n"
+             "            pass\n")
+            .find("error[syntax]") != std::string::npos);
+  CHECK(diag("def k<1>() threads=64:\n    parallel:\n        group(32, copies=0):\n"
+             "            pass\n") ==
+        "t.tasm:3:26: error[thread-group]: copies=0 is not in [1, 15]");
+  CHECK(diag("const W = 1\ndef k<1>() threads=64:\n    parallel:\n        group(32, copies=2) as "
+             "W:\n            pass\n")
+            .find("error[redefined]") != std::string::npos);
   CHECK(diag("def k<1>(i32 n) threads=64:\n    parallel:\n        group(n):\n"
              "            pass\n")
             .find("error[thread-group]") != std::string::npos);

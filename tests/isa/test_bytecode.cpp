@@ -1241,7 +1241,7 @@ TEST_CASE("bytecode: enum values out of range") {
   CHECK(contains(errorOf(programWith(0, 0, 5)), "variable kind 0 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(6, 0, 5)), "variable kind 6 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(1, 28, 5)), "expression op 28 is not one of 0..27"));
-  CHECK(contains(errorOf(programWith(1, 0, 11)), "statement kind 11 is not one of 0..10"));
+  CHECK(contains(errorOf(programWith(1, 0, 12)), "statement kind 12 is not one of 0..11"));
   // Kind 10, a For with an unroll hint: its fields, the hint in 1..8, then its body.
   auto forWith = [&](uint8_t kind, uint64_t hint) {
     Bytes p = head(32, 1, 0);
@@ -1284,6 +1284,37 @@ TEST_CASE("bytecode: enum values out of range") {
       (par.body[1].kind == StmtKind::Group && par.body[1].threads == 32 && par.body[1].regs == 0));
   CHECK(
       contains(errorOf(parallelOf(5)), "a parallel statement holds a statement other than group"));
+  // Kind 11, a Group with copies: its fields, the copies in 1..15 and the index variable plus
+  // one (0: none), then its body. Variable 0 of head() is the index here.
+  auto copiesOf = [&](uint64_t copies, uint64_t var) {
+    Bytes p = head(64, 1, 0);
+    p.uleb(2).u8(0).uleb(0).u8(8).uleb(1).u8(11).uleb(32).uleb(0).uleb(copies).uleb(var).uleb(0);
+    return makeFile(programsOf({p}));
+  };
+  Expected<Module> copies = decodeModule(copiesOf(2, 1));
+  REQUIRE(copies.ok());
+  const Stmt &g = copies->programs[0].body[1].body[0];
+  CHECK((g.kind == StmtKind::Group && g.threads == 32 && g.copies == 2 && g.var == 0));
+  Expected<Module> anonymous = decodeModule(copiesOf(2, 0));
+  REQUIRE(anonymous.ok());
+  CHECK(anonymous->programs[0].body[1].body[0].var == kNoId);
+  CHECK(contains(errorOf(copiesOf(0, 0)), "group copies 0 is not in 1..15"));
+  CHECK(contains(errorOf(copiesOf(16, 0)), "group copies 16 is not in 1..15"));
+  CHECK(
+      contains(errorOf(copiesOf(2, 2)), "group index variable 1 is not a variable of the program"));
+  // the writer: kind 9 without copies or index, kind 11 with them; both read back the same
+  for (auto [n, withVar] : {std::pair{1u, false}, std::pair{3u, false}, std::pair{1u, true}}) {
+    Module m = *copies;
+    Stmt &w = m.programs[0].body[1].body[0];
+    w.copies = n;
+    w.var = withVar ? 0 : kNoId;
+    std::vector<uint8_t> bytes = encodeModule(m);
+    Expected<Module> back = decodeModule(bytes);
+    REQUIRE(back.ok());
+    const Stmt &r = back->programs[0].body[1].body[0];
+    CHECK(r.copies == n);
+    CHECK(r.var == w.var);
+  }
   // Opcode numOpcodes() and a reduce op of 6.
   Bytes p;
   p.str("p").uleb(32).uleb(0).uleb(1).u8(0).i32().uleb(1).uleb(1).uleb(0);

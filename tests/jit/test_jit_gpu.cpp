@@ -2613,6 +2613,17 @@ DIFF_CASE("thread groups: a producer and a consumer group hand tiles over throug
   runCase(c);
 }
 
+DIFF_CASE("thread groups: the copies of a clause, each with its own index and named barrier") {
+  // tests/conformance/ok_thread_group_copies.tasm: a producer group and two copies of a consumer
+  // group of 64 threads, each copy on its half of every staged tile and its own shared rows
+  Case c;
+  c.name = "thread_group_copies";
+  c.source = programText("../tests/conformance/ok_thread_group_copies.tasm");
+  c.buffers = {{"x_ptr", DataType::f32(), 1024, Fill::Moderate},
+               {"y_ptr", DataType::f32(), 1024, Fill::Zero, 0, 0.0}};
+  runCase(c);
+}
+
 namespace {
 
 /// A cluster program of tests/cluster_program.h (C blocks per cluster, T tiles of 16 x 32 f32

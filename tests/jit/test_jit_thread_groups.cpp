@@ -57,6 +57,31 @@ TEST_CASE("thread groups: range tests, named barriers, register re-allocation on
   CHECK(counted);
 }
 
+TEST_CASE("thread groups: the copies of a clause are groups of their own, the index a constant") {
+  // a producer of 128 threads and three copies of 64: the copies are threads [128, 192),
+  // [192, 256) and [256, 320), with named barriers 2, 3 and 4; copy w stores to row w, the
+  // index a constant folded into the address (no division of the thread index by 64)
+  VerifiedModule m = buildSource(R"(
+def k<1>(f32* y_ptr) threads=320:
+    gy = ViewGlobal(y_ptr, shape=[3, 64])
+    parallel:
+        group(128):
+            pass
+        group(64, copies=3) as w:
+            v = AllocateRegister(f32, layout=spatial(1, 64), init=1.0)
+            Synchronize()
+            StoreGlobal(v, gy, offset=[w:, 0:])
+)");
+  Expected<PtxKernel> k = compileFor(m, 80);
+  REQUIRE_OK(k);
+  for (int id : {2, 3, 4})
+    CHECK(std::regex_search(
+        k->ptx, std::regex("barrier\\.sync(\\.aligned)?\\s+" + std::to_string(id) + ",\\s*64;")));
+  CHECK(!std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+5,)")));
+  CHECK(!contains(k->ptx, "div.u32"));
+  CHECK(!contains(k->ptx, "rem.u32"));
+}
+
 TEST_CASE("thread groups: ptxas accepts the sm_90a kernel" * needsPtxas()) {
   VerifiedModule m = buildSource(kGroupsSource);
   Expected<PtxKernel> k = compileFor(m, 90);

@@ -88,3 +88,55 @@ def k<1>() threads=256:
   CHECK(hasDiagnostic(s, ErrorCode::Runtime,
                       {"thread group 0", "Wgmma it issued is still in flight"}));
 }
+
+TEST_CASE("thread groups: the copies of a clause run one body with their own index and variables") {
+  // three copies of 32 threads and one group of 32: copy w writes 10 w + 1 + its thread index
+  // into row w (its index, its own register tensors and scalars, its own Synchronize), the
+  // plain group 7 into row 3. The copies interleave: each waits at an mbarrier that the next
+  // copy completes (copy 2's by the plain group), so their variables live across the others'
+  // runs.
+  const char *src = R"(
+def k<1>(i32* y_ptr) threads=128:
+    gy = ViewGlobal(y_ptr, shape=[4, 32])
+    bars = AllocateShared(u64, shape=[3])
+    for i in range(3):
+        MbarrierInit(SliceShared(bars, offset=[i]), count=1)
+    Synchronize()
+    parallel:
+        group(32, copies=3) as w:
+            base = w * 10 + 1
+            x = Add(Iota(layout=spatial(1, 32), dim=1), AllocateRegister(i32, layout=spatial(1, 32), init=base))
+            if w > 0:
+                MbarrierArrive(SliceShared(bars, offset=[w - 1]))
+            MbarrierWait(SliceShared(bars, offset=[w]), parity=0)
+            Synchronize()
+            StoreGlobal(x, gy, offset=[w:, 0:])
+        group(32):
+            MbarrierArrive(SliceShared(bars, offset=[2]))
+            StoreGlobal(AllocateRegister(i32, layout=spatial(1, 32), init=7), gy, offset=[3:, 0:])
+)";
+  std::vector<int32_t> y(4 * 32, -1);
+  CHECK_OK(run(build(src), {bufferArg(y)}));
+  bool all = true;
+  for (int r = 0; r < 4; ++r)
+    for (int t = 0; t < 32; ++t)
+      all = all && y[size_t(r * 32 + t)] == (r < 3 ? 10 * r + 1 + t : 7);
+  CHECK(all);
+}
+
+TEST_CASE("thread groups: the copies of a clause race with each other like distinct groups") {
+  // both copies write the same shared elements, each ordered only by its own Synchronize()
+  const char *src = R"(
+def k<1>(f32* y_ptr) threads=64:
+    gy = ViewGlobal(y_ptr, shape=[32])
+    buf = AllocateShared(f32, shape=[32])
+    parallel:
+        group(32, copies=2) as w:
+            StoreShared(AllocateRegister(f32, layout=spatial(32), init=1.0), buf)
+            Synchronize()
+            StoreGlobal(LoadShared(buf, layout=spatial(32)), gy)
+)";
+  std::vector<float> y(32, 0.0f);
+  Status s = run(build(src), {bufferArg(y)});
+  CHECK(hasDiagnostic(s, ErrorCode::Race, {"test.tasm:7:", "of another thread group"}));
+}

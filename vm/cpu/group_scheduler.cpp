@@ -5,6 +5,8 @@
 #include "vm/cpu/cooperative_tasks.h"
 #include "vm/cpu/exec.h"
 
+#include <algorithm>
+
 namespace tilus::cpu {
 
 namespace {
@@ -18,15 +20,73 @@ void swapQueues(BlockState &b, AsyncQueues &q) {
   std::swap(b.tmaStoreCommitted, q.tmaStoreCommitted);
 }
 
+/// The variables that statements define (instruction results, assignment targets, loop
+/// variables), appended to `out`.
+void definedVars(const Program &p, const std::vector<Stmt> &body, std::vector<VarId> &out) {
+  for (const Stmt &s : body) {
+    if (s.kind == StmtKind::Instruction && s.index < p.instructions.size())
+      for (VarId r : p.instructions[s.index].results)
+        out.push_back(r);
+    if ((s.kind == StmtKind::Assign || s.kind == StmtKind::For) && s.var != kNoId)
+      out.push_back(s.var);
+    definedVars(p, s.body, out);
+    definedVars(p, s.orelse, out);
+  }
+}
+
+/// Exchange the per-VarId state of `l.vars` between the block and `l`.
+void swapLocals(BlockState &b, GroupLocals &l) {
+  for (size_t i = 0; i < l.vars.size(); ++i) {
+    VarId v = l.vars[i];
+    std::swap(b.scalars[v], l.scalars[i]);
+    std::swap(b.regs[v], l.regs[i]);
+    std::swap(b.globals[v], l.globals[i]);
+    std::swap(b.shareds[v], l.shareds[i]);
+    std::swap(b.wgmmaPending[v], l.wgmmaPending[i]);
+    std::swap(b.wgmmaLast[v], l.wgmmaLast[i]);
+    std::swap(b.wgmmaReading[v], l.wgmmaReading[i]);
+    std::swap(b.wgmmaReader[v], l.wgmmaReader[i]);
+  }
+}
+
 } // namespace
 
 GroupScheduler::GroupScheduler(BlockState &b, const Stmt &parallel) : b_(b) {
-  tasks_.resize(parallel.body.size());
   int32_t first = 0;
-  for (size_t i = 0; i < tasks_.size(); ++i) {
-    tasks_[i].stmt = &parallel.body[i];
-    tasks_[i].firstThread = first;
-    first += int32_t(parallel.body[i].threads);
+  for (const Stmt &g : parallel.body) {
+    std::vector<VarId> vars;
+    if (g.copies > 1) {
+      definedVars(b.program, g.body, vars);
+      if (g.var != kNoId)
+        vars.push_back(g.var);
+      std::sort(vars.begin(), vars.end());
+      vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
+    }
+    for (uint32_t c = 0; c < std::max<uint32_t>(g.copies, 1); ++c) {
+      Task t;
+      t.stmt = &g;
+      t.firstThread = first;
+      t.copy = c;
+      first += int32_t(g.threads);
+      if (g.copies > 1) {
+        // each copy starts from the block's state of those variables (none is defined yet: the
+        // checker), its own index set
+        t.swapsLocals = true;
+        GroupLocals &l = t.locals;
+        l.vars = vars;
+        for (VarId v : vars) {
+          l.scalars.push_back(v == g.var ? uint64_t(c) : b.scalars[v]);
+          l.regs.push_back(b.regs[v]);
+          l.globals.push_back(b.globals[v]);
+          l.shareds.push_back(b.shareds[v]);
+          l.wgmmaPending.push_back(b.wgmmaPending[v]);
+          l.wgmmaLast.push_back(b.wgmmaLast[v]);
+          l.wgmmaReading.push_back(b.wgmmaReading[v]);
+          l.wgmmaReader.push_back(b.wgmmaReader[v]);
+        }
+      }
+      tasks_.push_back(std::move(t));
+    }
   }
 }
 
@@ -39,11 +99,18 @@ GroupScheduler::~GroupScheduler() {
 size_t GroupScheduler::next(size_t from) const { return nextRunnable(tasks_, from, kBlock); }
 
 void GroupScheduler::switchTo(size_t to) {
-  if (running_ != kBlock)
+  if (running_ != kBlock) {
     swapQueues(b_, tasks_[running_].queues);
+    if (tasks_[running_].swapsLocals)
+      swapLocals(b_, tasks_[running_].locals);
+  }
   running_ = to;
   if (to != kBlock) {
     swapQueues(b_, tasks_[to].queues);
+    if (tasks_[to].swapsLocals)
+      swapLocals(b_, tasks_[to].locals);
+    else if (tasks_[to].stmt->var != kNoId)
+      b_.scalars[tasks_[to].stmt->var] = tasks_[to].copy; // one copy: index 0
     tasks_[to].started = true;
   }
   if (b_.race)

@@ -4,7 +4,9 @@
 // MbarrierWait whose phase has not completed) or ends. The order is fixed (the next group after
 // the blocked one that can make progress), so a run is deterministic. Each group keeps its own
 // CopyAsync, Wgmma and TmaStore queues: the scheduler swaps them in and out of the BlockState
-// with the group that runs.
+// with the group that runs. The copies of a group clause (copies=C) are groups of their own that
+// run the same body: the variables the body defines, the copy index among them, are per copy,
+// and the scheduler swaps them in and out with the copy that runs.
 #pragma once
 
 #include "vm/cpu/block_state.h"
@@ -15,6 +17,17 @@
 #include <thread>
 
 namespace tilus::cpu {
+
+/// The values of the variables that a group clause's body defines, for one of its copies (the
+/// per-VarId state of BlockState for those variables).
+struct GroupLocals {
+  std::vector<VarId> vars;
+  std::vector<uint64_t> scalars;
+  std::vector<std::vector<uint64_t>> regs;
+  std::vector<GlobalView> globals;
+  std::vector<SharedView> shareds;
+  std::vector<uint32_t> wgmmaPending, wgmmaLast, wgmmaReading, wgmmaReader;
+};
 
 /// The asynchronous work that one set of threads has issued and not yet waited for.
 struct AsyncQueues {
@@ -43,7 +56,10 @@ public:
 private:
   struct Task {
     const Stmt *stmt = nullptr;
-    int32_t firstThread = 0; // in the block
+    int32_t firstThread = 0;  // in the block
+    uint32_t copy = 0;        // which copy of its group clause
+    bool swapsLocals = false; // a clause of several copies: its variables are per copy
+    GroupLocals locals;
     std::thread thread;
     std::function<bool()> ready; // while blocked
     bool started = false, done = false, deadlock = false;
