@@ -1177,7 +1177,7 @@ void Inference::markGroups(const std::vector<Stmt> &body, int64_t threads) {
       groupThreads_[s.index] = threads;
     if (s.kind == StmtKind::Parallel && parallelThreads_ == 0)
       for (const Stmt &g : s.body)
-        parallelThreads_ += g.threads;
+        parallelThreads_ += int64_t(g.threads) * int64_t(g.copies);
     markGroups(s.body, s.kind == StmtKind::Group ? int64_t(s.threads) : threads);
     markGroups(s.orelse, threads);
   }

@@ -403,7 +403,7 @@ uint32_t ProgramChecker::inferThreads() {
   if (const Stmt *par = firstParallel(prog_.body)) {
     uint64_t sum = 0;
     for (const Stmt &g : par->body)
-      sum += g.threads;
+      sum += uint64_t(g.threads) * g.copies; // copies counted
     if (sum % 32 != 0 || sum < 32 || sum > 1024)
       report(ErrorCode::Threads,
              "threads inferred from the groups of the parallel statement would be " +

@@ -244,8 +244,12 @@ private:
           return false;
         break;
       case StmtKind::Parallel: // its thread groups run at the same time: each one's work counts
-      case StmtKind::Group:
         if (!block(s.body, work, false))
+          return false;
+        break;
+      case StmtKind::Group: // each copy runs the body
+        if (s.copies > kMaxGroupCopies ||
+            !block(s.body, work * std::max<uint64_t>(1, s.copies), false))
           return false;
         break;
       case StmtKind::While:

@@ -140,3 +140,23 @@ def k<1>(f32* y_ptr) threads=64:
   Status s = run(build(src), {bufferArg(y)});
   CHECK(hasDiagnostic(s, ErrorCode::Race, {"test.tasm:7:", "of another thread group"}));
 }
+
+TEST_CASE("thread groups: without threads=, the block has the threads of every copy") {
+  // two copies of 32 threads: a block of 64, copy w writes w + 5 into row w
+  const char *src = R"(
+def k<1>(i32* y_ptr):
+    gy = ViewGlobal(y_ptr, shape=[2, 32])
+    parallel:
+        group(32, copies=2) as w:
+            StoreGlobal(AllocateRegister(i32, layout=spatial(1, 32), init=w + 5), gy, offset=[w:, 0:])
+)";
+  VerifiedModule m = build(src);
+  CHECK(m.programs[0].threads == 64);
+  std::vector<int32_t> y(64, -1);
+  CHECK_OK(run(m, {bufferArg(y)}));
+  bool all = true;
+  for (int r = 0; r < 2; ++r)
+    for (int t = 0; t < 32; ++t)
+      all = all && y[size_t(r * 32 + t)] == r + 5;
+  CHECK(all);
+}
