@@ -63,6 +63,14 @@ TEST_CASE("every example program round-trips through the disassembler to identic
   CHECK(printed.find("def pipe<2 * n>(f32* x_ptr, f32* y_ptr, i32 n) threads=128 cluster=2:") !=
         std::string::npos);
   CHECK(printed.find("def alone<n>(f32* x_ptr, i32 n) threads=32:") != std::string::npos);
+  // a thread group's copies= and copy index (a clause without them prints as before)
+  text = readSourceFile("tests/conformance/ok_thread_group_copies.tasm");
+  checkRoundTrip(text);
+  m = asmText(text);
+  REQUIRE_OK(m);
+  printed = disassemble(*m);
+  CHECK(printed.find("        group(64, copies=2) as w:\n") != std::string::npos);
+  CHECK(printed.find("        group(128):\n") != std::string::npos);
 }
 
 TEST_CASE("decoded bytecode disassembles like the assembled module") {
