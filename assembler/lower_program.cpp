@@ -328,12 +328,13 @@ Status ProgramLowering::forLoop(const AstStmt &s, std::vector<Stmt> &out) {
                        "]");
     st.unroll = uint32_t(*u);
   }
-  if (const ConstValue *c = scopes_.findConstant(s.loopVar.name))
-    return error(ErrorCode::Redefined, s.loopVar.pos,
-                 "loop variable '" + s.loopVar.name + "' redefines the constant declared at line " +
-                     std::to_string(c->pos.line));
   scopes_.push();
-  st.var = scopes_.declare(s.loopVar, VarKind::Scalar, t, true, false);
+  auto var = declareIndex(s.loopVar, "loop variable", t);
+  if (!var) {
+    scopes_.pop();
+    return var.takeStatus();
+  }
+  st.var = *var;
   ++loopDepth_;
   Status errors;
   for (const AstStmt &b : s.body)
@@ -342,6 +343,15 @@ Status ProgramLowering::forLoop(const AstStmt &s, std::vector<Stmt> &out) {
   scopes_.pop();
   out.push_back(std::move(st));
   return errors;
+}
+
+Expected<VarId> ProgramLowering::declareIndex(const AstName &name, const char *what,
+                                              DataType dtype) {
+  if (const ConstValue *c = scopes_.findConstant(name.name))
+    return error(ErrorCode::Redefined, name.pos,
+                 std::string(what) + " '" + name.name +
+                     "' redefines the constant declared at line " + std::to_string(c->pos.line));
+  return scopes_.declare(name, VarKind::Scalar, dtype, true, false);
 }
 
 Expected<ExprId> ProgramLowering::condition(const AstExpr &cond, const char *what) {
@@ -403,13 +413,11 @@ Status ProgramLowering::parallel(const AstStmt &s, std::vector<Stmt> &out) {
     scopes_.push();
     if (!g.loopVar.name.empty()) {
       // the copy index: an i32 scalar of the group's scope, read-only like a loop variable
-      if (const ConstValue *c = scopes_.findConstant(g.loopVar.name))
-        errors.append(error(ErrorCode::Redefined, g.loopVar.pos,
-                            "group index '" + g.loopVar.name +
-                                "' redefines the constant declared at line " +
-                                std::to_string(c->pos.line)));
-      else {
-        group.var = scopes_.declare(g.loopVar, VarKind::Scalar, DataType::i32(), true, false);
+      auto var = declareIndex(g.loopVar, "group index", DataType::i32());
+      if (!var) {
+        errors.append(var.status());
+      } else {
+        group.var = *var;
         scopes_.markGroupIndex(group.var);
       }
     }

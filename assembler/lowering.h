@@ -32,6 +32,9 @@ private:
   Status forLoop(const AstStmt &s, std::vector<Stmt> &out);
   Status conditional(const AstStmt &s, std::vector<Stmt> &out);
   Status parallel(const AstStmt &s, std::vector<Stmt> &out);
+  /// Declare a read-only integer scalar in the innermost scope (a loop variable, a group's copy
+  /// index, `what` in the message); `redefined` when the name is a constant.
+  Expected<VarId> declareIndex(const AstName &name, const char *what, DataType dtype);
   Status assertion(const AstStmt &s, std::vector<Stmt> &out);
   Expected<ExprId> condition(const AstExpr &cond, const char *what);
   /// After an error, declare the targets that do not exist yet, so that later statements using

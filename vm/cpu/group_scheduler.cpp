@@ -54,36 +54,33 @@ void swapLocals(BlockState &b, GroupLocals &l) {
 GroupScheduler::GroupScheduler(BlockState &b, const Stmt &parallel) : b_(b) {
   int32_t first = 0;
   for (const Stmt &g : parallel.body) {
+    // the variables of each copy: those the body defines where there are several copies, and
+    // the copy index
     std::vector<VarId> vars;
-    if (g.copies > 1) {
+    if (g.copies > 1)
       definedVars(b.program, g.body, vars);
-      if (g.var != kNoId)
-        vars.push_back(g.var);
-      std::sort(vars.begin(), vars.end());
-      vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
-    }
+    if (g.var != kNoId)
+      vars.push_back(g.var);
+    std::sort(vars.begin(), vars.end());
+    vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
     for (uint32_t c = 0; c < std::max<uint32_t>(g.copies, 1); ++c) {
       Task t;
       t.stmt = &g;
       t.firstThread = first;
-      t.copy = c;
       first += int32_t(g.threads);
-      if (g.copies > 1) {
-        // each copy starts from the block's state of those variables (none is defined yet: the
-        // checker), its own index set
-        t.swapsLocals = true;
-        GroupLocals &l = t.locals;
-        l.vars = vars;
-        for (VarId v : vars) {
-          l.scalars.push_back(v == g.var ? uint64_t(c) : b.scalars[v]);
-          l.regs.push_back(b.regs[v]);
-          l.globals.push_back(b.globals[v]);
-          l.shareds.push_back(b.shareds[v]);
-          l.wgmmaPending.push_back(b.wgmmaPending[v]);
-          l.wgmmaLast.push_back(b.wgmmaLast[v]);
-          l.wgmmaReading.push_back(b.wgmmaReading[v]);
-          l.wgmmaReader.push_back(b.wgmmaReader[v]);
-        }
+      // each copy starts from the block's state of those variables (none is defined yet: the
+      // checker), its own index set
+      GroupLocals &l = t.locals;
+      l.vars = vars;
+      for (VarId v : vars) {
+        l.scalars.push_back(v == g.var ? uint64_t(c) : b.scalars[v]);
+        l.regs.push_back(b.regs[v]);
+        l.globals.push_back(b.globals[v]);
+        l.shareds.push_back(b.shareds[v]);
+        l.wgmmaPending.push_back(b.wgmmaPending[v]);
+        l.wgmmaLast.push_back(b.wgmmaLast[v]);
+        l.wgmmaReading.push_back(b.wgmmaReading[v]);
+        l.wgmmaReader.push_back(b.wgmmaReader[v]);
       }
       tasks_.push_back(std::move(t));
     }
@@ -101,16 +98,12 @@ size_t GroupScheduler::next(size_t from) const { return nextRunnable(tasks_, fro
 void GroupScheduler::switchTo(size_t to) {
   if (running_ != kBlock) {
     swapQueues(b_, tasks_[running_].queues);
-    if (tasks_[running_].swapsLocals)
-      swapLocals(b_, tasks_[running_].locals);
+    swapLocals(b_, tasks_[running_].locals);
   }
   running_ = to;
   if (to != kBlock) {
     swapQueues(b_, tasks_[to].queues);
-    if (tasks_[to].swapsLocals)
-      swapLocals(b_, tasks_[to].locals);
-    else if (tasks_[to].stmt->var != kNoId)
-      b_.scalars[tasks_[to].stmt->var] = tasks_[to].copy; // one copy: index 0
+    swapLocals(b_, tasks_[to].locals);
     tasks_[to].started = true;
   }
   if (b_.race)

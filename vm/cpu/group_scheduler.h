@@ -56,10 +56,8 @@ public:
 private:
   struct Task {
     const Stmt *stmt = nullptr;
-    int32_t firstThread = 0;  // in the block
-    uint32_t copy = 0;        // which copy of its group clause
-    bool swapsLocals = false; // a clause of several copies: its variables are per copy
-    GroupLocals locals;
+    int32_t firstThread = 0; // in the block
+    GroupLocals locals;      // the variables of its own (none for a clause without copies or index)
     std::thread thread;
     std::function<bool()> ready; // while blocked
     bool started = false, done = false, deadlock = false;
