@@ -164,6 +164,10 @@ Expected<SharedLayout> SharedLayout::swizzle(const SharedLayout &inner, int64_t 
     return invalid("swizzle(bits " + std::to_string(bits) + ", base " + std::to_string(base) +
                    ", shift " + std::to_string(shift) + ") reaches beyond offset bit " +
                    std::to_string(kMaxOffsetBits));
+  // A swizzle of no bits XORs nothing: it is its inner layout (so a program can turn a
+  // swizzle off with a constant and get exactly the layout beneath it, linear where that is)
+  if (bits == 0)
+    return inner;
   SharedLayout l;
   l.kind_ = Kind::Swizzle;
   l.shape_ = inner.shape_;
