@@ -194,8 +194,35 @@ llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout
   }
   // swizzle
   const SharedLayout &inner = *layout.children()[0];
-  llvm::Value *o = sharedLayoutOffset(b, inner, c);
   uint64_t mask = ((uint64_t(1) << layout.swizzleBits()) - 1) << layout.swizzleBase();
+  // The XOR reads and writes only bits below `need`; a term of a linear inner layout whose
+  // stride is a multiple of 2^need (a pipeline stage's) changes none of them and carries
+  // nothing into them, so swizzle(high + low) = high + swizzle(low): the swizzled part then
+  // depends only on the other terms (a lane's coordinates and constants), which a loop over
+  // the stages computes once
+  int64_t need =
+      int64_t(1) << (layout.swizzleBase() + layout.swizzleShift() + layout.swizzleBits());
+  std::vector<int64_t> innerStrides = inner.linearStrides();
+  if (!innerStrides.empty()) {
+    bool any = false;
+    for (size_t d = 0; d < innerStrides.size(); ++d)
+      any = any || (innerStrides[d] != 0 && innerStrides[d] % need == 0 &&
+                    !llvm::isa<llvm::Constant>(c[d]));
+    if (any) {
+      llvm::Value *low = b.getInt32(0), *high = b.getInt32(0);
+      for (size_t d = 0; d < innerStrides.size(); ++d) {
+        llvm::Value *term = mulFolded(b, c[d], b.getInt32(uint64_t(innerStrides[d])));
+        if (innerStrides[d] % need == 0)
+          high = addFolded(b, high, term);
+        else
+          low = addFolded(b, low, term);
+      }
+      llvm::Value *lowSwizzled =
+          b.CreateXor(low, b.CreateAnd(b.CreateLShr(low, uint64_t(layout.swizzleShift())), mask));
+      return b.CreateAdd(high, lowSwizzled);
+    }
+  }
+  llvm::Value *o = sharedLayoutOffset(b, inner, c);
   llvm::Value *bits = b.CreateAnd(b.CreateLShr(o, uint64_t(layout.swizzleShift())), mask);
   return b.CreateXor(o, bits);
 }
