@@ -313,6 +313,14 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   // splits combined per step: four, two above HD 128
   CHECK(constant({{"KT", "u4"}}, "CQ") == 4);
   CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "CQ") == 2);
+  // the stages swizzled where rows are 16 words (64 bytes): 4-bit codes at HD 128, 8-bit at 64
+  CHECK(constant({{"KT", "u4"}}, "SWZ") == 2);
+  CHECK(constant({{"KT", "f4e2m1"}}, "SWZ") == 2);
+  CHECK(constant({{"KT", "i8"}, {"HD", "64"}}, "SWZ") == 2);
+  CHECK(constant({{"KT", "u4"}, {"HD", "64"}}, "SWZ") == 0);
+  CHECK(constant({{"KT", "f8e4m3"}}, "SWZ") == 0);
+  CHECK(constant({{"KT", "f16"}}, "SWZ") == 0);
+  CHECK(constant({{"KT", "i6"}}, "SWZ") == 0);
 }
 
 TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
