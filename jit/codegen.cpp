@@ -20,6 +20,8 @@
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <algorithm>
+
 namespace tilus::jit {
 
 Codegen::Codegen(llvm::Module &module, const Program &program, const ProgramInfo &info,
@@ -755,6 +757,16 @@ Status Codegen::lowerInstruction(const Instruction &inst) {
   irCounts_.push_back(
       {size_t(&inst - prog.instructions.data()), inst.spec().name, instructions() - before});
   return status;
+}
+
+void Codegen::addSharedAccess(const SharedAccessReport &report) {
+  for (const SharedAccessReport &r : sharedAccesses_)
+    if (r.instruction == report.instruction)
+      return;
+  auto at =
+      std::find_if(sharedAccesses_.begin(), sharedAccesses_.end(),
+                   [&](const SharedAccessReport &r) { return r.instruction > report.instruction; });
+  sharedAccesses_.insert(at, report);
 }
 
 Status InstructionRouter::visitInvalid(const Instruction &inst) {

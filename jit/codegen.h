@@ -111,6 +111,14 @@ public:
   void countIr(bool on) { countIr_ = on; }
   const std::vector<IrCount> &irCounts() const { return irCounts_; }
 
+  /// The plain shared accesses analysed for bank conflicts (jit/bank_report.h), one per program
+  /// instruction (a body lowered more than once, e.g. per thread-group copy, reports it once):
+  /// switched on by reportSharedAccesses(true) before run().
+  void reportSharedAccesses(bool on) { reportShared_ = on; }
+  bool reportingSharedAccesses() const { return reportShared_; }
+  void addSharedAccess(const SharedAccessReport &report);
+  const std::vector<SharedAccessReport> &sharedAccesses() const { return sharedAccesses_; }
+
   llvm::Function *kernel() const { return fn_; }
 
   // ---- the builder and the inputs (used by every lowerer) ------------------------------------
@@ -373,6 +381,8 @@ private:
 
   bool countIr_ = false;
   std::vector<IrCount> irCounts_;
+  bool reportShared_ = false;
+  std::vector<SharedAccessReport> sharedAccesses_;
   InstructionRouter *router_ = nullptr; // during run()
   llvm::Function *fn_ = nullptr;
   llvm::BasicBlock *entry_ = nullptr;

@@ -89,6 +89,33 @@ int timingLevel() {
 
 bool timingEnabled() { return timingLevel() > 0; }
 
+/// TILUSVM_JIT_BANKS=1: a line per plain shared access on stderr (jit/bank_report.h).
+bool banksEnabled() {
+  static const bool on = [] {
+    const char *v = std::getenv("TILUSVM_JIT_BANKS");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+/// "jit: NAME banks: #37 LoadShared: 4 accesses of 16 bytes per lane, 32 wavefronts (16 without
+/// bank conflicts)", one line per access instruction.
+void bankReport(const std::string &name, const std::vector<SharedAccessReport> &reports) {
+  for (const SharedAccessReport &r : reports) {
+    if (r.wavefronts < 0) {
+      std::fprintf(stderr, "jit: %s banks: #%zu %s: packed sub-byte elements, not analysed\n",
+                   name.c_str(), r.instruction, r.opcode);
+      continue;
+    }
+    std::fprintf(stderr,
+                 "jit: %s banks: #%zu %s: %lld accesses of up to %d bytes per lane, %lld "
+                 "wavefronts (%lld without bank conflicts)%s\n",
+                 name.c_str(), r.instruction, r.opcode, (long long)r.accesses, r.bytes,
+                 (long long)r.wavefronts, (long long)r.ideal,
+                 r.wavefronts > r.ideal ? ": conflicts" : "");
+  }
+}
+
 /// "jit: NAME IR before optimisation: N instructions; by opcode: Reduce 4100, ...; largest:
 /// #69 Reduce 2893, ..." (the ten largest opcodes and instructions).
 void irReport(const std::string &name, const std::vector<jit::Codegen::IrCount> &counts) {
@@ -351,6 +378,7 @@ Status optimize(llvm::Module &mod, llvm::TargetMachine &tm, int optLevel) {
 
 struct Compiled {
   double setupMs = 0, buildMs = 0, optimizeMs = 0;
+  std::vector<SharedAccessReport> sharedAccesses;
   std::unique_ptr<llvm::LLVMContext> ctx;
   std::unique_ptr<llvm::Module> module;
   std::unique_ptr<llvm::TargetMachine> tm;
@@ -401,11 +429,15 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
   double t1 = threadMs();
   jit::Codegen cg(*c.module, program, info, options);
   cg.countIr(timingLevel() >= 2);
+  cg.reportSharedAccesses(options.reportSharedAccesses || banksEnabled());
   Status status = cg.run();
   if (!status.ok())
     return status;
   if (timingLevel() >= 2)
     irReport(cg.kernel()->getName().str(), cg.irCounts());
+  c.sharedAccesses = cg.sharedAccesses();
+  if (banksEnabled())
+    bankReport(cg.kernel()->getName().str(), c.sharedAccesses);
   TILUSVM_TRY(jit::checkIrSize(program, info, options.smVersion,
                                int64_t(cg.kernel()->getInstructionCount()), *limit));
   TILUSVM_TRY(materializeUsed(*c.module));
@@ -543,6 +575,7 @@ Expected<PtxKernel> compileToPtx(const VerifiedModule &module, size_t programInd
     TILUSVM_TRY(addClusterDirectives(kernel.ptx, module.module.programs[programIndex].cluster));
     kernel.entryName = c->entryName;
     kernel.sharedBytes = c->sharedBytes;
+    kernel.sharedAccesses = c->sharedAccesses;
     return Status::success();
   });
   if (!status.ok())

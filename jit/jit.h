@@ -38,10 +38,25 @@ struct Specialization {
   std::string text() const;
 };
 
+/// One plain LoadShared or StoreShared of a kernel as warp 0 issues it (jit/bank_report.h): its
+/// vector groups are `accesses` warp instructions of at most `bytes` bytes per lane, taking
+/// `wavefronts` shared-memory wavefronts where `ideal` would do without bank conflicts (both -1
+/// for packed sub-byte types, which are not analysed).
+struct SharedAccessReport {
+  size_t instruction = 0; // index in Program::instructions
+  const char *opcode = "";
+  int64_t accesses = 0;
+  int bytes = 0;
+  int64_t wavefronts = 0;
+  int64_t ideal = 0;
+};
+
 struct JitOptions {
   int smVersion = 90; // 80 -> sm_80, 90 -> sm_90a
   int optLevel = 3;
   Specialization specialization;
+  /// Fill PtxKernel::sharedAccesses (TILUSVM_JIT_BANKS=1 also prints them); the code is the same.
+  bool reportSharedAccesses = false;
   /// StoreShared of 16-bit mma fragments by stmatrix in every sm_90 kernel, not only in kernels
   /// with Hopper instructions (wgmma or TMA; jit/lower_memory_matrix.cpp): for tests.
   bool stmatrixEverywhere = false;
@@ -55,6 +70,9 @@ struct PtxKernel {
   std::string entryName;
   uint32_t threads = 0;
   int64_t sharedBytes = 0;
+  /// With JitOptions::reportSharedAccesses or TILUSVM_JIT_BANKS=1: one entry per plain shared
+  /// access instruction of the program, in program order.
+  std::vector<SharedAccessReport> sharedAccesses;
 };
 
 /// Compile one program of a verified module to PTX.

@@ -19,6 +19,7 @@
 // of whole bytes (lower_memory_packed.cpp) under the same conditions, their first bit provably
 // a multiple of 8 * unit; a run's bytes hold no other element, so its store leaves neighbouring
 // elements (which other threads update atomically, element by element) alone.
+#include "jit/bank_report.h"
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
 #include "jit/pack_bytes.h"
@@ -447,6 +448,29 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
 
 } // namespace
 
+namespace {
+
+/// The bank-conflict report of a plain shared access (jit/bank_report.h), when asked for.
+void reportSharedAccess(Codegen &cg, const Instruction &inst, const SharedTile &tile,
+                        const LayoutMap &map, const std::vector<SlotGroup> &groups,
+                        bool primaryOnly) {
+  if (!cg.reportingSharedAccesses())
+    return;
+  std::vector<int64_t> origin;
+  for (llvm::Value *o : tile.origin) {
+    auto *c = llvm::dyn_cast<llvm::ConstantInt>(o);
+    origin.push_back(c ? c->getSExtValue() : 0);
+  }
+  const VarType &root = cg.info.vars[tile.root];
+  SharedAccessReport r = analyseSharedAccess(*root.sharedLayout, root.sharedByteOffset, tile.dtype,
+                                             origin, tile.dims, map, groups, primaryOnly);
+  r.instruction = size_t(&inst - cg.prog.instructions.data());
+  r.opcode = inst.spec().name;
+  cg.addSharedAccess(r);
+}
+
+} // namespace
+
 Status MemoryLowering::visitLoadShared(const Instruction &inst) {
   VarId r = inst.results[0];
   const LayoutMap &map = cg.layoutOf(r);
@@ -458,6 +482,7 @@ Status MemoryLowering::visitLoadShared(const Instruction &inst) {
     return Status::success();
   DataType t = tile.dtype;
   SharedSlots ss = sharedSlots(cg, *this, tile, map);
+  reportSharedAccess(cg, inst, tile, map, ss.groups, /*primaryOnly=*/false);
   std::vector<llvm::Value *> slots(size_t(map.locals()));
   llvm::Value *root = cg.sharedElementAddress(tile.root, cg.constI64(0), t);
   for (const SlotGroup &g : ss.groups) {
@@ -498,6 +523,7 @@ Status MemoryLowering::visitStoreShared(const Instruction &inst) {
   if (tryStmatrix(tile, src, slots))
     return Status::success();
   SharedSlots ss = sharedSlots(cg, *this, tile, map);
+  reportSharedAccess(cg, inst, tile, map, ss.groups, /*primaryOnly=*/true);
   llvm::Value *root = cg.sharedElementAddress(tile.root, cg.constI64(0), t);
   llvm::Value *primary = cg.isPrimary(map);
   guarded(cg, primary, nullptr, [&]() -> llvm::Value * {

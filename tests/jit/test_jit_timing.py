@@ -6,6 +6,7 @@ opcode and the largest instructions, whose numbers add up to the total. TILUSVM_
 TILUSVM_JIT_HOLD=0: no held registers (docs/jit.md), and the compiler version of the kernel
 cache's key (`tilusvm-cache --version`, beside tilus-asm) says so. TILUSVM_JIT_PAIRS=0: f32
 into f16 slot by slot instead of two at a time (docs/jit.md, "Conversions"), likewise in the key.
+TILUSVM_JIT_BANKS=1: a line per plain shared access with its bank conflicts, the PTX unchanged.
 
 Usage: test_jit_timing.py TILUS_ASM"""
 import os
@@ -34,6 +35,17 @@ PAIRS_PROGRAM = """def narrow<1>(f32* x_ptr, f16* h_ptr) threads=32:
     x = LoadGlobal(ViewGlobal(x_ptr, shape=[128]), layout=spatial(32).local(4))
     StoreGlobal(Cast(x, f16), ViewGlobal(h_ptr, shape=[128]))
 """
+# a quarter-warp on rows r and r + 4 of 64 bytes (tests/jit/test_bank_report.cpp): 8 wavefronts
+# for its 16-byte loads where 4 would do
+BANKS_PROGRAM = """def banks<1>(u32* p) threads=32:
+    s = AllocateShared(u32, shape=[2, 4, 16])
+    StoreShared(AllocateRegister(u32, layout=spatial(1, 4, 1).spatial(2, 1, 1).spatial(1, 1, 4).local(1, 1, 4)), s)
+    Synchronize()
+    x = LoadShared(s, layout=spatial(1, 4, 1).spatial(2, 1, 1).spatial(1, 1, 4).local(1, 1, 4))
+    StoreGlobal(x, ViewGlobal(p, shape=[2, 4, 16]))
+"""
+BANKS = re.compile(r"^jit: banks banks: #(\d+) (StoreShared|LoadShared): 1 accesses of up to 16 "
+                   r"bytes per lane, 8 wavefronts \(4 without bank conflicts\): conflicts$")
 IR = re.compile(r"^jit: copy IR before optimisation: (\d+) instructions; by opcode: (.*); "
                 r"largest: (.*)$")
 
@@ -151,10 +163,33 @@ def main():
             if "pairs-0" in paired[""][1] or "pairs-0" not in paired["0"][1]:
                 failures.append(f"TILUSVM_JIT_PAIRS: compiler versions {paired[''][1]!r}, "
                                 f"{paired['0'][1]!r}")
+        # TILUSVM_JIT_BANKS=1: a line per plain shared access, the same PTX
+        banks_source = os.path.join(d, "banks.tasm")
+        with open(banks_source, "w") as f:
+            f.write(BANKS_PROGRAM)
+        outs = {}
+        for value in ["", "1"]:
+            env = dict(os.environ, TILUSVM_JIT_BANKS=value)
+            r = subprocess.run([tool, banks_source, "--emit", "ptx"], capture_output=True,
+                               text=True, env=env)
+            if r.returncode != 0:
+                failures.append(f"TILUSVM_JIT_BANKS={value}: {r.stderr}")
+                continue
+            outs[value] = r
+        if len(outs) == 2:
+            lines = [line for line in outs["1"].stderr.splitlines() if line]
+            matched = [BANKS.match(line) for line in lines]
+            if (len(lines) != 2 or not all(matched) or
+                    [m.group(2) for m in matched] != ["StoreShared", "LoadShared"]):
+                failures.append(f"TILUSVM_JIT_BANKS=1: {lines}")
+            if outs[""].stderr.strip():
+                failures.append(f"TILUSVM_JIT_BANKS unset printed {outs[''].stderr!r}")
+            if outs[""].stdout != outs["1"].stdout:
+                failures.append("TILUSVM_JIT_BANKS=1 changed the PTX")
     for f in failures:
         print("FAIL:", f)
     print(f"{'FAILED' if failures else 'passed'}: TILUSVM_JIT_TIMING output, TILUSVM_JIT_CODEGEN, "
-          "TILUSVM_JIT_HOLD, TILUSVM_JIT_PAIRS")
+          "TILUSVM_JIT_HOLD, TILUSVM_JIT_PAIRS, TILUSVM_JIT_BANKS")
     return 1 if failures else 0
 
 
