@@ -211,6 +211,8 @@ llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout
     if (any) {
       llvm::Value *low = b.getInt32(0), *high = b.getInt32(0);
       for (size_t d = 0; d < innerStrides.size(); ++d) {
+        if (innerStrides[d] == 0)
+          continue;
         llvm::Value *term = mulFolded(b, c[d], b.getInt32(uint64_t(innerStrides[d])));
         if (innerStrides[d] % need == 0)
           high = addFolded(b, high, term);

@@ -446,10 +446,6 @@ SharedSlots sharedSlots(Codegen &cg, MemoryLowering &memory, const SharedTile &t
   return out;
 }
 
-} // namespace
-
-namespace {
-
 /// The bank-conflict report of a plain shared access (jit/bank_report.h), when asked for.
 void reportSharedAccess(Codegen &cg, const Instruction &inst, const SharedTile &tile,
                         const LayoutMap &map, const std::vector<SlotGroup> &groups,
