@@ -11,6 +11,7 @@
 #include "isa/convert.h"
 #include "isa/view_rules.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -194,39 +195,48 @@ llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout
   }
   // swizzle
   const SharedLayout &inner = *layout.children()[0];
-  uint64_t mask = ((uint64_t(1) << layout.swizzleBits()) - 1) << layout.swizzleBase();
-  // The XOR reads and writes only bits below `need`; a term of a linear inner layout whose
-  // stride is a multiple of 2^need (a pipeline stage's) changes none of them and carries
-  // nothing into them, so swizzle(high + low) = high + swizzle(low): the swizzled part then
-  // depends only on the other terms (a lane's coordinates and constants), which a loop over
-  // the stages computes once
-  int64_t need =
-      int64_t(1) << (layout.swizzleBase() + layout.swizzleShift() + layout.swizzleBits());
-  std::vector<int64_t> innerStrides = inner.linearStrides();
-  if (!innerStrides.empty()) {
+  // A swizzle's XOR reads and writes only bits below 2^need (need = base + shift + bits); a term
+  // of the linear layout beneath a nest of swizzles whose stride is a multiple of 2^need of
+  // every swizzle of the nest (a pipeline stage's) changes none of those bits and carries
+  // nothing into them, so sw_k(..sw_1(high + low)) = high + sw_k(..sw_1(low)): the swizzled part
+  // then depends only on the other terms (a lane's coordinates and constants), which a loop
+  // over the stages computes once
+  std::vector<const SharedLayout *> nest; // outermost first
+  const SharedLayout *base = &layout;
+  int64_t need = 1;
+  while (base->kind() == SharedLayout::Kind::Swizzle) {
+    nest.push_back(base);
+    need = std::max(
+        need, int64_t(1) << (base->swizzleBase() + base->swizzleShift() + base->swizzleBits()));
+    base = base->children()[0].get();
+  }
+  auto swizzled = [&](llvm::Value *o, const SharedLayout &s) {
+    uint64_t mask = ((uint64_t(1) << s.swizzleBits()) - 1) << s.swizzleBase();
+    return b.CreateXor(o, b.CreateAnd(b.CreateLShr(o, uint64_t(s.swizzleShift())), mask));
+  };
+  std::vector<int64_t> baseStrides = base->linearStrides();
+  if (!baseStrides.empty()) {
     bool any = false;
-    for (size_t d = 0; d < innerStrides.size(); ++d)
-      any = any || (innerStrides[d] != 0 && innerStrides[d] % need == 0 &&
-                    !llvm::isa<llvm::Constant>(c[d]));
+    for (size_t d = 0; d < baseStrides.size(); ++d)
+      any = any ||
+            (baseStrides[d] != 0 && baseStrides[d] % need == 0 && !llvm::isa<llvm::Constant>(c[d]));
     if (any) {
       llvm::Value *low = b.getInt32(0), *high = b.getInt32(0);
-      for (size_t d = 0; d < innerStrides.size(); ++d) {
-        if (innerStrides[d] == 0)
+      for (size_t d = 0; d < baseStrides.size(); ++d) {
+        if (baseStrides[d] == 0)
           continue;
-        llvm::Value *term = mulFolded(b, c[d], b.getInt32(uint64_t(innerStrides[d])));
-        if (innerStrides[d] % need == 0)
+        llvm::Value *term = mulFolded(b, c[d], b.getInt32(uint64_t(baseStrides[d])));
+        if (baseStrides[d] % need == 0)
           high = addFolded(b, high, term);
         else
           low = addFolded(b, low, term);
       }
-      llvm::Value *lowSwizzled =
-          b.CreateXor(low, b.CreateAnd(b.CreateLShr(low, uint64_t(layout.swizzleShift())), mask));
-      return b.CreateAdd(high, lowSwizzled);
+      for (auto s = nest.rbegin(); s != nest.rend(); ++s)
+        low = swizzled(low, **s);
+      return b.CreateAdd(high, low);
     }
   }
-  llvm::Value *o = sharedLayoutOffset(b, inner, c);
-  llvm::Value *bits = b.CreateAnd(b.CreateLShr(o, uint64_t(layout.swizzleShift())), mask);
-  return b.CreateXor(o, bits);
+  return swizzled(sharedLayoutOffset(b, inner, c), layout);
 }
 
 llvm::Value *Codegen::sharedOffset(VarId root, const std::vector<llvm::Value *> &coords) {

@@ -150,7 +150,7 @@ bool uses(llvm::Value *v, const llvm::Value *arg) {
 
 } // namespace
 
-TEST_CASE("a swizzle lets a stage's stride through: the swizzled part is computed without it") {
+TEST_CASE("swizzles let a stage's stride through: the swizzled part is computed without it") {
   // swizzle(row_major(3, 8, 16), 2, 3, 2): the XOR reads bits 5-6 of the offset and writes bits
   // 3-4, so the stage stride 128 = 2^7 changes none of them; the JIT adds the stage's term to
   // the swizzled offset of the row and column, which then does not depend on the stage
@@ -183,6 +183,38 @@ TEST_CASE("a swizzle lets a stage's stride through: the swizzled part is compute
   // column part) are 2, so bits 3-4 of 89 (3) become 3 ^ 2 = 1: 89 - 24 + 8 = 73; 256 + 73
   CHECK(evaluate(o, {{stage, 2}, {row, 5}, {col, 9}}) == 329);
   CHECK(l.offset(std::vector<int64_t>{2, 5, 9}) == 329);
+  // a nest of two swizzles (rows of 32 words: swizzle(swizzle(.., 1, 2, 5), 2, 3, 2), whose
+  // XORs reach bit 7 and bit 6): the stage's stride 512 = 2^9 passes through both
+  SharedLayout nested = make(SharedLayout::swizzle(
+      make(SharedLayout::swizzle(make(SharedLayout::rowMajor({3, 16, 32})), 1, 2, 5)), 2, 3, 2));
+  llvm::Value *n = jit::sharedLayoutOffset(b, nested, {stage, row, col});
+  auto *nsum = llvm::dyn_cast<llvm::BinaryOperator>(n);
+  REQUIRE(nsum != nullptr);
+  CHECK(nsum->getOpcode() == llvm::Instruction::Add);
+  llvm::Value *inner = uses(nsum->getOperand(0), stage) ? nsum->getOperand(1) : nsum->getOperand(0);
+  CHECK_FALSE(uses(inner, stage));
+  int64_t nestedMismatches = 0;
+  forEachIndex(nested.shape(), [&](const std::vector<int64_t> &x) {
+    std::map<const llvm::Value *, uint32_t> args = {
+        {stage, uint32_t(x[0])}, {row, uint32_t(x[1])}, {col, uint32_t(x[2])}};
+    if (evaluate(n, args) != nested.offset(x))
+      ++nestedMismatches;
+  });
+  CHECK(nestedMismatches == 0);
+  // a stride that passes through the inner swizzle but not the outer one (rows of 16 words
+  // under swizzle(swizzle(.., 2, 3, 2), 2, 4, 3), whose XOR reads bits 7-8): no split, the
+  // offsets still right
+  SharedLayout partial = make(SharedLayout::swizzle(
+      make(SharedLayout::swizzle(make(SharedLayout::rowMajor({3, 8, 16})), 2, 3, 2)), 2, 4, 3));
+  llvm::Value *q = jit::sharedLayoutOffset(b, partial, {stage, row, col});
+  int64_t partialMismatches = 0;
+  forEachIndex(partial.shape(), [&](const std::vector<int64_t> &x) {
+    std::map<const llvm::Value *, uint32_t> args = {
+        {stage, uint32_t(x[0])}, {row, uint32_t(x[1])}, {col, uint32_t(x[2])}};
+    if (evaluate(q, args) != partial.offset(x))
+      ++partialMismatches;
+  });
+  CHECK(partialMismatches == 0);
   // a swizzle of zero bits is its inner layout: linear, and the same offsets
   CHECK(make(SharedLayout::swizzle(make(SharedLayout::rowMajor({3, 8, 16})), 0, 3, 2)) ==
         make(SharedLayout::rowMajor({3, 8, 16})));
