@@ -6,17 +6,21 @@ specialisation that aligned pointers and 16-divisible integers give), this print
   - the JIT's phase times (thread CPU time, median of --runs compilations),
   - the loops of the PTX (a backward branch and the lines from its target label): the
     instruction count and the counts by opcode of each loop body,
-  - `ptxas -arch=sm_90a -v` registers and spill bytes.
+  - `ptxas -arch=sm_90a -v` registers and spill bytes,
+  - with --banks, the shared-memory wavefronts of the kernel's plain shared loads and stores
+    against their count without bank conflicts, summed (TILUSVM_JIT_BANKS=1, docs/jit.md
+    "Shared-memory bank conflicts"; one more compilation per kernel, outside the timed ones).
 With --save FILE the result is written as JSON; with --compare FILE it is compared with a
 saved result and every kernel whose registers, spills or loop instruction counts grew is
-listed (exit status 1 when any did). --variants adds the library programs at the constants
+listed, and with --banks every kernel whose bank-conflict wavefronts grew (exit status 1 when
+any did). --variants adds the library programs at the constants
 their benchmarks use (every weight class of quant/a16wx.tasm at the largest decode shape and
 its prefill kernel, decode_paged.tasm over the quantised caches and HD 64 and 256, prefill.tasm's
 mma.sync design and HD 64); --ptx-dir DIR writes each kernel's PTX there (one file per row), so
 that two builds of the JIT can be compared byte for byte with `diff -r`.
 
 Usage: scripts/jit_quality.py [--build build] [--runs 5] [--save F] [--compare F] [--only SUBSTR]
-                              [--variants] [--ptx-dir DIR]
+                              [--variants] [--ptx-dir DIR] [--banks]
 """
 import argparse
 import collections
@@ -33,6 +37,8 @@ PTXAS = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
 TIMING = re.compile(r"jit: (\S+) sm_\d+: setup ([\d.]+) ms, IR ([\d.]+) ms, optimisation "
                     r"([\d.]+) ms, PTX ([\d.]+) ms, total ([\d.]+) ms")
 DEF = re.compile(r"^\s*def\s+(\w+)\s*<[^>]*>\s*\(([^)]*)\)", re.M)
+BANKS = re.compile(r"jit: \S+ banks: #\d+ \w+: \d+ accesses of up to \d+ bytes per lane, (\d+) "
+                   r"wavefronts \((\d+) without bank conflicts\)")
 
 
 def kernels(path):
@@ -130,6 +136,24 @@ def ptxas(ptx):
             "spill_loads": int(spill.group(2)) if spill else -1}
 
 
+def banks(tool, path, kernel, spec, defines=()):
+    """[wavefronts, without conflicts] summed over the kernel's plain shared accesses."""
+    cmd = [tool, path, "--emit", "ptx", "--sm", "90", "--kernel", kernel, "-o", os.devnull]
+    for d in defines:
+        cmd += ["-D", d]
+    if spec:
+        cmd += ["--spec", spec]
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       env=dict(os.environ, TILUSVM_JIT_BANKS="1"))
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr}")
+    total = [0, 0]
+    for m in BANKS.finditer(r.stderr):
+        total[0] += int(m.group(1))
+        total[1] += int(m.group(2))
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -141,6 +165,8 @@ def main():
     ap.add_argument("--variants", action="store_true",
                     help="also the library programs at their benchmarks' constants")
     ap.add_argument("--ptx-dir", default="", help="write each kernel's PTX into this folder")
+    ap.add_argument("--banks", action="store_true",
+                    help="also the wavefronts of the plain shared accesses (TILUSVM_JIT_BANKS)")
     args = ap.parse_args()
     tool = os.path.join(args.build, "tools", "tilus-asm")
     files = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(ROOT, "programs"))
@@ -161,17 +187,21 @@ def main():
                 ptx, times = emit(tool, path, name, s, args.runs if not s else 1, defines)
                 results[key] = {"times": times, "loops": loops(ptx), "ptxas": ptxas(ptx),
                                 "ptx_lines": ptx.count("\n")}
+                if args.banks:
+                    results[key]["banks"] = banks(tool, path, name, s, defines)
                 if args.ptx_dir:
                     fname = re.sub(r"[^\w.=,-]+", "_", key) + ".ptx"
                     with open(os.path.join(args.ptx_dir, fname), "w") as f:
                         f.write(ptx)
-    print(f"{'kernel':<62} {'IR':>5} {'opt':>5} {'PTX':>5} {'total':>6}  regs spill  loop sizes")
+    print(f"{'kernel':<62} {'IR':>5} {'opt':>5} {'PTX':>5} {'total':>6}  regs spill  "
+          + ("   banks  " if args.banks else "") + "loop sizes")
     for key, r in results.items():
         t = r["times"]
         sizes = ",".join(str(l["instructions"]) for l in r["loops"])
         p = r["ptxas"]
+        bank = f"{r['banks'][0]:>4d}/{r['banks'][1]:<4d} " if args.banks else ""
         print(f"{key:<62} {t['ir']:5.1f} {t['opt']:5.1f} {t['ptx']:5.1f} {t['total']:6.1f}  "
-              f"{p.get('registers', -1):4d} {p.get('spill_stores', -1):5d}  [{sizes}]")
+              f"{p.get('registers', -1):4d} {p.get('spill_stores', -1):5d}  {bank}[{sizes}]")
         if args.ops:
             for l in r["loops"]:
                 print("      ", l["label"], l["instructions"], l["ops"])
@@ -200,9 +230,13 @@ def main():
                                 if lb["ops"].get(o, 0) != ln["ops"].get(o, 0)}
                         if diff:
                             notes.append(f"  {lb['label']}: {diff}")
+            conflicts = [x["banks"][0] - x["banks"][1] if "banks" in x else None for x in (b, r)]
+            if None not in conflicts and conflicts[0] != conflicts[1]:
+                notes.append(f"bank-conflict wavefronts {conflicts[0]} -> {conflicts[1]}")
             grew = (r["ptxas"].get("registers", 0) > b["ptxas"].get("registers", 0)
                     or r["ptxas"].get("spill_stores", 0) > b["ptxas"].get("spill_stores", 0)
-                    or sum(nl) > sum(bl) or len(nl) != len(bl))
+                    or sum(nl) > sum(bl) or len(nl) != len(bl)
+                    or (None not in conflicts and conflicts[1] > conflicts[0]))
             worse += grew
             t0, t1 = b["times"]["total"], r["times"]["total"]
             print(f"{'WORSE ' if grew else ''}{key}: total {t0:.1f} -> {t1:.1f} ms"
