@@ -252,6 +252,12 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   CacheType f16{"f16", true, true, 5, 10, 16};
   checkDecode(false, f16, 64, 16, {2, 32, 1, 10, 5, {50, 7}}, 19);
   checkDecode(false, intType("i4", true, 4), 128, 16, {1, 48, 2, 6, 6, {70}}, 20);
+  // SWZ8 = 1: the stages of 128-byte rows (8-bit codes at HD 128) under a nest of two swizzles;
+  // f8e4m3 in stages of 16 keys, i8 in stages of 32 (two pages of 16)
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {2, 8, 2, 10, 5, {45, 17}}, 30,
+              {{"SWZ8", "1"}});
+  checkDecode(true, intType("i8", true, 8), 128, 16, {2, 8, 1, 10, 5, {61, 1}}, 31,
+              {{"SWZ8", "1"}});
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type, page and head "
@@ -321,6 +327,12 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   CHECK(constant({{"KT", "f8e4m3"}}, "SWZ") == 0);
   CHECK(constant({{"KT", "f16"}}, "SWZ") == 0);
   CHECK(constant({{"KT", "i6"}}, "SWZ") == 0);
+  // 128-byte rows: row-major unless SWZ8 = 1, then the nest of two swizzles
+  CHECK(constant({{"KT", "f8e4m3"}}, "SWZI") == 0);
+  CHECK(constant({{"KT", "f8e4m3"}, {"SWZ8", "1"}}, "SWZ") == 2);
+  CHECK(constant({{"KT", "f8e4m3"}, {"SWZ8", "1"}}, "SWZI") == 1);
+  CHECK(constant({{"KT", "u4"}, {"SWZ8", "1"}}, "SWZI") == 0);
+  CHECK(constant({{"KT", "f16"}, {"SWZ8", "1"}}, "SWZ") == 0);
 }
 
 TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
