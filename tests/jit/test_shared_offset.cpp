@@ -162,23 +162,31 @@ TEST_CASE("swizzles let a stage's stride through: the swizzled part is computed 
   auto *fn = llvm::Function::Create(fnType, llvm::Function::ExternalLinkage, "f", mod);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
   llvm::Argument *stage = fn->getArg(0), *row = fn->getArg(1), *col = fn->getArg(2);
+  // indices of the layout at which the IR `o` of (stage, row, col) differs from its offset
+  auto mismatches = [&](const SharedLayout &layout, llvm::Value *o) {
+    int64_t count = 0;
+    forEachIndex(layout.shape(), [&](const std::vector<int64_t> &x) {
+      std::map<const llvm::Value *, uint32_t> args = {
+          {stage, uint32_t(x[0])}, {row, uint32_t(x[1])}, {col, uint32_t(x[2])}};
+      if (evaluate(o, args) != layout.offset(x))
+        ++count;
+    });
+    return count;
+  };
+  // `o` is an add whose one operand holds the stage and the other (returned) does not: the
+  // swizzled part, computed without the stage
+  auto swizzledPart = [&](llvm::Value *o) -> llvm::Value * {
+    auto *sum = llvm::dyn_cast<llvm::BinaryOperator>(o);
+    REQUIRE(sum != nullptr);
+    CHECK(sum->getOpcode() == llvm::Instruction::Add);
+    llvm::Value *part = uses(sum->getOperand(0), stage) ? sum->getOperand(1) : sum->getOperand(0);
+    CHECK_FALSE(uses(part, stage));
+    return part;
+  };
   SharedLayout l = make(SharedLayout::swizzle(make(SharedLayout::rowMajor({3, 8, 16})), 2, 3, 2));
   llvm::Value *o = jit::sharedLayoutOffset(b, l, {stage, row, col});
-  auto *sum = llvm::dyn_cast<llvm::BinaryOperator>(o);
-  REQUIRE(sum != nullptr);
-  CHECK(sum->getOpcode() == llvm::Instruction::Add);
-  // one operand holds the stage and is not swizzled, the other the swizzle without the stage
-  llvm::Value *swizzled = uses(sum->getOperand(0), stage) ? sum->getOperand(1) : sum->getOperand(0);
-  CHECK_FALSE(uses(swizzled, stage));
-  CHECK(uses(swizzled, row));
-  int64_t mismatches = 0;
-  forEachIndex(l.shape(), [&](const std::vector<int64_t> &x) {
-    std::map<const llvm::Value *, uint32_t> args = {
-        {stage, uint32_t(x[0])}, {row, uint32_t(x[1])}, {col, uint32_t(x[2])}};
-    if (evaluate(o, args) != l.offset(x))
-      ++mismatches;
-  });
-  CHECK(mismatches == 0);
+  CHECK(uses(swizzledPart(o), row));
+  CHECK(mismatches(l, o) == 0);
   // hand-computed: stage 2, row 5, column 9: o = 256 + 80 + 9 = 345; bits 5-6 of 89 (row and
   // column part) are 2, so bits 3-4 of 89 (3) become 3 ^ 2 = 1: 89 - 24 + 8 = 73; 256 + 73
   CHECK(evaluate(o, {{stage, 2}, {row, 5}, {col, 9}}) == 329);
@@ -188,33 +196,15 @@ TEST_CASE("swizzles let a stage's stride through: the swizzled part is computed 
   SharedLayout nested = make(SharedLayout::swizzle(
       make(SharedLayout::swizzle(make(SharedLayout::rowMajor({3, 16, 32})), 1, 2, 5)), 2, 3, 2));
   llvm::Value *n = jit::sharedLayoutOffset(b, nested, {stage, row, col});
-  auto *nsum = llvm::dyn_cast<llvm::BinaryOperator>(n);
-  REQUIRE(nsum != nullptr);
-  CHECK(nsum->getOpcode() == llvm::Instruction::Add);
-  llvm::Value *inner = uses(nsum->getOperand(0), stage) ? nsum->getOperand(1) : nsum->getOperand(0);
-  CHECK_FALSE(uses(inner, stage));
-  int64_t nestedMismatches = 0;
-  forEachIndex(nested.shape(), [&](const std::vector<int64_t> &x) {
-    std::map<const llvm::Value *, uint32_t> args = {
-        {stage, uint32_t(x[0])}, {row, uint32_t(x[1])}, {col, uint32_t(x[2])}};
-    if (evaluate(n, args) != nested.offset(x))
-      ++nestedMismatches;
-  });
-  CHECK(nestedMismatches == 0);
+  CHECK(uses(swizzledPart(n), row));
+  CHECK(mismatches(nested, n) == 0);
   // a stride that passes through the inner swizzle but not the outer one (rows of 16 words
   // under swizzle(swizzle(.., 2, 3, 2), 2, 4, 3), whose XOR reads bits 7-8): no split, the
   // offsets still right
   SharedLayout partial = make(SharedLayout::swizzle(
       make(SharedLayout::swizzle(make(SharedLayout::rowMajor({3, 8, 16})), 2, 3, 2)), 2, 4, 3));
   llvm::Value *q = jit::sharedLayoutOffset(b, partial, {stage, row, col});
-  int64_t partialMismatches = 0;
-  forEachIndex(partial.shape(), [&](const std::vector<int64_t> &x) {
-    std::map<const llvm::Value *, uint32_t> args = {
-        {stage, uint32_t(x[0])}, {row, uint32_t(x[1])}, {col, uint32_t(x[2])}};
-    if (evaluate(q, args) != partial.offset(x))
-      ++partialMismatches;
-  });
-  CHECK(partialMismatches == 0);
+  CHECK(mismatches(partial, q) == 0);
   // a swizzle of zero bits is its inner layout: linear, and the same offsets
   CHECK(make(SharedLayout::swizzle(make(SharedLayout::rowMajor({3, 8, 16})), 0, 3, 2)) ==
         make(SharedLayout::rowMajor({3, 8, 16})));
