@@ -98,8 +98,8 @@ bool banksEnabled() {
   return on;
 }
 
-/// "jit: NAME banks: #37 LoadShared: 4 accesses of 16 bytes per lane, 32 wavefronts (16 without
-/// bank conflicts)", one line per access instruction.
+/// "jit: NAME banks: #37 LoadShared: 4 accesses of up to 16 bytes per lane, 32 wavefronts (16
+/// without bank conflicts): conflicts", one line per access instruction.
 void bankReport(const std::string &name, const std::vector<SharedAccessReport> &reports) {
   for (const SharedAccessReport &r : reports) {
     if (r.wavefronts < 0) {
