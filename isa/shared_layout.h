@@ -52,6 +52,9 @@ public:
   int64_t swizzleBits() const { return swizzle_[0]; }
   int64_t swizzleBase() const { return swizzle_[1]; }
   int64_t swizzleShift() const { return swizzle_[2]; }
+  /// The bits below which a swizzle reads and writes (base + shift + bits): adding a multiple
+  /// of 2^swizzleReach() to an offset commutes with the swizzle.
+  int64_t swizzleReach() const { return swizzle_[0] + swizzle_[1] + swizzle_[2]; }
 
   /// The expression, e.g. "swizzle(row_major(64, 32), 3, 3, 3)"; parses back to an equal value.
   std::string toString() const;

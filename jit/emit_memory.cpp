@@ -206,8 +206,7 @@ llvm::Value *sharedLayoutOffset(llvm::IRBuilder<> &b, const SharedLayout &layout
   int64_t need = 1;
   while (base->kind() == SharedLayout::Kind::Swizzle) {
     nest.push_back(base);
-    need = std::max(
-        need, int64_t(1) << (base->swizzleBase() + base->swizzleShift() + base->swizzleBits()));
+    need = std::max(need, int64_t(1) << base->swizzleReach());
     base = base->children()[0].get();
   }
   auto swizzled = [&](llvm::Value *o, const SharedLayout &s) {

@@ -105,7 +105,7 @@ llvm::Value *sharedLayoutShift(llvm::IRBuilder<> &b, const llvm::DataLayout &dl,
   llvm::Value *s = sharedLayoutShift(b, dl, *layout.children()[0], d);
   if (!s)
     return nullptr;
-  unsigned need = unsigned(layout.swizzleBase() + layout.swizzleShift() + layout.swizzleBits());
+  unsigned need = unsigned(layout.swizzleReach());
   if (llvm::computeKnownBits(s, dl).countMinTrailingZeros() < need)
     return nullptr;
   return s;

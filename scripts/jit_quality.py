@@ -64,13 +64,19 @@ VARIANTS = ([("quant/a16wx.tasm", [f"WT={wt}"] + A16WX_SHAPE)
             + [("attention/prefill.tasm", ["HOPPER=0"]), ("attention/prefill.tasm", ["HD=64"])])
 
 
-def emit(tool, path, kernel, spec, runs, defines=()):
-    """PTX and the median phase times of `runs` compilations."""
+def command(tool, path, kernel, spec, defines=()):
+    """tilus-asm emitting the PTX of `kernel` for sm_90a, with the defines and launch class."""
     cmd = [tool, path, "--emit", "ptx", "--sm", "90", "--kernel", kernel]
     for d in defines:
         cmd += ["-D", d]
     if spec:
         cmd += ["--spec", spec]
+    return cmd
+
+
+def emit(tool, path, kernel, spec, runs, defines=()):
+    """PTX and the median phase times of `runs` compilations."""
+    cmd = command(tool, path, kernel, spec, defines)
     times = []
     ptx = ""
     for _ in range(runs):
@@ -138,11 +144,7 @@ def ptxas(ptx):
 
 def banks(tool, path, kernel, spec, defines=()):
     """[wavefronts, without conflicts] summed over the kernel's plain shared accesses."""
-    cmd = [tool, path, "--emit", "ptx", "--sm", "90", "--kernel", kernel, "-o", os.devnull]
-    for d in defines:
-        cmd += ["-D", d]
-    if spec:
-        cmd += ["--spec", spec]
+    cmd = command(tool, path, kernel, spec, defines) + ["-o", os.devnull]
     r = subprocess.run(cmd, capture_output=True, text=True,
                        env=dict(os.environ, TILUSVM_JIT_BANKS="1"))
     if r.returncode != 0:
