@@ -10,8 +10,12 @@
 // of its new slots, and a second barrier frees the scratch area for the next user.
 //
 // View reinterprets the thread's bit stream (ISA section 2 packing): output slot j is bits
-// [j * sr, (j + 1) * sr) of the concatenated input slots, assembled with shifts at compile time.
+// [j * sr, (j + 1) * sr) of the concatenated input slots, assembled with shifts at compile time;
+// a 32-bit slot of 8- or 16-bit slots that an earlier View or load cut from 32-bit words is one
+// byte permute of at most two of those words (pack_bytes.h) where it can be.
 #include "jit/lowering.h"
+
+#include "jit/pack_bytes.h"
 
 #include "isa/convert.h"
 
@@ -44,6 +48,30 @@ Status ConversionLowering::visitCast(const Instruction &inst) {
   return Status::success();
 }
 
+std::optional<std::vector<llvm::Value *>>
+ConversionLowering::packedView(const std::vector<llvm::Value *> &in, DataType da, DataType dr) {
+  int sa = da.storageBits();
+  if (dr.storageBits() != 32 || dr.isBool() || da.isBool() || (sa != 8 && sa != 16) ||
+      da.bits != sa)
+    return std::nullopt;
+  // the bytes of every input slot, in order (an unused byte or a failed word is dead code)
+  std::vector<llvm::Value *> bytes;
+  for (llvm::Value *x : in) {
+    llvm::Value *bits = cg.toBits(x, da);
+    for (int at = 0; at < sa; at += 8)
+      bytes.push_back(b.CreateTrunc(at ? b.CreateLShr(bits, uint64_t(at)) : bits, b.getInt8Ty()));
+  }
+  std::vector<llvm::Value *> out;
+  for (size_t w = 0; w + 4 <= bytes.size(); w += 4) {
+    llvm::Value *word = packTracedBytes(
+        b, std::vector<llvm::Value *>(bytes.begin() + long(w), bytes.begin() + long(w + 4)));
+    if (!word)
+      return std::nullopt;
+    out.push_back(cg.fromBits(word, dr));
+  }
+  return out;
+}
+
 Status ConversionLowering::visitView(const Instruction &inst) {
   VarId a = inst.arg(ArgName::a).var, r = inst.results[0];
   if (a == kNoId)
@@ -61,6 +89,10 @@ Status ConversionLowering::visitView(const Instruction &inst) {
     for (size_t k = 0; k < in.size(); ++k)
       out[k] = da == dr ? in[k] : cg.fromBits(cg.toBits(in[k], da), dr);
     cg.writeRegister(r, out);
+    return Status::success();
+  }
+  if (std::optional<std::vector<llvm::Value *>> words = packedView(in, da, dr)) {
+    cg.writeRegister(r, *words);
     return Status::success();
   }
   std::vector<llvm::Value *> inBits(in.size());

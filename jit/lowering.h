@@ -109,6 +109,13 @@ public:
 #define TILUSVM_HANDLERS_OWNED TILUSVM_LOWER_CONVERSION
 #define TILUSVM_HANDLER TILUSVM_LOWER_HANDLER
 #include "isa/instruction_handlers.def"
+
+private:
+  /// View of 8- or 16-bit slots as 32-bit slots, each word one `prmt` of the words its bytes
+  /// were cut from (pack_bytes.h); nothing when some word's bytes do not trace to at most four
+  /// 32-bit words.
+  std::optional<std::vector<llvm::Value *>> packedView(const std::vector<llvm::Value *> &in,
+                                                       DataType da, DataType dr);
 };
 
 /// Reduce (lower_contraction.cpp), Dot (lower_contraction_dot.cpp) and wgmma, sm_90a

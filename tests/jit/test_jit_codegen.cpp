@@ -558,6 +558,46 @@ TEST_CASE("integer dequantisation reads two codes per prmt, mask and add.rn.f16x
   CHECK_FALSE(contains(kf.ptx, "bfe."));
 }
 
+namespace {
+
+/// Words of 16- and 8-bit slots cut from loaded words, regrouped within the thread and viewed
+/// as words again (test_jit_gpu.cpp runs the same program against the interpreter): b takes
+/// half h of words 2 i and 2 i + 1 (i = 0, 1), c the 4 x 4 byte transpose, d f16 values
+/// regrouped likewise, e computed halves (no word to take them from).
+const char *kRepackSource = R"(
+def repack<1>(u32* a_ptr, u32* b_ptr, u32* c_ptr, f16* h_ptr, u32* d_ptr, u32* e_ptr) threads=32:
+    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, 1).local(1, 4))
+    x = ConvertLayout(View(w, dtype=u16, layout=spatial(32, 1, 1).local(1, 4, 2)), layout=spatial(32, 1, 1).local(1, 1, 2).local(1, 4, 1))
+    StoreGlobal(View(x, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(b_ptr, shape=[32, 4]))
+    y = ConvertLayout(View(w, dtype=u8, layout=spatial(32, 1, 1).local(1, 4, 4)), layout=spatial(32, 1, 1).local(1, 1, 4).local(1, 4, 1))
+    StoreGlobal(View(y, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(c_ptr, shape=[32, 4]))
+    h = LoadGlobal(ViewGlobal(h_ptr, shape=[32, 4, 2]), layout=spatial(32, 1, 1).local(1, 4, 2))
+    hx = ConvertLayout(h, layout=spatial(32, 1, 1).local(1, 1, 2).local(1, 4, 1))
+    StoreGlobal(View(hx, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(d_ptr, shape=[32, 4]))
+    StoreGlobal(View(Add(x, 1), dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(e_ptr, shape=[32, 4]))
+)";
+
+} // namespace
+
+TEST_CASE("View packs 16- and 8-bit slots cut from words into words by prmt") {
+  // the u16 halves of two words per result word: one prmt each (4); the byte transpose: two
+  // pair steps per half of the bytes and one merge per word (8 after common subexpressions,
+  // pack_bytes.h); no or assembles the words of b and c
+  std::string src = kRepackSource;
+  // b and c only: the f16 loads and the computed halves take the shift-and-or path
+  std::string bc = src.substr(0, src.find("    h = LoadGlobal"));
+  std::string bOnly = bc.substr(0, bc.find("    y = ConvertLayout"));
+  PtxKernel kb = ptxOf(buildSource(bOnly), "repack");
+  CHECK(occurrences(kb.ptx, "prmt.b32") == 4);
+  CHECK_FALSE(contains(kb.ptx, "or.b32"));
+  PtxKernel kc = ptxOf(buildSource(bc), "repack");
+  CHECK(occurrences(kc.ptx, "prmt.b32") == 12);
+  CHECK_FALSE(contains(kc.ptx, "or.b32"));
+  // the whole program (computed halves too) compiles
+  PtxKernel ka = ptxOf(buildSource(src), "repack");
+  CHECK(occurrences(ka.ptx, "prmt.b32") >= 12);
+}
+
 TEST_CASE("integer dequantisation of pairs at the same place of a word's halves needs no prmt") {
   // codes i and i + 4 of each word of u4 codes side by side (an in-lane ConvertLayout): each
   // pair is read in place (codes 0, 1 with 4, 5: bits 0 and 4 of each half) or after one shift
@@ -658,9 +698,9 @@ TEST_CASE("OCP FP8 pairs into f16 on sm_90: one cvt, their bytes gathered by one
 TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in place") {
   // programs/quant/a16wx.tasm packs u1, u2, u4, i4 and 4-bit float codes, and programs/attention/
   // decode_paged.tasm reads 4-bit keys, so that each f16 pair of codes lies at the same place of
-  // a word's two halves: their weights and keys need no prmt (V's pairs span two keys, so a
-  // decode stage of 32 keys keeps one prmt per two of its 64 pairs per lane: 32); 3-bit codes
-  // still take one per pair
+  // a word's two halves: their weights and keys need no prmt (V's pairs span two keys: a decode
+  // stage of 32 keys takes one prmt per word of two keys' 16-bit halves, 16 for its 64 pairs per
+  // lane as f16 subnormals, 32 with the JIT's Cast); 3-bit codes still take one per pair
   const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
   for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
     CAPTURE(wt);
@@ -671,7 +711,10 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
     CHECK(occurrences(k.ptx, "prmt.b32") == (std::string(wt) == "u3" ? 64 : 0));
   }
   PtxKernel d = ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}}), "decode");
-  CHECK(occurrences(d.ptx, "prmt.b32") == 32);
+  CHECK(occurrences(d.ptx, "prmt.b32") == 16);
+  PtxKernel dc = ptxOf(
+      buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}, {"SUBN", "0"}}), "decode");
+  CHECK(occurrences(dc.ptx, "prmt.b32") == 32);
   // 4-bit float keys in place too: only V's 64 pairs per lane of a stage take a prmt each
   PtxKernel f =
       ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "f4e2m1"}}), "decode");
