@@ -252,12 +252,18 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   CacheType f16{"f16", true, true, 5, 10, 16};
   checkDecode(false, f16, 64, 16, {2, 32, 1, 10, 5, {50, 7}}, 19);
   checkDecode(false, intType("i4", true, 4), 128, 16, {1, 48, 2, 6, 6, {70}}, 20);
-  // SWZ8 = 1: the stages of 128-byte rows (8-bit codes at HD 128) under a nest of two swizzles;
-  // f8e4m3 in stages of 16 keys, i8 in stages of 32 (two pages of 16)
-  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {2, 8, 2, 10, 5, {45, 17}}, 30,
-              {{"SWZ8", "1"}});
-  checkDecode(true, intType("i8", true, 8), 128, 16, {2, 8, 1, 10, 5, {61, 1}}, 31,
-              {{"SWZ8", "1"}});
+  // the stages of 128-byte rows (8-bit codes at HD 128) under a nest of two swizzles (the
+  // default) and row-major (SWZ8 = 0); f8e4m3 in stages of 16 keys, i8 in stages of 32 (two
+  // pages of 16)
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {2, 8, 2, 10, 5, {45, 17}}, 30);
+  checkDecode(true, intType("i8", true, 8), 128, 16, {2, 8, 1, 10, 5, {61, 1}}, 31);
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {2, 8, 2, 10, 5, {45, 17}}, 32,
+              {{"SWZ8", "0"}});
+  // u4 at HD 128 (four 16-bit halves per lane and V row as subnormals), ragged, and with the
+  // JIT's Cast and the per-stage mask (SUBN = 0, MASKB = 0)
+  checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 33);
+  checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 34,
+              {{"SUBN", "0"}, {"MASKB", "0"}});
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type, page and head "
@@ -324,15 +330,28 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   CHECK(constant({{"KT", "f4e2m1"}}, "SWZ") == 2);
   CHECK(constant({{"KT", "i8"}, {"HD", "64"}}, "SWZ") == 2);
   CHECK(constant({{"KT", "u4"}, {"HD", "64"}}, "SWZ") == 0);
-  CHECK(constant({{"KT", "f8e4m3"}}, "SWZ") == 0);
   CHECK(constant({{"KT", "f16"}}, "SWZ") == 0);
   CHECK(constant({{"KT", "i6"}}, "SWZ") == 0);
-  // 128-byte rows: row-major unless SWZ8 = 1, then the nest of two swizzles
-  CHECK(constant({{"KT", "f8e4m3"}}, "SWZI") == 0);
-  CHECK(constant({{"KT", "f8e4m3"}, {"SWZ8", "1"}}, "SWZ") == 2);
-  CHECK(constant({{"KT", "f8e4m3"}, {"SWZ8", "1"}}, "SWZI") == 1);
-  CHECK(constant({{"KT", "u4"}, {"SWZ8", "1"}}, "SWZI") == 0);
-  CHECK(constant({{"KT", "f16"}, {"SWZ8", "1"}}, "SWZ") == 0);
+  // 128-byte rows (8-bit codes at HD 128): the nest of two swizzles, row-major with SWZ8 = 0
+  CHECK(constant({{"KT", "f8e4m3"}}, "SWZ") == 2);
+  CHECK(constant({{"KT", "f8e4m3"}}, "SWZI") == 1);
+  CHECK(constant({{"KT", "u8"}}, "SWZI") == 1);
+  CHECK(constant({{"KT", "f8e4m3"}, {"SWZ8", "0"}}, "SWZ") == 0);
+  CHECK(constant({{"KT", "f8e4m3"}, {"SWZ8", "0"}}, "SWZI") == 0);
+  CHECK(constant({{"KT", "u4"}}, "SWZI") == 0);
+  CHECK(constant({{"KT", "f16"}}, "SWZI") == 0);
+  // u4 values as f16 subnormals where a lane's part of a V row is whole words; the scores
+  // masked in a branch for caches of at most 8 bits
+  CHECK(constant({{"KT", "u4"}}, "SUBV") == 1);
+  CHECK(constant({{"KT", "u4"}, {"AT", "bf16"}, {"HD", "64"}}, "SUBV") == 1);
+  CHECK(constant({{"KT", "u4"}, {"SUBN", "0"}}, "SUBV") == 0);
+  CHECK(constant({{"KT", "i4"}}, "SUBV") == 0);
+  CHECK(constant({{"KT", "u8"}}, "SUBV") == 0);
+  CHECK(constant({{"KT", "u4"}, {"HD", "32"}}, "SUBV") == 0);
+  CHECK(constant({{"KT", "u4"}}, "MASKB") == 1);
+  CHECK(constant({{"KT", "f8e4m3"}}, "MASKB") == 1);
+  CHECK(constant({{"KT", "f16"}}, "MASKB") == 0);
+  CHECK(constant({{"KT", "bf16"}}, "MASKB") == 0);
 }
 
 TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty splits, no split") {
