@@ -700,7 +700,8 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   // decode_paged.tasm reads 4-bit keys, so that each f16 pair of codes lies at the same place of
   // a word's two halves: their weights and keys need no prmt (V's pairs span two keys: a decode
   // stage of 32 keys takes one prmt per word of two keys' 16-bit halves, 16 for its 64 pairs per
-  // lane as f16 subnormals, 32 with the JIT's Cast); 3-bit codes still take one per pair
+  // lane as f16 subnormals, 32 with the JIT's Cast, SUBV = 0); 3-bit codes still take one per
+  // pair
   const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
   for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
     CAPTURE(wt);
@@ -713,7 +714,7 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   PtxKernel d = ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}}), "decode");
   CHECK(occurrences(d.ptx, "prmt.b32") == 16);
   PtxKernel dc = ptxOf(
-      buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}, {"SUBN", "0"}}), "decode");
+      buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}, {"SUBV", "0"}}), "decode");
   CHECK(occurrences(dc.ptx, "prmt.b32") == 32);
   // 4-bit float keys in place too: only V's 64 pairs per lane of a stage take a prmt each
   PtxKernel f =

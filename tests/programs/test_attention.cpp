@@ -260,10 +260,10 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {2, 8, 2, 10, 5, {45, 17}}, 32,
               {{"SWZ8", "0"}});
   // u4 at HD 128 (four 16-bit halves per lane and V row as subnormals), ragged, and with the
-  // JIT's Cast and the per-stage mask (SUBN = 0, MASKB = 0)
+  // JIT's Cast and the per-stage mask (SUBV = 0, MASKB = 0)
   checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 33);
   checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 34,
-              {{"SUBN", "0"}, {"MASKB", "0"}});
+              {{"SUBV", "0"}, {"MASKB", "0"}});
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type, page and head "
@@ -344,7 +344,6 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   // masked in a branch for caches of at most 8 bits
   CHECK(constant({{"KT", "u4"}}, "SUBV") == 1);
   CHECK(constant({{"KT", "u4"}, {"AT", "bf16"}, {"HD", "64"}}, "SUBV") == 1);
-  CHECK(constant({{"KT", "u4"}, {"SUBN", "0"}}, "SUBV") == 0);
   CHECK(constant({{"KT", "i4"}}, "SUBV") == 0);
   CHECK(constant({{"KT", "u8"}}, "SUBV") == 0);
   CHECK(constant({{"KT", "u4"}, {"HD", "32"}}, "SUBV") == 0);
