@@ -264,6 +264,9 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 33);
   checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 34,
               {{"SUBV", "0"}, {"MASKB", "0"}});
+  // an occupancy request and two splits per combination step (a hint: the same results)
+  checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 35,
+              {{"OCC", "12"}, {"CQ", "2"}, {"SPLITS", "4"}});
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type, page and head "
