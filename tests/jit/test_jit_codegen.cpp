@@ -6,6 +6,7 @@
 #include "byte_transpose_program.h"
 #include "jit/jit_test_util.h"
 #include "tests/jit/exact_rounding.h"
+#include "view_repack_program.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -558,32 +559,11 @@ TEST_CASE("integer dequantisation reads two codes per prmt, mask and add.rn.f16x
   CHECK_FALSE(contains(kf.ptx, "bfe."));
 }
 
-namespace {
-
-/// Words of 16- and 8-bit slots cut from loaded words, regrouped within the thread and viewed
-/// as words again (test_jit_gpu.cpp runs the same program against the interpreter): b takes
-/// half h of words 2 i and 2 i + 1 (i = 0, 1), c the 4 x 4 byte transpose, d f16 values
-/// regrouped likewise, e computed halves (no word to take them from).
-const char *kRepackSource = R"(
-def repack<1>(u32* a_ptr, u32* b_ptr, u32* c_ptr, f16* h_ptr, u32* d_ptr, u32* e_ptr) threads=32:
-    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, 1).local(1, 4))
-    x = ConvertLayout(View(w, dtype=u16, layout=spatial(32, 1, 1).local(1, 4, 2)), layout=spatial(32, 1, 1).local(1, 1, 2).local(1, 4, 1))
-    StoreGlobal(View(x, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(b_ptr, shape=[32, 4]))
-    y = ConvertLayout(View(w, dtype=u8, layout=spatial(32, 1, 1).local(1, 4, 4)), layout=spatial(32, 1, 1).local(1, 1, 4).local(1, 4, 1))
-    StoreGlobal(View(y, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(c_ptr, shape=[32, 4]))
-    h = LoadGlobal(ViewGlobal(h_ptr, shape=[32, 4, 2]), layout=spatial(32, 1, 1).local(1, 4, 2))
-    hx = ConvertLayout(h, layout=spatial(32, 1, 1).local(1, 1, 2).local(1, 4, 1))
-    StoreGlobal(View(hx, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(d_ptr, shape=[32, 4]))
-    StoreGlobal(View(Add(x, 1), dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(e_ptr, shape=[32, 4]))
-)";
-
-} // namespace
-
 TEST_CASE("View packs 16- and 8-bit slots cut from words into words by prmt") {
   // the u16 halves of two words per result word: one prmt each (4); the byte transpose: two
   // pair steps per half of the bytes and one merge per word (8 after common subexpressions,
   // pack_bytes.h); no or assembles the words of b and c
-  std::string src = kRepackSource;
+  std::string src = tilus::testing::kViewRepack;
   // b and c only: the f16 loads and the computed halves take the shift-and-or path
   std::string bc = src.substr(0, src.find("    h = LoadGlobal"));
   std::string bOnly = bc.substr(0, bc.find("    y = ConvertLayout"));

@@ -7,6 +7,7 @@
 #include "byte_transpose_program.h"
 #include "exact_rounding.h"
 #include "jit_diff.h"
+#include "view_repack_program.h"
 
 #include "cluster_program.h"
 #include "stage_rows_program.h"
@@ -1057,22 +1058,10 @@ def view<1>(i6* a_ptr, u8* b_ptr, f16* c_ptr, u32* d_ptr, bool* e_ptr, u8* f_ptr
 }
 
 DIFF_CASE("View of 16- and 8-bit slots cut from words, regrouped, into words (prmt)") {
-  // b: half h of words 2 i and 2 i + 1; c: the 4 x 4 byte transpose of each thread's words;
-  // d: loaded f16 values regrouped likewise; e: computed halves (the shift-and-or path)
+  // view_repack_program.h: words of halves and bytes cut from words, f16 values, computed halves
   Case c;
   c.name = "repack";
-  c.source = R"(
-def repack<1>(u32* a_ptr, u32* b_ptr, u32* c_ptr, f16* h_ptr, u32* d_ptr, u32* e_ptr) threads=32:
-    w = LoadGlobal(ViewGlobal(a_ptr, shape=[32, 4]), layout=spatial(32, 1).local(1, 4))
-    x = ConvertLayout(View(w, dtype=u16, layout=spatial(32, 1, 1).local(1, 4, 2)), layout=spatial(32, 1, 1).local(1, 1, 2).local(1, 4, 1))
-    StoreGlobal(View(x, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(b_ptr, shape=[32, 4]))
-    y = ConvertLayout(View(w, dtype=u8, layout=spatial(32, 1, 1).local(1, 4, 4)), layout=spatial(32, 1, 1).local(1, 1, 4).local(1, 4, 1))
-    StoreGlobal(View(y, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(c_ptr, shape=[32, 4]))
-    h = LoadGlobal(ViewGlobal(h_ptr, shape=[32, 4, 2]), layout=spatial(32, 1, 1).local(1, 4, 2))
-    hx = ConvertLayout(h, layout=spatial(32, 1, 1).local(1, 1, 2).local(1, 4, 1))
-    StoreGlobal(View(hx, dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(d_ptr, shape=[32, 4]))
-    StoreGlobal(View(Add(x, 1), dtype=u32, layout=spatial(32, 1).local(1, 4)), ViewGlobal(e_ptr, shape=[32, 4]))
-)";
+  c.source = tilus::testing::kViewRepack;
   c.buffers = {
       {"a_ptr", DataType::u(32), 128, Fill::Random}, {"b_ptr", DataType::u(32), 128, Fill::Zero},
       {"c_ptr", DataType::u(32), 128, Fill::Zero},   {"h_ptr", DataType::f16(), 256, Fill::Random},
