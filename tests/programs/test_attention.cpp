@@ -267,6 +267,9 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   // an occupancy request and two splits per combination step (a hint: the same results)
   checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 35,
               {{"OCC", "12"}, {"CQ", "2"}, {"SPLITS", "4"}});
+  // four stage buffers for three stages in flight
+  checkDecode(false, intType("u4", false, 4), 64, 16, {2, 8, 1, 10, 5, {77, 3}}, 36,
+              {{"RING", "4"}});
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type, page and head "
