@@ -61,15 +61,12 @@ ConversionLowering::packedView(const std::vector<llvm::Value *> &in, DataType da
     for (int at = 0; at < sa; at += 8)
       bytes.push_back(b.CreateTrunc(at ? b.CreateLShr(bits, uint64_t(at)) : bits, b.getInt8Ty()));
   }
-  std::vector<llvm::Value *> out;
-  for (size_t w = 0; w + 4 <= bytes.size(); w += 4) {
-    llvm::Value *word = packTracedBytes(
-        b, std::vector<llvm::Value *>(bytes.begin() + long(w), bytes.begin() + long(w + 4)));
-    if (!word)
-      return std::nullopt;
-    out.push_back(cg.fromBits(word, dr));
-  }
-  return out;
+  std::optional<std::vector<llvm::Value *>> words = packTracedWords(b, bytes, 0, bytes.size());
+  if (!words)
+    return std::nullopt;
+  for (llvm::Value *&w : *words)
+    w = cg.fromBits(w, dr);
+  return words;
 }
 
 Status ConversionLowering::visitView(const Instruction &inst) {

@@ -318,20 +318,16 @@ void storePackedShared(Codegen &cg, VarId root, llvm::Value *elem, DataType t,
 /// when some byte was not cut from a word.
 llvm::Value *packedWords(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &slots,
                          int64_t first, int64_t count) {
-  std::vector<llvm::Value *> words;
-  for (int64_t w = 0; w < count / 4; ++w) {
-    auto from = slots.begin() + first + 4 * w;
-    llvm::Value *word = packTracedBytes(b, std::vector<llvm::Value *>(from, from + 4));
-    if (!word)
-      return nullptr;
-    words.push_back(word);
-  }
-  if (words.size() == 1)
-    return words[0];
+  std::optional<std::vector<llvm::Value *>> words =
+      packTracedWords(b, slots, size_t(first), size_t(count));
+  if (!words)
+    return nullptr;
+  if (words->size() == 1)
+    return (*words)[0];
   llvm::Value *vec =
-      llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getInt32Ty(), unsigned(words.size())));
-  for (size_t w = 0; w < words.size(); ++w)
-    vec = b.CreateInsertElement(vec, words[w], uint64_t(w));
+      llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getInt32Ty(), unsigned(words->size())));
+  for (size_t w = 0; w < words->size(); ++w)
+    vec = b.CreateInsertElement(vec, (*words)[w], uint64_t(w));
   return vec;
 }
 

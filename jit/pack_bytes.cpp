@@ -86,4 +86,18 @@ llvm::Value *packTracedBytes(llvm::IRBuilder<> &b, const std::vector<llvm::Value
   return prmt(b, low, high, selector);
 }
 
+std::optional<std::vector<llvm::Value *>> packTracedWords(llvm::IRBuilder<> &b,
+                                                          const std::vector<llvm::Value *> &bytes,
+                                                          size_t first, size_t count) {
+  std::vector<llvm::Value *> words;
+  for (size_t w = first; w + 4 <= first + count; w += 4) {
+    llvm::Value *word = packTracedBytes(
+        b, std::vector<llvm::Value *>(bytes.begin() + long(w), bytes.begin() + long(w + 4)));
+    if (!word)
+      return std::nullopt;
+    words.push_back(word);
+  }
+  return words;
+}
+
 } // namespace tilus::jit

@@ -10,6 +10,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 
+#include <optional>
 #include <vector>
 
 namespace tilus::jit {
@@ -18,5 +19,11 @@ namespace tilus::jit {
 /// cut from; nullptr when a byte is not a whole byte of a 32-bit part of a value of 32 bits or
 /// more (a byte computed as such, e.g. by a conversion, is left to the ordinary packing).
 llvm::Value *packTracedBytes(llvm::IRBuilder<> &b, const std::vector<llvm::Value *> &bytes);
+
+/// bytes[first, first + count) (count a multiple of 4) as count / 4 words, each packed by
+/// packTracedBytes; nothing when some word's bytes are refused.
+std::optional<std::vector<llvm::Value *>> packTracedWords(llvm::IRBuilder<> &b,
+                                                          const std::vector<llvm::Value *> &bytes,
+                                                          size_t first, size_t count);
 
 } // namespace tilus::jit
