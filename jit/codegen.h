@@ -430,16 +430,27 @@ struct IrArithmetic {
   llvm::Value *add(llvm::Value *x, llvm::Value *y) { return addFolded(cg.b, x, y); }
   llvm::Value *mul(llvm::Value *x, llvm::Value *y) { return mulFolded(cg.b, x, y); }
   llvm::Value *sub(llvm::Value *x, llvm::Value *y) { return cg.b.CreateSub(x, y); }
+  // folded for constants, so that a view's constant extents stay constants in its tiles' bounds
   llvm::Value *max(llvm::Value *x, llvm::Value *y) {
+    if (auto [cx, cy] = constants(x, y); cx && cy)
+      return cg.constI64(std::max(cx->getSExtValue(), cy->getSExtValue()));
     return cg.callIntrinsic(llvm::Intrinsic::smax, {cg.b.getInt64Ty()}, {x, y});
   }
   llvm::Value *min(llvm::Value *x, llvm::Value *y) {
+    if (auto [cx, cy] = constants(x, y); cx && cy)
+      return cg.constI64(std::min(cx->getSExtValue(), cy->getSExtValue()));
     return cg.callIntrinsic(llvm::Intrinsic::smin, {cg.b.getInt64Ty()}, {x, y});
   }
   llvm::Value *inside(llvm::Value *e, llvm::Value *lo, llvm::Value *hi) {
     return cg.b.CreateAnd(cg.b.CreateICmpSGE(e, lo), cg.b.CreateICmpSLT(e, hi));
   }
   llvm::Value *both(llvm::Value *x, llvm::Value *y) { return cg.b.CreateAnd(x, y); }
+
+private:
+  static std::pair<llvm::ConstantInt *, llvm::ConstantInt *> constants(llvm::Value *x,
+                                                                       llvm::Value *y) {
+    return {llvm::dyn_cast<llvm::ConstantInt>(x), llvm::dyn_cast<llvm::ConstantInt>(y)};
+  }
 };
 
 /// Bytes of one element in the scratch area: its storage bytes, 1 for sub-byte types.

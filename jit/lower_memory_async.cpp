@@ -16,7 +16,10 @@
 // src-size 0 copy like a chunk past the end; a tile in which a chunk can start below the valid
 // range and reach into it (negative offsets that are not a multiple of the chunk: a
 // block-uniform test) is copied element by element as a whole, so that the chunk path stays
-// straight-line code (one cp.async per chunk, no branch).
+// straight-line code (one cp.async per chunk, no branch). A tile whose every dimension is
+// provably in range and that only the offsets' fixed dimensions can put outside the tensor (a
+// page of a paged cache) is wholly inside or wholly outside: it takes the whole-tile path
+// without a branch, each chunk's src-size the chunk or 0.
 //
 // Otherwise (sub-byte or bool elements, strided or misaligned data) every thread copies
 // elements t, t + T, ... with ordinary bounds-checked loads and stores; they complete at once,
@@ -139,8 +142,16 @@ public:
     cg_.emitIfElse(
         chunked, "cpasync",
         [&] {
+          // A tile whose every dimension is provably in range is wholly inside or wholly outside
+          // the tensor (a page of a paged cache, a head): one path whose chunks copy the whole
+          // chunk or, by a src-size of 0, zeros, without a branch.
+          if (isTrue(dimsInBounds()) && !isTrue(g_.valid)) {
+            fullTilePath(g_.valid);
+            return;
+          }
           cg_.emitIfElse(
-              tileInBounds(), "cpasync.full", [&] { fullTilePath(); }, [&] { vectorPath(); });
+              tileInBounds(), "cpasync.full", [&] { fullTilePath(nullptr); },
+              [&] { vectorPath(); });
         },
         [&] { elementPath(false); });
   }
@@ -156,8 +167,15 @@ private:
     return cg_.sharedOffset(s_.root, coords);
   }
 
-  llvm::Value *globalElem(const std::vector<llvm::Value *> &x) {
-    llvm::Value *e = g_.offset;
+  static bool isTrue(llvm::Value *v) {
+    auto *c = llvm::dyn_cast<llvm::ConstantInt>(v);
+    return c && c->isOne();
+  }
+
+  /// Global element offset of tile index x, from the tile's origin `origin` (g_.offset unless
+  /// given).
+  llvm::Value *globalElem(const std::vector<llvm::Value *> &x, llvm::Value *origin = nullptr) {
+    llvm::Value *e = origin ? origin : g_.offset;
     for (size_t k = 0; k < rank_; ++k)
       e = addFolded(b_, e, mulFolded(b_, x[k], g_.strides[k]));
     return e;
@@ -269,9 +287,10 @@ private:
     return b_.CreateAnd(inside, unaligned);
   }
 
-  /// Whether every element of the tile is in bounds (lo <= 0 and shape <= hi everywhere).
-  llvm::Value *tileInBounds() {
-    llvm::Value *ok = g_.valid;
+  /// Whether every tile index is in range of its dimension (lo <= 0 and shape <= hi everywhere);
+  /// the dimensions that the offsets fix (g_.valid) aside.
+  llvm::Value *dimsInBounds() {
+    llvm::Value *ok = b_.getTrue();
     for (size_t k = 0; k < rank_; ++k) {
       ok = b_.CreateAnd(ok, b_.CreateICmpSLE(g_.lo[k], cg_.constI64(0)));
       ok = b_.CreateAnd(ok, b_.CreateICmpSGE(g_.hi[k], cg_.constI64(plan_.shape[k])));
@@ -279,12 +298,19 @@ private:
     return ok;
   }
 
+  /// Whether every element of the tile is in bounds.
+  llvm::Value *tileInBounds() { return b_.CreateAnd(g_.valid, dimsInBounds()); }
+
   /// One full cp.async per chunk of a tile wholly in bounds. When the threads cover whole rows
   /// of chunks (T a multiple of the chunks in all but the first dimension), chunk tid + i T is
   /// chunk tid moved by i T / inner rows: its global address is the thread's first plus a
   /// step, and its shared offset the thread's first plus a shift where the layout allows it
   /// (sharedOffsetSplit), so the per-thread terms are computed once, outside any loop.
-  void fullTilePath() {
+  /// With `inside` (a block-uniform i1), the tile lies wholly inside the tensor where it is true
+  /// and wholly outside where it is false: every chunk then has the src-size `inside ? chunk :
+  /// 0` (zeros outside), and where it is false the addresses start from the tensor's start
+  /// instead of the tile's origin (which may lie anywhere), though a src-size of 0 reads nothing.
+  void fullTilePath(llvm::Value *inside) {
     int64_t chunk = plan_.chunkBytes;
     int vec = plan_.vec;
     std::vector<int64_t> chunkShape = plan_.shape;
@@ -296,10 +322,16 @@ private:
       inner *= chunkShape[k];
     bool rows = rank_ > 1 && threads % inner == 0;
     std::string asmText = chunk == 16 ? "cp.async.cg" : "cp.async.ca";
-    asmText += ".shared.global [$0], [$1], " + std::to_string(chunk) + ";";
-    auto *asmType =
-        llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt32Ty(), b_.getInt64Ty()}, false);
-    llvm::InlineAsm *cpAsync = llvm::InlineAsm::get(asmType, asmText, "r,l,~{memory}", true);
+    asmText += ".shared.global [$0], [$1], " + std::to_string(chunk) + (inside ? ", $2;" : ";");
+    std::vector<llvm::Type *> operands{b_.getInt32Ty(), b_.getInt64Ty()};
+    if (inside)
+      operands.push_back(b_.getInt32Ty());
+    auto *asmType = llvm::FunctionType::get(b_.getVoidTy(), operands, false);
+    llvm::InlineAsm *cpAsync =
+        llvm::InlineAsm::get(asmType, asmText, inside ? "r,l,r,~{memory}" : "r,l,~{memory}", true);
+    llvm::Value *srcBytes =
+        inside ? b_.CreateSelect(inside, b_.getInt32(uint32_t(chunk)), b_.getInt32(0)) : nullptr;
+    llvm::Value *origin = inside ? b_.CreateSelect(inside, g_.offset, cg_.constI64(0)) : nullptr;
     llvm::Value *t = b_.CreateZExt(cg_.tid(), b_.getInt64Ty());
     std::vector<llvm::Value *> x0 = unravel(b_, t, chunkShape);
     x0[rank_ - 1] = b_.CreateMul(x0[rank_ - 1], cg_.constI64(vec));
@@ -311,7 +343,7 @@ private:
       return c;
     };
     std::vector<llvm::Value *> c0 = rootCoords(x0);
-    llvm::Value *g0 = globalElem(x0);
+    llvm::Value *g0 = globalElem(x0, origin);
     for (int64_t i = 0; i * threads < chunks; ++i) {
       auto chunk = [&] {
         llvm::Value *elem = nullptr, *dstAddr = nullptr;
@@ -336,15 +368,18 @@ private:
           std::vector<llvm::Value *> x =
               unravel(b_, b_.CreateAdd(t, cg_.constI64(i * threads)), chunkShape);
           x[rank_ - 1] = b_.CreateMul(x[rank_ - 1], cg_.constI64(vec));
-          elem = globalElem(x);
+          elem = globalElem(x, origin);
           dstAddr = sharedAddressSplit(cg_, s_.root, rootCoords(x), s_.origin, s_.dtype);
           if (!dstAddr)
             dstAddr = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
         }
         llvm::Value *src =
             b_.CreateGEP(b_.getInt8Ty(), g_.ptr, b_.CreateMul(elem, cg_.constI64(bytes_)));
-        b_.CreateCall(cpAsync, {b_.CreatePtrToInt(dstAddr, b_.getInt32Ty()),
-                                b_.CreatePtrToInt(src, b_.getInt64Ty())});
+        std::vector<llvm::Value *> args{b_.CreatePtrToInt(dstAddr, b_.getInt32Ty()),
+                                        b_.CreatePtrToInt(src, b_.getInt64Ty())};
+        if (inside)
+          args.push_back(srcBytes);
+        b_.CreateCall(cpAsync, args);
       };
       if ((i + 1) * threads > chunks)
         cg_.emitIf(b_.CreateICmpULT(t, cg_.constI64(chunks - i * threads)), "cp.item", chunk);

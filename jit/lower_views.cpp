@@ -112,10 +112,10 @@ Status ViewLowering::visitViewGlobal(const Instruction &inst) {
   } else {
     view.strides = contiguousStrides(b, view.shape);
   }
+  IrArithmetic a{cg}; // a constant extent's bound stays a constant
   for (llvm::Value *n : view.shape) {
     view.lo.push_back(cg.constI64(0));
-    view.hi.push_back(
-        cg.callIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, cg.constI64(0)}));
+    view.hi.push_back(a.max(n, cg.constI64(0)));
   }
   cg.writeGlobal(inst.results[0], view);
   return Status::success();

@@ -1128,6 +1128,36 @@ def k<1>(u32* w_ptr, f32* out_ptr, i32 k, i32 n) threads=128:
   CHECK(!contains(b->ptx, "ld.global.b32"));
 }
 
+TEST_CASE("a copied tile that only its page can put outside the tensor copies in one path, "
+          "zero-filled by src-size") {
+  // a page of 16 x 32 f32 picked by a loaded number: the page's dimensions are whole, so the
+  // tile is wholly inside or wholly outside the cache. Its 128 chunks of 16 bytes, four per
+  // thread, are four cp.async with a src-size (16 or 0), without a branch between a whole-tile
+  // path and a per-chunk path (which added a fifth cp.async, the chunk path's loop)
+  const char *src = R"(
+def k<1>(f32* cache, i32* tbl, f32* out_ptr, i32 num_pages) threads=32:
+    page = LoadScalar(ViewGlobal(tbl, shape=[1]), offset=[0], dtype=i32)
+    s = AllocateShared(f32, shape=[16, 32])
+    CopyAsync(s, ViewGlobal(cache, shape=[num_pages, 16, 32]), offset=[page, 0:, 0:])
+    CopyAsyncCommitGroup()
+    CopyAsyncWaitAll()
+    Synchronize()
+    x = LoadShared(s, layout=spatial(4, 8).local(4, 4))
+    StoreGlobal(x, ViewGlobal(out_ptr, shape=[16, 32]))
+)";
+  VerifiedModule m = buildSource(src);
+  JitOptions spec;
+  spec.specialization.params = {ParamFact::Aligned16, ParamFact::Aligned16, ParamFact::Aligned16,
+                                ParamFact::None};
+  Expected<PtxKernel> k = compileToPtx(m, 0, spec);
+  REQUIRE_OK(k);
+  std::regex zfill(R"(cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;)");
+  auto copies = std::distance(std::sregex_iterator(k->ptx.begin(), k->ptx.end(), zfill),
+                              std::sregex_iterator());
+  CHECK(copies == 4);
+  CHECK(occurrences(k->ptx, "cp.async.cg.shared.global") == 4);
+}
+
 TEST_CASE("tiles at b * T of a view of extent m, on a grid of cdiv(m, T) blocks, have no bounds "
           "tests where the launch makes m a multiple of 16") {
   // block b loads and stores rows [16 b, 16 b + 16) of an [m, 64] view: with m divisible by 16
