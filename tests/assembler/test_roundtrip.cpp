@@ -45,8 +45,8 @@ TEST_CASE("every example program round-trips through the disassembler to identic
   checkRoundTrip(readSourceFile("programs/paper_matmul_f16_i6.tasm"),
                  {{"M", "64"}, {"N", "64"}, {"K", "64"}});
   // the decode program's paths that only other cache types take (u4: V as subnormals and the
-  // rows scaled back after the loop, the mask in a branch; 8-bit: the nest of swizzles) and an
-  // occupancy request
+  // rows scaled back after the loop, the mask in a branch, the kv head pair's copies; 8-bit: the
+  // nest of swizzles) and an occupancy request
   for (const char *kt : {"u4", "f8e4m3", "i5"})
     checkRoundTrip(readSourceFile("programs/attention/decode_paged.tasm"), {{"KT", kt}});
   checkRoundTrip(readSourceFile("programs/attention/decode_paged.tasm"),

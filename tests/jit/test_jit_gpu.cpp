@@ -2017,6 +2017,15 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                        2));
   }
   {
+    // u4 with the kv head pair's rows in one copy (PAIRKV) from 2 stages per block: three kv
+    // heads (the last pair's second head lies outside the cache: zeros), one block per sequence:
+    // 200 keys (7 stages) and 77 (3) copy the pairs, 1 and 16 (one stage) their own rows
+    DecodeShape sh{"f16", "u4", 128, 16, 4, 6, 3, 52, 13, 0.088f, 0.5f, 0.25f};
+    runCase(decodeCase("decode_paged_u4_pairs", sh, {{"SPLITS", "1"}, {"PAIRMIN", "2"}},
+                       Fill::Moderate, {"seq_lens", i32, 4, Fill::Given, 0, 0, {200, 77, 1, 16}},
+                       2));
+  }
+  {
     // HD 256: two splits combined per step (CQ = 2); sequences of 200, 1 and 77 keys (up to 13
     // pages of 16) split over SPLITS = 3 blocks
     DecodeShape sh{"f16", "u4", 256, 16, 3, 8, 1, 39, 13, 0.0625f, 0.5f, 0.25f};

@@ -270,6 +270,14 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   // four stage buffers for three stages in flight
   checkDecode(false, intType("u4", false, 4), 64, 16, {2, 8, 1, 10, 5, {77, 3}}, 36,
               {{"RING", "4"}});
+  // the kv head pair's rows copied together (PAIRKV, the default for u4 at HD 128 from PAIRMIN
+  // stages per block): three kv heads, so the last pair's second head lies outside the cache
+  // (zeros). One block per sequence (SPLITS 1) and PAIRMIN 2: the 3 stages of seq 77 copy the
+  // pairs, the 1 stage of seq 3 its own rows; PAIRMIN 0: every block copies the pairs
+  checkDecode(false, intType("u4", false, 4), 128, 16, {2, 6, 3, 10, 5, {77, 3}}, 37,
+              {{"SPLITS", "1"}, {"PAIRMIN", "2"}});
+  checkDecode(false, intType("u4", false, 4), 128, 16, {2, 4, 2, 10, 5, {70, 33}}, 38,
+              {{"PAIRMIN", "0"}});
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type, page and head "
@@ -353,6 +361,14 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   CHECK(constant({{"KT", "i4"}}, "SUBV") == 0);
   CHECK(constant({{"KT", "u8"}}, "SUBV") == 0);
   CHECK(constant({{"KT", "u4"}, {"HD", "32"}}, "SUBV") == 0);
+  // the kv head pair's rows in one copy for u4 rows of 64 bytes (HD 128), from 256 stages
+  CHECK(constant({{"KT", "u4"}}, "PAIRKV") == 1);
+  CHECK(constant({{"KT", "u4"}}, "PAIRMIN") == 256);
+  CHECK(constant({{"KT", "u4"}, {"HD", "64"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "u4"}, {"SUBV", "0"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "i4"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "f8e4m3"}}, "PAIRKV") == 0);
   CHECK(constant({{"KT", "u4"}}, "MASKB") == 1);
   CHECK(constant({{"KT", "f8e4m3"}}, "MASKB") == 1);
   CHECK(constant({{"KT", "f16"}}, "MASKB") == 0);
