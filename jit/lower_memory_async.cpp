@@ -145,12 +145,14 @@ public:
           // A tile whose every dimension is provably in range is wholly inside or wholly outside
           // the tensor (a page of a paged cache, a head): one path whose chunks copy the whole
           // chunk or, by a src-size of 0, zeros, without a branch.
-          if (isTrue(dimsInBounds()) && !isTrue(g_.valid)) {
+          llvm::Value *dims = dimsInBounds();
+          if (isTrue(dims) && !isTrue(g_.valid)) {
             fullTilePath(g_.valid);
             return;
           }
+          // otherwise: a second test, the whole tile in bounds
           cg_.emitIfElse(
-              tileInBounds(), "cpasync.full", [&] { fullTilePath(nullptr); },
+              b_.CreateAnd(g_.valid, dims), "cpasync.full", [&] { fullTilePath(nullptr); },
               [&] { vectorPath(); });
         },
         [&] { elementPath(false); });
@@ -297,9 +299,6 @@ private:
     }
     return ok;
   }
-
-  /// Whether every element of the tile is in bounds.
-  llvm::Value *tileInBounds() { return b_.CreateAnd(g_.valid, dimsInBounds()); }
 
   /// One full cp.async per chunk of a tile wholly in bounds. When the threads cover whole rows
   /// of chunks (T a multiple of the chunks in all but the first dimension), chunk tid + i T is
