@@ -146,7 +146,7 @@ public:
           // the tensor (a page of a paged cache, a head): one path whose chunks copy the whole
           // chunk or, by a src-size of 0, zeros, without a branch.
           llvm::Value *dims = dimsInBounds();
-          if (isTrue(dims) && !isTrue(g_.valid)) {
+          if (isConstOne(dims) && !isConstOne(g_.valid)) {
             fullTilePath(g_.valid);
             return;
           }
@@ -167,11 +167,6 @@ private:
       coords[r] = addFolded(b_, coords[r], x[k]);
     }
     return cg_.sharedOffset(s_.root, coords);
-  }
-
-  static bool isTrue(llvm::Value *v) {
-    auto *c = llvm::dyn_cast<llvm::ConstantInt>(v);
-    return c && c->isOne();
   }
 
   /// Global element offset of tile index x, from the tile's origin `origin` (g_.offset unless
