@@ -283,6 +283,38 @@ Status ProgramLowering::assertion(const AstStmt &s, std::vector<Stmt> &out) {
 }
 
 Status ProgramLowering::forLoop(const AstStmt &s, std::vector<Stmt> &out) {
+  return forLoopWith(s, s.unroll.get(), out);
+}
+
+// `unroll` is the loop's hint (null: none). A hint `A if C else B` whose condition C does not
+// fold to a constant (it reads a parameter: `UR1 if m == 1 else UR`) becomes two copies of the
+// loop, `if C:` the one with hint A, else the one with B (each of A and B a constant or again
+// such a choice; one loop where both are the same constant): the launch's specialisation of the
+// parameter then keeps one of them (docs/isa.md, "Unroll hints").
+Status ProgramLowering::forLoopWith(const AstStmt &s, const AstExpr *unroll,
+                                    std::vector<Stmt> &out) {
+  if (unroll && unroll->kind == AstKind::Ternary) {
+    auto folded = buildScalar(*unroll->children[1], exprContext());
+    auto a =
+        buildIntConstant(*unroll->children[0], exprContext(), ErrorCode::BadArgument, "unroll");
+    auto b =
+        buildIntConstant(*unroll->children[2], exprContext(), ErrorCode::BadArgument, "unroll");
+    if (a && b && *a == *b)
+      return forLoopWith(s, unroll->children[0].get(), out); // the same hint either way: one loop
+    if (folded && !folded->isConst()) {
+      auto cond = condition(*unroll->children[1], "unroll= choice");
+      if (!cond)
+        return cond.takeStatus();
+      Stmt st;
+      st.kind = StmtKind::If;
+      st.loc = loc(s.pos);
+      st.expr = *cond;
+      Status errors = forLoopWith(s, unroll->children[0].get(), st.body);
+      errors.append(forLoopWith(s, unroll->children[2].get(), st.orelse));
+      out.push_back(std::move(st));
+      return errors;
+    }
+  }
   std::vector<TypedExpr> bounds;
   ExprContext ctx = exprContext();
   for (const AstExprPtr &a : s.rangeArgs) {
@@ -318,12 +350,12 @@ Status ProgramLowering::forLoop(const AstStmt &s, std::vector<Stmt> &out) {
     st.stop = emitExpr(program_, bounds[1]);
     st.step = emitExpr(program_, bounds.size() == 3 ? bounds[2] : one);
   }
-  if (s.unroll) {
-    auto u = buildIntConstant(*s.unroll, exprContext(), ErrorCode::BadArgument, "unroll");
+  if (unroll) {
+    auto u = buildIntConstant(*unroll, exprContext(), ErrorCode::BadArgument, "unroll");
     if (!u)
       return u.takeStatus();
     if (*u < 1 || *u > int64_t(kMaxUnroll))
-      return error(ErrorCode::BadArgument, s.unroll->pos,
+      return error(ErrorCode::BadArgument, unroll->pos,
                    "unroll=" + std::to_string(*u) + " is not in [1, " + std::to_string(kMaxUnroll) +
                        "]");
     st.unroll = uint32_t(*u);

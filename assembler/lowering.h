@@ -30,6 +30,7 @@ private:
   Status statement(const AstStmt &s, std::vector<Stmt> &out);
   Status assignment(const AstStmt &s, std::vector<Stmt> &out);
   Status forLoop(const AstStmt &s, std::vector<Stmt> &out);
+  Status forLoopWith(const AstStmt &s, const AstExpr *unroll, std::vector<Stmt> &out);
   Status conditional(const AstStmt &s, std::vector<Stmt> &out);
   Status parallel(const AstStmt &s, std::vector<Stmt> &out);
   /// Declare a read-only integer scalar in the innermost scope (a loop variable, a group's copy

@@ -400,3 +400,22 @@ TEST_CASE("stripping: the old values of an atomic are in r's layout, so a View o
   REQUIRE_OK(m);
   REQUIRE_OK(checkModule(std::move(m).value()));
 }
+
+TEST_CASE("stripping: a loop lowered twice (an unroll hint chosen by a parameter) is edited once") {
+  // the two copies of the loop list the same call's layout twice; its text is removed once
+  const std::string source = R"(def k<1>(f32* p, i32 m, i32 n) threads=32:
+    g = ViewGlobal(p, shape=[n, 32])
+    acc = AllocateRegister(f32, layout=spatial(32))
+    for i in range(n, unroll=4 if m == 1 else 2):
+        one = AllocateRegister(f32, layout=spatial(32), init=1.0)
+        acc = Add(acc, Mul(one, LoadGlobal(g, layout=spatial(32), offset=[i, 0:])))
+    StoreGlobal(acc, g, offset=[0, 0:])
+)";
+  Expected<std::string> stripped = stripPerformanceLayouts(source, AssembleOptions{});
+  REQUIRE_OK(stripped);
+  CHECK(stripped->find("one = AllocateRegister(f32, shape=[32], init=1.0)\n") != std::string::npos);
+  CHECK(stripped->find("unroll=4 if m == 1 else 2):\n") != std::string::npos);
+  Expected<Module> m = assemble(*stripped, AssembleOptions{});
+  REQUIRE_OK(m);
+  REQUIRE_OK(checkModule(std::move(m).value()));
+}

@@ -534,6 +534,58 @@ def k<1>(i32 n) threads=32:
   CHECK(find(plainBytes, unhinted));
 }
 
+TEST_CASE("unroll hints: a choice by a parameter is two copies of the loop") {
+  // unroll=A if C else B with C not a constant: `if C:` the loop with hint A, else with B; the
+  // disassembly prints the two loops, which assemble to the same module
+  const char *text = R"(
+def k<1>(i32 m, i32 n) threads=32:
+    x = 0
+    for i in range(n, unroll=4 if m == 1 else 2):
+        x = x + i
+    x = x + 1
+)";
+  auto m = asmText(text);
+  REQUIRE_OK(m);
+  const std::vector<Stmt> &body = m->programs[0].body;
+  REQUIRE(body.size() == 3);
+  REQUIRE(body[1].kind == StmtKind::If);
+  REQUIRE(body[1].body.size() == 1);
+  REQUIRE(body[1].orelse.size() == 1);
+  CHECK(body[1].body[0].kind == StmtKind::For);
+  CHECK(body[1].body[0].unroll == 4);
+  CHECK(body[1].orelse[0].kind == StmtKind::For);
+  CHECK(body[1].orelse[0].unroll == 2);
+  CHECK(body[1].body[0].body.size() == 1);
+  CHECK(body[1].orelse[0].body.size() == 1);
+  std::string printed = disassemble(*m);
+  CHECK(printed.find("    if m == 1:\n        for i in range(n, unroll=4):\n") !=
+        std::string::npos);
+  CHECK(printed.find("    else:\n        for i in range(n, unroll=2):\n") != std::string::npos);
+  checkRoundTrip(text);
+  // nested choices: three loops; the same hint on both sides, or a constant condition: one loop
+  auto nested = asmText("def k<1>(i32 m, i32 n) threads=32:\n    x = 0\n"
+                        "    for i in range(n, unroll=4 if m == 1 else (3 if m == 2 else 1)):\n"
+                        "        x = x + i\n");
+  REQUIRE_OK(nested);
+  const Stmt &outer = nested->programs[0].body[1];
+  REQUIRE(outer.kind == StmtKind::If);
+  CHECK(outer.body[0].unroll == 4);
+  REQUIRE(outer.orelse.size() == 1);
+  REQUIRE(outer.orelse[0].kind == StmtKind::If);
+  CHECK(outer.orelse[0].body[0].unroll == 3);
+  CHECK(outer.orelse[0].orelse[0].unroll == 1);
+  for (const char *hint : {"2 if m == 1 else 2", "4 if 1 == 2 else 2"}) {
+    CAPTURE(hint);
+    auto one = asmText(std::string("def k<1>(i32 m, i32 n) threads=32:\n    x = 0\n"
+                                   "    for i in range(n, unroll=") +
+                       hint + "):\n        x = x + i\n");
+    REQUIRE_OK(one);
+    REQUIRE(one->programs[0].body.size() == 2);
+    CHECK(one->programs[0].body[1].kind == StmtKind::For);
+    CHECK(one->programs[0].body[1].unroll == 2);
+  }
+}
+
 TEST_CASE("unroll hints: errors") {
   auto error = [](const char *range) {
     std::string text = std::string("const U = 3\ndef k<1>(i32 n) threads=32:\n    x = 0\n"
@@ -549,6 +601,16 @@ TEST_CASE("unroll hints: errors") {
         std::string::npos);
   CHECK(error("range(n, unroll=n)").find("error[bad-argument]") != std::string::npos);
   CHECK(error("range(n, unroll=U + 0.5)").find("error[") != std::string::npos);
+  // a choice by a parameter takes constants in [1, 8] on both sides and an integer or bool
+  // condition
+  CHECK(error("range(n, unroll=4 if n == 1 else n)").find("error[bad-argument]") !=
+        std::string::npos);
+  CHECK(error("range(n, unroll=9 if n == 1 else 2)")
+            .find("error[bad-argument]: unroll=9 is not in [1, 8]") != std::string::npos);
+  CHECK(error("range(n, unroll=4 if n == 1 else 0)")
+            .find("error[bad-argument]: unroll=0 is not in [1, 8]") != std::string::npos);
+  CHECK(error("range(n, unroll=4 if n * 0.5 else 2)").find("error[dtype-mismatch]") !=
+        std::string::npos);
   CHECK(error("range(n, unrol=2)")
             .find("error[syntax]: range() takes no keyword argument 'unrol' (only unroll=)") !=
         std::string::npos);
