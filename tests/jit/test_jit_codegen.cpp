@@ -685,10 +685,12 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
   for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
     CAPTURE(wt);
-    // the loop as written (UR = 1): unrolled, each copy of the body has its own prmt
-    PtxKernel k = ptxOf(buildFile(root + "quant/a16wx.tasm",
-                                  {{"WT", wt}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}}),
-                        "matmul");
+    // the loop as written (UR = UR1 = 1: one copy of it, rolled): unrolled, each copy of the
+    // body has its own prmt
+    PtxKernel k =
+        ptxOf(buildFile(root + "quant/a16wx.tasm",
+                        {{"WT", wt}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}}),
+              "matmul");
     CHECK(occurrences(k.ptx, "prmt.b32") == (std::string(wt) == "u3" ? 64 : 0));
   }
   PtxKernel d = ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}}), "decode");
@@ -818,8 +820,9 @@ TEST_CASE("held registers: the ten magic exponents of u1 pairs share one held ma
   // (the loop as written, UR = 1: unrolled twice, the copy of the body that LLVM puts outside the
   // loop for odd trip counts runs once and keeps its immediates; the unrolled loop's masks are
   // checked in "the decode loop of a16wx: no register copies ...")
-  VerifiedModule q = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
-                               {{"WT", "u1"}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}});
+  VerifiedModule q =
+      buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
+                {{"WT", "u1"}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}});
   std::vector<std::pair<uint32_t, uint32_t>> masks = orMasks(ptxWithHold(q, "matmul", "0").ptx);
   REQUIRE(masks.size() >= 64);
   std::set<uint32_t> magics;
@@ -1262,6 +1265,35 @@ static std::vector<std::string> longestLoop(const std::string &ptx) {
       from = at->second, to = i;
   }
   return {lines.begin() + long(from), lines.begin() + long(to)};
+}
+
+TEST_CASE("the decode loop of a16wx for m = 1: its own unroll hint, alone in the kernel of the "
+          "launch class of m = 1") {
+  // u5 unrolls its decode loop four times at m = 1 (UR1) and not at all otherwise (UR): the
+  // program holds both loops (`unroll=UR1 if m == 1 else UR`). A launch with m = 1 compiles only
+  // the first: its step's mmas four times (one block per tile at m = 1 here: 64 steps, no
+  // remainder); m a multiple of 16 only the second (once); without the launch's facts both, the
+  // first with a remainder for trip counts that four does not divide (4 + 1 + 1 copies)
+  VerifiedModule m = buildFile(programPath("quant/a16wx.tasm"),
+                               {{"WT", "u5"}, {"K", "8192"}, {"N", "57344"}, {"G", "128"}});
+  size_t index = 0;
+  while (m.module.programs[index].name != "matmul")
+    ++index;
+  auto mmas = [&](ParamFact mFact, bool specialise) {
+    JitOptions options;
+    if (specialise)
+      options.specialization.params = {ParamFact::Aligned16, ParamFact::Aligned16,
+                                       ParamFact::Aligned16, ParamFact::Aligned16,
+                                       ParamFact::Aligned16, mFact};
+    Expected<PtxKernel> k = compileToPtx(m, index, options);
+    REQUIRE_OK(k);
+    return occurrences(k->ptx, "mma.sync.aligned");
+  };
+  size_t one = mmas(ParamFact::One, true), sixteen = mmas(ParamFact::Divisible16, true),
+         any = mmas(ParamFact::None, false);
+  REQUIRE(sixteen > 0);
+  CHECK(one == 4 * sixteen);
+  CHECK(any == 6 * sixteen);
 }
 
 TEST_CASE("the decode loop of a16wx: no register copies of the prefetch ring where it is "

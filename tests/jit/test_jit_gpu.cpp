@@ -2213,6 +2213,15 @@ void libraryPrograms() {
       d["WARPS"] = std::string(wt) == "u4" ? "4" : "2";
     a16wxCases(std::string("a16wx_") + wt, d, m, 1);
   }
+  for (const char *wt : {"u5", "u3", "f4e2m1", "u8", "u1"}) {
+    // m = 1 takes the loop of its own unroll hint (UR1: four times, twice for u8), over 11
+    // steps of K (22 for u8, in steps of 64), which the hint does not divide; m = 2 the other
+    // loop of the same kernel
+    std::map<std::string, std::string> d = {{"WT", wt},    {"AT", "f16"}, {"N", "64"},
+                                            {"K", "1408"}, {"G", "128"},  {"ZERO", "1"}};
+    a16wxCases(std::string("a16wx_ur1_") + wt, d, 1, 1);
+    a16wxCases(std::string("a16wx_ur1_") + wt + "_m2", d, 2, 1);
+  }
   for (auto [wt, at, m, splitk] :
        {std::tuple{"u4", "f16", 1, "4"}, std::tuple{"i6", "bf16", 13, "2"},
         std::tuple{"f8e4m3", "f16", 16, "8"}, std::tuple{"u8", "f16", 16, "2"},
