@@ -405,26 +405,32 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
 }
 
 TEST_CASE("a16wx: launches with m = 1 take the decode loop of their own unroll hint (UR1)") {
-  // the program holds two copies of the decode loop where UR1 differs from UR (u1, u3, u5, u8,
-  // 4-bit floats into f16): m = 1 and m > 1 each run one, over 11 steps of K (22 for u8)
-  for (const WeightType &t : {intType("u5", false, 5), intType("u1", false, 1),
-                              intType("u8", false, 8), floatType("f4e2m1", 2, 1)})
+  // the program holds two copies of the decode loop where UR1 differs from UR (integers of 1, 3
+  // and 5 bits, u8, 4-bit floats into f16, ...): m = 1 and m > 1 each run one, over 11 steps of K
+  // (22 for u8)
+  for (const WeightType &t :
+       {intType("u5", false, 5), intType("u1", false, 1), intType("u8", false, 8),
+        floatType("f4e2m1", 2, 1), intType("i3", true, 3)})
     for (int64_t m : {1, 2})
       runConfig(Config{t, false, 32, 1408, 128, m, true});
   const std::string source = readProgram();
   auto constant = [&source](const std::map<std::string, std::string> &defines, const char *name) {
     return cputest::programConstant(source, defines, name, "a16wx.tasm");
   };
+  // (u2 at N = 57344 keeps two steps of weights in flight, PD = 2, and twice; with one, four)
   for (auto [wt, at, ur, ur1] :
-       {std::tuple{"u1", "f16", 2, 4}, std::tuple{"u3", "f16", 2, 4}, std::tuple{"u5", "f16", 1, 4},
+       {std::tuple{"u1", "f16", 2, 4}, std::tuple{"u3", "f16", 2, 4}, std::tuple{"i3", "f16", 2, 4},
+        std::tuple{"u5", "f16", 1, 4}, std::tuple{"i5", "f16", 1, 4}, std::tuple{"i2", "f16", 2, 4},
         std::tuple{"f4e2m1", "f16", 2, 4}, std::tuple{"u8", "f16", 1, 2},
-        std::tuple{"u2", "f16", 2, 2}, std::tuple{"u4", "f16", 1, 1}, std::tuple{"i5", "f16", 1, 1},
-        std::tuple{"f4e2m1", "bf16", 1, 1}, std::tuple{"f6e3m2", "f16", 1, 1},
+        std::tuple{"u2", "f16", 2, 2}, std::tuple{"u4", "f16", 1, 1}, std::tuple{"u6", "f16", 1, 1},
+        std::tuple{"i7", "f16", 1, 1}, std::tuple{"f4e2m1", "bf16", 1, 1},
+        std::tuple{"f6e3m2", "f16", 1, 1}, std::tuple{"f3e1m1", "f16", 1, 1},
         std::tuple{"i8", "f16", 1, 1}}) {
     INFO("WT=" << wt << " AT=" << at);
     CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", wt}, {"AT", at}}, "UR") == ur);
     CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", wt}, {"AT", at}}, "UR1") == ur1);
   }
+  CHECK(constant({{"N", "8192"}, {"K", "28672"}, {"WT", "u2"}}, "UR1") == 4);
 }
 
 TEST_CASE("a16wx: weights loaded PD steps ahead of the step that uses them") {
