@@ -2213,7 +2213,7 @@ void libraryPrograms() {
       d["WARPS"] = std::string(wt) == "u4" ? "4" : "2";
     a16wxCases(std::string("a16wx_") + wt, d, m, 1);
   }
-  for (const char *wt : {"u5", "u3", "f4e2m1", "u8", "u1"}) {
+  for (const char *wt : {"u5", "u3", "f4e2m1", "u8", "u1", "i3", "i5", "i2"}) {
     // m = 1 takes the loop of its own unroll hint (UR1: four times, twice for u8), over 11
     // steps of K (22 for u8, in steps of 64), which the hint does not divide; m = 2 the other
     // loop of the same kernel
