@@ -388,7 +388,8 @@ Status Codegen::setupParameters() {
     value->setName(var.name);
     bool integer = var.kind != VarKind::Pointer && !var.dtype.isFloat() && !var.dtype.isBool();
     if ((fact == ParamFact::Aligned16 && var.kind != VarKind::Pointer) ||
-        ((fact == ParamFact::Divisible16 || fact == ParamFact::One) && !integer))
+        ((fact == ParamFact::Divisible16 || fact == ParamFact::One || fact == ParamFact::NotOne) &&
+         !integer))
       return Status::error(ErrorCode::Jit, "specialisation fact of parameter " + var.name +
                                                " does not fit its kind");
     if (var.kind == VarKind::Pointer) {
@@ -400,6 +401,9 @@ Status Codegen::setupParameters() {
     }
     if (fact == ParamFact::One)
       value = llvm::ConstantInt::get(value->getType(), 1);
+    else if (fact == ParamFact::NotOne)
+      // a test against 1 folds (a loop chosen for m == 1 leaves the kernel of the other class)
+      b.CreateAssumption(b.CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 1)));
     else if (fact == ParamFact::Divisible16) {
       b.CreateAssumption(
           b.CreateICmpEQ(b.CreateAnd(value, llvm::ConstantInt::get(value->getType(), 15)),

@@ -500,6 +500,9 @@ std::string Specialization::text() const {
     case ParamFact::One:
       s += '1';
       break;
+    case ParamFact::NotOne:
+      s += 'n';
+      break;
     }
   }
   return s;

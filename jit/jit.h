@@ -27,6 +27,8 @@ enum class ParamFact : uint8_t {
   Aligned16 = 1,   // pointer: address % 16 == 0
   Divisible16 = 2, // integer scalar: value % 16 == 0 (zero included)
   One = 3,         // integer scalar: value == 1
+  NotOne = 4,      // integer scalar: value != 1 (the launch classes give it where value is
+                   // neither 1 nor a multiple of 16)
 };
 
 /// One fact per program parameter (empty: no specialisation).

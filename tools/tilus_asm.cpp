@@ -107,7 +107,8 @@ struct Options {
 };
 
 /// Parses --spec: one letter per parameter, '-' nothing, 'a' pointer aligned to 16 bytes, 'd'
-/// integer divisible by 16, '1' integer equal to 1 (jit/jit.h, Specialization::text()).
+/// integer divisible by 16, '1' integer equal to 1, 'n' integer other than 1 (jit/jit.h,
+/// Specialization::text()).
 Expected<Specialization> parseSpec(const std::string &text, const Program &program) {
   Specialization s;
   if (text.empty())
@@ -126,9 +127,11 @@ Expected<Specialization> parseSpec(const std::string &text, const Program &progr
       s.params.push_back(ParamFact::Divisible16);
     else if (c == '1')
       s.params.push_back(ParamFact::One);
+    else if (c == 'n')
+      s.params.push_back(ParamFact::NotOne);
     else
       return Status::error(ErrorCode::Usage,
-                           std::string("--spec letter '") + c + "' is none of - a d 1");
+                           std::string("--spec letter '") + c + "' is none of - a d 1 n");
   }
   return s;
 }
@@ -492,7 +495,7 @@ static int runMain(int argc, char **argv) {
   app.add_option("--kernel", o.kernel, "with --emit: only this program");
   app.add_option("--spec", o.spec,
                  "with --emit: what launches guarantee, one letter per parameter: - nothing, "
-                 "a aligned to 16 bytes, d divisible by 16, 1 equal to 1");
+                 "a aligned to 16 bytes, d divisible by 16, 1 equal to 1, n other than 1");
   app.add_flag("--explain-layouts", o.explainLayouts,
                "print each inferred layout with the rule that decided it");
   app.add_option("--layout-candidates", o.layoutCandidates,

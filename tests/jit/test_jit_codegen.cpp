@@ -1290,9 +1290,11 @@ TEST_CASE("the decode loop of a16wx for m = 1: its own unroll hint, alone in the
     return occurrences(k->ptx, "mma.sync.aligned");
   };
   size_t one = mmas(ParamFact::One, true), sixteen = mmas(ParamFact::Divisible16, true),
-         any = mmas(ParamFact::None, false);
+         other = mmas(ParamFact::NotOne, true), any = mmas(ParamFact::None, false);
   REQUIRE(sixteen > 0);
   CHECK(one == 4 * sixteen);
+  // the class of m neither 1 nor a multiple of 16 (m != 1 assumed): the second loop only
+  CHECK(other == sixteen);
   CHECK(any == 6 * sixteen);
 }
 

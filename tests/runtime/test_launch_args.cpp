@@ -171,3 +171,23 @@ TEST_CASE("parameter values give pointers their address and scalars their bits")
   CHECK(values(program.params[0]) == uint64_t(reinterpret_cast<uintptr_t>(buffer.data())));
   CHECK(values(program.params[3]) == 0xfffffff9u);
 }
+
+TEST_CASE("launch classes: aligned pointers, and integers equal to 1, multiples of 16 or other") {
+  // the class letters of jit/jit.h (Specialization::text): a pointer at a multiple of 16 bytes
+  // 'a' (else '-'); an integer 1 '1', a multiple of 16 (zero and negatives included) 'd', any
+  // other 'n' (the JIT then assumes it is not 1)
+  VerifiedModule m = verify(kVectorAdd);
+  const Program &program = m.module.programs[0];
+  alignas(16) float buffer[8] = {};
+  auto classOf = [&](void *pointer, int32_t n) {
+    return classifyArgs(program, vectorAddArgs(n, 32, pointer)).text();
+  };
+  CHECK(classOf(buffer, 1) == "aaa1");
+  CHECK(classOf(buffer, 0) == "aaad");
+  CHECK(classOf(buffer, 4096) == "aaad");
+  CHECK(classOf(buffer, -32) == "aaad");
+  CHECK(classOf(buffer, 1000) == "aaan");
+  CHECK(classOf(buffer, -1) == "aaan");
+  CHECK(classOf(buffer, 2) == "aaan");
+  CHECK(classOf(buffer + 1, 17) == "---n");
+}

@@ -110,6 +110,8 @@ Specialization classifyArgs(const Program &program, const KernelArgs &args) {
       s.params[i] = ParamFact::One;
     else if (v % 16 == 0)
       s.params[i] = ParamFact::Divisible16;
+    else
+      s.params[i] = ParamFact::NotOne;
   }
   if (s.empty())
     s.params.clear();
