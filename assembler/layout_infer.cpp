@@ -1234,6 +1234,11 @@ std::vector<PerformanceLayout> Inference::performanceOnly() {
   std::vector<bool> meaningful(cls_.size(), false);
   for (auto [i, v] : views_)
     meaningful[find(v)] = true;
+  // a call lowered more than once (the two copies of a loop whose unroll hint is a choice by a
+  // parameter) is listed once, and only where every instruction lowered from it qualifies
+  std::map<const AstExpr *, size_t> lowered, qualified;
+  for (uint32_t i = 0; i < p_.instructions.size(); ++i)
+    ++lowered[in_.calls[i]];
   std::vector<PerformanceLayout> out;
   for (uint32_t i = 0; i < p_.instructions.size(); ++i) {
     const Instruction &inst = p_.instructions[i];
@@ -1252,7 +1257,9 @@ std::vector<PerformanceLayout> Inference::performanceOnly() {
       continue;
     if (op == Opcode::AllocateShared && descriptorRoots_.count(r))
       continue; // a Wgmma operand or a TMA tile: its layout must fit a descriptor or a box
-    out.push_back({in_.calls[i], op, l.regLayout ? l.regLayout->shape() : std::vector<int64_t>{}});
+    if (++qualified[in_.calls[i]] == lowered[in_.calls[i]])
+      out.push_back(
+          {in_.calls[i], op, l.regLayout ? l.regLayout->shape() : std::vector<int64_t>{}});
   }
   return out;
 }

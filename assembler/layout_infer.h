@@ -49,7 +49,8 @@ struct PerformanceLayout {
 
 /// The written layouts of a fully lowered `program` that are performance-only: those of
 /// AllocateRegister, Iota, LoadGlobal, LoadShared, AllocateShared, Reduce and the elementwise
-/// instructions, except where the tensor's layout class feeds a View.
+/// instructions, except where the tensor's layout class feeds a View; each call once, and only
+/// where every instruction lowered from it qualifies.
 std::vector<PerformanceLayout> performanceOnlyLayouts(const Program &program,
                                                       const InferInput &input);
 

@@ -5,7 +5,6 @@
 #include "assembler/layout_infer.h"
 
 #include <algorithm>
-#include <set>
 
 namespace tilus::tasm {
 
@@ -63,12 +62,7 @@ struct Edit {
 std::string removeLayoutArguments(std::string_view source,
                                   const std::vector<PerformanceLayout> &layouts) {
   std::vector<Edit> edits;
-  // a call lowered twice (the two copies of a loop whose unroll hint is a choice by a parameter)
-  // is listed twice: one edit of its text
-  std::set<const AstExpr *> seen;
   for (const PerformanceLayout &l : layouts) {
-    if (!seen.insert(l.call).second)
-      continue;
     const AstExpr &call = *l.call;
     const AstArg *layout = nullptr;
     bool hasShape = false;
