@@ -1670,6 +1670,111 @@ def copy<cdiv(m, 32), cdiv(n, 64)>(DT* x_ptr, DT* y_ptr, DT* w_ptr, i32 m, i32 n
   }
 }
 
+DIFF_CASE("CopyAsync of tiles whose chunks the threads cover by constant steps of a split "
+          "dimension (page rows of a paged cache), into linear and swizzled stages") {
+  // A block copies the rows of kv head 1 of three pages (a block table's entries) into three
+  // stages of a ring, loads each stage back and stores it. The tiles' 16-byte chunks are more
+  // per row than a 32-thread block covers, but the threads' chunks of dimensions k.. divide 32
+  // (the JIT's split path: chunk tid + 32 i is chunk tid moved by constants); the stage index
+  // and the pages are run-time values. Reference: the gather itself, in plain C++.
+  struct Shape {
+    std::vector<int> dims; // the tile in u32 words, the last dimension contiguous
+    const char *layout;    // the shared layout of [3, dims...], "" for row-major
+  };
+  const std::vector<Shape> shapes = {
+      {{2, 2, 4, 1, 64}, ""}, {{2, 2, 4, 1, 64}, "swizzle(row_major(3, 2, 2, 4, 1, 64), 3, 2, 3)"},
+      {{4, 4, 2, 32}, ""},    {{4, 4, 2, 32}, "swizzle(row_major(3, 4, 4, 2, 32), 2, 2, 3)"},
+      {{3, 8, 32}, ""},
+  };
+  const int kvHeads = 2, pages = 5, blocks = 4;
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    const std::vector<int> &d = shapes[si].dims;
+    size_t r = d.size();
+    int64_t tile = 1;
+    for (int v : d)
+      tile *= v;
+    auto list = [&](const std::vector<std::string> &items) {
+      std::string out;
+      for (size_t k = 0; k < items.size(); ++k)
+        out += (k ? ", " : "") + items[k];
+      return out;
+    };
+    std::vector<std::string> dims, gdims, full, gofs, ones, local;
+    for (size_t k = 0; k < r; ++k) {
+      dims.push_back(std::to_string(d[k]));
+      full.push_back("0:");
+      if (k + 1 == r) {
+        gdims.push_back(std::to_string(kvHeads));
+        gofs.push_back("1");
+      }
+      gdims.push_back(std::to_string(d[k]));
+      gofs.push_back("0:");
+      ones.push_back(k + 1 == r ? "32" : "1");
+      local.push_back(k + 1 == r ? std::to_string(d[k] / 32) : std::to_string(d[k]));
+    }
+    std::string layout = shapes[si].layout[0] ? std::string(", layout=") + shapes[si].layout : "";
+    std::string src = "def copy<" + std::to_string(blocks) +
+                      ">(u32* x_ptr, i32* tbl, u32* y_ptr, i32 num_pages) threads=32:\n"
+                      "    bi = BlockIndices()\n"
+                      "    g = ViewGlobal(x_ptr, shape=[num_pages, " +
+                      list(gdims) +
+                      "])\n"
+                      "    gt = ViewGlobal(tbl, shape=[" +
+                      std::to_string(blocks) +
+                      ", 3])\n"
+                      "    s = AllocateShared(u32, shape=[3, " +
+                      list(dims) + "]" + layout +
+                      ")\n"
+                      "    for st in range(3):\n"
+                      "        page = LoadScalar(gt, offset=[bi, st], dtype=i32)\n"
+                      "        CopyAsync(SliceShared(s, offset=[st, " +
+                      list(full) + "]), g, offset=[page, " + list(gofs) +
+                      "])\n"
+                      "    CopyAsyncCommitGroup()\n"
+                      "    CopyAsyncWaitAll()\n"
+                      "    Synchronize()\n"
+                      "    gy = ViewGlobal(y_ptr, shape=[" +
+                      std::to_string(blocks) + ", 3, " + list(dims) +
+                      "])\n"
+                      "    for st in range(3):\n"
+                      "        y = LoadShared(s, layout=local(" +
+                      list(local) + ").spatial(" + list(ones) + "), offset=[st, " + list(full) +
+                      "])\n"
+                      "        StoreGlobal(y, gy, offset=[bi, st, " +
+                      list(full) + "])\n";
+    Case c;
+    c.name = "copy_split_" + std::to_string(si);
+    c.source = src;
+    c.scalars = {{"num_pages", uint64_t(pages)}};
+    std::vector<uint64_t> table;
+    for (int b = 0; b < blocks; ++b)
+      for (int st = 0; st < 3; ++st)
+        table.push_back(uint64_t((b * 3 + st * 2 + 1) % pages));
+    int64_t pageWords = tile * kvHeads;
+    c.buffers = {{"x_ptr", DataType::u(32), pages * pageWords, Fill::Index},
+                 {"tbl", DataType::i32(), blocks * 3, Fill::Given, 0, 0, table},
+                 {"y_ptr", DataType::u(32), blocks * 3 * tile, Fill::Zero}};
+    c.check = [=](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+      const auto *y = reinterpret_cast<const uint32_t *>(buffers[2].data());
+      int64_t inner = d[r - 1], rowsPerTile = tile / inner;
+      int64_t bad = 0;
+      for (int b = 0; b < blocks; ++b)
+        for (int st = 0; st < 3; ++st)
+          for (int64_t row = 0; row < rowsPerTile; ++row)
+            for (int64_t w = 0; w < inner; ++w) {
+              int64_t page = int64_t(table[size_t(b * 3 + st)]);
+              // element (page, row..., head 1, w) of the cache: rows of kvHeads * inner words
+              uint32_t want = uint32_t(page * pageWords + row * kvHeads * inner + inner + w);
+              if (y[(b * 3 + st) * tile + row * inner + w] != want)
+                ++bad;
+            }
+      std::string what = std::string(side) + ": " + std::to_string(bad) + " words differ";
+      CHECK_MESSAGE(bad == 0, what);
+    };
+    runCase(c);
+  }
+}
+
 DIFF_CASE("ConvertLayout and Reduce (warp shuffles and shared memory)") {
   for (const char *dtype : {"f32", "i32", "f16", "u8", "bool", "f64", "bf16"}) {
     std::stringstream s;
