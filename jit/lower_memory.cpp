@@ -63,6 +63,29 @@ std::vector<SlotGroup> groupSlots(const LayoutMap &map, int width, int minWidth,
 /// The narrowest group worth a vector access: 4 bytes.
 int minVectorWidth(int bytes) { return bytes >= 4 ? 2 : 4 / bytes; }
 
+ChunkSplit chunkSplit(const std::vector<int64_t> &chunks, int64_t threads) {
+  int64_t suffix = 1;
+  for (size_t k = chunks.size(); k-- > 2;) {
+    suffix *= chunks[k];
+    if (suffix > threads)
+      break;
+    if (threads % suffix == 0 && chunks[k - 1] % (threads / suffix) == 0)
+      return ChunkSplit{k, suffix};
+  }
+  return {};
+}
+
+std::vector<int64_t> chunkStep(const std::vector<int64_t> &chunks, const ChunkSplit &split,
+                               int64_t threads, int64_t i) {
+  std::vector<int64_t> step(split.dim, 0);
+  int64_t q = i * threads / split.inner;
+  for (size_t k = split.dim; k-- > 0;) {
+    step[k] = k == 0 ? q : q % chunks[k];
+    q = k == 0 ? 0 : q / chunks[k];
+  }
+  return step;
+}
+
 /// The widest vector (in elements) worth trying for an element of `bytes` bytes.
 int vectorWidth(int bytes, int64_t locals) {
   int width = 16 / bytes;

@@ -324,21 +324,8 @@ private:
     // their loops 5-15 PTX instructions shorter). Swizzled stages keep the per-chunk path: in
     // their split form the u4 decode ran up to 9 % slower on an H200 (docs/jit.md).
     const std::vector<int64_t> rootStrides = cg_.info.vars[s_.root].sharedLayout->linearStrides();
-    size_t split = 0;
-    int64_t splitChunks = 1;
-    if (!rows && !rootStrides.empty()) {
-      int64_t suffix = 1;
-      for (size_t k = rank_; k-- > 2;) {
-        suffix *= chunkShape[k];
-        if (threads % suffix == 0 && chunkShape[k - 1] % (threads / suffix) == 0) {
-          split = k;
-          splitChunks = suffix;
-          break;
-        }
-        if (suffix > threads)
-          break;
-      }
-    }
+    ChunkSplit split =
+        !rows && !rootStrides.empty() ? chunkSplit(chunkShape, threads) : ChunkSplit{};
     std::string asmText = chunk == 16 ? "cp.async.cg" : "cp.async.ca";
     asmText += ".shared.global [$0], [$1], " + std::to_string(chunk) + (inside ? ", $2;" : ";");
     std::vector<llvm::Type *> operands{b_.getInt32Ty(), b_.getInt64Ty()};
@@ -364,7 +351,7 @@ private:
     llvm::Value *g0 = globalElem(x0, origin);
     // the thread's first chunk's shared address (split path), before any guarded chunk
     llvm::Value *firstDst =
-        split != 0 ? cg_.sharedElementAddress(s_.root, sharedElem(x0), s_.dtype) : nullptr;
+        split.dim != 0 ? cg_.sharedElementAddress(s_.root, sharedElem(x0), s_.dtype) : nullptr;
     for (int64_t i = 0; i * threads < chunks; ++i) {
       auto chunk = [&] {
         llvm::Value *elem = nullptr, *dstAddr = nullptr;
@@ -385,18 +372,17 @@ private:
             x[0] = addFolded(b_, x[0], cg_.constI64(step));
             dstAddr = cg_.sharedElementAddress(s_.root, sharedElem(x), s_.dtype);
           }
-        } else if (split != 0) {
+        } else if (split.dim != 0) {
           // the constant digits of i T / P over dimensions 0..split-1, and their offset in the
           // linear shared layout
-          int64_t q = i * threads / splitChunks, delta = 0;
+          std::vector<int64_t> step = chunkStep(chunkShape, split, threads, i);
+          int64_t delta = 0;
           elem = g0;
-          for (size_t k = split; k-- > 0;) {
-            int64_t step = k == 0 ? q : q % chunkShape[k];
-            q = k == 0 ? 0 : q / chunkShape[k];
-            if (step == 0)
+          for (size_t k = split.dim; k-- > 0;) {
+            if (step[k] == 0)
               continue;
-            elem = addFolded(b_, elem, mulFolded(b_, cg_.constI64(step), g_.strides[k]));
-            delta += step * rootStrides[size_t(s_.dims[k])];
+            elem = addFolded(b_, elem, mulFolded(b_, cg_.constI64(step[k]), g_.strides[k]));
+            delta += step[k] * rootStrides[size_t(s_.dims[k])];
           }
           dstAddr =
               b_.CreateGEP(b_.getInt8Ty(), firstDst,

@@ -86,6 +86,20 @@ int vectorWidth(int bytes, int64_t locals);
 /// Whether v is the constant 1.
 bool isConstOne(llvm::Value *v);
 
+/// Chunks of a tile of shape `chunks` (row-major) copied by T threads, chunk t + i T by thread t.
+/// A split at dimension `dim` >= 2: the chunks of dimensions dim.. (`inner` of them) divide T and
+/// T / inner divides dimension dim - 1, so that unravelling t + i T carries nothing into the
+/// digits of t: chunk t + i T is chunk t moved by chunkStep(.., i), digits of dimensions
+/// 0..dim-1 only (lower_memory_async.cpp). `dim` 0: no such split.
+struct ChunkSplit {
+  size_t dim = 0;
+  int64_t inner = 1;
+};
+ChunkSplit chunkSplit(const std::vector<int64_t> &chunks, int64_t threads);
+/// The constant digits (dimensions 0..split.dim-1) by which chunk t + i T lies from chunk t.
+std::vector<int64_t> chunkStep(const std::vector<int64_t> &chunks, const ChunkSplit &split,
+                               int64_t threads, int64_t i);
+
 /// The aligned 32-bit word holding bit `bit` of the bytes at `ptr` (i64), and that bit's offset
 /// within it (i64). An element of N bits with N dividing 8 lies within one byte, so wholly in
 /// this word (emit_memory.cpp, lower_memory_global.cpp).
