@@ -320,8 +320,8 @@ private:
     // T / P divides dimension k - 1, so adding i T carries nothing into the thread's digits
     // (the unravelled thread index and constant digits i T / P over dimensions 0..k-1), and
     // each chunk's addresses are the thread's first ones plus constants: no chunk needs a
-    // division of its own (the decode attention's stages of 16-bit caches: 8 % less JIT time,
-    // their loops 5-15 PTX instructions shorter). Swizzled stages keep the per-chunk path: in
+    // division of its own (the decode attention's stages of 16-bit caches: 3-6 % less JIT time,
+    // their loops 6-16 PTX instructions shorter). Swizzled stages keep the per-chunk path: in
     // their split form the u4 decode ran up to 9 % slower on an H200 (docs/jit.md).
     const std::vector<int64_t> rootStrides = cg_.info.vars[s_.root].sharedLayout->linearStrides();
     ChunkSplit split =
