@@ -282,6 +282,72 @@ std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
   return strides;
 }
 
+namespace {
+
+/// True when the expression shows the runs contiguous (SharedLayout::contiguousRuns); false when
+/// it does not (they may still be).
+bool runsShown(const SharedLayout &l, size_t dim, int64_t width) {
+  if (width == 1)
+    return true;
+  const std::vector<int64_t> &shape = l.shape();
+  if (shape[dim] % width != 0)
+    return false;
+  if (std::vector<int64_t> strides = l.linearStrides(); !strides.empty()) {
+    // offset(x + j e_dim) = offset(x) + j, and every other stride keeps the start aligned
+    if (strides[dim] != 1)
+      return false;
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (k != dim && shape[k] > 1 && strides[k] % width != 0)
+        return false;
+    return true;
+  }
+  if (l.kind() == SharedLayout::Kind::Tile) {
+    // A(x / S) size(B) + B(x mod S): a run stays inside one tile of B when B's extent is a
+    // multiple of the width, and A's part keeps the start aligned when size(B) is
+    const SharedLayout &b = *l.children()[1];
+    return b.shape()[dim] % width == 0 && b.size() % width == 0 && runsShown(b, dim, width);
+  }
+  if (l.kind() == SharedLayout::Kind::Swizzle) {
+    // o ^ ((o >> shift) & ((2^bits - 1) << base)): with width 2^p <= 2^base the XOR term reads
+    // bits from base + shift >= p up, constant within an aligned run of the child, and writes
+    // bits from base up, so the run stays an aligned run
+    if ((width & (width - 1)) != 0)
+      return false;
+    int p = 0;
+    while ((int64_t(1) << p) < width)
+      ++p;
+    if (l.swizzleBits() != 0 && p > l.swizzleBase())
+      return false;
+    return runsShown(*l.children()[0], dim, width);
+  }
+  return false;
+}
+
+} // namespace
+
+bool SharedLayout::contiguousRuns(int dim, int64_t width) const {
+  if (dim < 0 || dim >= rank() || width < 1 || shape_[size_t(dim)] % width != 0)
+    return false;
+  if (runsShown(*this, size_t(dim), width))
+    return true;
+  bool ok = true;
+  forEachIndex(shape_, [&](const int64_t *x) {
+    if (!ok || x[dim] % width != 0)
+      return;
+    const int64_t first = offset(x);
+    if (first % width != 0) {
+      ok = false;
+      return;
+    }
+    std::vector<int64_t> y(x, x + shape_.size());
+    for (int64_t j = 1; j < width && ok; ++j) {
+      ++y[size_t(dim)];
+      ok = offset(y.data()) == first + j;
+    }
+  });
+  return ok;
+}
+
 std::vector<int64_t> SharedLayout::linearStrides() const {
   switch (kind_) {
   case Kind::RowMajor:

@@ -45,6 +45,12 @@ public:
   /// The strides when the layout is linear in the index (row_major, column_major, strided):
   /// offset(x) = sum_d x_d * strides_d. Empty for tiled and swizzled layouts.
   std::vector<int64_t> linearStrides() const;
+  /// Whether every run of `width` indices along dimension `dim` that starts at a multiple of
+  /// `width` there maps to `width` consecutive offsets starting at a multiple of `width` (the
+  /// chunks of a vector or cp.async access). Shown from the expression where it can be (linear
+  /// strides; a tile whose inner layout has such runs; a swizzle that leaves the run's bits
+  /// alone), otherwise checked over every index.
+  bool contiguousRuns(int dim, int64_t width) const;
 
   /// Strides for Strided; children for Tile (two) and Swizzle (one); swizzle parameters.
   const std::vector<int64_t> &strides() const { return strides_; }

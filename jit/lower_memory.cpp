@@ -15,10 +15,11 @@
 // Vector shared accesses: runs of consecutive slots along a unit-stride dimension become LLVM
 // vector loads/stores when the address is provably aligned (known bits; allocations are
 // 128-byte aligned); for tiled and swizzled layouts when the layout keeps such runs contiguous
-// (contiguousRuns, an exhaustive check over the root's shape). Sub-byte elements group into runs
-// of whole bytes (lower_memory_packed.cpp) under the same conditions, their first bit provably
-// a multiple of 8 * unit; a run's bytes hold no other element, so its store leaves neighbouring
-// elements (which other threads update atomically, element by element) alone.
+// (SharedLayout::contiguousRuns: shown from the expression, or checked over every index).
+// Sub-byte elements group into runs of whole bytes (lower_memory_packed.cpp) under the same
+// conditions, their first bit provably a multiple of 8 * unit; a run's bytes hold no other
+// element, so its store leaves neighbouring elements (which other threads update atomically,
+// element by element) alone.
 #include "jit/bank_report.h"
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
@@ -576,28 +577,7 @@ bool MemoryLowering::contiguousRuns(VarId root, int dim, int width) {
   auto it = runsCache_.find(key);
   if (it != runsCache_.end())
     return it->second;
-  const SharedLayout &layout = *info.vars[root].sharedLayout;
-  const std::vector<int64_t> &shape = layout.shape();
-  bool ok = dim >= 0 && dim < int(shape.size()) && shape[size_t(dim)] % width == 0;
-  int64_t total = 1;
-  for (int64_t n : shape)
-    total *= n;
-  std::vector<int64_t> x(shape.size(), 0);
-  for (int64_t e = 0; e < total && ok; ++e) {
-    int64_t rest = e;
-    for (size_t d = shape.size(); d-- > 0;) {
-      x[d] = rest % shape[d];
-      rest /= shape[d];
-    }
-    if (x[size_t(dim)] % width != 0)
-      continue;
-    int64_t first = layout.offset(x.data());
-    ok = first % width == 0;
-    for (int j = 1; j < width && ok; ++j) { // x is rebuilt from e at the next element
-      ++x[size_t(dim)];
-      ok = layout.offset(x.data()) == first + j;
-    }
-  }
+  bool ok = info.vars[root].sharedLayout->contiguousRuns(dim, width);
   runsCache_[key] = ok;
   return ok;
 }
