@@ -331,6 +331,7 @@ bool SharedLayout::contiguousRuns(int dim, int64_t width) const {
   if (runsShown(*this, size_t(dim), width))
     return true;
   bool ok = true;
+  std::vector<int64_t> y(shape_.size());
   forEachIndex(shape_, [&](const int64_t *x) {
     if (!ok || x[dim] % width != 0)
       return;
@@ -339,7 +340,7 @@ bool SharedLayout::contiguousRuns(int dim, int64_t width) const {
       ok = false;
       return;
     }
-    std::vector<int64_t> y(x, x + shape_.size());
+    std::copy(x, x + shape_.size(), y.begin());
     for (int64_t j = 1; j < width && ok; ++j) {
       ++y[size_t(dim)];
       ok = offset(y.data()) == first + j;
