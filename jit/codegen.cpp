@@ -89,6 +89,16 @@ llvm::CallInst *Codegen::volatileAsm(llvm::Type *ret, const std::string &text,
 
 llvm::Value *Codegen::tid() { return tid_; }
 
+llvm::Value *Codegen::tidAfresh() {
+  auto *type = llvm::FunctionType::get(b.getInt32Ty(), false);
+  llvm::InlineAsm *read = llvm::InlineAsm::get(type, "mov.u32 $0, %tid.x;", "=r", true);
+  llvm::Value *fresh = b.CreateCall(read);
+  if (tid_ == blockTid_)
+    return fresh;
+  // in a thread group: minus its first thread (tid.x - tid(), computed in the prologue)
+  return b.CreateSub(fresh, b.CreateSub(blockTid_, tid_));
+}
+
 llvm::Value *Codegen::sharedBase() {
   llvm::GlobalVariable *smem = mod.getNamedGlobal("tilus_smem");
   if (!smem) {
@@ -115,12 +125,22 @@ llvm::Value *Codegen::callDevlib(const char *name, llvm::ArrayRef<llvm::Value *>
 }
 
 void Codegen::barrier() {
-  if (group_.threads == 0) {
+  if (group_.threads == 0 || (group_.threads == int64_t(info.threads) && !group_.copyIndex)) {
+    // the block, or a thread group of all its threads: the block's barrier
     callIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
     return;
   }
-  callIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {},
-                {constI32(group_.barrier), constI32(group_.threads)});
+  if (group_.copyIndex != nullptr && group_.threads == 32) {
+    // a one-warp copy of a clause lowered as one body: the warp's own barrier (bar.warp.sync
+    // orders the warp's shared-memory accesses as bar.sync does); a named barrier chosen by a
+    // register would make ptxas reserve all 16 of the block, which limits the blocks per SM
+    callIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {constI32(-1)});
+    return;
+  }
+  llvm::Value *id = constI32(group_.barrier);
+  if (group_.copyIndex != nullptr)
+    id = b.CreateAdd(id, group_.copyIndex);
+  callIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {id, constI32(group_.threads)});
 }
 
 Status Codegen::requireHopper(const Instruction &inst) {
@@ -509,7 +529,7 @@ Status Codegen::run() {
   llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx, "body", fn_);
   b.SetInsertPoint(entry_);
   allocaPoint_ = llvm::cast<llvm::Instruction>(b.CreateAlloca(b.getInt32Ty(), nullptr, "anchor"));
-  tid_ = callIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+  tid_ = blockTid_ = callIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
   b.CreateBr(body);
   b.SetInsertPoint(entry_->getTerminator());
   TILUSVM_TRY(setupParameters());

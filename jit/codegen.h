@@ -151,6 +151,9 @@ public:
                               const std::string &constraints, llvm::ArrayRef<llvm::Value *> args);
   /// The calling thread's index in the block, or inside a thread group in the group (i32).
   llvm::Value *tid();
+  /// tid() from a fresh read of %tid.x (a volatile asm, which stays in its block: LICM cannot
+  /// hoist what is computed from it) minus the thread group's first thread.
+  llvm::Value *tidAfresh();
   /// The threads that execute the current statement: the block's, or a thread group's.
   int64_t threads() const { return group_.threads != 0 ? group_.threads : int64_t(info.threads); }
   llvm::Value *sharedBase(); // the dynamic shared memory, ptr addrspace(3)
@@ -359,9 +362,16 @@ private:
   /// The thread group being lowered (lower_thread_group.cpp); threads == 0 outside groups.
   struct GroupContext {
     int64_t threads = 0;
-    int barrier = 0; // its named barrier
+    int barrier = 0; // its named barrier (the first copy's, for copies lowered as one body)
     int64_t scratchOffset = 0, scratchBytes = 0;
+    /// Copies lowered as one body: the copy index (warp-uniform, from the thread index), added
+    /// to the named barrier, and its scratch part's offset from the first copy's (the index
+    /// times the bytes one copy stages at most, known once the body is lowered). Null otherwise.
+    llvm::Value *copyIndex = nullptr;
+    llvm::Value *copyScratch = nullptr;
   };
+  /// Bytes of its scratch part that the thread group being lowered has staged into so far.
+  int64_t groupScratchUsed_ = 0;
   GroupContext group_;
   size_t groupsLowered_ = 0; // index into ProgramInfo::groupScratch
   Status lowerParallel(const Stmt &stmt);
@@ -388,6 +398,7 @@ private:
   llvm::BasicBlock *entry_ = nullptr;
   llvm::Instruction *allocaPoint_ = nullptr;
   llvm::Value *tid_ = nullptr;
+  llvm::Value *blockTid_ = nullptr; // %tid.x read in the prologue
   llvm::Value *workspace_ = nullptr;
   std::vector<llvm::Value *> tensorMaps_;       // the tensor-map parameters (generic pointers)
   std::vector<llvm::Value *> workspaceRegions_; // per instruction index (AllocateGlobal)

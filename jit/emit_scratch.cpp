@@ -6,8 +6,11 @@
 namespace tilus::jit {
 
 llvm::Value *Codegen::scratchBase() {
-  return b.CreateGEP(b.getInt8Ty(), sharedBase(),
-                     constI64(info.scratchByteOffset + group_.scratchOffset));
+  llvm::Value *base = b.CreateGEP(b.getInt8Ty(), sharedBase(),
+                                  constI64(info.scratchByteOffset + group_.scratchOffset));
+  if (group_.copyScratch != nullptr)
+    base = b.CreateGEP(b.getInt8Ty(), base, group_.copyScratch);
+  return base;
 }
 
 Codegen::ScratchSlots Codegen::scratchSlots(const LayoutMap &map, int64_t byteOffset,
@@ -37,6 +40,7 @@ void Codegen::stageToScratch(VarId v, const std::vector<llvm::Value *> &slots, i
   for (int64_t n : map.shape())
     elements *= n;
   scratchUsed_ = std::max(scratchUsed_, group_.scratchOffset + byteOffset + elements * elemBytes);
+  groupScratchUsed_ = std::max(groupScratchUsed_, byteOffset + elements * elemBytes);
   emitIf(isPrimary(map), "stage", [&] {
     ScratchSlots at = scratchSlots(map, byteOffset, elemBytes);
     for (int64_t i = 0; i < map.locals(); ++i) {

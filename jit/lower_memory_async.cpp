@@ -85,10 +85,8 @@ template <typename F> void forEachThreadItem(Codegen &cg, int64_t count, bool un
   if (!unroll) {
     // The thread index read afresh (a volatile asm stays in this block): otherwise LICM hoists
     // the rarely-run loop's per-thread start values out of the caller's loop, where they would
-    // occupy registers across every iteration.
-    auto *asmType = llvm::FunctionType::get(b.getInt32Ty(), false);
-    llvm::InlineAsm *readTid = llvm::InlineAsm::get(asmType, "mov.u32 $0, %tid.x;", "=r", true);
-    t = b.CreateZExt(b.CreateCall(readTid), b.getInt64Ty());
+    // occupy registers across every iteration. In a thread group, the group's index.
+    t = b.CreateZExt(cg.tidAfresh(), b.getInt64Ty());
   }
   rolledLoop(cg, t, threads, count, unroll, body);
 }

@@ -2760,6 +2760,85 @@ DIFF_CASE("thread groups: the copies of a clause, each with its own index and na
   runCase(c);
 }
 
+DIFF_CASE("thread groups: four copies of a clause lowered as one body, the index from the "
+          "thread index") {
+  // tests/conformance/ok_thread_group_copies_four.tasm: copy w of four consumer copies of 64
+  // threads writes its quarter of each staged tile plus (w + 1) times the quarter's maximum (a
+  // Reduce through the copy's part of the scratch area), through its own shared rows
+  Case c;
+  c.name = "thread_group_copies_four";
+  c.source = programText("../tests/conformance/ok_thread_group_copies_four.tasm");
+  c.buffers = {{"x_ptr", DataType::f32(), 2048, Fill::Moderate},
+               {"y_ptr", DataType::f32(), 2048, Fill::Zero, 0, 0.0}};
+  c.check = [](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+    const float *x = reinterpret_cast<const float *>(buffers[0].data());
+    const float *y = reinterpret_cast<const float *>(buffers[1].data());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t w = 0; w < 4; ++w) {
+        const int64_t at = i * 512 + w * 128;
+        float top = x[at];
+        for (int64_t e = 1; e < 128; ++e)
+          top = std::max(top, x[at + e]);
+        for (int64_t e = 0; e < 128; ++e) {
+          double want = double(x[at + e] + top * float(w + 1));
+          bad += std::fabs(y[at + e] - want) > 1e-4 * (1 + std::fabs(want));
+        }
+      }
+    INFO(side);
+    CHECK(bad == 0);
+  };
+  runCase(c);
+}
+
+DIFF_CASE("thread groups: partial CopyAsync tiles in copies of a clause, by the copy's threads") {
+  // C copies of one warp after a group of 32 threads: copy w copies the tile of rows [w / 2 * 2,
+  // + 2) of x (nh = 3 rows: the second copy pair's second row lies outside, zeros) into its own
+  // part of a swizzled shared tensor, in chunks that its 32 threads share out (the chunk path
+  // of partial tiles), and stores it. C = 2 lowers each copy on its own, C = 4 one body for all
+  for (const char *copies : {"2", "4"}) {
+    Case c;
+    c.name = std::string("thread_group_partial_copies") + copies;
+    c.source = R"(
+const C = 4
+def k<1>(u32* x_ptr, u32* y_ptr, i32 nh) threads=32 * (C + 1):
+    gx = ViewGlobal(x_ptr, shape=[2, 2, 4, nh, 16])
+    gy = ViewGlobal(y_ptr, shape=[C, 2, 2, 4, 2, 16])
+    s = AllocateShared(u32, shape=[C, 2, 2, 4, 2, 16], layout=swizzle(swizzle(row_major(C, 2, 2, 4, 2, 16), 2, 3, 2), 1, 4, 3))
+    parallel:
+        group(32):
+            pass
+        group(32, copies=C) as w:
+            CopyAsync(SliceShared(s, offset=[w, 0:, 0:, 0:, 0:, 0:]), gx, offset=[0:, 0:, 0:, w / 2 * 2:, 0:])
+            CopyAsyncWaitAll()
+            Synchronize()
+            v = LoadShared(s, layout=local(2, 2, 1, 2, 2).spatial(1, 1, 4, 1, 8), offset=[w, 0:, 0:, 0:, 0:, 0:])
+            StoreGlobal(v, gy, offset=[w, 0:, 0:, 0:, 0:, 0:])
+)";
+    c.defines = {{"C", copies}};
+    const int64_t nc = std::stoll(copies);
+    c.scalars = {{"nh", 3}};
+    c.buffers = {{"x_ptr", DataType::u(32), 2 * 2 * 4 * 3 * 16, Fill::Moderate},
+                 {"y_ptr", DataType::u(32), nc * 2 * 2 * 4 * 2 * 16, Fill::Zero}};
+    c.check = [nc](const char *side, const std::vector<std::vector<uint8_t>> &buffers) {
+      const uint32_t *x = reinterpret_cast<const uint32_t *>(buffers[0].data());
+      const uint32_t *y = reinterpret_cast<const uint32_t *>(buffers[1].data());
+      int64_t bad = 0;
+      for (int64_t w = 0; w < nc; ++w)
+        for (int64_t a = 0; a < 16; ++a) // the [2, 2, 4] leading index
+          for (int64_t r = 0; r < 2; ++r)
+            for (int64_t e = 0; e < 16; ++e) {
+              int64_t row = w / 2 * 2 + r;
+              uint32_t want = row < 3 ? x[(a * 3 + row) * 16 + e] : 0;
+              bad += y[((w * 16 + a) * 2 + r) * 16 + e] != want;
+            }
+      INFO(side);
+      CHECK(bad == 0);
+    };
+    runCase(c);
+  }
+}
+
 namespace {
 
 /// A cluster program of tests/cluster_program.h (C blocks per cluster, T tiles of 16 x 32 f32

@@ -57,10 +57,36 @@ TEST_CASE("thread groups: range tests, named barriers, register re-allocation on
   CHECK(counted);
 }
 
-TEST_CASE("thread groups: the copies of a clause are groups of their own, the index a constant") {
-  // a producer of 128 threads and three copies of 64: the copies are threads [128, 192),
-  // [192, 256) and [256, 320), with named barriers 2, 3 and 4; copy w stores to row w, the
-  // index a constant folded into the address (no division of the thread index by 64)
+TEST_CASE("thread groups: two copies of a clause are groups of their own, the index a constant") {
+  // a producer of 128 threads and two copies of 64: the copies are threads [128, 192) and
+  // [192, 256), with named barriers 2 and 3; copy w stores to row w, the index a constant folded
+  // into the address (no division of the thread index by 64)
+  VerifiedModule m = buildSource(R"(
+def k<1>(f32* y_ptr) threads=256:
+    gy = ViewGlobal(y_ptr, shape=[2, 64])
+    parallel:
+        group(128):
+            pass
+        group(64, copies=2) as w:
+            v = AllocateRegister(f32, layout=spatial(1, 64), init=1.0)
+            Synchronize()
+            StoreGlobal(v, gy, offset=[w:, 0:])
+)");
+  Expected<PtxKernel> k = compileFor(m, 80);
+  REQUIRE_OK(k);
+  for (int id : {2, 3})
+    CHECK(std::regex_search(
+        k->ptx, std::regex("barrier\\.sync(\\.aligned)?\\s+" + std::to_string(id) + ",\\s*64;")));
+  CHECK(!std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+4,)")));
+  CHECK(!contains(k->ptx, "div.u32"));
+  CHECK(!contains(k->ptx, "rem.u32"));
+  CHECK(occurrences(k->ptx, "st.global") == 2);
+}
+
+TEST_CASE("thread groups: three or more copies are one body, the index from the thread index") {
+  // a producer of 128 threads and three copies of 64 (threads [128, 320)): one body, whose
+  // copy index (tid - 128) / 64 picks the named barrier 2 + w and the row of the store; each
+  // copy's Reduce stages through its own part of the scratch area (64 f32 slots)
   VerifiedModule m = buildSource(R"(
 def k<1>(f32* y_ptr) threads=320:
     gy = ViewGlobal(y_ptr, shape=[3, 64])
@@ -69,17 +95,59 @@ def k<1>(f32* y_ptr) threads=320:
             pass
         group(64, copies=3) as w:
             v = AllocateRegister(f32, layout=spatial(1, 64), init=1.0)
+            r = Reduce(v, dim=1, op=sum, keepdim=True, layout=replicate(64).local(1, 1))
             Synchronize()
-            StoreGlobal(v, gy, offset=[w:, 0:])
+            StoreGlobal(Add(v, r), gy, offset=[w:, 0:])
 )");
   Expected<PtxKernel> k = compileFor(m, 80);
   REQUIRE_OK(k);
-  for (int id : {2, 3, 4})
-    CHECK(std::regex_search(
-        k->ptx, std::regex("barrier\\.sync(\\.aligned)?\\s+" + std::to_string(id) + ",\\s*64;")));
-  CHECK(!std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+5,)")));
-  CHECK(!contains(k->ptx, "div.u32"));
-  CHECK(!contains(k->ptx, "rem.u32"));
+  INFO(k->ptx);
+  // the body once: one store, one group test; the barrier's number a register
+  CHECK(occurrences(k->ptx, "st.global") == 1);
+  CHECK(std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+%r\d+,\s*64;)")));
+  CHECK(!std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+[2-9],)")));
+  // each copy's Reduce stages its 64 f32 values (256 bytes): three parts of 256 bytes, where the
+  // checker planned 512 per copy (8 bytes per element, the worst case of any element type)
+  CHECK(k->sharedBytes == 3 * 256);
+}
+
+TEST_CASE("thread groups: copies of one warp as one body synchronise with bar.warp.sync") {
+  VerifiedModule m = buildSource(R"(
+def k<1>(f32* y_ptr) threads=128:
+    gy = ViewGlobal(y_ptr, shape=[4, 32])
+    s = AllocateShared(f32, shape=[4, 32])
+    parallel:
+        group(32, copies=4) as w:
+            StoreShared(AllocateRegister(f32, layout=spatial(32), init=1.0), s, offset=[w, 0:])
+            Synchronize()
+            StoreGlobal(LoadShared(s, layout=spatial(32), offset=[w, 0:]), gy, offset=[w, 0:])
+)");
+  Expected<PtxKernel> k = compileFor(m, 80);
+  REQUIRE_OK(k);
+  INFO(k->ptx);
+  CHECK(contains(k->ptx, "bar.warp.sync"));
+  CHECK(!std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+%r)")));
+}
+
+TEST_CASE("thread groups: one group of the whole block is the block") {
+  // no thread test, and Synchronize() is the block's barrier 0 (no named barrier 1): the
+  // threads read what others wrote (row-major written, column-major read)
+  VerifiedModule m = buildSource(R"(
+def k<1>(f32* y_ptr) threads=64:
+    gy = ViewGlobal(y_ptr, shape=[2, 32])
+    s = AllocateShared(f32, shape=[2, 32])
+    parallel:
+        group(64):
+            StoreShared(Iota(layout=spatial(2, 32), dim=1, dtype=f32), s)
+            Synchronize()
+            StoreGlobal(LoadShared(s, layout=column_spatial(2, 32)), gy)
+)");
+  Expected<PtxKernel> k = compileFor(m, 80);
+  REQUIRE_OK(k);
+  INFO(k->ptx);
+  CHECK(!std::regex_search(k->ptx, std::regex(R"(barrier\.sync(\.aligned)?\s+1,)")));
+  CHECK(!contains(k->ptx, "setp.lt.u32"));          // no test of the thread index
+  CHECK(occurrences(k->ptx, "bar.sync \t0;") == 3); // before, inside and after the group
 }
 
 TEST_CASE("thread groups: ptxas accepts the sm_90a kernel" * needsPtxas()) {
