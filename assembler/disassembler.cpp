@@ -34,6 +34,9 @@ private:
     return printExpr(p_, id, minPrec);
   }
   void body(const std::vector<Stmt> &stmts, int indent, std::string &out) const;
+  /// The body of a scope (the program's, a thread group's): an update of a variable at its top
+  /// is printed inside `if True:` (topLevelUpdate).
+  void scopeBody(const std::vector<Stmt> &stmts, int indent, std::string &out) const;
   void stmt(const Stmt &s, int indent, std::string &out) const;
   void ifChain(const Stmt &s, int indent, const char *keyword, std::string &out) const;
   std::string rangeArgs(const Stmt &s) const;
@@ -43,8 +46,8 @@ private:
     return id < p_.exprs.size() && p_.exprs[id].op == ExprOp::Const && p_.exprs[id].bits == bits;
   }
 
-  /// Whether statement `s` at the top of the body updates a variable defined before it. The
-  /// assembler reads `x = ...` at the top of a body as a new variable that shadows `x`, and
+  /// Whether statement `s` at the top of a scope's body updates a variable defined before it.
+  /// The assembler reads `x = ...` at the top of a body as a new variable that shadows `x`, and
   /// inside an `if` or a loop as an update of `x`; a constant `if` folded away by the assembler
   /// leaves such an update at the top, which is therefore printed inside `if True:`.
   bool topLevelUpdate(const Stmt &s) const;
@@ -120,17 +123,23 @@ void Printer::program(std::string &out) const {
   for (VarId v : p_.params)
     if (v < defined_.size())
       defined_[v] = true;
-  for (const Stmt &s : p_.body) {
+  scopeBody(p_.body, 1, out);
+}
+
+void Printer::scopeBody(const std::vector<Stmt> &stmts, int indent, std::string &out) const {
+  if (stmts.empty()) {
+    out += std::string(size_t(indent) * 4, ' ') + "pass\n";
+    return;
+  }
+  for (const Stmt &s : stmts) {
     if (topLevelUpdate(s)) {
-      out += "    if True:\n";
-      stmt(s, 2, out);
+      out += std::string(size_t(indent) * 4, ' ') + "if True:\n";
+      stmt(s, indent + 1, out);
     } else {
-      stmt(s, 1, out);
+      stmt(s, indent, out);
     }
     define(s);
   }
-  if (p_.body.empty())
-    out += "    pass\n";
 }
 
 void Printer::body(const std::vector<Stmt> &stmts, int indent, std::string &out) const {
@@ -186,7 +195,8 @@ void Printer::stmt(const Stmt &s, int indent, std::string &out) const {
            (s.regs != 0 ? ", regs=" + std::to_string(s.regs) : "") +
            (s.copies != 1 ? ", copies=" + std::to_string(s.copies) : "") + ")" +
            (s.var != kNoId ? " as " + name(s.var) : "") + ":\n";
-    body(s.body, indent + 1, out);
+    define(s);                          // the copy index
+    scopeBody(s.body, indent + 1, out); // a group's body is a scope of its own, as the program's
     return;
   }
 }

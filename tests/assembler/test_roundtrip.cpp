@@ -464,6 +464,27 @@ TEST_CASE("constant printing covers every data type and edge value") {
 
 } // namespace
 
+TEST_CASE("updates left at the top of a thread group's body by a folded constant if round-trip") {
+  // a group's body is a scope of its own: the update of `a` that `if FLAG == 1:` leaves at its
+  // top is printed inside `if True:`, so it re-assembles as an update, not a new variable
+  const char *src = R"(
+const FLAG = 1
+def k<1>(f32* x_ptr) threads=64:
+    g = ViewGlobal(x_ptr, shape=[2, 32])
+    parallel:
+        group(32, copies=2) as w:
+            a = AllocateRegister(f32, layout=spatial(1, 32), init=1.0)
+            if FLAG == 1:
+                a = Add(a, a)
+            StoreGlobal(a, g, offset=[w:, 0:])
+)";
+  checkRoundTrip(src);
+  auto m = asmText(src);
+  REQUIRE_OK(m);
+  std::string printed = disassemble(*m);
+  CHECK(printed.find("            if True:\n                a = Add(a, a)\n") != std::string::npos);
+}
+
 TEST_CASE("parallel statements and their groups round-trip") {
   std::string text = readSourceFile("tests/conformance/ok_thread_groups.tasm");
   checkRoundTrip(text);
