@@ -178,7 +178,9 @@ int emitMode(const Options &o, const VerifiedModule &verified) {
       Expected<PtxKernel> k = compileToPtx(verified, p, jo);
       if (!k)
         return reportJit(k.status(), o, verified);
-      body = k->ptx;
+      // what a launch needs besides the PTX: the block's threads and its dynamic shared memory
+      body = "// " + std::to_string(verified.programs[p].threads) + " threads, " +
+             std::to_string(k->sharedBytes) + " bytes of dynamic shared memory\n" + k->ptx;
     } else {
       Expected<std::string> ir = compileToLlvmIr(verified, p, jo);
       if (!ir)

@@ -175,6 +175,10 @@ with tempfile.TemporaryDirectory() as tmp:
     check(out.startswith("// program vector_add") and ".entry vector_add" in out,
           "--emit ptx names the program and holds its entry")
     check(".target sm_90a" in out, "--emit ptx targets sm_90a by default")
+    # the launch's block and dynamic shared memory beside the code (vector_add: 128 threads, no
+    # shared memory)
+    check(out.splitlines()[1] == "// 128 threads, 0 bytes of dynamic shared memory",
+          f"--emit ptx gives the block's threads and shared memory: {out.splitlines()[1]}")
     # unspecialised: a run-time alignment test (address & 7) guards each 8-byte vector access
     check(sum("and.b64" in l and l.rstrip().endswith("7;") for l in out.splitlines()) > 0,
           "unspecialised PTX tests the alignment at run time")
