@@ -2100,6 +2100,14 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
     runCase(decodeCase(std::string("decode_paged_") + at + "_" + kt, sh, {}, Fill::Moderate,
                        {"seq_lens", i32, 4, Fill::Positive}, 1));
   }
+  {
+    // an 8-bit float cache in blocks of eight warps with 32 splits per (b, kv head) (40 pages of
+    // 16: 40 stages): four blocks per pair combine their warps in shared memory, then the last
+    // of them the four block partials from the workspace; 600, 333, 1 and 16 keys
+    DecodeShape sh{"f16", "f8e4m3", 128, 16, 4, 8, 1, 160, 40, 0.088f, 0.5f, 0.25f};
+    runCase(decodeCase("decode_paged_f8e4m3_warps8_splits32", sh, {}, Fill::Moderate,
+                       {"seq_lens", i32, 4, Fill::Given, 0, 0, {600, 333, 1, 16}}, 2));
+  }
   for (const char *kt : {"f16", "u4"}) {
     // the sequence split over SPLITS = 4 blocks per (b, kv head): 200 keys (13 pages, split
     // 4 + 4 + 4 + 1), 77 (2 + 2 + 1 + 0), 1 and 16 (one page, three empty splits); block_table

@@ -342,9 +342,25 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   CHECK(constant({{"KT", "f4e2m1"}}, "PW") == 2);
   CHECK(constant({{"KT", "u8"}}, "PW") == 1);
   CHECK(constant({{"KT", "u4"}, {"HD", "80"}}, "PW") == 1);
-  // splits combined per step: four, two above HD 128
+  // block partials combined per step by the last block of a pair: four, two above HD 128
   CHECK(constant({{"KT", "u4"}}, "CQ") == 4);
   CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "CQ") == 2);
+  // warps per block: eight for 8-bit float caches where their stages and planned scratch fit in
+  // 224 KiB, else one
+  CHECK(constant({{"KT", "f8e4m3"}}, "WARPS") == 8);
+  CHECK(constant({{"KT", "f8e5m2"}, {"HD", "64"}}, "WARPS") == 8);
+  CHECK(constant({{"KT", "f8e4m3"}, {"HD", "256"}}, "WARPS") == 1);
+  CHECK(constant({{"KT", "u4"}, {"HD", "64"}}, "WARPS") == 1);
+  CHECK(constant({{"KT", "i4"}}, "WARPS") == 1);
+  CHECK(constant({{"KT", "u8"}}, "WARPS") == 1);
+  CHECK(constant({{"KT", "f16"}}, "WARPS") == 1);
+  // a warp's partial o^T in its first K stages where they hold it exactly, else a buffer
+  CHECK(constant({{"KT", "f8e4m3"}}, "NPS") == 2);
+  CHECK(constant({{"KT", "f16"}}, "NPS") == 1);
+  CHECK(constant({{"KT", "u4"}}, "NPS") == 1);
+  CHECK(constant({{"KT", "u4"}}, "PO") == 0);
+  CHECK(constant({{"KT", "i5"}}, "PO") == 1);
+  CHECK(constant({{"KT", "u6"}}, "PO") == 1);
   // the stages swizzled where rows are 16 words (64 bytes): 4-bit codes at HD 128, 8-bit at 64
   CHECK(constant({{"KT", "u4"}}, "SWZ") == 2);
   CHECK(constant({{"KT", "f4e2m1"}}, "SWZ") == 2);
@@ -419,6 +435,26 @@ TEST_CASE("decode_paged.tasm: the sequence split over blocks (SPLITS), empty spl
   checkDecode(false, intType("u4", false, 4), 64, 16, {2, 10, 2, 40, 20, {300, 100}}, 26,
               {{"SPLITS", "3"}}, 2, -100.0f, 0.5);
   checkDecode(false, f16, 64, 16, {2, 10, 2, 40, 20, {300, 100}}, 27, {{"SPLITS", "6"}});
+  // blocks of eight warps (f8e4m3 at HD 128): 32 splits of each of the 2 x 2 pairs (max_pages
+  // 40: 40 stages of 16 keys), so four blocks per pair, whose partials the last of them combines
+  // from the workspace (one step of four); sequences of 600 keys, 1 and 333 (empty splits, and
+  // blocks whose eight warps have no keys)
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {2, 4, 2, 90, 40, {600, 333}}, 40, {}, 2);
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {3, 8, 1, 90, 40, {1, 600, 333}}, 41, {},
+              2);
+  // eight-warp blocks holding several pairs: BLOCKS 16 over 8 pairs, two splits each, four pairs
+  // per block (the last block of the 12 pairs of the second case half empty: no stores)
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {2, 16, 4, 40, 20, {300, 17}}, 42,
+              {{"BLOCKS", "16"}}, 2);
+  checkDecode(false, floatType("f8e4m3", 4, 3), 128, 16, {3, 8, 4, 60, 20, {300, 1, 40}}, 43,
+              {{"BLOCKS", "24"}}, 2);
+  // eight-warp blocks of a cache whose partials go through a buffer of their own (i5 at HD 64:
+  // PO = 1): 16 splits of each of 2 x 2 pairs (20 stages of 32 keys), two blocks per pair
+  checkDecode(false, intType("i5", true, 5), 64, 16, {2, 8, 2, 90, 40, {600, 17}}, 45,
+              {{"WARPS", "8"}}, 2);
+  // blocks of two warps of 16-bit caches (WARPS 2; the default is one): 7 splits become 6
+  checkDecode(true, f16, 128, 16, {2, 8, 2, 40, 20, {300, 17}}, 44,
+              {{"SPLITS", "7"}, {"WARPS", "2"}}, 2);
   // SPLITS 1: the program without workspace
   checkDecode(false, f16, 64, 16, {2, 8, 1, 12, 6, {1, 77}}, 16, {{"SPLITS", "1"}});
   checkDecode(false, intType("i8", true, 8), 128, 16, {1, 8, 8, 6, 6, {90}}, 17, {{"SPLITS", "1"}});
