@@ -31,14 +31,21 @@ Status issueBoxes(Codegen &cg, const Instruction &inst, const ProgramInfo &info,
   llvm::Value *shared = cg.sharedOriginAddress32(inst.arg(ArgName::s).var);
   llvm::Value *bar = load ? cg.sharedOriginAddress32(inst.arg(ArgName::bar).var) : nullptr;
   llvm::Value *map = cg.tensorMap(plan.tensorMap);
-  // coordinates, outermost first: every offset entry (fixed or slice), 0 without offset=
-  const size_t rank = info.tensorMaps[plan.tensorMap].box.size();
+  // coordinates, outermost first: every offset entry (fixed or slice), 0 without offset=; a
+  // tensor-map dimension that merges view dimensions takes its first one's entry times the
+  // extents of the others (whose entries are 0)
+  const TensorMapSpec &spec = info.tensorMaps[plan.tensorMap];
+  const size_t rank = spec.box.size();
   std::vector<llvm::Value *> coords;
   const Argument &offset = inst.arg(ArgName::offset);
-  for (size_t d = 0; d < rank; ++d)
-    coords.push_back(offset.present
+  for (size_t i = 0, d = 0; i < rank; d += spec.groups[i++]) {
+    llvm::Value *c = offset.present
                          ? b.CreateTrunc(cg.exprI64(offset.offsets[d].expr), b.getInt32Ty())
-                         : cg.constI32(0));
+                         : cg.constI32(0);
+    if (spec.scales[i] != 1)
+      c = b.CreateMul(c, cg.constI32(int32_t(spec.scales[i])));
+    coords.push_back(c);
+  }
   // operands: $0 shared address, $1 tensor map, ($2 mbarrier), then the coordinates, then the
   // multicast mask
   const size_t first = load ? 3 : 2;

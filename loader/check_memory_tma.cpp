@@ -6,7 +6,9 @@
 // The global tensor must be something the runtime can describe with a tensor map before the launch:
 // a ViewGlobal of a pointer parameter with a shape (and strides) over parameters and constants, an
 // innermost stride of 1, rank 1 to 5, elements of 8 to 64 bits. The box is the tile's shape with
-// a 1 at each fixed offset entry (extents up to 256).
+// a 1 at each fixed offset entry (extents up to 256). A view of higher rank is accepted when
+// merging each inner dimension that the tile covers whole from 0 into the one outside it
+// (mergeTensorMapDims) leaves at most 5: the tensor map then has the merged dimensions.
 //
 // The shared tile's layout must be what the hardware writes (or reads, for a store): a box lands
 // densely and row-major at its start address B, element x at swz(B + rowmajor(box)(x) * bytes), swz
@@ -53,9 +55,8 @@ bool ProgramChecker::checkTensorMapView(const Instruction &inst, const VarType &
   const Argument *shape = optionalArg(view, ArgName::shape);
   if (!shape)
     return fail(ErrorCode::Tma, name + ": its ViewGlobal has no shape=, which a tensor map needs");
-  if (g.rank < 1 || g.rank > kMaxTmaRank)
-    return fail(ErrorCode::Tma, name + ": rank " + std::to_string(g.rank) +
-                                    " outside [1, 5], the ranks of a tensor map");
+  if (g.rank < 1)
+    return fail(ErrorCode::Tma, name + ": rank 0; a tensor map has 1 to 5 dimensions");
   auto paramsOnly = [&](const std::vector<ExprId> &exprs, const char *what) {
     for (size_t d = 0; d < exprs.size(); ++d)
       if (!exprFacts_[exprs[d]].paramsOnly)
@@ -81,6 +82,66 @@ bool ProgramChecker::checkTensorMapView(const Instruction &inst, const VarType &
                                     std::to_string(bits) +
                                     " bits); a tensor map's elements are 8, 16, 32 or 64 bits "
                                     "wide (view sub-byte data as u8)");
+  return true;
+}
+
+bool ProgramChecker::mergeTensorMapDims(const Instruction &inst, uint32_t viewIndex,
+                                        const std::vector<int64_t> &box,
+                                        std::vector<uint32_t> &groups,
+                                        std::vector<int64_t> &scales) {
+  const Instruction &view = prog_.instructions[viewIndex];
+  const std::vector<ExprId> &shape = view.arg(ArgName::shape).exprs;
+  const Argument *strides = optionalArg(view, ArgName::strides);
+  const Argument *offset = optionalArg(inst, ArgName::offset);
+  const size_t r = shape.size();
+  groups.assign(r, 1);
+  scales.assign(r, 1);
+  if (r <= kMaxTmaRank)
+    return true;
+  // dimension d (neither the outermost nor the innermost) joins the one outside it when the tile
+  // covers it whole from 0 (a constant extent, a slice entry starting at the constant 0) and the
+  // strides nest (the view's default strides, or constants with stride[d - 1] = extent[d] *
+  // stride[d]): the joined coordinate is then out of range exactly when the outer one is
+  std::vector<bool> joins(r, false);
+  std::string apart; // the inner dimensions that stay apart, for the message
+  for (size_t d = 1; d + 1 < r; ++d) {
+    std::optional<int64_t> extent = constValue(shape[d]);
+    bool whole = extent && box[d] == *extent &&
+                 (!offset || offset->offsets.empty() ||
+                  (offset->offsets[d].slice && constValue(offset->offsets[d].expr) == 0));
+    bool nest = true;
+    if (strides) {
+      std::optional<int64_t> outer = constValue(strides->exprs[d - 1]);
+      std::optional<int64_t> inner = constValue(strides->exprs[d]);
+      nest = extent && outer && inner && *outer == *extent * *inner;
+    }
+    joins[d] = whole && nest;
+    if (!joins[d])
+      apart += (apart.empty() ? "" : ", ") + std::to_string(d);
+  }
+  std::vector<uint32_t> merged;
+  std::vector<int64_t> factors;
+  for (size_t d = 0; d < r; ++d) {
+    if (joins[d]) {
+      merged.back() += 1;
+      factors.back() *= *constValue(shape[d]);
+    } else {
+      merged.push_back(1);
+      factors.push_back(1);
+    }
+  }
+  if (merged.size() > kMaxTmaRank)
+    return fail(ErrorCode::Tma,
+                std::string(inst.spec().name) + " from " + varName(inst.arg(ArgName::g).var) +
+                    ": rank " + std::to_string(r) + ", and " + std::to_string(merged.size()) +
+                    " after merging the dimensions the tile covers whole; a tensor map has 1 to "
+                    "5 (dimensions " +
+                    apart +
+                    " stay apart: an inner dimension merges into the one outside it only where "
+                    "the tile covers it whole from 0, its extent a constant, and its stride "
+                    "nests in that dimension's)");
+  groups = std::move(merged);
+  scales = std::move(factors);
   return true;
 }
 
@@ -129,6 +190,22 @@ bool ProgramChecker::planTma(const Instruction &inst) {
       return fail(ErrorCode::Tma, std::string(op) + " box " + shapeString(box) + ": extent " +
                                       std::to_string(box[d]) + " of dimension " +
                                       std::to_string(d) + " exceeds 256");
+  // the tensor map's dimensions: the view's, or above rank 5 groups of them
+  std::vector<uint32_t> groups;
+  std::vector<int64_t> scales;
+  if (!mergeTensorMapDims(inst, viewIndex, box, groups, scales))
+    return false;
+  std::vector<int64_t> groupBox;
+  for (size_t i = 0, d = 0; i < groups.size(); d += groups[i++]) {
+    int64_t extent = box[d] * scales[i];
+    if (extent > kMaxBoxExtent)
+      return fail(ErrorCode::Tma, std::string(op) + " box " + shapeString(box) + ": dimensions " +
+                                      std::to_string(d) + " to " +
+                                      std::to_string(d + groups[i] - 1) +
+                                      ", merged into one of the tensor map's, span " +
+                                      std::to_string(extent) + " elements, more than 256");
+    groupBox.push_back(extent);
+  }
   // the shared layout: the first decomposition that gives every element its address
   SharedViewAddresses view;
   std::string why;
@@ -218,14 +295,14 @@ bool ProgramChecker::planTma(const Instruction &inst) {
       continue;
     }
     // the tensor map: one per (view, box, swizzle)
-    std::vector<int64_t> mapBox = box;
+    std::vector<int64_t> mapBox = groupBox;
     mapBox.back() = mode.width;
     int swizzleBytes = mode.bits ? 16 << mode.bits : 0;
     size_t mapIndex = 0;
     for (; mapIndex < info_.tensorMaps.size(); ++mapIndex) {
       const TensorMapSpec &m = info_.tensorMaps[mapIndex];
       if (m.view == viewIndex && m.box == mapBox && m.swizzleBytes == swizzleBytes &&
-          m.dtype == g.dtype)
+          m.dtype == g.dtype && m.groups == groups)
         break;
     }
     if (mapIndex == info_.tensorMaps.size()) {
@@ -235,6 +312,8 @@ bool ProgramChecker::planTma(const Instruction &inst) {
       m.dtype = g.dtype;
       m.box = mapBox;
       m.swizzleBytes = swizzleBytes;
+      m.groups = groups;
+      m.scales = scales;
       info_.tensorMaps.push_back(std::move(m));
     }
     plan.tensorMap = uint32_t(mapIndex);

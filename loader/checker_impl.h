@@ -290,6 +290,12 @@ private:
   /// TmaLoad / TmaStore of s and g (argument types already checked): the tensor map and the
   /// boxes (ProgramInfo::tensorMaps, ProgramInfo::tma); false after reporting.
   bool planTma(const Instruction &inst);
+  /// The tensor-map dimensions of TmaLoad / TmaStore `inst` from view `viewIndex` with `box`
+  /// (per view dimension): for each, the view dimensions it covers and the factor of its first
+  /// one's coordinate (TensorMapSpec::groups, scales); false after reporting a rank above 5.
+  bool mergeTensorMapDims(const Instruction &inst, uint32_t viewIndex,
+                          const std::vector<int64_t> &box, std::vector<uint32_t> &groups,
+                          std::vector<int64_t> &scales);
   /// cluster= in range and dividing a constant grid x extent (check_cluster.cpp).
   void checkClusterHeader();
   std::optional<int64_t> clusterForOperands() const;

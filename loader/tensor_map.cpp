@@ -29,7 +29,7 @@ Expected<TensorMapGeometry> tensorMapGeometry(const Program &program, const Tens
   const Argument &stridesArg = view.arg(ArgName::strides);
   const size_t r = shape.size();
   TensorMapGeometry g;
-  g.rank = uint32_t(r);
+  g.rank = uint32_t(spec.box.size());
   g.elementBytes = uint32_t(spec.dtype.storageBits() / 8);
   g.swizzleBytes = uint32_t(spec.swizzleBytes);
   g.address = values(spec.pointer);
@@ -52,18 +52,35 @@ Expected<TensorMapGeometry> tensorMapGeometry(const Program &program, const Tens
       s *= extents[d];
     }
   }
-  for (size_t d = 0; d + 1 < r; ++d) {
-    __int128 bytes = __int128(strides[d]) * g.elementBytes;
+  // the tensor map's dimensions: groups of the view's (checker: mergeTensorMapDims), each with
+  // the product of their extents and the stride of its innermost one
+  std::vector<int64_t> mapExtents, mapStrides, mapFirst; // mapFirst: the dimension whose stride
+  for (size_t i = 0, d = 0; i < spec.groups.size(); d += spec.groups[i++]) {
+    __int128 extent = 1;
+    for (size_t k = d; k < d + spec.groups[i]; ++k)
+      extent *= extents[k];
+    if (extent > (__int128(1) << 32))
+      return error("dimensions " + std::to_string(d) + " to " +
+                   std::to_string(d + spec.groups[i] - 1) +
+                   ", merged into one of the tensor "
+                   "map's, span more than 2^32 elements");
+    mapExtents.push_back(int64_t(extent));
+    mapStrides.push_back(strides[d + spec.groups[i] - 1]);
+    mapFirst.push_back(int64_t(d + spec.groups[i] - 1));
+  }
+  const size_t mr = mapExtents.size();
+  for (size_t i = 0; i + 1 < mr; ++i) {
+    __int128 bytes = __int128(mapStrides[i]) * g.elementBytes;
     if (bytes <= 0 || bytes % 16 != 0 || bytes >= (__int128(1) << 40))
-      return error("the stride of dimension " + std::to_string(d) + " (" +
-                   std::to_string(strides[d]) + " elements of " + spec.dtype.name() +
+      return error("the stride of dimension " + std::to_string(mapFirst[i]) + " (" +
+                   std::to_string(mapStrides[i]) + " elements of " + spec.dtype.name() +
                    ") is not a positive multiple of 16 bytes below 2^40");
   }
-  for (size_t d = 0; d < r; ++d) {
-    size_t inner = r - 1 - d;
-    g.dims[inner] = uint64_t(extents[d]);
-    g.strideBytes[inner] = uint64_t(strides[d]) * g.elementBytes;
-    g.box[inner] = uint32_t(spec.box[d]);
+  for (size_t i = 0; i < mr; ++i) {
+    size_t inner = mr - 1 - i;
+    g.dims[inner] = uint64_t(mapExtents[i]);
+    g.strideBytes[inner] = uint64_t(mapStrides[i]) * g.elementBytes;
+    g.box[inner] = uint32_t(spec.box[i]);
   }
   return g;
 }

@@ -84,8 +84,14 @@ struct TensorMapSpec {
   uint32_t view = kNoId;    // the ViewGlobal instruction (index into Program::instructions)
   VarId pointer = kNoId;    // its pointer parameter
   DataType dtype;           // the view's element type (8, 16, 32 or 64 bits)
-  std::vector<int64_t> box; // extents in [1, 256], outermost first
+  std::vector<int64_t> box; // per tensor-map dimension, outermost first: extents in [1, 256]
   int swizzleBytes = 0;
+  /// Per tensor-map dimension, outermost first: how many consecutive dimensions of the view it
+  /// covers (1 unless a view of rank above 5 had dimensions merged: docs/isa.md, "Tensor-memory-
+  /// accelerator loads"), and the factor its first view dimension's coordinate is scaled by (the
+  /// product of the constant extents of the others, which the tile covers whole from 0).
+  std::vector<uint32_t> groups;
+  std::vector<int64_t> scales;
 };
 
 /// How one TmaLoad is issued: boxes of tensor map `tensorMap`, box `i` written at shared byte

@@ -2506,6 +2506,43 @@ def k<1>(f16* a_ptr, f16* b_ptr, f32* c_ptr, f16* oa_ptr, f16* ob_ptr, f32* oc_p
   runCase(c);
 }
 
+DIFF_CASE("TmaLoad and TmaStore: views of rank 6 and 7 whose inner dimensions merge") {
+  // a paged cache [pages, 2, 1, 2, 4, heads, 16] (a tensor map of rank 4: dimensions 2 to 4
+  // merge into 1, whose coordinate is scaled by 8); pages before the first and past the last, a
+  // head past the last and halves 0 and 1; then a stage stored into a view of rank 6
+  Case c;
+  c.name = "tma_merged_dims";
+  c.source = R"(
+def k<4, 1>(u32* c_ptr, u32* o_ptr, u32* d_ptr, i32 pages, i32 heads) threads=32:
+    x, y = BlockIndices()
+    gc = ViewGlobal(c_ptr, shape=[pages, 2, 1, 2, 4, heads, 16])
+    go = ViewGlobal(o_ptr, shape=[4, 4, 1, 2, 4, 16])
+    gd = ViewGlobal(d_ptr, shape=[4, 2, 2, 4, 2, 16])
+    s = AllocateShared(u32, shape=[4, 1, 2, 4, 16])
+    bars = AllocateShared(u64, shape=[4])
+    for i in range(4):
+        MbarrierInit(SliceShared(bars, offset=[i]), count=1)
+    Synchronize()
+    for i in range(4):
+        bar = SliceShared(bars, offset=[i])
+        MbarrierArrive(bar, tx=512)
+        TmaLoad(SliceShared(s, offset=[i, 0:, 0:, 0:, 0:]), gc, bar=bar, offset=[x * 2 + i - 2, i % 2, 0:, 0:, 0:, (x + i) % (heads + 1), 0:])
+    for i in range(4):
+        MbarrierWait(SliceShared(bars, offset=[i]), parity=0)
+    StoreGlobal(LoadShared(s, layout=local(4, 1, 2, 1, 1).spatial(1, 1, 1, 4, 8).local(1, 1, 1, 1, 2)), go, offset=[x, 0:, 0:, 0:, 0:, 0:])
+    FenceProxyAsync()
+    Synchronize()
+    TmaStore(SliceShared(s, offset=[x % 4, 0, 0:, 0:, 0:]), gd, offset=[x, 1, 0:, 0:, x % 2, 0:])
+    TmaStoreCommitGroup()
+    TmaStoreWaitGroup(0)
+)";
+  c.scalars = {{"pages", 5}, {"heads", 3}};
+  c.buffers = {{"c_ptr", DataType::u(32), 5 * 2 * 8 * 3 * 16, Fill::Moderate},
+               {"o_ptr", DataType::u(32), 4 * 4 * 8 * 16, Fill::Zero, 0, 0},
+               {"d_ptr", DataType::u(32), 4 * 2 * 8 * 2 * 16, Fill::Moderate}};
+  runCase(c);
+}
+
 DIFF_CASE("TmaStore: a paneled and a plain tile stored with ragged edges") {
   // out is prefilled; the stores leave every element outside the view and the tiles alone
   Case c;

@@ -3,6 +3,7 @@
 // error when the target is sm_80.
 #include "cluster_program.h"
 #include "jit/jit_test_util.h"
+#include "loader/tensor_map.h"
 
 using namespace tilus;
 using namespace tilus::testing;
@@ -393,6 +394,65 @@ TEST_CASE("TmaLoad: one cp.async.bulk.tensor per box by thread 0, tensor maps as
     ++copies;
   CHECK(copies == 3);
   CHECK(contains(k->ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile"));
+  checkPtxasAccepts(k->ptx, 90);
+}
+
+TEST_CASE("TmaLoad from views of rank 6 and 7: merged tensor-map dimensions, their geometry "
+          "and PTX" *
+          needsPtxas()) {
+  // tests/conformance/ok_tma_merged_dims.tasm: a paged cache [pages, 2, 1, 2, 4, heads, 16]
+  // read at (page, half 1, head) and a [2, 1, 2, 2, 2, 8] view read whole
+  VerifiedModule m = buildSource(R"(
+def k<1>(u32* c_ptr, u32* d_ptr, i32 pages, i32 heads, i32 p, i32 h) threads=32:
+    gc = ViewGlobal(c_ptr, shape=[pages, 2, 1, 2, 4, heads, 16])
+    gd = ViewGlobal(d_ptr, shape=[2, 1, 2, 2, 2, 8])
+    sc = AllocateShared(u32, shape=[1, 2, 4, 16])
+    sd = AllocateShared(u32, shape=[2, 1, 2, 2, 2, 8])
+    bar = AllocateShared(u64, shape=[1])
+    MbarrierInit(bar, count=1)
+    Synchronize()
+    MbarrierArrive(bar, tx=512 + 1024)
+    TmaLoad(sc, gc, bar=bar, offset=[p, 1, 0:, 0:, 0:, h, 0:])
+    TmaLoad(sd, gd, bar=bar)
+    MbarrierWait(bar, parity=0)
+)");
+  const ProgramInfo &info = m.programs[0];
+  REQUIRE(info.tensorMaps.size() == 2);
+  // dimensions 2 to 4 merge into 1 (coordinate x 8); the fixed page and head stay apart
+  CHECK(info.tensorMaps[0].groups == std::vector<uint32_t>{1, 4, 1, 1});
+  CHECK(info.tensorMaps[0].scales == std::vector<int64_t>{1, 8, 1, 1});
+  CHECK(info.tensorMaps[0].box == std::vector<int64_t>{1, 8, 1, 16});
+  // every inner dimension is whole: one dimension of 2 x 8 rows, then the rows
+  CHECK(info.tensorMaps[1].groups == std::vector<uint32_t>{5, 1});
+  CHECK(info.tensorMaps[1].scales == std::vector<int64_t>{8, 1});
+  CHECK(info.tensorMaps[1].box == std::vector<int64_t>{16, 8});
+  // the geometry at pages = 10, heads = 3 (innermost first): the merged dimension spans 16
+  // slots, its stride is the slot's (3 heads x 16 words)
+  const Program &prog = m.module.programs[0];
+  auto values = [&](VarId v) -> uint64_t {
+    const std::string &name = prog.var(v).name;
+    return name == "pages" ? 10 : name == "heads" ? 3 : name == "c_ptr" ? 4096 : 8192;
+  };
+  Expected<TensorMapGeometry> g = tensorMapGeometry(prog, info.tensorMaps[0], values);
+  REQUIRE_OK(g);
+  CHECK(g->rank == 4);
+  CHECK(g->dims[0] == 16);
+  CHECK(g->dims[1] == 3);
+  CHECK(g->dims[2] == 16);
+  CHECK(g->dims[3] == 10);
+  CHECK(g->strideBytes[1] == 16 * 4);
+  CHECK(g->strideBytes[2] == 3 * 16 * 4);
+  CHECK(g->strideBytes[3] == 16 * 3 * 16 * 4);
+  CHECK(g->box[2] == 8);
+  Expected<TensorMapGeometry> gd = tensorMapGeometry(prog, info.tensorMaps[1], values);
+  REQUIRE_OK(gd);
+  CHECK(gd->rank == 2);
+  CHECK(gd->dims[1] == 16);
+  CHECK(gd->strideBytes[1] == 8 * 4);
+  Expected<PtxKernel> k = compileFor(m, 90);
+  REQUIRE_OK(k);
+  CHECK(contains(k->ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.tile"));
+  CHECK(contains(k->ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile"));
   checkPtxasAccepts(k->ptx, 90);
 }
 

@@ -152,6 +152,45 @@ def k<1>(f32* a_ptr, f32* out_ptr, i32 planes, i32 rows, i32 p, i32 r0) threads=
   }
 }
 
+TEST_CASE("TmaLoad: a view of rank 6 whose inner dimensions merge, pages out of range read "
+          "zeros") {
+  // a paged cache [pages, 2 halves, 2, 4 slots, heads, 4 words]: the tile of (page p, half q,
+  // head h) is its 2 x 4 slots x 4 words; dimensions 2 and 3 merge into the half, so the tensor
+  // map has rank 4 with the half's coordinate times 8
+  const char *src = R"(
+def k<1>(f32* c_ptr, f32* out_ptr, i32 pages, i32 heads, i32 p, i32 q, i32 h) threads=32:
+    gc = ViewGlobal(c_ptr, shape=[pages, 2, 2, 4, heads, 4])
+    s = AllocateShared(f32, shape=[2, 4, 4])
+    bar = AllocateShared(u64, shape=[1])
+    MbarrierInit(bar, count=1)
+    Synchronize()
+    MbarrierArrive(bar, tx=128)
+    TmaLoad(s, gc, bar=bar, offset=[p, q, 0:, 0:, h, 0:])
+    MbarrierWait(bar, parity=0)
+    StoreGlobal(LoadShared(s, layout=local(2, 1, 1).spatial(1, 4, 1).spatial(1, 1, 4).local(1, 1, 1).replicate(2)), ViewGlobal(out_ptr, shape=[2, 4, 4]))
+)";
+  const int pages = 3, heads = 3;
+  std::vector<float> c(size_t(pages * 2 * 8 * heads * 4));
+  for (size_t i = 0; i < c.size(); ++i)
+    c[i] = float(i) + 0.5f;
+  for (auto [p, q, h] :
+       {std::tuple{1, 1, 2}, std::tuple{2, 0, 0}, std::tuple{3, 0, 1}, std::tuple{-1, 1, 1},
+        std::tuple{0, 2, 1}, std::tuple{0, -1, 0}, std::tuple{1, 0, 3}}) {
+    CAPTURE(p);
+    CAPTURE(q);
+    CAPTURE(h);
+    std::vector<float> out(32, -1.0f);
+    CHECK_OK(run(build(src), {bufferArg(c), bufferArg(out), i32Arg(pages), i32Arg(heads), i32Arg(p),
+                              i32Arg(q), i32Arg(h)}));
+    bool inside = p >= 0 && p < pages && q >= 0 && q < 2 && h >= 0 && h < heads;
+    for (int slot = 0; slot < 8; ++slot)
+      for (int w = 0; w < 4; ++w) {
+        float want = inside ? c[size_t((((p * 2 + q) * 8 + slot) * heads + h) * 4 + w)] : 0.0f;
+        CHECK(out[size_t(slot * 4 + w)] == want);
+      }
+  }
+}
+
 TEST_CASE("TmaLoad: reading the destination before the wait races with the copy") {
   std::string src = tileSource(32, 8, "row_major(32, 8)");
   std::string early =

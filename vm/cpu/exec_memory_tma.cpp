@@ -21,18 +21,25 @@ namespace tilus::cpu {
 
 namespace {
 
-/// The coordinates of a TMA copy as the hardware takes them: 32-bit signed integers (not negative
-/// for a store, an illegal instruction on the GPU), the innermost one on a 16-byte boundary.
+/// The coordinates of a TMA copy as the hardware takes them (one per tensor-map dimension: a
+/// dimension that merges view dimensions takes its first one's offset times the others'
+/// extents): 32-bit signed integers (not negative for a store, an illegal instruction on the
+/// GPU), the innermost one on a 16-byte boundary.
 Status checkCoordinates(const BlockState &b, uint32_t index, const std::vector<OffsetValue> &at,
                         DataType dtype, bool store) {
   const char *op = store ? "TmaStore" : "TmaLoad";
-  for (size_t d = 0; d < at.size(); ++d) {
-    int64_t c = at[d].start;
+  const TensorMapSpec &spec = b.info.tensorMaps[b.info.tma.at(index).tensorMap];
+  for (size_t i = 0, d = 0; i < spec.groups.size() && d < at.size(); d += spec.groups[i++]) {
+    __int128 c = __int128(at[d].start) * spec.scales[i];
     if (c < (store ? 0 : std::numeric_limits<int32_t>::min()) ||
         c > std::numeric_limits<int32_t>::max())
       return b.fail(ErrorCode::Runtime, index,
-                    std::string(op) + " coordinate " + std::to_string(c) + " of dimension " +
-                        std::to_string(d) +
+                    std::string(op) + " coordinate " + std::to_string(at[d].start) +
+                        (spec.scales[i] != 1 ? " x " + std::to_string(spec.scales[i]) +
+                                                   " (its dimension merged with the next " +
+                                                   std::to_string(spec.groups[i] - 1) + ")"
+                                             : "") +
+                        " of dimension " + std::to_string(d) +
                         (store ? " is outside [0, 2^31): a store's box starts inside the tensor's "
                                  "index range (an illegal instruction on the GPU)"
                                : " is not a 32-bit signed integer"));
