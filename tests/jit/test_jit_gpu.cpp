@@ -2130,13 +2130,22 @@ DIFF_CASE("the attention and layer programs (programs/attention, programs/layers
                        2));
   }
   {
-    // u4 with the kv head pair's rows in one copy (PAIRKV) from 2 stages per block: three kv
-    // heads (the last pair's second head lies outside the cache: zeros), one block per sequence:
-    // 200 keys (7 stages) and 77 (3) copy the pairs, 1 and 16 (one stage) their own rows
+    // u4 by cp.async (TMA = 0) with the kv head pair's rows in one copy (PAIRKV) from 2 stages
+    // per block: three kv heads (the last pair's second head lies outside the cache: zeros), one
+    // block per sequence: 200 keys (7 stages) and 77 (3) copy the pairs, 1 and 16 (one stage)
+    // their own rows
     DecodeShape sh{"f16", "u4", 128, 16, 4, 6, 3, 52, 13, 0.088f, 0.5f, 0.25f};
-    runCase(decodeCase("decode_paged_u4_pairs", sh, {{"SPLITS", "1"}, {"PAIRMIN", "2"}},
-                       Fill::Moderate, {"seq_lens", i32, 4, Fill::Given, 0, 0, {200, 77, 1, 16}},
-                       2));
+    runCase(decodeCase("decode_paged_u4_pairs", sh,
+                       {{"TMA", "0"}, {"SPLITS", "1"}, {"PAIRMIN", "2"}}, Fill::Moderate,
+                       {"seq_lens", i32, 4, Fill::Given, 0, 0, {200, 77, 1, 16}}, 2));
+  }
+  {
+    // i4 over pages of 48 keys, each a third of a page per stage of 16 by the tensor memory
+    // accelerator (the tensor map's merged slot coordinate: the third times 16); 200 keys (5
+    // pages), 77, 1 and 48, split over SPLITS = 2 blocks; block_table[b, j] = b * 5 + j
+    DecodeShape sh{"f16", "i4", 128, 48, 4, 16, 2, 20, 5, 0.088f, 0.5f, 0.25f};
+    runCase(decodeCase("decode_paged_i4_page48", sh, {{"SPLITS", "2"}}, Fill::Moderate,
+                       {"seq_lens", i32, 4, Fill::Given, 0, 0, {200, 77, 1, 48}}, 2));
   }
   {
     // HD 256: two splits combined per step (CQ = 2); sequences of 200, 1 and 77 keys (up to 13

@@ -270,14 +270,22 @@ TEST_CASE("decode_paged.tasm: tuning constants, pages larger and smaller than a 
   // four stage buffers for three stages in flight
   checkDecode(false, intType("u4", false, 4), 64, 16, {2, 8, 1, 10, 5, {77, 3}}, 36,
               {{"RING", "4"}});
-  // the kv head pair's rows copied together (PAIRKV, the default for u4 at HD 128 from PAIRMIN
-  // stages per block): three kv heads, so the last pair's second head lies outside the cache
-  // (zeros). One block per sequence (SPLITS 1) and PAIRMIN 2: the 3 stages of seq 77 copy the
-  // pairs, the 1 stage of seq 3 its own rows; PAIRMIN 0: every block copies the pairs
+  // the stages by cp.async (TMA = 0) in the key order that keeps their loads free of bank
+  // conflicts: each block's own rows; and the kv head pair's rows copied together (PAIRKV, the
+  // default for u4 at HD 128 from PAIRMIN stages per block without TMA): three kv heads, so the
+  // last pair's second head lies outside the cache (zeros). One block per sequence (SPLITS 1)
+  // and PAIRMIN 2: the 3 stages of seq 77 copy the pairs, the 1 stage of seq 3 its own rows;
+  // PAIRMIN 0: every block copies the pairs
+  checkDecode(false, intType("u4", false, 4), 128, 16, {2, 8, 2, 10, 5, {77, 3}}, 39,
+              {{"TMA", "0"}});
   checkDecode(false, intType("u4", false, 4), 128, 16, {2, 6, 3, 10, 5, {77, 3}}, 37,
-              {{"SPLITS", "1"}, {"PAIRMIN", "2"}});
+              {{"TMA", "0"}, {"SPLITS", "1"}, {"PAIRMIN", "2"}});
   checkDecode(false, intType("u4", false, 4), 128, 16, {2, 4, 2, 10, 5, {70, 33}}, 38,
-              {{"PAIRMIN", "0"}});
+              {{"TMA", "0"}, {"PAIRMIN", "0"}});
+  // a page of 48 slots in three copies of 16 (the tensor map's merged coordinate of the part,
+  // times 16) and a stage of 32 keys over four pages of 8, by the tensor memory accelerator
+  checkDecode(false, intType("i4", true, 4), 128, 48, {2, 8, 2, 10, 5, {100, 7}}, 40);
+  checkDecode(false, floatType("f4e2m1", 2, 1), 128, 8, {2, 8, 2, 24, 10, {45, 77}}, 41);
 }
 
 TEST_CASE("decode_paged.tasm: the default tuning assembles for every cache type, page and head "
@@ -305,13 +313,17 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
     return programConstant(source, std::move(defines), expr, "decode_paged.tasm");
   };
   // stages of 32 keys in three pipeline stages for 4- and 5-bit caches, 6-bit floats and 8-bit
-  // integers at HD <= 128 where 32 meets the page; 16 keys in four stages (three for 16-bit
-  // caches and for 8-bit floats at HD <= 128) otherwise
+  // integers at HD <= 128 where 32 meets the page (two for the 4-bit caches, whose stages come
+  // by the tensor memory accelerator); 16 keys in four stages (three for 16-bit caches and for
+  // 8-bit floats at HD <= 128) otherwise
   for (const char *kt :
        {"u4", "i4", "f4e2m1", "i5", "u5", "f5e2m2", "f5e3m1", "f6e3m2", "f6e2m3", "u8", "i8"}) {
     CAPTURE(kt);
     CHECK(constant({{"KT", kt}}, "KS") == 32);
-    CHECK(constant({{"KT", kt}}, "STAGES") == 3);
+    const bool fourBit =
+        std::string(kt) == "u4" || std::string(kt) == "i4" || std::string(kt) == "f4e2m1";
+    CHECK(constant({{"KT", kt}}, "STAGES") == (fourBit ? 2 : 3));
+    CHECK(constant({{"KT", kt}, {"TMA", "0"}}, "STAGES") == 3);
     CHECK(constant({{"KT", kt}, {"HD", "64"}}, "KS") == 32);
     CHECK(constant({{"KT", kt}, {"PAGE", "8"}}, "KS") == 32);
     CHECK(constant({{"KT", kt}, {"PAGE", "64"}}, "KS") == 32);
@@ -343,7 +355,12 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   CHECK(constant({{"KT", "u8"}}, "PW") == 1);
   CHECK(constant({{"KT", "u4"}, {"HD", "80"}}, "PW") == 1);
   // block partials combined per step by the last block of a pair: four, two above HD 128
-  CHECK(constant({{"KT", "u4"}}, "CQ") == 4);
+  CHECK(constant({{"KT", "u4"}}, "CQ") == 2);
+  CHECK(constant({{"KT", "u4"}, {"TMA", "0"}}, "CQ") == 4);
+  CHECK(constant({{"KT", "u5"}}, "CQ") == 4);
+  CHECK(constant({{"KT", "u4"}, {"HD", "64"}}, "STAGES") == 2);
+  CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "STAGES") == 4);
+  CHECK(constant({{"KT", "u4"}, {"PAGE", "48"}}, "STAGES") == 4);
   CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "CQ") == 2);
   // warps per block: eight for 8-bit float caches where their stages and planned scratch fit in
   // 224 KiB, else one
@@ -357,7 +374,8 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   // a warp's partial o^T in its first K stages where they hold it exactly, else a buffer
   CHECK(constant({{"KT", "f8e4m3"}}, "NPS") == 2);
   CHECK(constant({{"KT", "f16"}}, "NPS") == 1);
-  CHECK(constant({{"KT", "u4"}}, "NPS") == 1);
+  CHECK(constant({{"KT", "u4"}}, "NPS") == 2);
+  CHECK(constant({{"KT", "u4"}, {"TMA", "0"}}, "NPS") == 1);
   CHECK(constant({{"KT", "u4"}}, "PO") == 0);
   CHECK(constant({{"KT", "i5"}}, "PO") == 1);
   CHECK(constant({{"KT", "u6"}}, "PO") == 1);
@@ -383,8 +401,32 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
   CHECK(constant({{"KT", "i4"}}, "SUBV") == 0);
   CHECK(constant({{"KT", "u8"}}, "SUBV") == 0);
   CHECK(constant({{"KT", "u4"}, {"HD", "32"}}, "SUBV") == 0);
-  // the kv head pair's rows in one copy for u4 rows of 64 bytes (HD 128), from 256 stages
-  CHECK(constant({{"KT", "u4"}}, "PAIRKV") == 1);
+  // 4-bit caches whose rows are whole words: the stages by the tensor memory accelerator, swizzled
+  // as it writes them (by rows of 32, 64 or 128 bytes), the keys in their natural order
+  for (const char *kt : {"u4", "i4", "f4e2m1"}) {
+    CAPTURE(kt);
+    CHECK(constant({{"KT", kt}}, "TMA") == 1);
+    CHECK(constant({{"KT", kt}}, "TSW") == 2);
+    CHECK(constant({{"KT", kt}}, "SD") == 2);
+    CHECK(constant({{"KT", kt}}, "SE") == 2);
+    CHECK(constant({{"KT", kt}}, "SF") == 3);
+    CHECK(constant({{"KT", kt}}, "SA") == 0);
+    CHECK(constant({{"KT", kt}}, "PIA") == 1);
+    CHECK(constant({{"KT", kt}}, "PIB") == 2);
+  }
+  CHECK(constant({{"KT", "u4"}, {"HD", "64"}}, "TSW") == 1);
+  CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "TSW") == 3);
+  CHECK(constant({{"KT", "u4"}, {"HD", "32"}}, "TMA") == 0);
+  CHECK(constant({{"KT", "u4"}, {"TMA", "0"}}, "PIA") == 4);
+  CHECK(constant({{"KT", "u4"}, {"TMA", "0"}}, "PIB") == 1);
+  for (const char *kt : {"u5", "i8", "f8e4m3", "f16", "bf16"}) {
+    CAPTURE(kt);
+    CHECK(constant({{"KT", kt}}, "TMA") == 0);
+  }
+  // without them, the kv head pair's rows in one copy for u4 rows of 64 bytes (HD 128), from
+  // 256 stages
+  CHECK(constant({{"KT", "u4"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "u4"}, {"TMA", "0"}}, "PAIRKV") == 1);
   CHECK(constant({{"KT", "u4"}}, "PAIRMIN") == 256);
   CHECK(constant({{"KT", "u4"}, {"HD", "64"}}, "PAIRKV") == 0);
   CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "PAIRKV") == 0);
