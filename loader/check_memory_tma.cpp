@@ -124,7 +124,9 @@ bool ProgramChecker::mergeTensorMapDims(const Instruction &inst, uint32_t viewIn
   for (size_t d = 0; d < r; ++d) {
     if (joins[d]) {
       merged.back() += 1;
-      factors.back() *= *constValue(shape[d]);
+      // saturated above the largest box extent (every joined extent is a box extent of at most
+      // 256, and the merged box is checked against 256 below)
+      factors.back() = std::min(factors.back() * *constValue(shape[d]), kMaxBoxExtent + 1);
     } else {
       merged.push_back(1);
       factors.push_back(1);

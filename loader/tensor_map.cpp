@@ -56,8 +56,8 @@ Expected<TensorMapGeometry> tensorMapGeometry(const Program &program, const Tens
   // the product of their extents and the stride of its innermost one
   std::vector<int64_t> mapExtents, mapStrides, mapFirst; // mapFirst: the dimension whose stride
   for (size_t i = 0, d = 0; i < spec.groups.size(); d += spec.groups[i++]) {
-    __int128 extent = 1;
-    for (size_t k = d; k < d + spec.groups[i]; ++k)
+    __int128 extent = 1; // each factor at most 2^32: checked after every product
+    for (size_t k = d; k < d + spec.groups[i] && extent <= (__int128(1) << 32); ++k)
       extent *= extents[k];
     if (extent > (__int128(1) << 32))
       return error("dimensions " + std::to_string(d) + " to " +
