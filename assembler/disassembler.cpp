@@ -53,10 +53,46 @@ private:
   bool topLevelUpdate(const Stmt &s) const;
   /// Records the variables that `s` defines (for topLevelUpdate).
   void define(const Stmt &s) const;
+  /// The variables that statement `s` assigns by `x = ...` (an Assign, or the results of an
+  /// instruction without out=).
+  std::vector<VarId> assigned(const Stmt &s) const;
+  /// Whether `s`, printed in a nested body at `indent`, updates a variable first assigned in that
+  /// same body. The assembler reads `x = ...` there as a new variable that shadows `x` (x declared
+  /// in this scope) and as an update only for a variable of an enclosing scope; a constant `if`
+  /// folded away by the assembler leaves its updates in the body around it, which are therefore
+  /// printed inside `if True:`.
+  bool nestedUpdate(const Stmt &s, int indent) const;
+  /// Records the body (by indent) in which each variable `s` assigns is first assigned.
+  void declare(const Stmt &s, int indent) const;
 
   const Program &p_;
   mutable std::vector<bool> defined_;
+  mutable std::vector<int> declIndent_; // per variable: the indent of its first assignment, or -1
 };
+
+std::vector<VarId> Printer::assigned(const Stmt &s) const {
+  if (s.kind == StmtKind::Assign)
+    return {s.var};
+  if (s.kind != StmtKind::Instruction || s.index >= p_.instructions.size())
+    return {};
+  const Instruction &inst = p_.instructions[s.index];
+  if (inst.out)
+    return {};
+  return inst.results;
+}
+
+bool Printer::nestedUpdate(const Stmt &s, int indent) const {
+  for (VarId v : assigned(s))
+    if (v < declIndent_.size() && declIndent_[v] == indent)
+      return true;
+  return false;
+}
+
+void Printer::declare(const Stmt &s, int indent) const {
+  for (VarId v : assigned(s))
+    if (v < declIndent_.size() && declIndent_[v] < 0)
+      declIndent_[v] = indent;
+}
 
 bool Printer::topLevelUpdate(const Stmt &s) const {
   auto seen = [&](VarId v) { return v < defined_.size() && defined_[v]; };
@@ -120,9 +156,12 @@ void Printer::program(std::string &out) const {
     out += " cluster=" + std::to_string(p_.cluster);
   out += ":\n";
   defined_.assign(p_.vars.size(), false);
+  declIndent_.assign(p_.vars.size(), -1);
   for (VarId v : p_.params)
-    if (v < defined_.size())
+    if (v < defined_.size()) {
       defined_[v] = true;
+      declIndent_[v] = 0;
+    }
   scopeBody(p_.body, 1, out);
 }
 
@@ -139,6 +178,7 @@ void Printer::scopeBody(const std::vector<Stmt> &stmts, int indent, std::string 
       stmt(s, indent, out);
     }
     define(s);
+    declare(s, indent);
   }
 }
 
@@ -147,8 +187,15 @@ void Printer::body(const std::vector<Stmt> &stmts, int indent, std::string &out)
     out += std::string(size_t(indent) * 4, ' ') + "pass\n";
     return;
   }
-  for (const Stmt &s : stmts)
-    stmt(s, indent, out);
+  for (const Stmt &s : stmts) {
+    if (nestedUpdate(s, indent)) {
+      out += std::string(size_t(indent) * 4, ' ') + "if True:\n";
+      stmt(s, indent + 1, out);
+    } else {
+      stmt(s, indent, out);
+    }
+    declare(s, indent);
+  }
 }
 
 void Printer::stmt(const Stmt &s, int indent, std::string &out) const {

@@ -192,6 +192,35 @@ def k<1>(f32* x_ptr, i32 n) threads=32:
   CHECK(printed.find("\n    a = Add(a, a)\n    g = ViewGlobal") != std::string::npos);
 }
 
+TEST_CASE("updates left in a loop body by a folded constant if round-trip") {
+  // in the loop body, `page` is first a variable of that body; `if T == 0:` is folded away,
+  // leaving its update of `page` (an update: `page` belongs to the enclosing scope of the if's
+  // body) in the loop body, where `page = ...` would read as a new variable that shadows it.
+  // Printed inside `if True:`, it re-assembles as the same update; the later `page = page + 1`
+  // of the loop body is a new variable and stays as it is
+  const char *src = R"(
+const T = 0
+def k<1>(i32* a_ptr, i32 n) threads=32:
+    ga = ViewGlobal(a_ptr, shape=[8])
+    s = AllocateShared(i32, shape=[4])
+    p0 = 0
+    for it in range(n):
+        for u in range(2):
+            page = p0 if u == 0 else n
+            if T == 0:
+                page = LoadScalar(s, offset=[u], dtype=i32)
+            page = page + 1
+            StoreGlobal(AllocateRegister(i32, layout=replicate(32), init=1), ga, offset=[page])
+)";
+  checkRoundTrip(src);
+  auto m = asmText(src);
+  REQUIRE_OK(m);
+  std::string printed = disassemble(*m);
+  CHECK(printed.find("            if True:\n                page = LoadScalar(s, offset=[u], "
+                     "dtype=i32)\n") != std::string::npos);
+  CHECK(printed.find("\n            page = page + 1\n") != std::string::npos);
+}
+
 TEST_CASE("every instruction of the table round-trips with every argument it takes") {
   const char *text = R"(
 def k<4, 2, 1>(f16* p, u8* q, i32 n, f32 s) threads=64:
