@@ -33,9 +33,10 @@ private:
   std::string expr(ExprId id, int minPrec = kPrecTernary) const {
     return printExpr(p_, id, minPrec);
   }
+  /// A nested body (a loop's, an `if`'s) and the body of a scope (the program's, a thread
+  /// group's): updates that would re-assemble as new variables print inside `if True:`
+  /// (shadowedUpdate).
   void body(const std::vector<Stmt> &stmts, int indent, std::string &out) const;
-  /// The body of a scope (the program's, a thread group's): an update of a variable at its top
-  /// is printed inside `if True:` (topLevelUpdate).
   void scopeBody(const std::vector<Stmt> &stmts, int indent, std::string &out) const;
   void stmt(const Stmt &s, int indent, std::string &out) const;
   void ifChain(const Stmt &s, int indent, const char *keyword, std::string &out) const;
@@ -46,28 +47,26 @@ private:
     return id < p_.exprs.size() && p_.exprs[id].op == ExprOp::Const && p_.exprs[id].bits == bits;
   }
 
-  /// Whether statement `s` at the top of a scope's body updates a variable defined before it.
-  /// The assembler reads `x = ...` at the top of a body as a new variable that shadows `x`, and
-  /// inside an `if` or a loop as an update of `x`; a constant `if` folded away by the assembler
-  /// leaves such an update at the top, which is therefore printed inside `if True:`.
-  bool topLevelUpdate(const Stmt &s) const;
-  /// Records the variables that `s` defines (for topLevelUpdate).
-  void define(const Stmt &s) const;
+  /// Whether statement `s`, printed in a body at `indent`, updates a variable declared before it
+  /// where the assembler would read `x = ...` as a new variable instead. The assembler reads
+  /// `x = ...` as a new variable that shadows `x` at the top of a scope's body (the program's, a
+  /// thread group's) and in a nested body where `x` was declared in that same body, and as an
+  /// update only inside an `if` or loop body for a variable of an enclosing scope; a constant `if`
+  /// folded away by the assembler leaves its updates in the body around it, which are therefore
+  /// printed inside `if True:`. `scopeTop`: the body is a scope's (any earlier declaration
+  /// counts), else a nested body (only declarations in that same body count).
+  bool shadowedUpdate(const Stmt &s, int indent, bool scopeTop) const;
   /// The variables that statement `s` assigns by `x = ...` (an Assign, or the results of an
   /// instruction without out=).
   std::vector<VarId> assigned(const Stmt &s) const;
-  /// Whether `s`, printed in a nested body at `indent`, updates a variable first assigned in that
-  /// same body. The assembler reads `x = ...` there as a new variable that shadows `x` (x declared
-  /// in this scope) and as an update only for a variable of an enclosing scope; a constant `if`
-  /// folded away by the assembler leaves its updates in the body around it, which are therefore
-  /// printed inside `if True:`.
-  bool nestedUpdate(const Stmt &s, int indent) const;
   /// Records the body (by indent) in which each variable `s` assigns is first assigned.
   void declare(const Stmt &s, int indent) const;
+  /// The body printer shared by scope bodies and nested bodies (shadowedUpdate).
+  void statements(const std::vector<Stmt> &stmts, int indent, bool scopeTop,
+                  std::string &out) const;
 
   const Program &p_;
-  mutable std::vector<bool> defined_;
-  mutable std::vector<int> declIndent_; // per variable: the indent of its first assignment, or -1
+  mutable std::vector<int> declIndent_; // per variable: the indent of its declaration, or -1
 };
 
 std::vector<VarId> Printer::assigned(const Stmt &s) const {
@@ -81,61 +80,22 @@ std::vector<VarId> Printer::assigned(const Stmt &s) const {
   return inst.results;
 }
 
-bool Printer::nestedUpdate(const Stmt &s, int indent) const {
+bool Printer::shadowedUpdate(const Stmt &s, int indent, bool scopeTop) const {
   for (VarId v : assigned(s))
-    if (v < declIndent_.size() && declIndent_[v] == indent)
+    if (v < declIndent_.size() && (scopeTop ? declIndent_[v] >= 0 : declIndent_[v] == indent))
       return true;
   return false;
 }
 
 void Printer::declare(const Stmt &s, int indent) const {
-  for (VarId v : assigned(s))
+  auto mark = [&](VarId v, int at) {
     if (v < declIndent_.size() && declIndent_[v] < 0)
-      declIndent_[v] = indent;
-}
-
-bool Printer::topLevelUpdate(const Stmt &s) const {
-  auto seen = [&](VarId v) { return v < defined_.size() && defined_[v]; };
-  if (s.kind == StmtKind::Assign)
-    return seen(s.var);
-  if (s.kind != StmtKind::Instruction || s.index >= p_.instructions.size())
-    return false;
-  const Instruction &inst = p_.instructions[s.index];
-  if (inst.out)
-    return false;
-  for (VarId r : inst.results)
-    if (seen(r))
-      return true;
-  return false;
-}
-
-void Printer::define(const Stmt &s) const {
-  auto mark = [&](VarId v) {
-    if (v < defined_.size())
-      defined_[v] = true;
+      declIndent_[v] = at;
   };
-  switch (s.kind) {
-  case StmtKind::Instruction:
-    if (s.index < p_.instructions.size())
-      for (VarId r : p_.instructions[s.index].results)
-        mark(r);
-    return;
-  case StmtKind::Assign:
-  case StmtKind::For:
-    mark(s.var);
-    return;
-  case StmtKind::If:
-  case StmtKind::While:
-  case StmtKind::Break:
-  case StmtKind::Continue:
-  case StmtKind::Assert:
-  case StmtKind::Parallel:
-    return;
-  case StmtKind::Group:
-    if (s.var != kNoId)
-      mark(s.var);
-    return;
-  }
+  for (VarId v : assigned(s))
+    mark(v, indent);
+  if (s.kind == StmtKind::For)
+    mark(s.var, indent + 1); // the loop variable, of the loop's scope
 }
 
 void Printer::program(std::string &out) const {
@@ -155,40 +115,29 @@ void Printer::program(std::string &out) const {
   if (p_.cluster != 1)
     out += " cluster=" + std::to_string(p_.cluster);
   out += ":\n";
-  defined_.assign(p_.vars.size(), false);
   declIndent_.assign(p_.vars.size(), -1);
   for (VarId v : p_.params)
-    if (v < defined_.size()) {
-      defined_[v] = true;
+    if (v < declIndent_.size())
       declIndent_[v] = 0;
-    }
   scopeBody(p_.body, 1, out);
 }
 
 void Printer::scopeBody(const std::vector<Stmt> &stmts, int indent, std::string &out) const {
-  if (stmts.empty()) {
-    out += std::string(size_t(indent) * 4, ' ') + "pass\n";
-    return;
-  }
-  for (const Stmt &s : stmts) {
-    if (topLevelUpdate(s)) {
-      out += std::string(size_t(indent) * 4, ' ') + "if True:\n";
-      stmt(s, indent + 1, out);
-    } else {
-      stmt(s, indent, out);
-    }
-    define(s);
-    declare(s, indent);
-  }
+  statements(stmts, indent, true, out);
 }
 
 void Printer::body(const std::vector<Stmt> &stmts, int indent, std::string &out) const {
+  statements(stmts, indent, false, out);
+}
+
+void Printer::statements(const std::vector<Stmt> &stmts, int indent, bool scopeTop,
+                         std::string &out) const {
   if (stmts.empty()) {
     out += std::string(size_t(indent) * 4, ' ') + "pass\n";
     return;
   }
   for (const Stmt &s : stmts) {
-    if (nestedUpdate(s, indent)) {
+    if (shadowedUpdate(s, indent, scopeTop)) {
       out += std::string(size_t(indent) * 4, ' ') + "if True:\n";
       stmt(s, indent + 1, out);
     } else {
@@ -242,7 +191,8 @@ void Printer::stmt(const Stmt &s, int indent, std::string &out) const {
            (s.regs != 0 ? ", regs=" + std::to_string(s.regs) : "") +
            (s.copies != 1 ? ", copies=" + std::to_string(s.copies) : "") + ")" +
            (s.var != kNoId ? " as " + name(s.var) : "") + ":\n";
-    define(s);                          // the copy index
+    if (s.var != kNoId && s.var < declIndent_.size() && declIndent_[s.var] < 0)
+      declIndent_[s.var] = indent + 1;  // the copy index, a variable of the group's scope
     scopeBody(s.body, indent + 1, out); // a group's body is a scope of its own, as the program's
     return;
   }

@@ -54,7 +54,7 @@ Expected<TensorMapGeometry> tensorMapGeometry(const Program &program, const Tens
   }
   // the tensor map's dimensions: groups of the view's (checker: mergeTensorMapDims), each with
   // the product of their extents and the stride of its innermost one
-  std::vector<int64_t> mapExtents, mapStrides, mapFirst; // mapFirst: the dimension whose stride
+  std::vector<int64_t> mapExtents, mapStrides, strideDims; // strideDims: whose stride it takes
   for (size_t i = 0, d = 0; i < spec.groups.size(); d += spec.groups[i++]) {
     __int128 extent = 1; // each factor at most 2^32: checked after every product
     for (size_t k = d; k < d + spec.groups[i] && extent <= (__int128(1) << 32); ++k)
@@ -66,13 +66,13 @@ Expected<TensorMapGeometry> tensorMapGeometry(const Program &program, const Tens
                    "map's, span more than 2^32 elements");
     mapExtents.push_back(int64_t(extent));
     mapStrides.push_back(strides[d + spec.groups[i] - 1]);
-    mapFirst.push_back(int64_t(d + spec.groups[i] - 1));
+    strideDims.push_back(int64_t(d + spec.groups[i] - 1));
   }
   const size_t mr = mapExtents.size();
   for (size_t i = 0; i + 1 < mr; ++i) {
     __int128 bytes = __int128(mapStrides[i]) * g.elementBytes;
     if (bytes <= 0 || bytes % 16 != 0 || bytes >= (__int128(1) << 40))
-      return error("the stride of dimension " + std::to_string(mapFirst[i]) + " (" +
+      return error("the stride of dimension " + std::to_string(strideDims[i]) + " (" +
                    std::to_string(mapStrides[i]) + " elements of " + spec.dtype.name() +
                    ") is not a positive multiple of 16 bytes below 2^40");
   }

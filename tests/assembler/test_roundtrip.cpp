@@ -14,8 +14,9 @@ using namespace tilus;
 using namespace tilus::testing;
 
 /// Assemble `text`, print it, re-assemble the print, and compare bytecode (and print again: the
-/// printer must be a fixed point after one round).
-void checkRoundTrip(const std::string &text, std::map<std::string, std::string> defines = {}) {
+/// printer must be a fixed point after one round); the print.
+std::string checkRoundTrip(const std::string &text,
+                           std::map<std::string, std::string> defines = {}) {
   auto first = asmText(text, defines);
   REQUIRE_OK(first);
   std::string printed = disassemble(*first);
@@ -24,6 +25,7 @@ void checkRoundTrip(const std::string &text, std::map<std::string, std::string> 
   REQUIRE_OK(second);
   CHECK(encodeModule(*first) == encodeModule(*second));
   CHECK(disassemble(*second) == printed);
+  return printed;
 }
 
 TEST_CASE("every example program assembles and passes the checker") {
@@ -182,10 +184,7 @@ def k<1>(f32* x_ptr, i32 n) threads=32:
     g = ViewGlobal(x_ptr, shape=[m])
     StoreGlobal(a, g)
 )";
-  checkRoundTrip(src);
-  auto m = asmText(src);
-  REQUIRE_OK(m);
-  std::string printed = disassemble(*m);
+  std::string printed = checkRoundTrip(src);
   // the update of a and m inside if True:, the later `a = Add(a, a)` a new variable
   CHECK(printed.find("    if True:\n        a = Add(a, a)\n") != std::string::npos);
   CHECK(printed.find("    if True:\n        m = m + 1\n") != std::string::npos);
@@ -212,10 +211,7 @@ def k<1>(i32* a_ptr, i32 n) threads=32:
             page = page + 1
             StoreGlobal(AllocateRegister(i32, layout=replicate(32), init=1), ga, offset=[page])
 )";
-  checkRoundTrip(src);
-  auto m = asmText(src);
-  REQUIRE_OK(m);
-  std::string printed = disassemble(*m);
+  std::string printed = checkRoundTrip(src);
   CHECK(printed.find("            if True:\n                page = LoadScalar(s, offset=[u], "
                      "dtype=i32)\n") != std::string::npos);
   CHECK(printed.find("\n            page = page + 1\n") != std::string::npos);
@@ -507,10 +503,7 @@ def k<1>(f32* x_ptr) threads=64:
                 a = Add(a, a)
             StoreGlobal(a, g, offset=[w:, 0:])
 )";
-  checkRoundTrip(src);
-  auto m = asmText(src);
-  REQUIRE_OK(m);
-  std::string printed = disassemble(*m);
+  std::string printed = checkRoundTrip(src);
   CHECK(printed.find("            if True:\n                a = Add(a, a)\n") != std::string::npos);
 }
 

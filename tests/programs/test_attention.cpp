@@ -423,15 +423,15 @@ TEST_CASE("decode_paged.tasm: the default tuning per cache type, page and head d
     CAPTURE(kt);
     CHECK(constant({{"KT", kt}}, "TMA") == 0);
   }
-  // without them, the kv head pair's rows in one copy for u4 rows of 64 bytes (HD 128), from
-  // 256 stages
+  // without them (TMA = 0), the kv head pair's rows in one copy for u4 rows of 64 bytes (HD
+  // 128), from 256 stages
   CHECK(constant({{"KT", "u4"}}, "PAIRKV") == 0);
   CHECK(constant({{"KT", "u4"}, {"TMA", "0"}}, "PAIRKV") == 1);
   CHECK(constant({{"KT", "u4"}}, "PAIRMIN") == 256);
-  CHECK(constant({{"KT", "u4"}, {"HD", "64"}}, "PAIRKV") == 0);
-  CHECK(constant({{"KT", "u4"}, {"HD", "256"}}, "PAIRKV") == 0);
-  CHECK(constant({{"KT", "u4"}, {"SUBV", "0"}}, "PAIRKV") == 0);
-  CHECK(constant({{"KT", "i4"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "u4"}, {"HD", "64"}, {"TMA", "0"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "u4"}, {"HD", "256"}, {"TMA", "0"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "u4"}, {"SUBV", "0"}, {"TMA", "0"}}, "PAIRKV") == 0);
+  CHECK(constant({{"KT", "i4"}, {"TMA", "0"}}, "PAIRKV") == 0);
   CHECK(constant({{"KT", "f8e4m3"}}, "PAIRKV") == 0);
   CHECK(constant({{"KT", "u4"}}, "MASKB") == 1);
   CHECK(constant({{"KT", "f8e4m3"}}, "MASKB") == 1);
