@@ -65,9 +65,10 @@ enum class AstStmtKind : uint8_t {
   Return,
   Pass,
   Assert,
-  Parallel, // body: its Group clauses
-  Group     // value: the thread count; regs, copies: regs=, copies= (null when absent);
-            // loopVar: the copy index after `as` (empty name when absent); body
+  Specialize, // targets[0] = value (docs/isa.md, "Launch-time specialisation")
+  Parallel,   // body: its Group clauses
+  Group       // value: the thread count; regs, copies: regs=, copies= (null when absent);
+              // loopVar: the copy index after `as` (empty name when absent); body
 };
 
 struct AstStmt {

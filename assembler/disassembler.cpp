@@ -70,7 +70,7 @@ private:
 };
 
 std::vector<VarId> Printer::assigned(const Stmt &s) const {
-  if (s.kind == StmtKind::Assign)
+  if (s.kind == StmtKind::Assign || s.kind == StmtKind::Specialize)
     return {s.var};
   if (s.kind != StmtKind::Instruction || s.index >= p_.instructions.size())
     return {};
@@ -176,6 +176,9 @@ void Printer::stmt(const Stmt &s, int indent, std::string &out) const {
     return;
   case StmtKind::Continue:
     out += pad + "continue\n";
+    return;
+  case StmtKind::Specialize:
+    out += pad + "specialize " + name(s.var) + " = " + expr(s.expr) + "\n";
     return;
   case StmtKind::Assert:
     out +=

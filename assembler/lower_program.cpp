@@ -198,6 +198,8 @@ Status ProgramLowering::statement(const AstStmt &s, std::vector<Stmt> &out) {
     return Status::success();
   case AstStmtKind::Assert:
     return assertion(s, out);
+  case AstStmtKind::Specialize:
+    return specialization(s, out);
   case AstStmtKind::Parallel:
     return parallel(s, out);
   case AstStmtKind::Group: // only inside a parallel statement (the parser)
@@ -278,6 +280,48 @@ Status ProgramLowering::assertion(const AstStmt &s, std::vector<Stmt> &out) {
   st.loc = loc(s.pos);
   st.expr = emitExpr(program_, *e);
   st.text = s.message;
+  out.push_back(std::move(st));
+  return Status::success();
+}
+
+// `specialize NAME = COND` (docs/isa.md, "Launch-time specialisation"): a bool of constants and
+// scalar parameters, assigned once, in the body's prefix after the asserts; the runtime computes
+// it at launch and may compile the kernel for its value.
+Status ProgramLowering::specialization(const AstStmt &s, std::vector<Stmt> &out) {
+  auto fail = [&](ErrorCode code, SrcPos at, std::string message) {
+    declareAfterFailure(s.targets, VarKind::Scalar);
+    return error(code, at, std::move(message));
+  };
+  bool first = &out == &program_.body;
+  for (const Stmt &prev : out)
+    first = first && (prev.kind == StmtKind::Assert || prev.kind == StmtKind::Specialize);
+  if (!first)
+    return fail(ErrorCode::SpecializeExpr, s.pos,
+                "specialize must come before every other statement of the program body but "
+                "asserts (the runtime computes it before the launch)");
+  if (scopes_.find(s.targets[0].name) != kNoId || scopes_.findConstant(s.targets[0].name))
+    return fail(ErrorCode::SpecializeExpr, s.targets[0].pos,
+                "'" + s.targets[0].name + "' is already defined; a specialized variable is new");
+  ExprContext ctx = exprContext();
+  ctx.inSpecialize = true;
+  auto e = buildScalar(*s.value, ctx);
+  if (!e) {
+    declareAfterFailure(s.targets, VarKind::Scalar);
+    return e.takeStatus();
+  }
+  if (!e->dtype.isBool())
+    return fail(ErrorCode::DtypeMismatch, s.value->pos,
+                "a specialized value must be bool (a comparison, `and`, `or`, `not`), got " +
+                    e->dtype.name());
+  auto var = scopes_.bindTarget(s.targets[0], VarKind::Scalar, e->dtype);
+  if (!var)
+    return var.takeStatus();
+  scopes_.markSpecialized(*var);
+  Stmt st;
+  st.kind = StmtKind::Specialize;
+  st.loc = loc(s.pos);
+  st.var = *var;
+  st.expr = emitExpr(program_, *e);
   out.push_back(std::move(st));
   return Status::success();
 }

@@ -37,6 +37,7 @@ private:
   /// index, `what` in the message); `redefined` when the name is a constant.
   Expected<VarId> declareIndex(const AstName &name, const char *what, DataType dtype);
   Status assertion(const AstStmt &s, std::vector<Stmt> &out);
+  Status specialization(const AstStmt &s, std::vector<Stmt> &out);
   Expected<ExprId> condition(const AstExpr &cond, const char *what);
   /// After an error, declare the targets that do not exist yet, so that later statements using
   /// them do not report a cascade of undefined names.

@@ -9,7 +9,7 @@
 //                 ('threads' '=' expr)? ':' block
 //   statement  := NAME (',' NAME)* '=' expr | NAME ':' DTYPE '=' expr | call
 //               | for | if | while | 'break' | 'continue' | 'return' | 'pass'
-//               | 'assert' expr (',' STRING)?
+//               | 'assert' expr (',' STRING)? | 'specialize' NAME '=' expr
 //
 // Nesting is bounded so that hostile input cannot exhaust the stack of this parser or of the
 // recursive passes after it: 200 levels of brackets, calls and unary operators, syntax trees
@@ -120,6 +120,7 @@ private:
   /// ':' NEWLINE INDENT, the start of an indented block.
   Status blockStart();
   Status assertStmt(AstStmt &out);
+  Status specializeStmt(AstStmt &out);
 
   Expected<AstExprPtr> expr() { return ternary(); }
   Expected<AstExprPtr> ternary();
@@ -383,6 +384,8 @@ Status Parser::statement(AstStmt &out) {
     if (w == "assert" && !(next().kind == TokenKind::Op &&
                            (next().text == "=" || next().text == "," || next().text == ":")))
       return assertStmt(out);
+    if (w == "specialize" && next().kind == TokenKind::Name)
+      return specializeStmt(out);
     if (w == "const")
       return error("'const' is only allowed at module level");
     if (w == "def")
@@ -511,6 +514,24 @@ Status Parser::assertStmt(AstStmt &out) {
       return errorAt(at, "the message of an assert must be a string literal");
     out.message = (*m)->text;
   }
+  return expectNewline();
+}
+
+// 'specialize' NAME '=' expr: a value the runtime may fold into the kernel at launch (docs/isa.md,
+// "Launch-time specialisation"). `specialize` is not a reserved word: only a statement that
+// starts with it followed by a name is one.
+Status Parser::specializeStmt(AstStmt &out) {
+  out.kind = AstStmtKind::Specialize;
+  advance(); // specialize
+  auto target = name("the specialized variable");
+  if (!target)
+    return target.takeStatus();
+  out.targets.push_back(*target);
+  TILUSVM_TRY(expectOp("="));
+  auto e = expr();
+  if (!e)
+    return e.takeStatus();
+  out.value = std::move(*e);
   return expectNewline();
 }
 

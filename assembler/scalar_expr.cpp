@@ -224,6 +224,11 @@ Expected<TypedExpr> Builder::name(const AstExpr &ast) {
                  "assert condition uses '" + ast.text +
                      "' (only constants and scalar parameters are allowed: an assert is checked "
                      "before the launch)");
+  if (ctx_.inSpecialize && !(m.varKind == VarKind::Scalar && m.isParam))
+    return error(ErrorCode::SpecializeExpr, ast.pos,
+                 "specialized value uses '" + ast.text +
+                     "' (only constants and scalar parameters are allowed: it is computed before "
+                     "the launch)");
   switch (m.varKind) {
   case VarKind::Scalar: {
     TypedExpr e;

@@ -47,6 +47,7 @@ struct ExprContext {
   bool inGrid = false;
   /// In an assert's condition only constants and scalar parameters may appear (`assert-expr`).
   bool inAssert = false;
+  bool inSpecialize = false; // a specialize value: constants and scalar parameters only
 };
 
 /// Deepest typed expression tree the assembler produces (below the decoder's limit of 1024).

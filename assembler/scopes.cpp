@@ -87,10 +87,12 @@ Expected<VarId> Scopes::bindTarget(const AstName &name, VarKind kind, DataType d
                          std::string("cannot assign to ") +
                              (v.isParam               ? "parameter '"
                               : readOnly_[found] == 2 ? "group index '"
+                              : readOnly_[found] == 3 ? "specialized variable '"
                                                       : "loop variable '") +
                              name.name + "' (" +
                              (v.isParam               ? "parameters"
                               : readOnly_[found] == 2 ? "group indices"
+                              : readOnly_[found] == 3 ? "specialized variables"
                                                       : "loop variables") +
                              " are read-only)",
                          at);

@@ -42,6 +42,7 @@ public:
   VarId declare(const AstName &name, VarKind kind, DataType dtype, bool readOnly, bool isParam);
   /// Mark a read-only variable as a thread group's copy index (for the message of an assignment).
   void markGroupIndex(VarId v) { readOnly_[v] = 2; }
+  void markSpecialized(VarId v) { readOnly_[v] = 3; }
   /// Declare an unnamed temporary (a nested instruction call's result) as `_t<N>`: N counts per
   /// program and skips names the source uses. Temporaries are not visible by name.
   VarId declareTemporary(VarKind kind, DataType dtype, SrcPos pos);
@@ -62,7 +63,8 @@ private:
   const std::set<std::string> &reserved_;
   std::vector<std::unordered_map<std::string, VarId>> scopes_;
   std::vector<SrcPos> declPos_;   // by VarId
-  std::vector<uint8_t> readOnly_; // by VarId: 1 a parameter or loop variable, 2 a group index
+  std::vector<uint8_t> readOnly_; // by VarId: 1 a parameter or loop variable, 2 a group
+                                  // index, 3 a specialized variable
   uint32_t nextTemp_ = 0;
 };
 

@@ -37,6 +37,8 @@ inline constexpr uint8_t kStmtForUnroll = 10;
 /// plus one (0: none), then the body. A Group without either is kind 9, as before copies
 /// existed; both decode to StmtKind::Group.
 inline constexpr uint8_t kStmtGroupCopies = 11;
+/// Statement kind 12: Specialize (variable id, expression id), as StmtKind::Specialize.
+inline constexpr uint8_t kStmtSpecialize = 12;
 
 inline constexpr size_t kMaxProducerBytes = 64;
 /// Modes of one register layout: each has size >= 2 and their product is bounded, so this is

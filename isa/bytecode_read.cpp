@@ -71,8 +71,9 @@ private:
   std::string where_;
   std::vector<uint8_t> referenced_; // per instruction: referenced by a statement
   uint64_t stmts_ = 0;
-  bool inAssertPrefix_ = true; // no statement other than Assert read yet
-  bool groupAllowed_ = false;  // the next statement is a direct child of a Parallel
+  bool inAssertPrefix_ = true;     // no statement other than Assert read yet
+  bool inSpecializePrefix_ = true; // no statement other than Assert and Specialize read yet
+  bool groupAllowed_ = false;      // the next statement is a direct child of a Parallel
   uint32_t fields_; // the optional fields the file's programs carry (kFlagBlocksPerSm, ..)
 };
 
@@ -368,8 +369,8 @@ void ProgramReader::readBlock(std::vector<Stmt> &block, uint32_t depth, bool gro
 void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
   size_t at = r_.offset();
   uint8_t kind = r_.u8("statement kind");
-  if (r_.ok() && kind > kStmtGroupCopies)
-    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..11");
+  if (r_.ok() && kind > kStmtSpecialize)
+    return r_.failAt(at, "statement kind " + std::to_string(kind) + " is not one of 0..12");
   bool unrolled = kind == kStmtForUnroll;
   if (unrolled)
     kind = uint8_t(StmtKind::For);
@@ -391,14 +392,27 @@ void ProgramReader::readStmt(Stmt &s, uint32_t depth) {
                                      "are only allowed at the top of the program body)"
                                    : "assert statement after a statement other than assert "
                                      "(asserts come first in the program body)");
+  // Specialize statements: at the top level, after the asserts, before every other statement.
+  if (s.kind == StmtKind::Specialize && !inSpecializePrefix_)
+    return r_.failAt(at, depth > 1 ? "specialize statement nested in another statement "
+                                     "(specialize statements are only allowed at the top of "
+                                     "the program body)"
+                                   : "specialize statement after a statement other than assert "
+                                     "or specialize (they come first in the program body)");
   if (s.kind != StmtKind::Assert)
     inAssertPrefix_ = false;
+  if (s.kind != StmtKind::Assert && s.kind != StmtKind::Specialize)
+    inSpecializePrefix_ = false;
   switch (s.kind) {
   case StmtKind::Instruction:
     return readInstructionStmt(s);
   case StmtKind::Assign:
     s.var = varId("assignment target");
     s.expr = exprId("assigned expression");
+    return;
+  case StmtKind::Specialize:
+    s.var = varId("specialized variable");
+    s.expr = exprId("specialized expression");
     return;
   case StmtKind::For:
     s.var = varId("loop variable");

@@ -102,6 +102,7 @@ void writeStmt(ByteWriter &w, const Stmt &s) {
   case StmtKind::Instruction:
     return w.uleb(s.index);
   case StmtKind::Assign:
+  case StmtKind::Specialize:
     w.uleb(s.var);
     return w.uleb(s.expr);
   case StmtKind::For:

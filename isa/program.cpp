@@ -19,6 +19,18 @@ std::vector<const Stmt *> Program::preconditions() const {
   return out;
 }
 
+std::vector<const Stmt *> Program::specializations() const {
+  std::vector<const Stmt *> out;
+  for (const Stmt &s : body) {
+    if (s.kind == StmtKind::Assert)
+      continue;
+    if (s.kind != StmtKind::Specialize)
+      break;
+    out.push_back(&s);
+  }
+  return out;
+}
+
 namespace {
 
 bool anyRegs(const std::vector<Stmt> &body) {

@@ -42,12 +42,16 @@ enum class StmtKind : uint8_t {
   While = 4,       // while expr: body
   Break = 5,
   Continue = 6,
-  Assert = 7,   // precondition: exprs[expr] (bool, of constants and scalar parameters) with
-                // the message `text`; only as a prefix of the program body (docs/isa.md)
-  Parallel = 8, // parallel: body holds its Group statements, run concurrently
-  Group = 9,    // group(threads, regs=regs, copies=copies) as var: body (only directly inside a
-                // Parallel); `copies` groups of `threads` threads run the body, var (kNoId:
-                // none) the copy's index
+  Assert = 7,      // precondition: exprs[expr] (bool, of constants and scalar parameters) with
+                   // the message `text`; only as a prefix of the program body (docs/isa.md)
+  Parallel = 8,    // parallel: body holds its Group statements, run concurrently
+  Group = 9,       // group(threads, regs=regs, copies=copies) as var: body (only directly inside a
+                   // Parallel); `copies` groups of `threads` threads run the body, var (kNoId:
+                   // none) the copy's index
+  Specialize = 12, // specialize vars[var] = exprs[expr] (bool, of constants and scalar
+                   // parameters): an Assign whose value the runtime may fold into the kernel
+                   // at launch; only in the prefix of the program body, after its asserts
+                   // (docs/isa.md, "Launch-time specialisation")
 };
 
 struct Stmt {
@@ -114,6 +118,8 @@ struct Program {
   const ExprNode &expr(ExprId id) const { return exprs[id]; }
   /// The Assert statements of the body (its prefix), in order.
   std::vector<const Stmt *> preconditions() const;
+  /// The Specialize statements of the body (in its prefix, after the asserts), in order.
+  std::vector<const Stmt *> specializations() const;
   /// Whether some thread group of the body asks for regs= (register re-allocation).
   bool reallocatesRegisters() const;
 };

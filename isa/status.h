@@ -44,6 +44,7 @@ namespace tilus {
   X(Threads, "threads")                                                                            \
   X(Assert, "assert")                                                                              \
   X(AssertExpr, "assert-expr")                                                                     \
+  X(SpecializeExpr, "specialize-expr")                                                             \
   X(DivisionByZero, "division-by-zero")                                                            \
   X(AtomicDtype, "atomic-dtype")                                                                   \
   /* Codes outside ISA section 6: tools, bytecode, runtime. */                                     \

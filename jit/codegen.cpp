@@ -172,6 +172,7 @@ void Codegen::countAssignments(const std::vector<Stmt> &body) {
         assignments_[r] += 1;
       break;
     case StmtKind::Assign:
+    case StmtKind::Specialize:
       assignments_[s.var] += 1;
       break;
     case StmtKind::For:
@@ -561,6 +562,21 @@ Status Codegen::lowerStmt(const Stmt &s) {
   case StmtKind::Assign: {
     DataType from = prog.expr(s.expr).dtype, to = prog.var(s.var).dtype;
     writeScalar(s.var, convert(emitExpr(s.expr), from, to));
+    return Status::success();
+  }
+  case StmtKind::Specialize: {
+    // the value the launch computed (the kernel's class), else the expression's value
+    const std::vector<bool> &values = opts.specialization.values;
+    if (values.empty()) {
+      writeScalar(s.var, emitExpr(s.expr));
+      return Status::success();
+    }
+    size_t k = specialized_++;
+    if (k >= values.size())
+      return Status::error(ErrorCode::Bytecode,
+                           "the launch class has " + std::to_string(values.size()) +
+                               " specialized values; the program has more specialize statements");
+    writeScalar(s.var, b.getInt1(values[k]));
     return Status::success();
   }
   case StmtKind::For:

@@ -403,6 +403,7 @@ private:
   std::vector<llvm::Value *> tensorMaps_;       // the tensor-map parameters (generic pointers)
   std::vector<llvm::Value *> workspaceRegions_; // per instruction index (AllocateGlobal)
   std::vector<int> assignments_;                // per VarId
+  size_t specialized_ = 0; // the Specialize statements lowered so far (their values in order)
   std::vector<std::unique_ptr<VarStorage>> storage_;
   std::vector<std::optional<std::vector<int32_t>>> sharedDims_; // per VarId
   std::map<std::string, std::unique_ptr<LayoutMap>> layoutCache_;

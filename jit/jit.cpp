@@ -476,6 +476,8 @@ Expected<Compiled> compileModule(const VerifiedModule &vm, size_t programIndex,
 } // namespace
 
 bool Specialization::empty() const {
+  if (!values.empty())
+    return false;
   for (ParamFact f : params)
     if (f != ParamFact::None)
       return false;
@@ -486,7 +488,12 @@ std::string Specialization::text() const {
   if (empty())
     return "";
   std::string s;
+  bool facts = false;
+  for (ParamFact f : params)
+    facts = facts || f != ParamFact::None;
   for (ParamFact f : params) {
+    if (!facts)
+      break;
     switch (f) {
     case ParamFact::None:
       s += '-';
@@ -504,6 +511,11 @@ std::string Specialization::text() const {
       s += 'n';
       break;
     }
+  }
+  if (!values.empty()) {
+    s += '/';
+    for (bool v : values)
+      s += v ? 'T' : 'F';
   }
   return s;
 }

@@ -31,12 +31,16 @@ enum class ParamFact : uint8_t {
                    // neither 1 nor a multiple of 16)
 };
 
-/// One fact per program parameter (empty: no specialisation).
+/// One fact per program parameter (empty: no specialisation), and the values of the program's
+/// `specialize` statements (docs/isa.md, "Launch-time specialisation") at the launch, in order
+/// (empty: computed in the kernel).
 struct Specialization {
   std::vector<ParamFact> params;
+  std::vector<bool> values;
   bool empty() const;
-  /// Canonical spelling for cache keys: one letter per parameter ('-', 'a', 'd', '1'), "" when
-  /// empty().
+  /// Canonical spelling for cache keys: one letter per parameter ('-', 'a', 'd', '1', 'n'; none
+  /// when every parameter is '-'), then with values '/' and one letter per value ('T', 'F');
+  /// "" when empty().
   std::string text() const;
 };
 

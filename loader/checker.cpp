@@ -153,6 +153,8 @@ void ProgramChecker::checkStmt(const Stmt &stmt) {
   curInstruction_ = -1;
   if (stmt.kind != StmtKind::Assert)
     assertsAllowed_ = false; // before any nested block is entered
+  if (stmt.kind != StmtKind::Assert && stmt.kind != StmtKind::Specialize)
+    specializeAllowed_ = false;
   switch (stmt.kind) {
   case StmtKind::Instruction:
     checkInstructionStmt(stmt);
@@ -189,6 +191,9 @@ void ProgramChecker::checkStmt(const Stmt &stmt) {
   case StmtKind::Assert:
     checkAssert(stmt);
     return;
+  case StmtKind::Specialize:
+    checkSpecialize(stmt);
+    return;
   case StmtKind::Parallel:
     checkParallel(stmt);
     return;
@@ -224,9 +229,10 @@ std::string typeDifference(const VarType &declared, const VarType &now) {
 void ProgramChecker::writeVar(VarId var, VarType type, bool scalarAssign) {
   const Variable &v = prog_.vars[var];
   if (loopVar_[var]) {
-    fail(ErrorCode::UpdateType,
-         std::string(loopVar_[var] == 2 ? "group index " : "loop variable ") + varName(var) +
-             " is read-only");
+    fail(ErrorCode::UpdateType, std::string(loopVar_[var] == 2   ? "group index "
+                                            : loopVar_[var] == 3 ? "specialized variable "
+                                                                 : "loop variable ") +
+                                    varName(var) + " is read-only");
     return;
   }
   switch (state_[var]) {

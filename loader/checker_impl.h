@@ -186,6 +186,7 @@ private:
   void checkFor(const Stmt &stmt);
   void checkCondition(const Stmt &stmt, const char *what);
   void checkAssert(const Stmt &stmt);
+  void checkSpecialize(const Stmt &stmt);
   // check_thread_group.cpp: parallel and its groups (docs/isa.md, "Thread groups")
   void checkParallel(const Stmt &stmt);
   /// Whether `var` (live) was declared outside the thread group being checked (false outside
@@ -323,14 +324,16 @@ private:
   std::vector<ExprFacts> exprFacts_;
   std::vector<VarState> state_;
   std::vector<uint8_t> poisoned_;
-  std::vector<uint8_t> loopVar_; // 1: a for loop's variable, 2: a group's copy index
+  std::vector<uint8_t>
+      loopVar_; // 1: a for loop's variable, 2: a group's copy index, 3: specialized
   std::vector<uint8_t> instructionSeen_;
   std::vector<std::vector<VarId>> scopes_;
   std::vector<ExprId> exprStack_; // checkExprUse's work list, kept to avoid reallocation
   // Rank-0 forms of rank-less layout arguments (layoutArg).
   std::unordered_map<const RegisterLayout *, std::unique_ptr<RegisterLayout>> rankedLayouts_;
   int loopDepth_ = 0;
-  bool assertsAllowed_ = true; // no statement other than an assert checked yet
+  bool assertsAllowed_ = true;    // no statement other than an assert checked yet
+  bool specializeAllowed_ = true; // no statement other than asserts and specialize checked yet
 
   // The instruction being checked (for diagnostics).
   SourceLoc curLoc_;

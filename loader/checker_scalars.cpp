@@ -264,6 +264,7 @@ void ProgramChecker::markRootUses(std::vector<uint8_t> &used) {
       root(st.step);
       [[fallthrough]];
     case StmtKind::Assign:
+    case StmtKind::Specialize:
     case StmtKind::If:
     case StmtKind::While:
     case StmtKind::Assert:
@@ -466,6 +467,38 @@ void ProgramChecker::checkAssert(const Stmt &stmt) {
   DataType t = prog_.exprs[stmt.expr].dtype;
   if (!t.isBool())
     fail(ErrorCode::DtypeMismatch, "assert condition has type " + t.name() + "; expected bool");
+}
+
+// `specialize NAME = COND` (docs/isa.md, "Launch-time specialisation"): an assignment of a bool
+// of constants and scalar parameters, in the body's prefix after the asserts, so that the
+// runtime can compute it before the launch.
+void ProgramChecker::checkSpecialize(const Stmt &stmt) {
+  if (!specializeAllowed_) {
+    fail(ErrorCode::SpecializeExpr,
+         "specialize after a statement other than assert or specialize, or inside a block; it "
+         "comes first in the program body (after the asserts)");
+    return;
+  }
+  if (stmt.var >= prog_.vars.size() || stmt.expr >= prog_.exprs.size()) {
+    fail(ErrorCode::Bytecode, "specialize names no variable or no expression");
+    return;
+  }
+  if (!exprFacts_[stmt.expr].paramsOnly && exprFacts_[stmt.expr].errorCode != ErrorCode::Bytecode) {
+    fail(ErrorCode::SpecializeExpr,
+         "specialized value uses something other than constants and scalar parameters");
+    return;
+  }
+  if (state_[stmt.var] != VarState::Undeclared) {
+    fail(ErrorCode::SpecializeExpr,
+         "specialized variable " + varName(stmt.var) + " is assigned more than once");
+    return;
+  }
+  bool poisoned = false;
+  if (checkExprUse(stmt.expr, poisoned) && !poisoned && !prog_.exprs[stmt.expr].dtype.isBool())
+    fail(ErrorCode::DtypeMismatch,
+         "specialized value has type " + prog_.exprs[stmt.expr].dtype.name() + "; expected bool");
+  checkAssign(stmt);
+  loopVar_[stmt.var] = 3; // read-only: the JIT may have folded its value
 }
 
 void ProgramChecker::checkAssign(const Stmt &stmt) {

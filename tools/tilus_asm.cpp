@@ -107,10 +107,30 @@ struct Options {
 };
 
 /// Parses --spec: one letter per parameter, '-' nothing, 'a' pointer aligned to 16 bytes, 'd'
-/// integer divisible by 16, '1' integer equal to 1, 'n' integer other than 1 (jit/jit.h,
-/// Specialization::text()).
-Expected<Specialization> parseSpec(const std::string &text, const Program &program) {
+/// integer divisible by 16, '1' integer equal to 1, 'n' integer other than 1, then optionally
+/// '/' and one letter per specialize statement, 'T' or 'F' (jit/jit.h, Specialization::text();
+/// the parameters' letters may be left out: '/T').
+Expected<Specialization> parseSpec(const std::string &spec, const Program &program) {
   Specialization s;
+  std::string text = spec;
+  if (size_t slash = spec.find('/'); slash != std::string::npos) {
+    std::string values = spec.substr(slash + 1);
+    text = spec.substr(0, slash);
+    size_t want = program.specializations().size();
+    if (values.size() != want)
+      return Status::error(ErrorCode::Usage,
+                           "--spec '" + spec + "' has " + std::to_string(values.size()) +
+                               " values after '/'; program " + program.name + " has " +
+                               std::to_string(want) + " specialize statements");
+    for (char c : values) {
+      if (c != 'T' && c != 'F')
+        return Status::error(ErrorCode::Usage,
+                             std::string("--spec value '") + c + "' is neither T nor F");
+      s.values.push_back(c == 'T');
+    }
+    if (text.empty())
+      return s;
+  }
   if (text.empty())
     return s;
   if (text.size() != program.params.size())
@@ -497,7 +517,8 @@ static int runMain(int argc, char **argv) {
   app.add_option("--kernel", o.kernel, "with --emit: only this program");
   app.add_option("--spec", o.spec,
                  "with --emit: what launches guarantee, one letter per parameter: - nothing, "
-                 "a aligned to 16 bytes, d divisible by 16, 1 equal to 1, n other than 1");
+                 "a aligned to 16 bytes, d divisible by 16, 1 equal to 1, n other than 1; then "
+                 "optionally / and T or F per specialize statement (e.g. aaaddd/T)");
   app.add_flag("--explain-layouts", o.explainLayouts,
                "print each inferred layout with the rule that decided it");
   app.add_option("--layout-candidates", o.layoutCandidates,

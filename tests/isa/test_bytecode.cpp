@@ -1218,6 +1218,51 @@ TEST_CASE("bytecode: assert statements (kind 7) form a prefix of the program bod
       "assert condition 9 is out of range (2 expressions)"));
 }
 
+TEST_CASE("bytecode: specialize statements (kind 12) follow the asserts in the body's prefix") {
+  // As above: variable n (Scalar parameter, i32), expression 1 a bool constant; `body` writes
+  // the statements (a specialize statement: kind 12, variable id, expression id).
+  auto programWith = [](const std::function<void(Bytes &)> &body) {
+    Bytes p;
+    p.str("p").uleb(32);
+    p.uleb(1).str("n").u8(1).u8(1).i32();
+    p.uleb(2).u8(0).i32().uleb(1);
+    p.u8(0).u8(0).u8(1).u8(0).u8(0).uleb(1);
+    p.uleb(1).uleb(0);
+    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+    body(p);
+    return makeFile(programsOf({p}));
+  };
+  auto good = programWith([](Bytes &p) {
+    p.uleb(4).u8(7).uleb(1).str("").u8(12).uleb(0).uleb(1).u8(12).uleb(0).uleb(1);
+    p.u8(0).uleb(0);
+  });
+  Expected<Module> m = decodeModule(good);
+  REQUIRE_OK(m);
+  const Program &prog = m->programs[0];
+  REQUIRE(prog.body.size() == 4);
+  CHECK(prog.body[1].kind == StmtKind::Specialize);
+  CHECK(prog.body[1].var == 0);
+  CHECK(prog.body[1].expr == 1);
+  CHECK(prog.specializations().size() == 2);
+  CHECK(prog.preconditions().size() == 1);
+  CHECK(encodeModule(*m) == good); // canonical: the same bytes again
+  CHECK(contains(
+      errorOf(programWith([](Bytes &p) { p.uleb(2).u8(0).uleb(0).u8(12).uleb(0).uleb(1); })),
+      "specialize statement after a statement other than assert or specialize"));
+  CHECK(contains(errorOf(programWith([](Bytes &p) {
+                   p.uleb(3).u8(12).uleb(0).uleb(1).u8(7).uleb(1).str("").u8(0).uleb(0);
+                 })),
+                 "assert statement after a statement other than assert"));
+  CHECK(contains(errorOf(programWith([](Bytes &p) {
+                   p.uleb(2).u8(3).uleb(1).uleb(1).u8(12).uleb(0).uleb(1).uleb(0);
+                   p.u8(0).uleb(0);
+                 })),
+                 "specialize statement nested in another statement"));
+  CHECK(contains(
+      errorOf(programWith([](Bytes &p) { p.uleb(2).u8(12).uleb(5).uleb(1).u8(0).uleb(0); })),
+      "out of range"));
+}
+
 TEST_CASE("bytecode: enum values out of range") {
   // Patch single bytes of hand-written files: every enum field rejects its first invalid value.
   // the head of a hand-written program "p": `threads`, one i32 variable of `varKind`, one
@@ -1241,7 +1286,7 @@ TEST_CASE("bytecode: enum values out of range") {
   CHECK(contains(errorOf(programWith(0, 0, 5)), "variable kind 0 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(6, 0, 5)), "variable kind 6 is not one of 1..5"));
   CHECK(contains(errorOf(programWith(1, 28, 5)), "expression op 28 is not one of 0..27"));
-  CHECK(contains(errorOf(programWith(1, 0, 12)), "statement kind 12 is not one of 0..11"));
+  CHECK(contains(errorOf(programWith(1, 0, 13)), "statement kind 13 is not one of 0..12"));
   // Kind 10, a For with an unroll hint: its fields, the hint in 1..8, then its body.
   auto forWith = [&](uint8_t kind, uint64_t hint) {
     Bytes p = head(32, 1, 0);

@@ -1336,3 +1336,44 @@ TEST_CASE("the decode loop of a16wx: no register copies of the prefetch ring whe
     CHECK(count(twice, orImmediate) == 0);
   }
 }
+
+TEST_CASE("a kernel compiled for the values of its specialize statements folds them") {
+  // `specialize whole = ...` at launch: with its value in the class the branch on it folds
+  // (the atomic path for T, the plain store for F); without, both stay, chosen at run time
+  const char *src = R"(
+def k<1>(f32* p, i32* q, i32 n) threads=32:
+    specialize whole = n >= 4096
+    v = LoadGlobal(ViewGlobal(p, shape=[n]), layout=spatial(32))
+    if whole:
+        AtomicAdd(ViewGlobal(q, shape=[n]), Cast(v, i32))
+    else:
+        StoreGlobal(v, ViewGlobal(p, shape=[n]), offset=[32:])
+)";
+  VerifiedModule m = buildSource(src);
+  JitOptions plain, yes, no;
+  yes.specialization.values = {true};
+  no.specialization.values = {false};
+  Expected<PtxKernel> a = compileToPtx(m, 0, plain), t = compileToPtx(m, 0, yes),
+                      f = compileToPtx(m, 0, no);
+  REQUIRE_OK(a);
+  REQUIRE_OK(t);
+  REQUIRE_OK(f);
+  auto atomics = [](const PtxKernel &k) { return occurrences(k.ptx, ".global.add"); };
+  auto stores = [](const PtxKernel &k) { return occurrences(k.ptx, "st.global"); };
+  CHECK(atomics(*a) > 0);
+  CHECK(stores(*a) > 0);
+  CHECK(contains(a->ptx, "4096"));
+  CHECK(atomics(*t) > 0);
+  CHECK(stores(*t) == 0);
+  CHECK(!contains(t->ptx, "4096"));
+  CHECK(atomics(*f) == 0);
+  CHECK(stores(*f) > 0);
+  CHECK(!contains(f->ptx, "4096"));
+  // a class with fewer values than the program's specialize statements is refused
+  Expected<PtxKernel> two = compileToPtx(
+      buildSource("def k<1>(f32* p, i32 n) threads=32:\n    specialize a = n > 1\n"
+                  "    specialize b = n > 2\n    g = ViewGlobal(p, shape=[n])\n"
+                  "    if a and b:\n        StoreGlobal(LoadGlobal(g, layout=spatial(32)), g)\n"),
+      0, yes);
+  CHECK_FALSE(two.ok());
+}

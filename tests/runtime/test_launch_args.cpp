@@ -191,3 +191,35 @@ TEST_CASE("launch classes: aligned pointers, and integers equal to 1, multiples 
   CHECK(classOf(buffer, 2) == "aaan");
   CHECK(classOf(buffer + 1, 17) == "---n");
 }
+
+TEST_CASE("launch classes: the values of specialize statements follow the parameters' letters") {
+  // each specialize statement's value at the launch, computed on the host from the scalar
+  // parameters as the kernel would compute it: '/' then T or F per statement, in order
+  // (Specialization::text); a program whose parameters give no letters has the values alone
+  VerifiedModule m = verify(R"(
+def k<1>(f32* p, i32 n, i32 m) threads=32:
+    assert n > 0
+    specialize big = n >= 1024 and cdiv(m, 16) * 16 == m
+    specialize one = m == 1 or n / 0 > 3
+    g = ViewGlobal(p, shape=[n])
+    StoreGlobal(LoadGlobal(g, layout=spatial(32)), g)
+)");
+  const Program &program = m.module.programs[0];
+  REQUIRE(program.specializations().size() == 2);
+  alignas(16) float buffer[8] = {};
+  auto classOf = [&](void *pointer, int32_t n, int32_t mm) {
+    KernelArgs args(3);
+    args[0].pointer = pointer;
+    args[0].byteSize = 32;
+    args[1].scalarBits = uint32_t(n);
+    args[2].scalarBits = uint32_t(mm);
+    return classifyArgs(program, args).text();
+  };
+  CHECK(classOf(buffer, 1024, 32) == "add/TF"); // 1024 >= 1024, 32 a multiple of 16
+  CHECK(classOf(buffer, 4096, 1) == "ad1/FT");
+  CHECK(classOf(buffer, 2048, 40) == "adn/FF");
+  CHECK(classOf(buffer, 1000, 1) == "an1/FT");
+  CHECK(classOf(buffer + 1, 1024, 48) == "-dd/TF");
+  // n / 0 is 0 (ISA: integer division by zero gives 0), so `one` is m == 1 alone
+  CHECK(classOf(buffer, 17, 16) == "and/FF");
+}

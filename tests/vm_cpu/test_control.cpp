@@ -55,6 +55,37 @@ def k<1>(i32* out_ptr) threads=32:
   CHECK(out[6] == -1);
 }
 
+TEST_CASE("specialize: the variable holds its expression's value, read like any scalar") {
+  // docs/isa.md, "Launch-time specialisation": the interpreter computes the value as the
+  // statement says (a launch-class kernel of the GPU folds the same value); integer division by
+  // zero gives 0
+  const char *src = R"(
+def k<1>(i32* out_ptr, i32 n, i32 m) threads=32:
+    assert n > 0
+    specialize big = n >= 1024 and m % 16 == 0
+    specialize odd = n / 0 == 0 and n % 2 == 1
+    g = ViewGlobal(out_ptr, shape=[4])
+    one = AllocateRegister(i32, layout=spatial(1).replicate(32), init=0)
+    sel = 0
+    if big:
+        sel = 1
+    if odd:
+        sel = sel + 10
+    StoreGlobal(Add(one, sel), g, offset=[0:])
+    StoreGlobal(Add(one, i32(big)), g, offset=[1:])
+)";
+  VerifiedModule m = build(src);
+  auto runWith = [&](int32_t n, int32_t mm) {
+    std::vector<int32_t> out(4, -1);
+    CHECK_OK(run(m, {bufferArg(out), i32Arg(n), i32Arg(mm)}));
+    return std::vector<int32_t>{out[0], out[1]};
+  };
+  CHECK(runWith(1024, 32) == std::vector<int32_t>{1, 1});
+  CHECK(runWith(1025, 32) == std::vector<int32_t>{11, 1});
+  CHECK(runWith(1025, 33) == std::vector<int32_t>{10, 0});
+  CHECK(runWith(16, 32) == std::vector<int32_t>{0, 0});
+}
+
 TEST_CASE("return stops the block: stores after it do not happen") {
   const char *src = R"(
 def k<4>(i32* out_ptr) threads=32:

@@ -72,7 +72,8 @@ Status execStatement(BlockState &b, const Stmt &s, Flow &flow) {
   switch (s.kind) {
   case StmtKind::Instruction:
     return executeInstruction(b, s.index, flow);
-  case StmtKind::Assign: {
+  case StmtKind::Assign:
+  case StmtKind::Specialize: { // the value as computed; a kernel specialised at launch agrees
     DataType from = b.program.expr(s.expr).dtype, to = b.program.var(s.var).dtype;
     uint64_t bits = b.eval(s.expr);
     b.scalars[s.var] = from == to ? bits : convertBits(bits, from, to);

@@ -27,7 +27,8 @@ void definedVars(const Program &p, const std::vector<Stmt> &body, std::vector<Va
     if (s.kind == StmtKind::Instruction && s.index < p.instructions.size())
       for (VarId r : p.instructions[s.index].results)
         out.push_back(r);
-    if ((s.kind == StmtKind::Assign || s.kind == StmtKind::For) && s.var != kNoId)
+    if ((s.kind == StmtKind::Assign || s.kind == StmtKind::Specialize || s.kind == StmtKind::For) &&
+        s.var != kNoId)
       out.push_back(s.var);
     definedVars(p, s.body, out);
     definedVars(p, s.orelse, out);

@@ -5,6 +5,7 @@
 // the program and the arguments: the tests exercise them on machines without a GPU, and the
 // CPU path (vm-run, the C API) uses the same argument checks as the GPU path.
 #include "isa/convert.h"
+#include "isa/scalar_eval.h"
 #include "loader/checker.h"
 #include "vm/cuda/runtime.h"
 
@@ -112,6 +113,13 @@ Specialization classifyArgs(const Program &program, const KernelArgs &args) {
       s.params[i] = ParamFact::Divisible16;
     else
       s.params[i] = ParamFact::NotOne;
+  }
+  // the program's specialize statements, computed here as the kernel would compute them
+  // (docs/isa.md, "Launch-time specialisation")
+  if (args.size() == program.params.size()) {
+    VarValueFn values = paramValues(program, args);
+    for (const Stmt *st : program.specializations())
+      s.values.push_back(evaluateExpr(program, st->expr, values) != 0);
   }
   if (s.empty())
     s.params.clear();
