@@ -121,6 +121,7 @@ private:
   Status blockStart();
   Status assertStmt(AstStmt &out);
   Status specializeStmt(AstStmt &out);
+  Status assignedValue(AstStmt &out);
 
   Expected<AstExprPtr> expr() { return ternary(); }
   Expected<AstExprPtr> ternary();
@@ -418,6 +419,11 @@ Status Parser::assignment(AstStmt &out) {
       return dt.takeStatus();
     out.annotation = *dt;
   }
+  return assignedValue(out);
+}
+
+// '=' expr NEWLINE: the value of an assignment or a specialize statement.
+Status Parser::assignedValue(AstStmt &out) {
   TILUSVM_TRY(expectOp("="));
   auto e = expr();
   if (!e)
@@ -527,12 +533,7 @@ Status Parser::specializeStmt(AstStmt &out) {
   if (!target)
     return target.takeStatus();
   out.targets.push_back(*target);
-  TILUSVM_TRY(expectOp("="));
-  auto e = expr();
-  if (!e)
-    return e.takeStatus();
-  out.value = std::move(*e);
-  return expectNewline();
+  return assignedValue(out);
 }
 
 // 'parallel' ':' NEWLINE INDENT group+ DEDENT, each group

@@ -1174,20 +1174,23 @@ TEST_CASE("bytecode: instructions against the table") {
   }
 }
 
+/// A program "p" for the statement-prefix tests: variable n (Scalar parameter, i32); expression
+/// 0: Const i32 1 (the grid), expression 1: Const bool 1 (a condition); one Synchronize; `body`
+/// writes the statements.
+std::vector<uint8_t> prefixProgramWith(const std::function<void(Bytes &)> &body) {
+  Bytes p;
+  p.str("p").uleb(32);
+  p.uleb(1).str("n").u8(1).u8(1).i32();
+  p.uleb(2).u8(0).i32().uleb(1);
+  p.u8(0).u8(0).u8(1).u8(0).u8(0).uleb(1);
+  p.uleb(1).uleb(0);
+  p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
+  body(p);
+  return makeFile(programsOf({p}));
+}
+
 TEST_CASE("bytecode: assert statements (kind 7) form a prefix of the program body") {
-  // Variable n (Scalar parameter, i32); expression 0: Const i32 1 (the grid), expression 1:
-  // Const bool 1 (an assert condition); one Synchronize; `body` writes the statements.
-  auto programWith = [](const std::function<void(Bytes &)> &body) {
-    Bytes p;
-    p.str("p").uleb(32);
-    p.uleb(1).str("n").u8(1).u8(1).i32();
-    p.uleb(2).u8(0).i32().uleb(1);
-    p.u8(0).u8(0).u8(1).u8(0).u8(0).uleb(1);
-    p.uleb(1).uleb(0);
-    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
-    body(p);
-    return makeFile(programsOf({p}));
-  };
+  auto programWith = prefixProgramWith; // expression 1: the assert conditions
   auto first = programWith([](Bytes &p) {
     p.uleb(3).u8(7).uleb(1).str("n is fine").u8(7).uleb(1).str("").u8(0).uleb(0);
   });
@@ -1219,19 +1222,7 @@ TEST_CASE("bytecode: assert statements (kind 7) form a prefix of the program bod
 }
 
 TEST_CASE("bytecode: specialize statements (kind 12) follow the asserts in the body's prefix") {
-  // As above: variable n (Scalar parameter, i32), expression 1 a bool constant; `body` writes
-  // the statements (a specialize statement: kind 12, variable id, expression id).
-  auto programWith = [](const std::function<void(Bytes &)> &body) {
-    Bytes p;
-    p.str("p").uleb(32);
-    p.uleb(1).str("n").u8(1).u8(1).i32();
-    p.uleb(2).u8(0).i32().uleb(1);
-    p.u8(0).u8(0).u8(1).u8(0).u8(0).uleb(1);
-    p.uleb(1).uleb(0);
-    p.uleb(1).uleb(kOpSynchronize).uleb(0).u8(0);
-    body(p);
-    return makeFile(programsOf({p}));
-  };
+  auto programWith = prefixProgramWith; // a specialize statement: kind 12, variable, expression
   auto good = programWith([](Bytes &p) {
     p.uleb(4).u8(7).uleb(1).str("").u8(12).uleb(0).uleb(1).u8(12).uleb(0).uleb(1);
     p.u8(0).uleb(0);
