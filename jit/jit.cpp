@@ -488,12 +488,7 @@ std::string Specialization::text() const {
   if (empty())
     return "";
   std::string s;
-  bool facts = false;
-  for (ParamFact f : params)
-    facts = facts || f != ParamFact::None;
   for (ParamFact f : params) {
-    if (!facts)
-      break;
     switch (f) {
     case ParamFact::None:
       s += '-';
@@ -512,6 +507,8 @@ std::string Specialization::text() const {
       break;
     }
   }
+  if (s.find_first_not_of('-') == std::string::npos)
+    s.clear(); // no facts: the values alone
   if (!values.empty()) {
     s += '/';
     for (bool v : values)

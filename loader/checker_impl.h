@@ -187,6 +187,7 @@ private:
   void checkCondition(const Stmt &stmt, const char *what);
   void checkAssert(const Stmt &stmt);
   void checkSpecialize(const Stmt &stmt);
+  bool paramsOnly(ExprId e, ErrorCode code, const char *what);
   // check_thread_group.cpp: parallel and its groups (docs/isa.md, "Thread groups")
   void checkParallel(const Stmt &stmt);
   /// Whether `var` (live) was declared outside the thread group being checked (false outside

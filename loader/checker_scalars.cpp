@@ -444,6 +444,15 @@ void ProgramChecker::checkCondition(const Stmt &stmt, const char *what) {
          std::string(what) + " condition has type " + t.name() + "; expected bool or an integer");
 }
 
+// Whether expression `e` (of an assert or a specialize statement) uses only constants and
+// scalar parameters, as the host computes it before the launch; else `code` about `what`.
+bool ProgramChecker::paramsOnly(ExprId e, ErrorCode code, const char *what) {
+  if (exprFacts_[e].paramsOnly || exprFacts_[e].errorCode == ErrorCode::Bytecode)
+    return true;
+  fail(code, std::string(what) + " uses something other than constants and scalar parameters");
+  return false;
+}
+
 // A precondition (docs/isa.md, "Preconditions"): at the top of the body, a bool expression of
 // constants and scalar parameters, so that it can be evaluated before the launch.
 void ProgramChecker::checkAssert(const Stmt &stmt) {
@@ -456,11 +465,8 @@ void ProgramChecker::checkAssert(const Stmt &stmt) {
     fail(ErrorCode::Bytecode, "assert condition names no expression");
     return;
   }
-  if (!exprFacts_[stmt.expr].paramsOnly && exprFacts_[stmt.expr].errorCode != ErrorCode::Bytecode) {
-    fail(ErrorCode::AssertExpr,
-         "assert condition uses something other than constants and scalar parameters");
+  if (!paramsOnly(stmt.expr, ErrorCode::AssertExpr, "assert condition"))
     return;
-  }
   bool poisoned = false;
   if (!checkExprUse(stmt.expr, poisoned) || poisoned)
     return;
@@ -483,11 +489,8 @@ void ProgramChecker::checkSpecialize(const Stmt &stmt) {
     fail(ErrorCode::Bytecode, "specialize names no variable or no expression");
     return;
   }
-  if (!exprFacts_[stmt.expr].paramsOnly && exprFacts_[stmt.expr].errorCode != ErrorCode::Bytecode) {
-    fail(ErrorCode::SpecializeExpr,
-         "specialized value uses something other than constants and scalar parameters");
+  if (!paramsOnly(stmt.expr, ErrorCode::SpecializeExpr, "specialized value"))
     return;
-  }
   if (state_[stmt.var] != VarState::Undeclared) {
     fail(ErrorCode::SpecializeExpr,
          "specialized variable " + varName(stmt.var) + " is assigned more than once");

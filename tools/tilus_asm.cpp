@@ -128,8 +128,6 @@ Expected<Specialization> parseSpec(const std::string &spec, const Program &progr
                              std::string("--spec value '") + c + "' is neither T nor F");
       s.values.push_back(c == 'T');
     }
-    if (text.empty())
-      return s;
   }
   if (text.empty())
     return s;
