@@ -627,6 +627,11 @@ Status Codegen::lowerFor(const Stmt &s) {
 
 Status Codegen::lowerIf(const Stmt &s) {
   llvm::Value *cond = truth(emitExpr(s.expr), prog.expr(s.expr).dtype);
+  // a condition of constants and launch-time specialised values: only the side that runs is
+  // lowered (the other would be deleted by the pipeline's first SimplifyCFG, after costing the
+  // IR building its instructions: the split code of a whole-tile GEMM kernel)
+  if (auto *known = llvm::dyn_cast<llvm::ConstantInt>(cond))
+    return lowerBody(known->isOne() ? s.body : s.orelse);
   llvm::BasicBlock *thenBlock = llvm::BasicBlock::Create(ctx, "if.then", fn_);
   llvm::BasicBlock *elseBlock = llvm::BasicBlock::Create(ctx, "if.else", fn_);
   llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "if.end", fn_);

@@ -1369,6 +1369,29 @@ def k<1>(f32* p, i32* q, i32 n) threads=32:
   CHECK(atomics(*f) == 0);
   CHECK(stores(*f) > 0);
   CHECK(!contains(f->ptx, "4096"));
+  // only the side that runs is built: the IR before optimisation, as the code-size limit
+  // reports it when it refuses the kernel (jit/code_size.h), loses the other side's tens of
+  // instructions (the specialised value in place of the comparison alone would be one less)
+  setenv("TILUSVM_JIT_MAX_IR", "12", 1);
+  auto irBefore = [&](const JitOptions &o) -> long {
+    Expected<PtxKernel> k = compileToPtx(m, 0, o);
+    if (k.ok())
+      return -1;
+    const std::string &message = k.status().diagnostics().front().message;
+    std::smatch found;
+    if (!std::regex_search(message, found, std::regex(R"(: ([\d,]+) LLVM IR instructions)")))
+      return -1;
+    std::string digits = std::regex_replace(found[1].str(), std::regex(","), "");
+    return std::stol(digits);
+  };
+  long both = irBefore(plain), onlyAtomic = irBefore(yes), onlyStore = irBefore(no);
+  unsetenv("TILUSVM_JIT_MAX_IR");
+  INFO("IR before optimisation: ", both, " unspecialised, ", onlyAtomic, " T, ", onlyStore, " F");
+  REQUIRE(both > 0);
+  REQUIRE(onlyAtomic > 0);
+  REQUIRE(onlyStore > 0);
+  CHECK(onlyAtomic < both - 10);
+  CHECK(onlyStore < both - 10);
   // a class with fewer values than the program's specialize statements is refused
   Expected<PtxKernel> two = compileToPtx(
       buildSource("def k<1>(f32* p, i32 n) threads=32:\n    specialize a = n > 1\n"
