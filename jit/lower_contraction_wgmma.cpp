@@ -5,9 +5,11 @@
 // atom r's registers at slots [r n / 2, (r + 1) n / 2) in PTX order). A register A operand is
 // passed as four 32-bit registers per atom and k step, packed from the thread's slots of a (the
 // A fragment layout puts register j of atom r, k step s at slots (r ksteps + s) 4e + j e + l,
-// e = 32 / element bits, element l in bits [l bits, (l + 1) bits)); the asm's operands are then
-// "r,r,r,r" (A), "l" (descriptor B), "r" (scale-d) before the tied accumulators. All of them are
-// packed before the first wgmma and pass through one wgmma.fence (see visitWgmma).
+// e = 32 / element bits, element l in bits [l bits, (l + 1) bits)). All of them are packed
+// before the first wgmma and pass through one wgmma.fence (see visitWgmma). The instruction's
+// wgmmas are one asm statement (visitWgmma): the accumulators as outputs, then the A operand of
+// each k step and atom ("l" per descriptor, "r,r,r,r" per register A), the B descriptor of each
+// k step ("l"), the constant 1 and scale-d ("r,r"), then the accumulators tied to the outputs.
 //
 // The accumulators are written by the tensor cores until wgmma.wait_group: the asm statements
 // tie them as outputs to inputs, and WgmmaWaitGroup(0) passes every accumulator issued so far
@@ -100,62 +102,88 @@ Status ContractionLowering::visitWgmma(const Instruction &inst) {
     for (int64_t i = 0; i < count; ++i)
       registersA[size_t(i)] = b.CreateExtractValue(fenced, {unsigned(i)});
   }
-  int64_t q = plan.n / 2; // accumulator registers per atom
-  std::string regs;
-  for (int64_t r = 0; r < q; ++r) {
-    regs += r ? ", $" : "$";
-    regs += std::to_string(r);
-  }
-  // operands after the accumulators: descriptor A or four A registers, descriptor B, scale-d
+  int64_t q = plan.n / 2;          // accumulator registers per atom
+  int64_t total = plan.tilesM * q; // the asm's outputs: every atom's accumulators
+  // One asm statement for the instruction's wgmmas, in the order (k step, atom) as separate
+  // statements would issue them: its outputs are every atom's accumulators, its inputs the A
+  // operand of each (k step, atom) (a descriptor, or four registers), the B descriptor of each k
+  // step, the constant 1, scale-d (the last fixed input: jit/wgmma_zero_accumulator.cpp folds a
+  // zero accumulator into it), then the accumulators tied to the outputs. The first k step adds
+  // to the accumulators where scale-d is nonzero, the later ones always. One call with its
+  // extracts per instruction instead of one per k step and atom: a quarter of the IR that LLVM
+  // and the NVPTX backend handle for a k tile of 64 (four k steps); the PTX statements are the
+  // same.
   int64_t fixedA = plan.registerA ? 4 : 1;
-  // (appends: GCC 12 warns falsely about string literal + std::string)
-  std::string operandA = plan.registerA ? "{" : "";
-  for (int64_t j = 0; j < fixedA; ++j) {
-    operandA += j ? ", $" : "$";
-    operandA += std::to_string(q + j);
-  }
-  if (plan.registerA)
-    operandA += "}";
+  int64_t firstA = total;                                       // A operands, (s, r) major
+  int64_t firstB = firstA + plan.ksteps * plan.tilesM * fixedA; // B descriptors, per k step
+  int64_t one = firstB + plan.ksteps;
+  int64_t scale = one + 1;
   // imm-trans-a exists only for shared 16-bit A; imm-trans-b only for 16-bit types
   std::string transposes;
   if (!fp8) {
     transposes = plan.registerA ? ", " : ", 0, ";
     transposes += plan.transB ? "1" : "0";
   }
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(q + fixedA + 1) +
-                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(plan.n) + "k" +
-                     std::to_string(plan.atomK) + ".f32." + ptxType(ta) + "." + ptxType(tb) + " {" +
-                     regs + "}, " + operandA + ", $" + std::to_string(q + fixedA) + ", p, 1, 1" +
-                     transposes + ";\n}";
+  // (appends: GCC 12 warns falsely about string literal + std::string)
+  std::string text = "{\n.reg .pred p, t;\nsetp.ne.b32 p, $";
+  text += std::to_string(scale);
+  text += ", 0;\nsetp.ne.b32 t, $";
+  text += std::to_string(one);
+  text += ", 0;";
+  for (int64_t s = 0; s < plan.ksteps; ++s)
+    for (int64_t r = 0; r < plan.tilesM; ++r) {
+      text += "\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(plan.n) + "k" +
+              std::to_string(plan.atomK) + ".f32." + ptxType(ta) + "." + ptxType(tb) + " {";
+      for (int64_t j = 0; j < q; ++j) {
+        text += j ? ", $" : "$";
+        text += std::to_string(r * q + j);
+      }
+      text += "}, ";
+      if (plan.registerA)
+        text += "{";
+      for (int64_t j = 0; j < fixedA; ++j) {
+        text += j ? ", $" : "$";
+        text += std::to_string(firstA + (s * plan.tilesM + r) * fixedA + j);
+      }
+      if (plan.registerA)
+        text += "}";
+      text += ", $" + std::to_string(firstB + s);
+      text += s == 0 ? ", p, 1, 1" : ", t, 1, 1";
+      text += transposes + ";";
+    }
+  text += "\n}";
   std::string constraints;
-  for (int64_t r = 0; r < q; ++r)
+  for (int64_t r = 0; r < total; ++r)
     constraints += "=f,";
-  constraints += plan.registerA ? "r,r,r,r,l,r" : "l,l,r";
-  for (int64_t r = 0; r < q; ++r) {
+  for (int64_t i = 0; i < plan.ksteps * plan.tilesM * fixedA; ++i)
+    constraints += plan.registerA ? "r," : "l,";
+  for (int64_t s = 0; s < plan.ksteps; ++s)
+    constraints += "l,";
+  constraints += "r,r";
+  for (int64_t r = 0; r < total; ++r) {
     constraints += ',';
     constraints += std::to_string(r);
   }
-  std::vector<llvm::Type *> outTypes(size_t(q), b.getFloatTy());
-  llvm::Type *ret = llvm::StructType::get(ctx, outTypes);
-  for (int64_t s = 0; s < plan.ksteps; ++s) {
-    llvm::Value *descB = descriptor(cg, plan.b, plan.wgN, plan.ksteps, s, wgJ, originB);
+  std::vector<llvm::Value *> args;
+  for (int64_t s = 0; s < plan.ksteps; ++s)
     for (int64_t r = 0; r < plan.tilesM; ++r) {
-      std::vector<llvm::Value *> args;
       if (plan.registerA)
         for (int64_t j = 0; j < 4; ++j)
           args.push_back(registersA[size_t((r * plan.ksteps + s) * 4 + j)]);
       else
         args.push_back(descriptor(cg, plan.a, plan.wgM, plan.tilesM * plan.ksteps,
                                   r * plan.ksteps + s, wgI, originA));
-      args.push_back(descB);
-      args.push_back(cg.constI32(1));
-      for (int64_t j = 0; j < q; ++j)
-        args.push_back(slots[size_t(r * q + j)]);
-      llvm::Value *out = cg.volatileAsm(ret, text, constraints, args);
-      for (int64_t j = 0; j < q; ++j)
-        slots[size_t(r * q + j)] = b.CreateExtractValue(out, {unsigned(j)});
     }
-  }
+  for (int64_t s = 0; s < plan.ksteps; ++s)
+    args.push_back(descriptor(cg, plan.b, plan.wgN, plan.ksteps, s, wgJ, originB));
+  args.push_back(cg.constI32(1));
+  args.push_back(cg.constI32(1));
+  for (int64_t j = 0; j < total; ++j)
+    args.push_back(slots[size_t(j)]);
+  std::vector<llvm::Type *> outTypes(size_t(total), b.getFloatTy());
+  llvm::Value *out = cg.volatileAsm(llvm::StructType::get(ctx, outTypes), text, constraints, args);
+  for (int64_t j = 0; j < total; ++j)
+    slots[size_t(j)] = b.CreateExtractValue(out, {unsigned(j)});
   cg.writeRegister(inst.results[0], slots);
   if (std::find(wgmmaAccumulators_.begin(), wgmmaAccumulators_.end(), vc) ==
       wgmmaAccumulators_.end())

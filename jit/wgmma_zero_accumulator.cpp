@@ -15,10 +15,11 @@ namespace tilus::jit {
 
 namespace {
 
-// The operands of lower_contraction_wgmma.cpp's asm: the fixed inputs (descriptor A, or the
-// four registers of a register A; descriptor B; scale-d, always the last fixed input), then the
-// accumulator inputs, tied to the outputs: constraints "=f,...,=f,l,l,r,0,1,..." or
-// "=f,...,=f,r,r,r,r,l,r,0,1,...".
+// The operands of lower_contraction_wgmma.cpp's asm: the fixed inputs (the A operand of each k
+// step and atom, a descriptor or four registers; the B descriptor of each k step; the constant 1;
+// scale-d, always the last fixed input, which only the first k step's wgmmas read), then the
+// accumulator inputs, tied to the outputs: constraints "=f,...,=f,l,...,l,r,r,0,1,..." or
+// "=f,...,=f,r,...,r,l,...,l,r,r,0,1,...".
 bool isWgmma(const llvm::InlineAsm &a) {
   return a.getAsmString().find("wgmma.mma_async.") != std::string::npos;
 }

@@ -117,6 +117,19 @@ TEST_CASE("Wgmma: four m64n128k16 per warpgroup with descriptors, fence, commit 
   REQUIRE_OK(k);
   CHECK(contains(k->ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));
   CHECK(contains(k->ptx, "p, 1, 1, 0, 1;"));
+  // the four k steps of the instruction are one inline-asm block: the first adds to the
+  // accumulators by scale-d (p), the others always (t); one asm per instruction, not per k step
+  size_t first = k->ptx.find("wgmma.mma_async.");
+  REQUIRE(first != std::string::npos);
+  size_t begin = k->ptx.rfind("// begin inline asm", first);
+  size_t end = k->ptx.find("// end inline asm", first);
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  std::string block = k->ptx.substr(begin, end - begin);
+  CHECK(occurrences(block, "wgmma.mma_async.sync.aligned.m64n128k16") == 4);
+  CHECK(occurrences(block, ", p, 1, 1, 0, 1;") == 1);
+  CHECK(occurrences(block, ", t, 1, 1, 0, 1;") == 3);
+  CHECK(occurrences(k->ptx, "wgmma.mma_async.") == 4);
   CHECK(contains(k->ptx, "wgmma.fence.sync.aligned"));
   CHECK(contains(k->ptx, "wgmma.commit_group.sync.aligned"));
   CHECK(contains(k->ptx, "wgmma.wait_group.sync.aligned 0"));

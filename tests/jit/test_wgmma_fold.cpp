@@ -36,36 +36,45 @@ struct Fixture {
     b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
   }
 
-  // The lowering's form: "=f" x kQ, "l,l,r", then the tied accumulator inputs.
+  // The lowering's form for one atom and two k steps: "=f" x kQ; the A descriptor of each k
+  // step, the B descriptor of each, the constant 1, scale-d ("l,l,l,l,r,r"); then the tied
+  // accumulator inputs. The first wgmma adds to the accumulators where scale-d is nonzero.
   llvm::CallInst *wgmma(const std::vector<llvm::Value *> &acc) {
     std::string constraints;
     for (int r = 0; r < kQ; ++r)
       constraints += "=f,";
-    constraints += "l,l,r";
+    constraints += "l,l,l,l,r,r";
     for (int r = 0; r < kQ; ++r) { // appends: GCC 12 warns falsely about "," + std::string
       constraints += ',';
       constraints += std::to_string(r);
     }
     std::vector<llvm::Type *> outs(kQ, b.getFloatTy());
-    std::vector<llvm::Type *> ins = {b.getInt64Ty(), b.getInt64Ty(), b.getInt32Ty()};
+    std::vector<llvm::Type *> ins(4, b.getInt64Ty());
+    ins.push_back(b.getInt32Ty());
+    ins.push_back(b.getInt32Ty());
     for (int r = 0; r < kQ; ++r)
       ins.push_back(b.getFloatTy());
     auto *type = llvm::FunctionType::get(llvm::StructType::get(ctx, outs), ins, false);
-    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $6, 0;\nwgmma.mma_async.sync.aligned."
-                       "m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, $4, $5, p, 1, 1, 0, 0;\n}";
+    std::string text =
+        "{\n.reg .pred p, t;\nsetp.ne.b32 p, $9, 0;\nsetp.ne.b32 t, $8, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, $4, $6, "
+        "p, 1, 1, 0, 0;\nwgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, "
+        "$2, $3}, $5, $7, t, 1, 1, 0, 0;\n}";
     auto *asmValue = llvm::InlineAsm::get(type, text, constraints, true);
-    std::vector<llvm::Value *> args = {f->getArg(0), f->getArg(0), b.getInt32(1)};
+    std::vector<llvm::Value *> args(4, f->getArg(0));
+    args.push_back(b.getInt32(1));
+    args.push_back(b.getInt32(1));
     args.insert(args.end(), acc.begin(), acc.end());
     return b.CreateCall(type, asmValue, args);
   }
 
-  // The register-A form: "=f" x kQ, "r,r,r,r,l,r" (four A registers, descriptor B, scale-d),
-  // then the tied accumulator inputs.
+  // The register-A form for one atom and one k step: "=f" x kQ, "r,r,r,r,l,r,r" (four A
+  // registers, descriptor B, the constant 1, scale-d), then the tied accumulator inputs.
   llvm::CallInst *wgmmaRegisterA(const std::vector<llvm::Value *> &acc) {
     std::string constraints;
     for (int r = 0; r < kQ; ++r)
       constraints += "=f,";
-    constraints += "r,r,r,r,l,r";
+    constraints += "r,r,r,r,l,r,r";
     for (int r = 0; r < kQ; ++r) {
       constraints += ',';
       constraints += std::to_string(r);
@@ -74,15 +83,17 @@ struct Fixture {
     std::vector<llvm::Type *> ins(4, b.getInt32Ty());
     ins.push_back(b.getInt64Ty());
     ins.push_back(b.getInt32Ty());
+    ins.push_back(b.getInt32Ty());
     for (int r = 0; r < kQ; ++r)
       ins.push_back(b.getFloatTy());
     auto *type = llvm::FunctionType::get(llvm::StructType::get(ctx, outs), ins, false);
     std::string text =
-        "{\n.reg .pred p;\nsetp.ne.b32 p, $9, 0;\nwgmma.mma_async.sync.aligned."
-        "m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, {$4, $5, $6, $7}, $8, p, 1, 1, 0;\n}";
+        "{\n.reg .pred p, t;\nsetp.ne.b32 p, $10, 0;\nsetp.ne.b32 t, $9, 0;\nwgmma.mma_async."
+        "sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, {$4, $5, $6, $7}, $8, p, 1, 1, 0;\n}";
     auto *asmValue = llvm::InlineAsm::get(type, text, constraints, true);
     llvm::Value *word = b.CreateTrunc(f->getArg(0), b.getInt32Ty());
-    std::vector<llvm::Value *> args = {word, word, word, word, f->getArg(0), b.getInt32(1)};
+    std::vector<llvm::Value *> args = {word,         word,          word,         word,
+                                       f->getArg(0), b.getInt32(1), b.getInt32(1)};
     args.insert(args.end(), acc.begin(), acc.end());
     return b.CreateCall(type, asmValue, args);
   }
@@ -132,24 +143,26 @@ TEST_CASE("foldZeroWgmmaAccumulators: +0 accumulators become scale-d 0 without i
   CHECK(tilus::jit::foldZeroWgmmaAccumulators(*x.f) == 1);
   std::vector<llvm::CallInst *> calls = x.wgmmas();
   REQUIRE(calls.size() == 4);
-  // the folded one: the descriptors, scale-d 0, no accumulator operands, the same text
-  CHECK(calls[0]->arg_size() == 3);
-  auto *scale = llvm::dyn_cast<llvm::ConstantInt>(calls[0]->getArgOperand(2));
+  // the folded one: the descriptors and the constant 1 kept, scale-d 0, no accumulator
+  // operands, the same text
+  CHECK(calls[0]->arg_size() == 6);
+  auto *scale = llvm::dyn_cast<llvm::ConstantInt>(calls[0]->getArgOperand(5));
   REQUIRE(scale != nullptr);
   CHECK(scale->isZero());
-  CHECK(constraintsOf(calls[0]) == "=f,=f,=f,=f,l,l,r");
+  CHECK(llvm::cast<llvm::ConstantInt>(calls[0]->getArgOperand(4))->isOne());
+  CHECK(constraintsOf(calls[0]) == "=f,=f,=f,=f,l,l,l,l,r,r");
   CHECK(llvm::cast<llvm::InlineAsm>(calls[0]->getCalledOperand())
             ->getAsmString()
             .find("wgmma.mma_async.sync.aligned.m64n8k16") != std::string::npos);
   // the chained one now reads the folded one's results; the others are untouched
   for (unsigned r = 0; r < kQ; ++r) {
-    auto *e = llvm::dyn_cast<llvm::ExtractValueInst>(calls[1]->getArgOperand(3 + r));
+    auto *e = llvm::dyn_cast<llvm::ExtractValueInst>(calls[1]->getArgOperand(6 + r));
     REQUIRE(e != nullptr);
     CHECK(e->getAggregateOperand() == calls[0]);
   }
   for (size_t k : {size_t(1), size_t(2), size_t(3)}) {
-    CHECK(calls[k]->arg_size() == 3 + kQ);
-    CHECK(llvm::cast<llvm::ConstantInt>(calls[k]->getArgOperand(2))->isOne());
+    CHECK(calls[k]->arg_size() == 6 + kQ);
+    CHECK(llvm::cast<llvm::ConstantInt>(calls[k]->getArgOperand(5))->isOne());
   }
 }
 
@@ -167,18 +180,19 @@ TEST_CASE("foldZeroWgmmaAccumulators: the register-A form folds the same way") {
   CHECK(tilus::jit::foldZeroWgmmaAccumulators(*x.f) == 1);
   std::vector<llvm::CallInst *> calls = x.wgmmas();
   REQUIRE(calls.size() == 3);
-  // the folded one: the four A registers and descriptor B kept, scale-d 0, no accumulators
-  CHECK(calls[0]->arg_size() == 6);
-  CHECK(constraintsOf(calls[0]) == "=f,=f,=f,=f,r,r,r,r,l,r");
+  // the folded one: the four A registers, descriptor B and the constant 1 kept, scale-d 0, no
+  // accumulators
+  CHECK(calls[0]->arg_size() == 7);
+  CHECK(constraintsOf(calls[0]) == "=f,=f,=f,=f,r,r,r,r,l,r,r");
   for (unsigned k = 0; k < 4; ++k)
     CHECK(calls[0]->getArgOperand(k)->getType()->isIntegerTy(32));
   CHECK(calls[0]->getArgOperand(4) == x.f->getArg(0));
-  auto *scale = llvm::dyn_cast<llvm::ConstantInt>(calls[0]->getArgOperand(5));
+  auto *scale = llvm::dyn_cast<llvm::ConstantInt>(calls[0]->getArgOperand(6));
   REQUIRE(scale != nullptr);
   CHECK(scale->isZero());
   for (size_t k : {size_t(1), size_t(2)}) {
-    CHECK(calls[k]->arg_size() == 6 + kQ);
-    CHECK(llvm::cast<llvm::ConstantInt>(calls[k]->getArgOperand(5))->isOne());
+    CHECK(calls[k]->arg_size() == 7 + kQ);
+    CHECK(llvm::cast<llvm::ConstantInt>(calls[k]->getArgOperand(6))->isOne());
   }
 }
 
@@ -204,6 +218,6 @@ TEST_CASE("NaN canonicalizations that only feed a wgmma accumulator are dropped"
   CHECK(tilus::jit::dropUnseenNaNCanonicalizations(*x.f) == 1);
   std::vector<llvm::CallInst *> calls = x.wgmmas();
   REQUIRE(calls.size() == 1);
-  CHECK(llvm::isa<llvm::BinaryOperator>(calls[0]->getArgOperand(3))); // the fmul, unwrapped
-  CHECK(llvm::isa<llvm::SelectInst>(calls[0]->getArgOperand(5)));     // kept: it reaches memory
+  CHECK(llvm::isa<llvm::BinaryOperator>(calls[0]->getArgOperand(6))); // the fmul, unwrapped
+  CHECK(llvm::isa<llvm::SelectInst>(calls[0]->getArgOperand(8)));     // kept: it reaches memory
 }
