@@ -2,7 +2,8 @@
 """JIT time and generated-code quality of every program under programs/.
 
 For every kernel of every programs/**/*.tasm (sm_90a; without and with the launch-time
-specialisation that aligned pointers and 16-divisible integers give), this prints:
+specialisation that aligned pointers and 16-divisible integers give, and for a program with
+`specialize` statements that class with each combination of their values), this prints:
   - the JIT's phase times (thread CPU time, median of --runs compilations),
   - the loops of the PTX (a backward branch and the lines from its target label): the
     instruction count and the counts by opcode of each loop body,
@@ -37,19 +38,32 @@ PTXAS = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
 TIMING = re.compile(r"jit: (\S+) sm_\d+: setup ([\d.]+) ms, IR ([\d.]+) ms, optimisation "
                     r"([\d.]+) ms, PTX ([\d.]+) ms, total ([\d.]+) ms")
 DEF = re.compile(r"^\s*def\s+(\w+)\s*<[^>]*>\s*\(([^)]*)\)", re.M)
+SPECIALIZE = re.compile(r"^\s*specialize\s+\w+\s*=", re.M)
 BANKS = re.compile(r"jit: \S+ banks: #\d+ \w+: \d+ accesses of up to \d+ bytes per lane, (\d+) "
                    r"wavefronts \((\d+) without bank conflicts\)")
 
 
 def kernels(path):
-    """(name, spec) for each program of a file: spec makes pointers aligned, integers divisible."""
+    """(name, specs) for each program of a file: the launch classes to compile besides the
+    unspecialised kernel. The first makes pointers aligned and integers divisible; a program
+    with `specialize` statements takes that class with each combination of their values (a
+    launch always knows them: docs/isa.md, "Launch-time specialisation")."""
     out = []
-    for m in DEF.finditer(open(path).read()):
+    text = open(path).read()
+    defs = list(DEF.finditer(text))
+    for i, m in enumerate(defs):
         spec = ""
         for param in filter(None, (p.strip() for p in m.group(2).split(","))):
             ty = param.split()[0]
             spec += "a" if ty.endswith("*") else ("d" if re.match(r"[iu]\d+$", ty) else "-")
-        out.append((m.group(1), spec))
+        body = text[m.end():defs[i + 1].start() if i + 1 < len(defs) else len(text)]
+        count = len(SPECIALIZE.findall(body))
+        if count == 0:
+            out.append((m.group(1), [spec]))
+        else:
+            out.append((m.group(1), [spec + "/" + "".join("T" if bit & (1 << j) else "F"
+                                                        for j in range(count))
+                                     for bit in reversed(range(1 << count))]))
     return out
 
 
@@ -183,8 +197,8 @@ def main():
         rel = os.path.relpath(path, ROOT) + (f"[{','.join(defines)}]" if defines else "")
         if args.only not in rel:
             continue
-        for name, spec in kernels(path):
-            for s in ["", spec]:
+        for name, specs in kernels(path):
+            for s in [""] + specs:
                 key = f"{rel}:{name}" + (f" spec={s}" if s else "")
                 ptx, times = emit(tool, path, name, s, args.runs if not s else 1, defines)
                 results[key] = {"times": times, "loops": loops(ptx), "ptxas": ptxas(ptx),
