@@ -22,8 +22,9 @@
 // hold no other element, so a store never touches a neighbour's bits. Otherwise (and for
 // single elements) loadElement / storeElement (emit_memory.cpp) read the words that hold the
 // element and update its bits atomically; a single element of 1, 2 or 4 bits (within one byte,
-// so within one aligned word) is loaded as that word by a predicated access and stored by two
-// predicated reductions (and, or) on it, without a branch.
+// so within one aligned word) is loaded as that byte by a predicated access and stored by two
+// predicated reductions (and, or) on its word, without a branch, each addressed from the byte or
+// word of its class of constant bit offsets (PackedAddresses).
 #include "jit/global_access.h"
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
@@ -373,6 +374,86 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
 /// A sub-byte element of 1, 2 or 4 bits (bool is a byte): it lies within one byte, so within one
 /// aligned 32-bit word.
 bool withinByte(DataType t) { return !t.isBool() && 8 % t.storageBits() == 0; }
+
+/// The addresses of a tile's sub-byte elements (withinByte) in units of `unitBits` (8: the byte
+/// that holds an element, for loads; 32: its aligned word, for the reductions of stores).
+/// Element threadBase + c lies at bit A = 8 ptr + N threadBase + N c of memory. Writing
+/// N c = unitBits q + s (0 <= s < unitBits), its unit is U_s + q and its shift within the unit
+/// the shift of class s, where U_s and the shift are those of 8 ptr + N threadBase + s: computed
+/// once per class (at most unitBits / gcd(N, unitBits) classes per instruction), so that each
+/// element costs one address plus a constant. Elements whose offset is not a constant (a
+/// stride that is not one) take their own address.
+class PackedAddresses {
+public:
+  PackedAddresses(Codegen &cg, const GlobalAccess &a, llvm::Value *ptr, int bits, int unitBits)
+      : cg_(cg), a_(a), ptr_(ptr), bits_(bits), unitBits_(unitBits) {}
+
+  struct Unit {
+    llvm::Value *addr;  // ptr
+    llvm::Value *shift; // i32
+  };
+
+  Unit at(const int64_t *loc, int rank) {
+    llvm::IRBuilder<> &b = cg_.b;
+    std::optional<int64_t> c = constantPart(loc, rank);
+    if (!c) {
+      llvm::Value *bit = b.CreateMul(elementOffset(b, a_, loc, rank), cg_.constI64(int64_t(bits_)));
+      return unitOf(b.CreateAdd(pointerBits(), bit));
+    }
+    int64_t nc = *c * bits_;
+    int64_t q = nc >= 0 ? nc / unitBits_ : -((-nc + unitBits_ - 1) / unitBits_);
+    int64_t s = nc - q * unitBits_;
+    auto it = classes_.find(s);
+    if (it == classes_.end())
+      it = classes_.emplace(s, unitOf(b.CreateAdd(threadBits(), cg_.constI64(s)))).first;
+    llvm::Value *addr =
+        b.CreateGEP(b.getInt8Ty(), it->second.addr, cg_.constI64(q * (unitBits_ / 8)));
+    return Unit{addr, it->second.shift};
+  }
+
+private:
+  /// sum_k loc_k stride_k where every stride of a nonzero loc_k is a constant
+  std::optional<int64_t> constantPart(const int64_t *loc, int rank) const {
+    int64_t c = 0;
+    for (int k = 0; k < rank; ++k) {
+      if (loc[k] == 0)
+        continue;
+      auto *st = llvm::dyn_cast<llvm::ConstantInt>(a_.stride[size_t(k)]);
+      if (!st)
+        return std::nullopt;
+      c += loc[k] * st->getSExtValue();
+    }
+    return c;
+  }
+  /// 8 ptr: the tile's origin as a bit address
+  llvm::Value *pointerBits() {
+    if (!pointerBits_)
+      pointerBits_ = cg_.b.CreateShl(cg_.b.CreatePtrToInt(ptr_, cg_.b.getInt64Ty()), 3);
+    return pointerBits_;
+  }
+  /// 8 ptr + N threadBase: the thread's first element as a bit address
+  llvm::Value *threadBits() {
+    if (!threadBits_)
+      threadBits_ = cg_.b.CreateAdd(pointerBits(),
+                                    cg_.b.CreateMul(a_.threadBase, cg_.constI64(int64_t(bits_))));
+    return threadBits_;
+  }
+  Unit unitOf(llvm::Value *bitAddress) {
+    llvm::IRBuilder<> &b = cg_.b;
+    int log = unitBits_ == 8 ? 3 : 5;
+    llvm::Value *unit = b.CreateShl(b.CreateLShr(bitAddress, uint64_t(log)), uint64_t(log - 3));
+    llvm::Value *shift =
+        b.CreateTrunc(b.CreateAnd(bitAddress, cg_.constI64(unitBits_ - 1)), b.getInt32Ty());
+    return Unit{b.CreateIntToPtr(unit, ptr_->getType()), shift};
+  }
+
+  Codegen &cg_;
+  const GlobalAccess &a_;
+  llvm::Value *ptr_;
+  int bits_, unitBits_;
+  llvm::Value *pointerBits_ = nullptr, *threadBits_ = nullptr;
+  std::map<int64_t, Unit> classes_;
+};
 
 /// `word &= clear; word |= set` as two relaxed reductions at gpu scope (the bits of the other
 /// elements of the word stay; other threads update theirs the same way), both predicated on
@@ -828,20 +909,21 @@ Status lowerLoadGlobal(Codegen &cg, const Instruction &inst, VarId r, VarId g,
   std::vector<bool> unit = unitStrides(a);
   int es = t.storageBits() / 8;
   auto [width, minWidth] = groupWidths(t, map.locals());
+  PackedAddresses bytes(cg, a, tile.ptr, t.storageBits(), 8);
   auto elementLoad = [&](int64_t i, llvm::Value *extra) {
     const int64_t *loc = map.localPart(i);
     llvm::Value *ok = inBounds(b, a, loc, rank);
     if (extra)
       ok = b.CreateAnd(ok, extra);
-    llvm::Value *elem = elementOffset(b, a, loc, rank);
     if (!nativeAccess(t) && withinByte(t)) {
-      // the aligned word that holds the element, loaded under the bounds test as a predicated
-      // access (0 outside): no branch per element
-      PackedWord w = packedWord(b, tile.ptr, b.CreateMul(elem, cg.constI64(t.storageBits())));
-      llvm::Value *shift = b.CreateTrunc(w.shift, b.getInt32Ty());
-      llvm::Value *bits = asmLoadGlobal(b, w.word, ok, 4, op)[0];
+      // the byte that holds the element, loaded under the bounds test as a predicated access (0
+      // outside): no branch per element; its address is its class's plus a constant
+      PackedAddresses::Unit u = bytes.at(loc, rank);
+      llvm::Value *bits = asmLoadGlobal(b, u.addr, ok, 1, op)[0];
+      llvm::Value *shift = b.CreateTrunc(u.shift, b.getInt16Ty());
       return b.CreateTrunc(b.CreateLShr(bits, shift), cg.elemType(t));
     }
+    llvm::Value *elem = elementOffset(b, a, loc, rank);
     if (!nativeAccess(t))
       return guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); });
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
@@ -912,21 +994,25 @@ Status lowerStoreGlobal(Codegen &cg, const Instruction &inst, VarId src, VarId g
   std::vector<bool> unit = unitStrides(a);
   int es = t.storageBits() / 8;
   auto [width, minWidth] = groupWidths(t, map.locals());
+  PackedAddresses words(cg, a, tile.ptr, t.storageBits(), 32);
+  std::map<llvm::Value *, llvm::Value *> clearMasks; // by shift
   auto elementStore = [&](int64_t i) {
     const int64_t *loc = map.localPart(i);
     llvm::Value *ok = inBounds(b, a, loc, rank);
-    llvm::Value *elem = elementOffset(b, a, loc, rank);
     if (!nativeAccess(t) && withinByte(t)) {
       // the element's bits in its aligned word, cleared and set by two predicated reductions
-      // (the elements of other threads in that word are updated the same way): no branch
-      PackedWord w = packedWord(b, tile.ptr, b.CreateMul(elem, cg.constI64(t.storageBits())));
-      llvm::Value *shift = b.CreateTrunc(w.shift, b.getInt32Ty());
-      llvm::Value *mask = b.CreateShl(b.getInt32(uint32_t(bitMask(t.storageBits()))), shift);
+      // (the elements of other threads in that word are updated the same way): no branch; the
+      // word's address is its class's plus a constant
+      PackedAddresses::Unit u = words.at(loc, rank);
+      llvm::Value *&clear = clearMasks[u.shift];
+      if (!clear)
+        clear = b.CreateNot(b.CreateShl(b.getInt32(uint32_t(bitMask(t.storageBits()))), u.shift));
       llvm::Value *bits =
-          b.CreateShl(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()), shift);
-      redAndOr(b, w.word, ok, b.CreateNot(mask), bits);
+          b.CreateShl(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()), u.shift);
+      redAndOr(b, u.addr, ok, clear, bits);
       return;
     }
+    llvm::Value *elem = elementOffset(b, a, loc, rank);
     if (!nativeAccess(t)) {
       guarded(cg, ok, nullptr, [&]() -> llvm::Value * {
         cg.storeElement(tile.ptr, elem, t, slots[size_t(i)]);

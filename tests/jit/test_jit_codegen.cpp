@@ -423,25 +423,29 @@ TEST_CASE("sub-byte tiles load and store whole bytes with vector accesses") {
 }
 
 TEST_CASE("sub-byte tiles that do not cover whole bytes of one thread stay element by element") {
-  // consecutive slots 256 elements apart: no run. Each u4 (within one byte, so within one
-  // aligned word) is loaded as its word by one predicated 4-byte access (0 outside the tile)
-  // and stored by two predicated reductions on that word (clear the element's bits, set them),
-  // without a branch
+  // consecutive slots 256 elements apart: no run. Each u4 (within one byte) is loaded as its
+  // byte by one predicated 1-byte access (0 outside the tile) and stored by two predicated
+  // reductions on its aligned word (clear the element's bits, set them), without a branch
   std::string strided = ptxOf(packedCopy("u4", "local(32).spatial(256)", 32), "copy").ptx;
-  CHECK(guarded(strided, "ld.global.b32") == 32);
+  CHECK(guarded(strided, "ld.global.u8") == 32);
   CHECK_FALSE(guarded(strided, "st.global") > 0);
   CHECK(guarded(strided, "red.relaxed.gpu.global.and.b32") == 32);
   CHECK(guarded(strided, "red.relaxed.gpu.global.or.b32") == 32);
   CHECK_FALSE(contains(strided, "atom.global"));
+  // the slots' offsets from the thread's first element are constants (128 bytes apart), so
+  // every byte and word is the thread's address plus an immediate: one masking of the thread's
+  // byte address for the loads and one of its word address for the stores, not one per slot
+  CHECK(occurrences(strided, "and.b64") == 2);
+  CHECK(occurrences(strided, "add.s64") >= 62);
   // 4 consecutive u3 are 12 bits: they share bytes with the neighbouring thread's elements
   // (and a u3 may straddle two words: loaded in a branch)
   std::string u3 = ptxOf(packedCopy("u3", "spatial(256).local(4)", 4), "copy").ptx;
   CHECK_FALSE(guarded(u3, "ld.global") > 0);
   CHECK_FALSE(guarded(u3, "st.global") > 0);
   CHECK(contains(u3, "atom.global.or.b32"));
-  // a single u4 per thread: half a byte, its word loaded by one predicated access
+  // a single u4 per thread: half a byte, loaded by one predicated access
   std::string one = ptxOf(packedCopy("u4", "spatial(256)", 1), "copy").ptx;
-  CHECK(guarded(one, "ld.global.b32") == 1);
+  CHECK(guarded(one, "ld.global.u8") == 1);
   CHECK_FALSE(guarded(one, "st.global") > 0);
 }
 

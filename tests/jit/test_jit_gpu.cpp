@@ -1349,6 +1349,62 @@ void checkPacked(const char *side, const std::string &what, const std::vector<ui
   CHECK_MESSAGE(bad == 0, side << " " << what << ": " << bad << " elements differ");
 }
 
+// Sub-byte elements of 1, 2 and 4 bits one by one (no run of whole bytes): each thread's
+// elements lie at constant offsets from its first one, here 37 r + 3 c of a strided view (rows
+// 37 elements apart, every third element of a row), so their bits fall into several classes
+// modulo a byte and a word (u1: offsets 0 and 4 of a byte; u2 and u4: 0 and 8 / 16 of a word)
+// and the JIT addresses each from its class's byte or word; the row stride given at run time
+// (`s`, no constant offsets) takes each element's own address. Rows start before the view
+// (`shift`) and run past m, columns past 11: what falls outside reads as 0 and is not written,
+// and the elements between the view's stay as they were.
+DIFF_CASE("sub-byte elements one by one: constant offsets in classes, ragged strided views") {
+  const char *source = R"(
+def strided<cdiv(m, 8) + 1>(DT* x_ptr, DT* y_ptr, DT* z_ptr, i32 m, i32 s, i32 shift) threads=32:
+    bi = BlockIndices()
+    gx = ViewGlobal(x_ptr, shape=[m, 11], strides=[37, 3])
+    x = LoadGlobal(gx, layout=local(2, 3).spatial(4, 8), offset=[bi * 8 - shift:, 0:])
+    StoreGlobal(x, ViewGlobal(y_ptr, shape=[m, 11], strides=[37, 3]), offset=[bi * 8:, 0:])
+    gs = ViewGlobal(x_ptr, shape=[m, 11], strides=[s, 3])
+    w = LoadGlobal(gs, layout=local(2, 3).spatial(4, 8), offset=[bi * 8 - shift:, 0:])
+    StoreGlobal(w, ViewGlobal(z_ptr, shape=[m, 11], strides=[s, 3]), offset=[bi * 8:, 0:])
+)";
+  uint64_t seed = 77;
+  for (const char *dtype : {"u1", "i2", "u4", "f4e2m1"}) {
+    DataType t = *DataType::parse(dtype);
+    int bits = t.bits;
+    const int64_t m = 21, all = 37 * m + 40;
+    for (int64_t shift : {0, 3}) {
+      Case c;
+      c.name = std::string("subbyte_strided_") + dtype + "_" + std::to_string(shift);
+      std::string text = source;
+      for (size_t at = text.find("DT"); at != std::string::npos; at = text.find("DT", at + 1))
+        text.replace(at, 2, dtype);
+      c.source = text;
+      c.scalars = {{"m", uint64_t(m)}, {"s", uint64_t(37)}, {"shift", uint64_t(shift)}};
+      std::vector<std::vector<uint64_t>> given;
+      for (int b = 0; b < 3; ++b)
+        given.push_back(randomCodes(all, bits, seed++));
+      c.buffers = {{"x_ptr", t, all, Fill::Given, 0, 0, given[0]},
+                   {"y_ptr", t, all, Fill::Given, 0, 0, given[1]},
+                   {"z_ptr", t, all, Fill::Given, 0, 0, given[2]}};
+      c.check = [given, bits, m, shift, all](const char *side,
+                                             const std::vector<std::vector<uint8_t>> &buffers) {
+        // element k of y and z: row r = k / 37, column c = (k % 37) / 3 of the view when
+        // k % 37 is a multiple of 3 below 33 and r < m; it holds x's row r - shift (0 above
+        // row 0), the rest keeps its value
+        for (size_t b : {size_t(1), size_t(2)})
+          checkPacked(side, b == 1 ? "y" : "z", buffers[b], bits, all, [&](int64_t k) {
+            int64_t r = k / 37, o = k % 37;
+            if (r >= m || o % 3 != 0 || o / 3 >= 11)
+              return given[b][size_t(k)];
+            return r - shift >= 0 ? given[0][size_t((r - shift) * 37 + o)] : uint64_t(0);
+          });
+      };
+      runCase(c);
+    }
+  }
+}
+
 // The vector paths of sub-byte tiles (runs of whole bytes, lower_memory_packed.cpp) at every
 // width from 1 to 7 bits, against a plain reference as well as the interpreter. 1-D: runs of
 // 32, 8 and 128 (replicated four times: several 16-byte accesses per run, stored by the
