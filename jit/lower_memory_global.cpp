@@ -23,8 +23,10 @@
 // single elements) loadElement / storeElement (emit_memory.cpp) read the words that hold the
 // element and update its bits atomically; a single element of 1, 2 or 4 bits (within one byte,
 // so within one aligned word) is loaded as that byte by a predicated access and stored by two
-// predicated reductions (and, or) on its word, without a branch, each addressed from the byte or
-// word of its class of constant bit offsets (PackedAddresses).
+// predicated reductions (and, or) on its word; one of 3, 5, 6 or 7 bits from and to the words of
+// its first and last bit (a funnel shift; two pairs of reductions). Neither has a branch, and
+// each byte or word is addressed from that of its class of constant bit offsets
+// (PackedAddresses).
 #include "jit/global_access.h"
 #include "jit/lowering.h"
 #include "jit/memory_util.h"
@@ -391,6 +393,9 @@ public:
   struct Unit {
     llvm::Value *addr;  // ptr
     llvm::Value *shift; // i32
+    /// the unit that holds the element's last bit: addr, or the next unit where the element
+    /// straddles two (only for widths that do not divide the unit; else addr)
+    llvm::Value *last;
   };
 
   Unit at(const int64_t *loc, int rank) {
@@ -406,9 +411,12 @@ public:
     auto it = classes_.find(s);
     if (it == classes_.end())
       it = classes_.emplace(s, unitOf(b.CreateAdd(threadBits(), cg_.constI64(s)))).first;
-    llvm::Value *addr =
-        b.CreateGEP(b.getInt8Ty(), it->second.addr, cg_.constI64(q * (unitBits_ / 8)));
-    return Unit{addr, it->second.shift};
+    llvm::Value *step = cg_.constI64(q * (unitBits_ / 8));
+    llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), it->second.addr, step);
+    llvm::Value *last = it->second.last == it->second.addr
+                            ? addr
+                            : b.CreateGEP(b.getInt8Ty(), it->second.last, step);
+    return Unit{addr, it->second.shift, last};
   }
 
 private:
@@ -441,10 +449,17 @@ private:
   Unit unitOf(llvm::Value *bitAddress) {
     llvm::IRBuilder<> &b = cg_.b;
     int log = unitBits_ == 8 ? 3 : 5;
-    llvm::Value *unit = b.CreateShl(b.CreateLShr(bitAddress, uint64_t(log)), uint64_t(log - 3));
+    auto unitAt = [&](llvm::Value *bit) {
+      return b.CreateIntToPtr(b.CreateShl(b.CreateLShr(bit, uint64_t(log)), uint64_t(log - 3)),
+                              ptr_->getType());
+    };
+    llvm::Value *addr = unitAt(bitAddress);
     llvm::Value *shift =
         b.CreateTrunc(b.CreateAnd(bitAddress, cg_.constI64(unitBits_ - 1)), b.getInt32Ty());
-    return Unit{b.CreateIntToPtr(unit, ptr_->getType()), shift};
+    llvm::Value *last = unitBits_ % bits_ == 0
+                            ? addr
+                            : unitAt(b.CreateAdd(bitAddress, cg_.constI64(int64_t(bits_ - 1))));
+    return Unit{addr, shift, last};
   }
 
   Codegen &cg_;
@@ -910,6 +925,7 @@ Status lowerLoadGlobal(Codegen &cg, const Instruction &inst, VarId r, VarId g,
   int es = t.storageBits() / 8;
   auto [width, minWidth] = groupWidths(t, map.locals());
   PackedAddresses bytes(cg, a, tile.ptr, t.storageBits(), 8);
+  PackedAddresses words(cg, a, tile.ptr, t.storageBits(), 32);
   auto elementLoad = [&](int64_t i, llvm::Value *extra) {
     const int64_t *loc = map.localPart(i);
     llvm::Value *ok = inBounds(b, a, loc, rank);
@@ -923,9 +939,18 @@ Status lowerLoadGlobal(Codegen &cg, const Instruction &inst, VarId r, VarId g,
       llvm::Value *shift = b.CreateTrunc(u.shift, b.getInt16Ty());
       return b.CreateTrunc(b.CreateLShr(bits, shift), cg.elemType(t));
     }
+    if (!nativeAccess(t)) {
+      // 3, 5, 6 or 7 bits: the words that hold the element's first and last bits (the same
+      // word unless it straddles two), each by a predicated access, and the element from the
+      // pair by a funnel shift; where they are the same word the bits above the element are
+      // that word's again, which the truncation drops: no branch, no select
+      PackedAddresses::Unit u = words.at(loc, rank);
+      llvm::Value *lo = asmLoadGlobal(b, u.addr, ok, 4, op)[0];
+      llvm::Value *hi = asmLoadGlobal(b, u.last, ok, 4, op)[0];
+      llvm::Value *v = cg.callIntrinsic(llvm::Intrinsic::fshr, {b.getInt32Ty()}, {hi, lo, u.shift});
+      return b.CreateTrunc(v, cg.elemType(t));
+    }
     llvm::Value *elem = elementOffset(b, a, loc, rank);
-    if (!nativeAccess(t))
-      return guarded(cg, ok, cg.zeroOf(t), [&] { return cg.loadElement(tile.ptr, elem, t); });
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
     return wordsToElements(cg, asmLoadGlobal(b, addr, ok, es, op), es, t, 1)[0];
   };
@@ -996,6 +1021,7 @@ Status lowerStoreGlobal(Codegen &cg, const Instruction &inst, VarId src, VarId g
   auto [width, minWidth] = groupWidths(t, map.locals());
   PackedAddresses words(cg, a, tile.ptr, t.storageBits(), 32);
   std::map<llvm::Value *, llvm::Value *> clearMasks; // by shift
+  std::map<llvm::Value *, std::pair<llvm::Value *, llvm::Value *>> clearPairs;
   auto elementStore = [&](int64_t i) {
     const int64_t *loc = map.localPart(i);
     llvm::Value *ok = inBounds(b, a, loc, rank);
@@ -1012,14 +1038,29 @@ Status lowerStoreGlobal(Codegen &cg, const Instruction &inst, VarId src, VarId g
       redAndOr(b, u.addr, ok, clear, bits);
       return;
     }
-    llvm::Value *elem = elementOffset(b, a, loc, rank);
     if (!nativeAccess(t)) {
-      guarded(cg, ok, nullptr, [&]() -> llvm::Value * {
-        cg.storeElement(tile.ptr, elem, t, slots[size_t(i)]);
-        return nullptr;
-      });
+      // 3, 5, 6 or 7 bits: the element's bits in the words of its first and last bit, each
+      // cleared and set by two predicated reductions; where both are one word the second pair
+      // changes nothing (all-ones and zero), so there is no branch. The parts of the value and
+      // of its mask that fall into each word are funnel shifts of 32 bits.
+      PackedAddresses::Unit u = words.at(loc, rank);
+      auto parts = [&](llvm::Value *v) {
+        llvm::Value *zero = b.getInt32(0);
+        return std::pair{
+            b.CreateShl(v, u.shift),
+            cg.callIntrinsic(llvm::Intrinsic::fshl, {b.getInt32Ty()}, {zero, v, u.shift})};
+      };
+      auto &clear = clearPairs[u.shift];
+      if (!clear.first) {
+        auto [lo, hi] = parts(b.getInt32(uint32_t(bitMask(t.storageBits()))));
+        clear = {b.CreateNot(lo), b.CreateNot(hi)};
+      }
+      auto [lo, hi] = parts(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()));
+      redAndOr(b, u.addr, ok, clear.first, lo);
+      redAndOr(b, u.last, ok, clear.second, hi);
       return;
     }
+    llvm::Value *elem = elementOffset(b, a, loc, rank);
     llvm::Value *addr = b.CreateGEP(b.getInt8Ty(), tile.ptr, b.CreateMul(elem, cg.constI64(es)));
     asmStoreGlobal(b, addr, ok, elementsToWords(cg, {slots[size_t(i)]}, t), es, op);
   };

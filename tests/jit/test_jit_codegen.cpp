@@ -437,12 +437,17 @@ TEST_CASE("sub-byte tiles that do not cover whole bytes of one thread stay eleme
   // byte address for the loads and one of its word address for the stores, not one per slot
   CHECK(occurrences(strided, "and.b64") == 2);
   CHECK(occurrences(strided, "add.s64") >= 62);
-  // 4 consecutive u3 are 12 bits: they share bytes with the neighbouring thread's elements
-  // (and a u3 may straddle two words: loaded in a branch)
+  // 4 consecutive u3 are 12 bits: they share bytes with the neighbouring thread's elements,
+  // and a u3 may straddle two words: each is loaded from the words of its first and last bit
+  // (two predicated 4-byte loads, the same word unless it straddles) and stored by two pairs of
+  // reductions on them, without a branch
   std::string u3 = ptxOf(packedCopy("u3", "spatial(256).local(4)", 4), "copy").ptx;
-  CHECK_FALSE(guarded(u3, "ld.global") > 0);
+  CHECK(guarded(u3, "ld.global.b32") == 8);
   CHECK_FALSE(guarded(u3, "st.global") > 0);
-  CHECK(contains(u3, "atom.global.or.b32"));
+  CHECK(guarded(u3, "red.relaxed.gpu.global.and.b32") == 8);
+  CHECK(guarded(u3, "red.relaxed.gpu.global.or.b32") == 8);
+  CHECK_FALSE(contains(u3, "atom.global"));
+  CHECK_FALSE(contains(u3, "bra"));
   // a single u4 per thread: half a byte, loaded by one predicated access
   std::string one = ptxOf(packedCopy("u4", "spatial(256)", 1), "copy").ptx;
   CHECK(guarded(one, "ld.global.u8") == 1);

@@ -1369,7 +1369,7 @@ def strided<cdiv(m, 8) + 1>(DT* x_ptr, DT* y_ptr, DT* z_ptr, i32 m, i32 s, i32 s
     StoreGlobal(w, ViewGlobal(z_ptr, shape=[m, 11], strides=[s, 3]), offset=[bi * 8:, 0:])
 )";
   uint64_t seed = 77;
-  for (const char *dtype : {"u1", "i2", "u4", "f4e2m1"}) {
+  for (const char *dtype : {"u1", "i2", "u3", "u4", "f4e2m1", "i5", "f6e3m2", "i7"}) {
     DataType t = *DataType::parse(dtype);
     int bits = t.bits;
     const int64_t m = 21, all = 37 * m + 40;
