@@ -1336,6 +1336,25 @@ std::vector<uint64_t> randomCodes(int64_t count, int bits, uint64_t seed) {
   return out;
 }
 
+/// `text` with every `key` replaced by `value`.
+std::string substitute(std::string text, const std::string &key, const std::string &value) {
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1))
+    text.replace(at, key.size(), value);
+  return text;
+}
+
+/// The case's buffers `names`, each `count` random codes of type t (seeds `seed` on), and the
+/// codes they start with.
+std::vector<std::vector<uint64_t>> givenCodes(Case &c, const std::vector<std::string> &names,
+                                              DataType t, int64_t count, uint64_t &seed) {
+  std::vector<std::vector<uint64_t>> given;
+  for (const std::string &name : names) {
+    given.push_back(randomCodes(count, t.bits, seed++));
+    c.buffers.push_back({name, t, count, Fill::Given, 0, 0, given.back()});
+  }
+  return given;
+}
+
 /// Compares element k of an output buffer with the reference `want(k)` for k below `elements`,
 /// reporting the first few differences.
 void checkPacked(const char *side, const std::string &what, const std::vector<uint8_t> &out,
@@ -1376,17 +1395,10 @@ def strided<cdiv(m, 8) + 1>(DT* x_ptr, DT* y_ptr, DT* z_ptr, i32 m, i32 s, i32 s
     for (int64_t shift : {0, 3}) {
       Case c;
       c.name = std::string("subbyte_strided_") + dtype + "_" + std::to_string(shift);
-      std::string text = source;
-      for (size_t at = text.find("DT"); at != std::string::npos; at = text.find("DT", at + 1))
-        text.replace(at, 2, dtype);
-      c.source = text;
+      c.source = substitute(source, "DT", dtype);
       c.scalars = {{"m", uint64_t(m)}, {"s", uint64_t(37)}, {"shift", uint64_t(shift)}};
-      std::vector<std::vector<uint64_t>> given;
-      for (int b = 0; b < 3; ++b)
-        given.push_back(randomCodes(all, bits, seed++));
-      c.buffers = {{"x_ptr", t, all, Fill::Given, 0, 0, given[0]},
-                   {"y_ptr", t, all, Fill::Given, 0, 0, given[1]},
-                   {"z_ptr", t, all, Fill::Given, 0, 0, given[2]}};
+      std::vector<std::vector<uint64_t>> given =
+          givenCodes(c, {"x_ptr", "y_ptr", "z_ptr"}, t, all, seed);
       c.check = [given, bits, m, shift, all](const char *side,
                                              const std::vector<std::vector<uint8_t>> &buffers) {
         // element k of y and z: row r = k / 37, column c = (k % 37) / 3 of the view when
@@ -1442,11 +1454,6 @@ def tile2<cdiv(m, 16), cdiv(n, 128)>(DT* x_ptr, DT* y_ptr, DT* s_ptr, i32 m, i32
     r = LoadShared(s, layout=spatial(16, 4).local(1, 32))
     StoreGlobal(r, ViewGlobal(s_ptr, shape=[m, n]), offset=[bi * 16:, bj * 128:])
 )";
-  auto substitute = [](std::string text, const std::string &key, const std::string &value) {
-    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1))
-      text.replace(at, key.size(), value);
-    return text;
-  };
   const int64_t extra = 100; // elements of each buffer past the view
   uint64_t seed = 1;
   for (const char *dtype : {"u1", "i2", "u3", "u4", "f4e2m1", "i5", "f6e3m2", "u6", "i7"}) {
@@ -1458,15 +1465,8 @@ def tile2<cdiv(m, 16), cdiv(n, 128)>(DT* x_ptr, DT* y_ptr, DT* s_ptr, i32 m, i32
       c.name = std::string("subbyte_vec1_") + dtype + "_" + std::to_string(shift);
       c.source = substitute(source1, "DT", dtype);
       c.scalars = {{"n", uint64_t(n)}, {"shift", uint64_t(shift)}};
-      std::vector<std::vector<uint64_t>> given;
-      for (int b = 0; b < 6; ++b)
-        given.push_back(randomCodes(n + extra, bits, seed++));
-      c.buffers = {{"x_ptr", t, n + extra, Fill::Given, 0, 0, given[0]},
-                   {"y_ptr", t, n + extra, Fill::Given, 0, 0, given[1]},
-                   {"z_ptr", t, n + extra, Fill::Given, 0, 0, given[2]},
-                   {"w_ptr", t, n + extra, Fill::Given, 0, 0, given[3]},
-                   {"v_ptr", t, n + extra, Fill::Given, 0, 0, given[4]},
-                   {"q_ptr", t, n + extra, Fill::Given, 0, 0, given[5]}};
+      std::vector<std::vector<uint64_t>> given =
+          givenCodes(c, {"x_ptr", "y_ptr", "z_ptr", "w_ptr", "v_ptr", "q_ptr"}, t, n + extra, seed);
       c.check = [given, bits, n, shift](const char *side,
                                         const std::vector<std::vector<uint8_t>> &buffers) {
         const std::vector<uint64_t> &x = given[0];
@@ -1499,12 +1499,8 @@ def tile2<cdiv(m, 16), cdiv(n, 128)>(DT* x_ptr, DT* y_ptr, DT* s_ptr, i32 m, i32
                  std::to_string(cols);
         c.source = substitute(substitute(source2, "DT", dtype), "SLAYOUT", layout);
         c.scalars = {{"m", uint64_t(rows)}, {"n", uint64_t(cols)}};
-        std::vector<std::vector<uint64_t>> given;
-        for (int b = 0; b < 3; ++b)
-          given.push_back(randomCodes(all, bits, seed++));
-        c.buffers = {{"x_ptr", t, all, Fill::Given, 0, 0, given[0]},
-                     {"y_ptr", t, all, Fill::Given, 0, 0, given[1]},
-                     {"s_ptr", t, all, Fill::Given, 0, 0, given[2]}};
+        std::vector<std::vector<uint64_t>> given =
+            givenCodes(c, {"x_ptr", "y_ptr", "s_ptr"}, t, all, seed);
         c.check = [given, bits, rows, cols, all](const char *side,
                                                  const std::vector<std::vector<uint8_t>> &buffers) {
           for (int b = 1; b <= 2; ++b)
