@@ -68,12 +68,17 @@ llvm::Value *sum(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
 llvm::Value *product(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
   return mulFolded(b, x, y);
 }
-/// x && y, without an instruction when either is the constant true.
+/// Whether v is the constant false.
+bool isFalse(llvm::Value *v) {
+  auto *c = llvm::dyn_cast<llvm::ConstantInt>(v);
+  return c && c->isZero();
+}
+/// x && y, without an instruction when either is a constant.
 llvm::Value *both(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
-  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(x); c && c->isOne())
-    return y;
-  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(y); c && c->isOne())
-    return x;
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(x))
+    return c->isOne() ? y : x;
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(y))
+    return c->isOne() ? x : y;
   return b.CreateAnd(x, y);
 }
 
@@ -970,7 +975,12 @@ Status lowerLoadGlobal(Codegen &cg, const Instruction &inst, VarId r, VarId g,
             ? loadPackedRun(b, tests, tests.fast, t.storageBits(), g.count, op)
             : wordsToElements(cg, asmLoadGlobal(b, tests.addr, tests.fast, tests.bytes, op),
                               tests.bytes, t, g.count);
-    std::vector<llvm::Value *> merged = cg.emitIf(tests.slow(b), "ldg.elem", fastVals, [&] {
+    llvm::Value *slow = tests.slow(b);
+    if (isFalse(slow)) { // the launch class proves every element path untaken
+      std::copy(fastVals.begin(), fastVals.end(), slots.begin() + g.first);
+      continue;
+    }
+    std::vector<llvm::Value *> merged = cg.emitIf(slow, "ldg.elem", fastVals, [&] {
       std::vector<llvm::Value *> slowVals;
       if (asmPath) {
         for (llvm::Value *v : asmLoadElements(b, tests.addr, a, map, g, es, op))
@@ -1077,7 +1087,10 @@ Status lowerStoreGlobal(Codegen &cg, const Instruction &inst, VarId src, VarId g
       storePackedRun(b, tests, tests.fast, t.storageBits(), values, op);
     else
       asmStoreGlobal(b, tests.addr, tests.fast, elementsToWords(cg, values, t), tests.bytes, op);
-    cg.emitIf(tests.slow(b), "stg.elem", [&] {
+    llvm::Value *slow = tests.slow(b);
+    if (isFalse(slow)) // the launch class proves every element path untaken
+      continue;
+    cg.emitIf(slow, "stg.elem", [&] {
       if (asmPath) {
         std::vector<llvm::Value *> bits;
         for (int64_t j = 0; j < g.count; ++j) {

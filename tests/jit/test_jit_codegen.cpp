@@ -1138,6 +1138,15 @@ def k<1>(u32* w_ptr, f32* out_ptr, i32 k, i32 n) threads=128:
   CHECK(contains(a->ptx, "ld.global.b32"));
   CHECK(occurrences(b->ptx, "ld.global.v4.b32") == 8);
   CHECK(!contains(b->ptx, "ld.global.b32"));
+  // nor is it built: the IR before optimisation has no element-path block for those groups
+  // (their test is the constant false), where unspecialised each group has one
+  plain.optLevel = 0;
+  spec.optLevel = 0;
+  Expected<std::string> irA = compileToLlvmIr(m, 0, plain), irB = compileToLlvmIr(m, 0, spec);
+  REQUIRE_OK(irA);
+  REQUIRE_OK(irB);
+  CHECK(occurrences(*irA, "\nldg.elem.end") == 8);
+  CHECK(occurrences(*irB, "\nldg.elem") == 0);
 }
 
 TEST_CASE("a copied tile that only its page can put outside the tensor copies in one path, "
