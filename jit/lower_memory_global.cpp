@@ -382,8 +382,9 @@ void asmStoreGlobal(llvm::IRBuilder<> &b, llvm::Value *addr, llvm::Value *pred,
 /// aligned 32-bit word.
 bool withinByte(DataType t) { return !t.isBool() && 8 % t.storageBits() == 0; }
 
-/// The addresses of a tile's sub-byte elements (withinByte) in units of `unitBits` (8: the byte
-/// that holds an element, for loads; 32: its aligned word, for the reductions of stores).
+/// The addresses of a tile's sub-byte elements in units of `unitBits` (8: the byte that holds an
+/// element of 1, 2 or 4 bits, for loads; 32: the aligned words that hold an element, for the
+/// loads of wider ones and for the reductions of stores).
 /// Element threadBase + c lies at bit A = 8 ptr + N threadBase + N c of memory. Writing
 /// N c = unitBits q + s (0 <= s < unitBits), its unit is U_s + q and its shift within the unit
 /// the shift of class s, where U_s and the shift are those of 8 ptr + N threadBase + s: computed

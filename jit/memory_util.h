@@ -102,7 +102,7 @@ std::vector<int64_t> chunkStep(const std::vector<int64_t> &chunks, const ChunkSp
 
 /// The aligned 32-bit word holding bit `bit` of the bytes at `ptr` (i64), and that bit's offset
 /// within it (i64). An element of N bits with N dividing 8 lies within one byte, so wholly in
-/// this word (emit_memory.cpp, lower_memory_global.cpp).
+/// this word (emit_memory.cpp).
 struct PackedWord {
   llvm::Value *word = nullptr;  // ptr
   llvm::Value *shift = nullptr; // i64
