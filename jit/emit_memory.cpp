@@ -283,29 +283,24 @@ struct PackedWords {
 };
 
 PackedWords packedWords(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit, int n) {
-  PackedWord first = packedWord(b, ptr, bit);
+  llvm::Value *byte = b.CreateAdd(b.CreatePtrToInt(ptr, b.getInt64Ty()), b.CreateAShr(bit, 3));
+  llvm::Value *firstWord =
+      b.CreateIntToPtr(b.CreateAnd(byte, b.getInt64(~uint64_t(3))), ptr->getType());
+  llvm::Value *shift = b.CreateAdd(b.CreateShl(b.CreateAnd(byte, b.getInt64(3)), 3),
+                                   b.CreateAnd(bit, b.getInt64(7)));
   llvm::Value *lastByte =
       b.CreateAdd(b.CreatePtrToInt(ptr, b.getInt64Ty()),
                   b.CreateAShr(b.CreateAdd(bit, b.getInt64(uint64_t(n - 1))), 3));
   llvm::Value *lastWord = b.CreateAnd(lastByte, b.getInt64(~uint64_t(3)));
   PackedWords w;
-  w.first = first.word;
+  w.first = firstWord;
   w.last = b.CreateIntToPtr(lastWord, ptr->getType());
-  w.shift = first.shift;
-  w.same = b.CreateICmpEQ(b.CreatePtrToInt(first.word, b.getInt64Ty()), lastWord);
+  w.shift = shift;
+  w.same = b.CreateICmpEQ(b.CreatePtrToInt(firstWord, b.getInt64Ty()), lastWord);
   return w;
 }
 
 } // namespace
-
-PackedWord packedWord(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit) {
-  llvm::Value *byte = b.CreateAdd(b.CreatePtrToInt(ptr, b.getInt64Ty()), b.CreateAShr(bit, 3));
-  PackedWord w;
-  w.word = b.CreateIntToPtr(b.CreateAnd(byte, b.getInt64(~uint64_t(3))), ptr->getType());
-  w.shift = b.CreateAdd(b.CreateShl(b.CreateAnd(byte, b.getInt64(3)), 3),
-                        b.CreateAnd(bit, b.getInt64(7)));
-  return w;
-}
 
 llvm::Value *Codegen::loadElement(llvm::Value *ptr, llvm::Value *elem, DataType t) {
   int sb = t.storageBits();

@@ -1031,8 +1031,23 @@ Status lowerStoreGlobal(Codegen &cg, const Instruction &inst, VarId src, VarId g
   int es = t.storageBits() / 8;
   auto [width, minWidth] = groupWidths(t, map.locals());
   PackedAddresses words(cg, a, tile.ptr, t.storageBits(), 32);
-  std::map<llvm::Value *, llvm::Value *> clearMasks; // by shift
-  std::map<llvm::Value *, std::pair<llvm::Value *, llvm::Value *>> clearPairs;
+  // the parts of a value's bits shifted left by `shift` that fall into the word of its first
+  // bit and into the next word (funnel shifts of 32 bits)
+  auto parts = [&](llvm::Value *v, llvm::Value *shift) {
+    return std::pair{
+        b.CreateShl(v, shift),
+        cg.callIntrinsic(llvm::Intrinsic::fshl, {b.getInt32Ty()}, {b.getInt32(0), v, shift})};
+  };
+  // the element's clear masks by shift, computed once per class of bit offsets
+  std::map<llvm::Value *, std::pair<llvm::Value *, llvm::Value *>> clearMasks;
+  auto clearMask = [&](llvm::Value *shift) {
+    std::pair<llvm::Value *, llvm::Value *> &clear = clearMasks[shift];
+    if (!clear.first) {
+      auto [lo, hi] = parts(b.getInt32(uint32_t(bitMask(t.storageBits()))), shift);
+      clear = {b.CreateNot(lo), b.CreateNot(hi)};
+    }
+    return clear;
+  };
   auto elementStore = [&](int64_t i) {
     const int64_t *loc = map.localPart(i);
     llvm::Value *ok = inBounds(b, a, loc, rank);
@@ -1041,9 +1056,7 @@ Status lowerStoreGlobal(Codegen &cg, const Instruction &inst, VarId src, VarId g
       // (the elements of other threads in that word are updated the same way): no branch; the
       // word's address is its class's plus a constant
       PackedAddresses::Unit u = words.at(loc, rank);
-      llvm::Value *&clear = clearMasks[u.shift];
-      if (!clear)
-        clear = b.CreateNot(b.CreateShl(b.getInt32(uint32_t(bitMask(t.storageBits()))), u.shift));
+      llvm::Value *clear = clearMask(u.shift).first;
       llvm::Value *bits =
           b.CreateShl(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()), u.shift);
       redAndOr(b, u.addr, ok, clear, bits);
@@ -1052,23 +1065,12 @@ Status lowerStoreGlobal(Codegen &cg, const Instruction &inst, VarId src, VarId g
     if (!nativeAccess(t)) {
       // 3, 5, 6 or 7 bits: the element's bits in the words of its first and last bit, each
       // cleared and set by two predicated reductions; where both are one word the second pair
-      // changes nothing (all-ones and zero), so there is no branch. The parts of the value and
-      // of its mask that fall into each word are funnel shifts of 32 bits.
+      // changes nothing (all-ones and zero), so there is no branch
       PackedAddresses::Unit u = words.at(loc, rank);
-      auto parts = [&](llvm::Value *v) {
-        llvm::Value *zero = b.getInt32(0);
-        return std::pair{
-            b.CreateShl(v, u.shift),
-            cg.callIntrinsic(llvm::Intrinsic::fshl, {b.getInt32Ty()}, {zero, v, u.shift})};
-      };
-      auto &clear = clearPairs[u.shift];
-      if (!clear.first) {
-        auto [lo, hi] = parts(b.getInt32(uint32_t(bitMask(t.storageBits()))));
-        clear = {b.CreateNot(lo), b.CreateNot(hi)};
-      }
-      auto [lo, hi] = parts(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()));
-      redAndOr(b, u.addr, ok, clear.first, lo);
-      redAndOr(b, u.last, ok, clear.second, hi);
+      auto [clearLo, clearHi] = clearMask(u.shift);
+      auto [lo, hi] = parts(b.CreateZExt(cg.toBits(slots[size_t(i)], t), b.getInt32Ty()), u.shift);
+      redAndOr(b, u.addr, ok, clearLo, lo);
+      redAndOr(b, u.last, ok, clearHi, hi);
       return;
     }
     llvm::Value *elem = elementOffset(b, a, loc, rank);

@@ -100,15 +100,6 @@ ChunkSplit chunkSplit(const std::vector<int64_t> &chunks, int64_t threads);
 std::vector<int64_t> chunkStep(const std::vector<int64_t> &chunks, const ChunkSplit &split,
                                int64_t threads, int64_t i);
 
-/// The aligned 32-bit word holding bit `bit` of the bytes at `ptr` (i64), and that bit's offset
-/// within it (i64). An element of N bits with N dividing 8 lies within one byte, so wholly in
-/// this word (emit_memory.cpp).
-struct PackedWord {
-  llvm::Value *word = nullptr;  // ptr
-  llvm::Value *shift = nullptr; // i64
-};
-PackedWord packedWord(llvm::IRBuilder<> &b, llvm::Value *ptr, llvm::Value *bit);
-
 /// A run of consecutive bit-packed elements (N < 8 bits) that starts on a byte boundary and
 /// covers whole bytes (lower_memory_packed.cpp): `bytes` in all, moved as accesses of `unit`
 /// bytes (the largest power of two dividing `bytes`, at most 16).

@@ -1368,11 +1368,12 @@ void checkPacked(const char *side, const std::string &what, const std::vector<ui
   CHECK_MESSAGE(bad == 0, side << " " << what << ": " << bad << " elements differ");
 }
 
-// Sub-byte elements of 1, 2 and 4 bits one by one (no run of whole bytes): each thread's
+// Sub-byte elements of 1 to 7 bits one by one (no run of whole bytes): each thread's
 // elements lie at constant offsets from its first one, here 37 r + 3 c of a strided view (rows
 // 37 elements apart, every third element of a row), so their bits fall into several classes
-// modulo a byte and a word (u1: offsets 0 and 4 of a byte; u2 and u4: 0 and 8 / 16 of a word)
-// and the JIT addresses each from its class's byte or word; the row stride given at run time
+// modulo a byte and a word (u1: offsets 0 and 4 of a byte; u2 and u4: 0 and 8 / 16 of a word;
+// u3 and wider: several, some straddling two words) and the JIT addresses each from its class's
+// byte or word; the row stride given at run time
 // (`s`, no constant offsets) takes each element's own address. Rows start before the view
 // (`shift`) and run past m, columns past 11: what falls outside reads as 0 and is not written,
 // and the elements between the view's stay as they were.
