@@ -8,6 +8,7 @@
 // here is exact in f32: an f32 C must equal the reference exactly and a 16-bit C must be its
 // correctly rounded value (round to nearest even).
 #include "assembler/assembler.h"
+#include "isa/scalar_eval.h"
 #include "layout_strip.h"
 #include "loader/checker.h"
 #include "test_helpers.h"
@@ -298,6 +299,72 @@ TEST_CASE("gemm: wgmma_ws.tasm's split-K where the tiles leave blocks idle") {
   // others skip their slots); f32 C (six stages beside the 32 KiB half tile)
   runGemm(file, "f16", "f16", {{200, 264, 520}}, {{"BN", "128"}, {"SMS", "12"}, {"KMIN", "1"}});
   runGemm(file, "bf16", "f32", {{37, 136, 200}}, {{"BN", "128"}, {"SMS", "4"}, {"KMIN", "1"}});
+}
+
+/// The grid of programs/gemm/wgmma_ws.tasm's `matmul` at m x n x k with the given -D constants.
+int64_t wsGrid(const Shape &s, const std::vector<std::pair<std::string, std::string>> &extra = {}) {
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_ws.tasm";
+  AssembleOptions options;
+  options.fileName = "programs/gemm/wgmma_ws.tasm";
+  options.defines = {{"AT", "f16"}, {"CT", "f16"}};
+  for (const auto &[name, value] : extra)
+    options.defines[name] = value;
+  Expected<Module> module = assemble(readFile(file), options);
+  REQUIRE_OK(module);
+  const Program *program = nullptr;
+  for (const Program &p : module->programs)
+    if (p.name == "matmul")
+      program = &p;
+  REQUIRE(program != nullptr);
+  // a_ptr, b_ptr, c_ptr (16-byte aligned addresses), m, n, k
+  const uint64_t values[6] = {0x10000,       0x20000,       0x30000,
+                              uint64_t(s.m), uint64_t(s.n), uint64_t(s.k)};
+  auto grid = evaluateGrid(*program, [&](VarId v) {
+    for (size_t i = 0; i < program->params.size(); ++i)
+      if (program->params[i] == v)
+        return values[i];
+    return uint64_t(0);
+  });
+  REQUIRE_OK(grid);
+  CHECK((*grid)[1] == 1);
+  CHECK((*grid)[2] == 1);
+  return (*grid)[0];
+}
+
+TEST_CASE("gemm: wgmma_ws.tasm's persistent grid, the fewest blocks for its rounds of tiles") {
+  // 128 x 256 tiles, SMS = 132: a grid of cdiv(tiles, cdiv(tiles, 132)) blocks where every tile
+  // is whole (hand-computed), SMS with stream-K, one block per split where split-K shares tiles
+  struct Case {
+    Shape s;
+    int64_t blocks;
+  };
+  const Case cases[] = {
+      {{4096, 4096, 4096}, 128}, // 32 x 16 = 512 tiles, 4 rounds: 128 blocks of 4 (not 132)
+      {{8192, 8192, 8192}, 128}, // 2048 tiles, 16 rounds: 128 of 16
+      {{6144, 6144, 6144}, 128}, // 48 x 24 = 1152 tiles, 9 rounds: 128 of 9
+      {{5000, 4096, 4096}, 128}, // 40 x 16 = 640 tiles (112 in a fifth round of 132): 128 of 5
+      {{4096, 4096, 512}, 128},  // 512 tiles, 8 k tiles (no split-K, too short for stream-K)
+      {{1000, 3000, 1232}, 96},  // 8 x 12 = 96 tiles, one round
+      {{3072, 3072, 3072}, 132}, // 24 x 12 = 288 tiles, 24 in the last round: stream-K
+      {{128, 8192, 8192}, 128},  // 32 tiles in S = min(8, 132 / 32, 128 / 8) = 4 splits
+      {{4224, 4096, 4096}, 132}, // 33 x 16 = 528 tiles, exactly 4 rounds of 132
+      {{4608, 4096, 4096}, 116}, // 36 x 16 = 576 tiles, 5 rounds: 112 blocks of 5, 4 of 4
+  };
+  for (const Case &c : cases) {
+    INFO("m=" << c.s.m << " n=" << c.s.n << " k=" << c.s.k);
+    CHECK(wsGrid(c.s) == c.blocks);
+  }
+  // small SMS on the interpreter: nine tiles (3 x 3, partial at the edges) on SMS = 8 take two
+  // rounds, so 5 blocks, four with two tiles and one with one; twelve tiles (6 x 2) on SMS = 5
+  // take three rounds: 4 blocks of three; PERSIST = 0: a block per tile
+  const std::filesystem::path file =
+      std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_ws.tasm";
+  CHECK(wsGrid({300, 520, 136}, {{"SMS", "8"}, {"STREAMK", "0"}}) == 5);
+  CHECK(wsGrid({700, 264, 200}, {{"SMS", "5"}, {"STREAMK", "0"}}) == 4);
+  CHECK(wsGrid({300, 520, 136}, {{"SMS", "8"}, {"PERSIST", "0"}}) == 9);
+  runGemm(file, "f16", "f16", {{300, 520, 136}}, {{"SMS", "8"}, {"STREAMK", "0"}});
+  runGemm(file, "bf16", "f32", {{700, 264, 200}}, {{"SMS", "5"}, {"STREAMK", "0"}});
 }
 
 TEST_CASE("gemm: wgmma_ws.tasm's stream-K where the last round of tiles leaves blocks idle") {
