@@ -260,8 +260,8 @@ TEST_CASE("gemm: wgmma_tma.tasm's persistent tile loop with fewer blocks than ou
       std::filesystem::path(TILUSVM_SOURCE_DIR) / "programs/gemm/wgmma_tma.tasm";
   // SMS = 2: six tiles (3 x 2) on two blocks, three each, the loads of a block's next tile
   // issued during its previous one; SMS = 4: nine tiles (3 x 3, a partial tile at every edge)
-  // on four blocks, one of them with three tiles and the others with two; k of one and of
-  // several k tiles
+  // in three rounds, so on three blocks of three tiles (the fewest blocks for three rounds); k of
+  // one and of several k tiles
   runGemm(file, "f16", "f16", {{300, 264, 136}, {37, 48, 32}}, {{"SMS", "2"}});
   runGemm(file, "bf16", "f32", {{300, 520, 72}}, {{"SMS", "4"}});
   runGemm(file, "f16", "f16", {{300, 520, 200}}, {{"SMS", "4"}, {"PERSIST", "0"}});
@@ -402,7 +402,8 @@ TEST_CASE("gemm: wgmma_fp8.tasm's producer and consumers across a persistent til
   // short one)
   runGemm(file, "f8e4m3", "f16", {{300, 272, 304}, {37, 528, 144}, {130, 16, 16}}, {{"SMS", "2"}});
   runGemm(file, "f8e5m2", "f32", {{150, 512, 256}}, {{"SMS", "3"}});
-  // the least stages the producer allows (3), and 16-bit AT (k tiles of 64) on four blocks
+  // the least stages the producer allows (3), and 16-bit AT (k tiles of 64) with SMS = 4 (nine
+  // tiles in three rounds on three blocks)
   runGemm(file, "f8e5m2", "f32", {{300, 264, 300}}, {{"SMS", "2"}, {"STAGES", "3"}});
   runGemm(file, "bf16", "bf16", {{300, 520, 200}}, {{"SMS", "4"}});
   runGemm(file, "f16", "f32", {{300, 520, 72}}, {{"SMS", "4"}, {"PERSIST", "0"}});

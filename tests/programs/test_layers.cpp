@@ -306,7 +306,8 @@ void checkLinear(const std::string &at, const std::string &ct, int m, int n, int
 
 TEST_CASE("linear_fp8.tasm: y = scale x w^T for every AT and CT, ragged m, n and k, persistent") {
   // one row and one k tile; fewer rows and columns than a tile with a partial k tile; several
-  // tiles in m and n (3 x 3 with SMS = 4 blocks: the producer runs ahead into a block's next tile)
+  // tiles in m and n (3 x 3 with SMS = 4: three rounds on three blocks, the producer running ahead
+  // into a block's next tile)
   checkLinear("f8e4m3", "f16", 1, 16, 16);
   checkLinear("f8e4m3", "f32", 37, 264, 144);
   checkLinear("f8e4m3", "bf16", 300, 520, 272, {{"SMS", "4"}});
