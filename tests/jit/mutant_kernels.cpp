@@ -16,6 +16,7 @@
 #include "vm/cuda/runtime.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -122,8 +123,16 @@ int install(const std::string &modules, const std::string &ptxDir, const std::st
 
 int main(int argc, char **argv) {
   std::vector<std::string> a(argv + 1, argv + argc);
-  if (a.size() == 4 && a[0] == "compile")
-    return compile(a[1], a[2], std::stoi(a[3]));
+  if (a.size() == 4 && a[0] == "compile") {
+    // SM: the compute capability as a number (80, 90), as scripts/mutate.py passes it
+    const std::string &sm = a[3];
+    if (sm.empty() || sm.size() > 3 || !std::all_of(sm.begin(), sm.end(), ::isdigit)) {
+      std::cerr << "mutant_kernels: SM is the compute capability as a number (e.g. 90), not `" << sm
+                << "`\n";
+      return 2;
+    }
+    return compile(a[1], a[2], std::stoi(sm));
+  }
   if (a.size() == 4 && a[0] == "install")
     return install(a[1], a[2], a[3]);
   std::cerr << "usage: mutant_kernels compile MODULES_DIR PTX_DIR SM\n"
