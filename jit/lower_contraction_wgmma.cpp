@@ -12,9 +12,13 @@
 // k step ("l"), the constant 1 and scale-d ("r,r"), then the accumulators tied to the outputs.
 //
 // The accumulators are written by the tensor cores until wgmma.wait_group: the asm statements
-// tie them as outputs to inputs, and WgmmaWaitGroup(0) passes every accumulator issued so far
-// through an empty asm after the wait, so that no read of them is scheduled before the wait
-// (ptxas also orders any read of an accumulator after the wgmma writing it, by serialising).
+// tie them as outputs to inputs, and their reads follow the WgmmaWaitGroup(0) in the program.
+// Nothing moves a read above that volatile asm (LLVM's passes do not hoist across it, and NVPTX
+// schedules each block's DAG in source order); ptxas would order a read before it after the wgmma
+// by serialising the chain, which it reports (C751x; tests/jit/test_jit_hopper.cpp checks the
+// programs with the largest epilogues). An empty asm per accumulator register after the wait,
+// which pinned the reads until then, cost about 11 % of the NVPTX backend for
+// gemm/wgmma_ws.tasm and changed no cubin of programs/ or of the GPU tests (docs/jit.md).
 #include "jit/lowering.h"
 
 #include <llvm/IR/InlineAsm.h>
@@ -207,8 +211,8 @@ Status ContractionLowering::visitWgmmaWaitGroup(const Instruction &inst) {
   TILUSVM_TRY(cg.requireHopper(inst));
   int64_t n = inst.arg(ArgName::n).intValue;
   // Only a wait for every group completes every accumulator; after a wait with groups still
-  // in flight, touching their registers (even through an empty asm, which may become a copy)
-  // would make ptxas serialise the wgmma pipeline (C7514).
+  // in flight, touching their registers (even through an asm, which may become a copy) would
+  // make ptxas serialise the wgmma pipeline (C7514).
   if (n != 0) {
     cg.volatileAsm(b.getVoidTy(), "wgmma.wait_group.sync.aligned " + std::to_string(n) + ";",
                    "~{memory}", {});
@@ -225,7 +229,7 @@ Status ContractionLowering::visitWgmmaWaitGroup(const Instruction &inst) {
     std::vector<llvm::Value *> slots = cg.readRegister(v);
     // the tensor cores' NaN is not the ISA's canonical NaN (dropped where it cannot be seen)
     for (llvm::Value *&s : slots)
-      s = cg.canonicalizeNaN(cg.volatileAsm(s->getType(), "", "=f,0", {s}), DataType::f32());
+      s = cg.canonicalizeNaN(s, DataType::f32());
     cg.writeRegister(v, slots);
   }
   return Status::success();

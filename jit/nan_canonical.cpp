@@ -122,11 +122,9 @@ bool passesNaN(const llvm::Instruction *i, const llvm::Value *operand) {
     if (text.rfind("cvt.rn.f16x2.f32 ", 0) == 0 || text.rfind("cvt.rn.bf16x2.f32 ", 0) == 0)
       return true;
     // the wgmma accumulator (jit/lower_contraction_wgmma.cpp): a NaN in C makes the element of
-    // D it is added to NaN; the empty asm that pins the accumulator registers at a wait moves
-    // their bits whole
+    // D it is added to NaN
     if (operand->getType()->isFloatingPointTy() &&
-        (text.find("wgmma.mma_async.") != std::string::npos ||
-         (text.empty() && asmCallee->getConstraintString() == "=f,0")))
+        text.find("wgmma.mma_async.") != std::string::npos)
       return true;
     // a 32-bit register of a wgmma A operand: the wgmma (a NaN element of A makes the elements
     // of D it reaches NaN; the other i32 operand, scale-d, is a constant) and the wgmma.fence
