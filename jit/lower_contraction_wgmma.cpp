@@ -13,10 +13,11 @@
 //
 // The accumulators are written by the tensor cores until wgmma.wait_group: the asm statements
 // tie them as outputs to inputs, and their reads follow the WgmmaWaitGroup(0) in the program.
-// Nothing moves a read above that volatile asm (LLVM's passes do not hoist across it, and NVPTX
-// schedules each block's DAG in source order); ptxas would order a read before it after the wgmma
-// by serialising the chain, which it reports (C751x; tests/jit/test_jit_hopper.cpp checks the
-// programs with the largest epilogues). An empty asm per accumulator register after the wait,
+// In practice nothing moves a read above that volatile asm (the passes have no reason to move an
+// arithmetic use above a call of its block, and NVPTX schedules each block's DAG in source
+// order); should one, ptxas would still order it after the wgmma, by serialising the chain, and
+// report that (C751x; tests/jit/test_jit_hopper.cpp checks the programs with the largest
+// epilogues). An empty asm per accumulator register after the wait,
 // which pinned the reads until then, cost about 11 % of the NVPTX backend for
 // gemm/wgmma_ws.tasm and changed no cubin of programs/ or of the GPU tests (docs/jit.md).
 #include "jit/lowering.h"
