@@ -37,7 +37,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTXAS = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
 TIMING = re.compile(r"jit: (\S+) sm_\d+: setup ([\d.]+) ms, IR ([\d.]+) ms, optimisation "
                     r"([\d.]+) ms, PTX ([\d.]+) ms, total ([\d.]+) ms")
-DEF = re.compile(r"^\s*def\s+(\w+)\s*<[^>]*>\s*\(([^)]*)\)", re.M)
+# A kernel's header, on one line: `def NAME<GRID>(PARAMS) OPTIONS:`. The grid expression may hold
+# comparisons (`<`, `>`) and parentheses, the parameters neither: the parameter list is the last
+# parenthesised group of the line.
+DEF = re.compile(r"^\s*def\s+(\w+)\s*(?:<.*>)?\s*\(([^()]*)\)[^()\n]*:[ \t]*(?:#.*)?$", re.M)
+ANY_DEF = re.compile(r"^\s*def\s", re.M)
 SPECIALIZE = re.compile(r"^\s*specialize\s+\w+\s*=", re.M)
 BANKS = re.compile(r"jit: \S+ banks: #\d+ \w+: \d+ accesses of up to \d+ bytes per lane, (\d+) "
                    r"wavefronts \((\d+) without bank conflicts\)")
@@ -51,6 +55,9 @@ def kernels(path):
     out = []
     text = open(path).read()
     defs = list(DEF.finditer(text))
+    if len(defs) != len(ANY_DEF.findall(text)):
+        raise RuntimeError(f"{path}: a `def` header that this script cannot read (found "
+                           f"{len(defs)} of {len(ANY_DEF.findall(text))})")
     for i, m in enumerate(defs):
         spec = ""
         for param in filter(None, (p.strip() for p in m.group(2).split(","))):
