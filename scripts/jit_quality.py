@@ -37,9 +37,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTXAS = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
 TIMING = re.compile(r"jit: (\S+) sm_\d+: setup ([\d.]+) ms, IR ([\d.]+) ms, optimisation "
                     r"([\d.]+) ms, PTX ([\d.]+) ms, total ([\d.]+) ms")
-# A kernel's header, on one line: `def NAME<GRID>(PARAMS) OPTIONS:`. The grid expression may hold
-# comparisons (`<`, `>`) and parentheses, the parameters neither: the parameter list is the last
-# parenthesised group of the line.
+# A kernel's header: `def NAME<GRID>(PARAMS) OPTIONS:`. The grid expression may hold comparisons
+# (`<`, `>`) and parentheses, the parameters neither: the parameter list is the last parenthesised
+# group before the colon, and may span lines; the grid (and the options) must be on the `def` line,
+# else kernels() stops with an error rather than leave the kernel out.
 DEF = re.compile(r"^\s*def\s+(\w+)\s*(?:<.*>)?\s*\(([^()]*)\)[^()\n]*:[ \t]*(?:#.*)?$", re.M)
 ANY_DEF = re.compile(r"^\s*def\s", re.M)
 SPECIALIZE = re.compile(r"^\s*specialize\s+\w+\s*=", re.M)
