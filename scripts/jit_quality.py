@@ -56,9 +56,10 @@ def kernels(path):
     out = []
     text = open(path).read()
     defs = list(DEF.finditer(text))
-    if len(defs) != len(ANY_DEF.findall(text)):
+    headers = len(ANY_DEF.findall(text))
+    if len(defs) != headers:
         raise RuntimeError(f"{path}: a `def` header that this script cannot read (found "
-                           f"{len(defs)} of {len(ANY_DEF.findall(text))})")
+                           f"{len(defs)} of {headers})")
     for i, m in enumerate(defs):
         spec = ""
         for param in filter(None, (p.strip() for p in m.group(2).split(","))):
