@@ -363,10 +363,12 @@ TEST_CASE("a16wx with split-K through the C API: prepared, captured with the run
   std::vector<tilusvm_arg> args2 = {ptrArg(da), ptrArg(dwq), ptrArg(ds),
                                     ptrArg(dz), ptrArg(dc2), i32Arg(m)};
   // f32 sums [N / 32, 1, 32, 16] (two atoms of 16 rows per warp by default: 32768 bytes), then
-  // at the next multiple of 256 one i32 ticket per tile (16 x 4 bytes)
+  // at the next multiple of 256 one i32 ticket per tile (16 x 4 bytes); then the decode body
+  // of 1 < m <= 8 rows' own (docs/quant.md): sums [N / 32, 1, 32, 8] (16384 bytes) at 33024,
+  // the next multiple of 256 after 32832, and its 16 tickets at 49408
   uint64_t need = 0;
   REQUIRE(tilusvm_kernel_workspace_size(matmul, args.data(), args.size(), &need) == TILUSVM_OK);
-  CHECK(need == 32768 + 64);
+  CHECK(need == 33024 + 16384 + 64);
   DeviceArray callerWorkspace = DeviceArray::from(std::vector<uint8_t>(size_t(need), 0xab));
   settleUploads();
 

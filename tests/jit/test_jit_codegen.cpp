@@ -695,12 +695,13 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
     CAPTURE(wt);
     // the loop as written (UR = UR1 = 1: one copy of it, rolled): unrolled, each copy of the
-    // body has its own prmt
+    // body has its own prmt; unspecialised, the kernel holds both decode bodies (row tiles of BM
+    // and of BMN, the launch-time specialisation `narrow`), each with its 64
     PtxKernel k =
         ptxOf(buildFile(root + "quant/a16wx.tasm",
                         {{"WT", wt}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}}),
               "matmul");
-    CHECK(occurrences(k.ptx, "prmt.b32") == (std::string(wt) == "u3" ? 64 : 0));
+    CHECK(occurrences(k.ptx, "prmt.b32") == (std::string(wt) == "u3" ? 2 * 64 : 0));
   }
   PtxKernel d = ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}}), "decode");
   CHECK(occurrences(d.ptx, "prmt.b32") == 16);
@@ -1297,12 +1298,14 @@ TEST_CASE("the decode loop of a16wx for m = 1: its own unroll hint, alone in the
   size_t index = 0;
   while (m.module.programs[index].name != "matmul")
     ++index;
-  auto mmas = [&](ParamFact mFact, bool specialise) {
+  auto mmas = [&](ParamFact mFact, bool specialise, bool narrow = false) {
     JitOptions options;
-    if (specialise)
+    if (specialise) {
       options.specialization.params = {ParamFact::Aligned16, ParamFact::Aligned16,
                                        ParamFact::Aligned16, ParamFact::Aligned16,
                                        ParamFact::Aligned16, mFact};
+      options.specialization.values = {narrow}; // `specialize narrow = ... 1 < m <= BMN`
+    }
     Expected<PtxKernel> k = compileToPtx(m, index, options);
     REQUIRE_OK(k);
     return occurrences(k->ptx, "mma.sync.aligned");
@@ -1313,7 +1316,11 @@ TEST_CASE("the decode loop of a16wx for m = 1: its own unroll hint, alone in the
   CHECK(one == 4 * sixteen);
   // the class of m neither 1 nor a multiple of 16 (m != 1 assumed): the second loop only
   CHECK(other == sixteen);
-  CHECK(any == 6 * sixteen);
+  // 1 < m <= 8 (`narrow`): the decode body with a row tile of BMN = 8 rows, one n8 mma per atom
+  // and k16 step instead of two (once: UR = 1 for u5)
+  CHECK(mmas(ParamFact::NotOne, true, true) == sixteen / 2);
+  // without the launch's facts all three loops, and the narrow body's
+  CHECK(any == 6 * sixteen + sixteen / 2);
 }
 
 TEST_CASE("the decode loop of a16wx: no register copies of the prefetch ring where it is "

@@ -2377,11 +2377,13 @@ void libraryPrograms() {
        {std::tuple{"u4", "f16", 5}, std::tuple{"i6", "bf16", 16}, std::tuple{"f4e2m1", "bf16", 1},
         std::tuple{"u3", "f16", 17}, std::tuple{"f8e4m3", "bf16", 3}, std::tuple{"u2", "f16", 7},
         std::tuple{"u1", "bf16", 2}, std::tuple{"u1", "f16", 9}, std::tuple{"u5", "f16", 3},
-        std::tuple{"f4e2m1", "f16", 16}, std::tuple{"f6e3m2", "f16", 3}}) {
+        std::tuple{"f4e2m1", "f16", 16}, std::tuple{"f6e3m2", "f16", 3},
+        std::tuple{"u4", "bf16", 8}, std::tuple{"i6", "f16", 2}}) {
     // the low-bit GEMM: pack, then matmul with scales and zero points (u4, u2, u1 and f4e2m1:
     // codes packed for in-place pairs; f4e2m1 into bf16 and f16, also in the split-K case;
     // generic floats into f16 take their weights at 2^-WX and the scales at 2^WX; u1 and u5
-    // into f16: their masks share one held register, jit/held_registers.h)
+    // into f16: their masks share one held register, jit/held_registers.h; 1 < m <= 8 the
+    // decode body of BMN = 8 rows, m = 8 its last)
     std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},   {"N", "64"},
                                             {"K", "256"}, {"G", "128"}, {"ZERO", "1"}};
     if (std::string(wt) == "u4" || std::string(wt) == "u3") // warps sharing the activations

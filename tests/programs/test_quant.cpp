@@ -263,6 +263,21 @@ TEST_CASE("a16wx: every weight type, f16 activations, G = 128, m = 5") {
     runConfig(Config{t});
 }
 
+TEST_CASE("a16wx: 1 < m <= 8 take the decode body of BMN = 8 rows, other m that of BM = 16") {
+  // `specialize narrow = NARROW == 1 and m > 1 and m <= BMN`: m = 2 and 8 run the narrow copy of
+  // the decode body, m = 9 and 12 the row tile of 16 (ragged), every weight type; NARROW = 0
+  // takes the tile of 16 rows for every m
+  for (const WeightType &t : allWeightTypes()) {
+    runConfig(Config{t, false, 32, 256, 128, 8});
+    runConfig(Config{t, false, 32, 256, 128, 12});
+  }
+  WeightType u4 = intType("u4", false, 4), i6 = intType("i6", true, 6);
+  runConfig(Config{u4, true, 32, 256, 128, 2, true});
+  runConfig(Config{i6, false, 32, 256, 128, 9, true});
+  runConfig(Config{u4, false, 32, 256, 128, 2, false, {{"NARROW", "0"}}});
+  runConfig(Config{i6, true, 64, 256, 128, 6, true, {{"NARROW", "0"}, {"WARPS", "2"}}});
+}
+
 TEST_CASE("a16wx: bf16 activations, zero points, one scale per column") {
   for (const char *name : {"u4", "i4", "u8", "i8", "u2"}) {
     bool isSigned = name[0] == 'i';
