@@ -99,6 +99,7 @@ public:
 
 private:
   Status constDecl(const AstConst &decl);
+  Status macroDecl(const AstMacro &macro);
   Status moduleAssert(const AstStmt &s);
   ExprContext constContext() const;
   Status program(const AstProgram &ast, Module &module);
@@ -109,6 +110,7 @@ private:
   const AssembleOptions &options_;
   const std::set<std::string> &reserved_;
   ConstTable constants_;
+  MacroTable macros_; // the macros defined so far
   std::map<std::string, SrcPos> programs_;
   std::set<std::string> usedDefines_;
   std::vector<std::pair<Program, InferInput>> *captured_ = nullptr;
@@ -119,6 +121,7 @@ Status ModuleAssembler::run(const AstModule &ast, Module &module) {
   for (const AstItem &item : ast.items)
     errors.append(item.isConst    ? constDecl(item.constDecl)
                   : item.isAssert ? moduleAssert(item.assertion)
+                  : item.isMacro  ? macroDecl(item.macro)
                                   : program(item.program, module));
   for (const auto &[name, value] : options_.defines) {
     if (usedDefines_.count(name))
@@ -217,6 +220,43 @@ Status ModuleAssembler::constDecl(const AstConst &decl) {
   return errors;
 }
 
+// `macro NAME(P, ..):` (docs/isa.md, "Macros"): its name and parameters are checked here, its
+// body where a program expands it (a macro that no program calls is only parsed).
+Status ModuleAssembler::macroDecl(const AstMacro &macro) {
+  const std::string &name = macro.name.name;
+  auto prev = macros_.find(name);
+  if (prev != macros_.end())
+    return error(ErrorCode::Redefined, macro.name.pos,
+                 "macro '" + name + "' is already defined at line " +
+                     std::to_string(prev->second->name.pos.line));
+  if (findInstruction(name) || isScalarBuiltin(name) || DataType::parse(name))
+    return error(ErrorCode::Redefined, macro.name.pos,
+                 "macro '" + name + "' is named like " +
+                     (findInstruction(name)   ? "an instruction"
+                      : isScalarBuiltin(name) ? "a scalar function"
+                                              : "a data type"));
+  Status errors;
+  for (size_t k = 0; k < macro.params.size(); ++k) {
+    const AstName &p = macro.params[k];
+    if (DataType::parse(p.name)) {
+      errors.append(error(ErrorCode::Redefined, p.pos,
+                          "macro parameter '" + p.name + "' is named like a data type"));
+      continue;
+    }
+    for (size_t j = 0; j < k; ++j)
+      if (macro.params[j].name == p.name) {
+        errors.append(error(ErrorCode::Redefined, p.pos,
+                            "macro parameter '" + p.name + "' is declared twice (first at column " +
+                                std::to_string(macro.params[j].pos.column) + ")"));
+        break;
+      }
+  }
+  if (!errors.ok())
+    return errors;
+  macros_.emplace(name, &macro);
+  return Status::success();
+}
+
 Status ModuleAssembler::program(const AstProgram &ast, Module &module) {
   auto prev = programs_.find(ast.name.name);
   if (prev != programs_.end())
@@ -226,7 +266,7 @@ Status ModuleAssembler::program(const AstProgram &ast, Module &module) {
   programs_.emplace(ast.name.name, ast.name.pos);
   Program p;
   InferInput holes;
-  ProgramLowering first(options_.fileName, constants_, reserved_, p);
+  ProgramLowering first(options_.fileName, constants_, macros_, reserved_, p);
   first.recordHoles(&holes);
   Status st = first.lower(ast);
   if (captured_) {
@@ -251,7 +291,7 @@ Status ModuleAssembler::program(const AstProgram &ast, Module &module) {
     return decisions.takeStatus();
   }
   Program inferred;
-  ProgramLowering second(options_.fileName, constants_, reserved_, inferred);
+  ProgramLowering second(options_.fileName, constants_, macros_, reserved_, inferred);
   second.applyDecisions(&*decisions);
   st = second.lower(ast);
   module.programs.push_back(std::move(inferred));

@@ -111,11 +111,23 @@ struct AstProgram {
   std::vector<AstStmt> body;
 };
 
+/// `macro NAME(P, ...):` (docs/isa.md, "Macros"): a block of statements that a call statement
+/// `NAME(args)` in a program body expands in place, with each parameter bound to the constant
+/// value of its argument.
+struct AstMacro {
+  SrcPos pos; // of `macro`
+  AstName name;
+  std::vector<AstName> params;
+  std::vector<AstStmt> body;
+};
+
 struct AstItem {
   bool isConst = false;
   bool isAssert = false; // a module-level assert over constants
+  bool isMacro = false;
   AstConst constDecl;
   AstStmt assertion;
+  AstMacro macro;
   AstProgram program;
 };
 

@@ -14,6 +14,9 @@
 
 #include "assembler/expr_printer.h"
 
+#include <algorithm>
+#include <functional>
+
 namespace tilus {
 
 namespace {
@@ -65,8 +68,24 @@ private:
   void statements(const std::vector<Stmt> &stmts, int indent, bool scopeTop,
                   std::string &out) const;
 
+  /// Every variable that statement `s` reads or writes, its nested bodies included (appended,
+  /// possibly repeated).
+  void references(const Stmt &s, std::vector<VarId> &out) const;
+  void exprVars(ExprId id, std::vector<VarId> &out) const;
+  /// The variables first assigned in the nested bodies of `s` (appended).
+  void nestedDeclarations(const Stmt &s, std::vector<VarId> &out) const;
+  /// The statements of `stmts` to print inside `if True:` so that re-assembly declares the
+  /// same variables (scopeRegions): pairs [first, last] of indices, disjoint and in order.
+  std::vector<std::pair<size_t, size_t>> scopeRegions(const std::vector<Stmt> &stmts, size_t begin,
+                                                      size_t end) const;
+  /// statements() of stmts[begin, end).
+  void range(const std::vector<Stmt> &stmts, size_t begin, size_t end, int indent, bool scopeTop,
+             std::string &out) const;
+
   const Program &p_;
   mutable std::vector<int> declIndent_; // per variable: the indent of its declaration, or -1
+  /// per variable: the statement that assigns it first in printing order (nullptr: none)
+  mutable std::vector<const Stmt *> firstAssign_;
 };
 
 std::vector<VarId> Printer::assigned(const Stmt &s) const {
@@ -98,6 +117,131 @@ void Printer::declare(const Stmt &s, int indent) const {
     mark(s.var, indent + 1); // the loop variable, of the loop's scope
 }
 
+void Printer::exprVars(ExprId id, std::vector<VarId> &out) const {
+  if (id >= p_.exprs.size())
+    return;
+  const ExprNode &e = p_.exprs[id];
+  if (e.op == ExprOp::Var)
+    out.push_back(e.var);
+  for (uint32_t o : e.operands)
+    if (o != kNoId)
+      exprVars(o, out);
+}
+
+void Printer::references(const Stmt &s, std::vector<VarId> &out) const {
+  if (s.var != kNoId)
+    out.push_back(s.var);
+  for (ExprId e : {s.expr, s.stop, s.step})
+    exprVars(e, out);
+  if (s.kind == StmtKind::Instruction && s.index < p_.instructions.size()) {
+    const Instruction &inst = p_.instructions[s.index];
+    out.insert(out.end(), inst.results.begin(), inst.results.end());
+    for (const Argument &a : inst.args) {
+      if (a.var != kNoId)
+        out.push_back(a.var);
+      exprVars(a.expr, out);
+      for (ExprId e : a.exprs)
+        exprVars(e, out);
+      for (const OffsetEntry &o : a.offsets)
+        exprVars(o.expr, out);
+    }
+  }
+  for (const Stmt &b : s.body)
+    references(b, out);
+  for (const Stmt &b : s.orelse)
+    references(b, out);
+}
+
+void Printer::nestedDeclarations(const Stmt &s, std::vector<VarId> &out) const {
+  for (const std::vector<Stmt> *list : {&s.body, &s.orelse})
+    for (const Stmt &b : *list) {
+      for (VarId v : assigned(b))
+        if (v < firstAssign_.size() && firstAssign_[v] == &b)
+          out.push_back(v);
+      nestedDeclarations(b, out);
+    }
+}
+
+// Statements that the assembler lowered in a block of their own whose statements it then
+// placed in the body around it (the taken side of a constant `if`, a macro expansion) declared
+// their variables in that block: a variable `x` declared there ended with it, so a later `x = ..`
+// in a nested body declared a new variable. Printed flat, the first `x` would still be visible
+// there, and re-assembly would read the later one as its update. So a variable declared in
+// `stmts` whose name a nested body of a later statement (after its last use) declares again is
+// printed, with the statements from its declaration to its last use, inside `if True:` (which
+// the assembler folds back into the same flat statements, in a block of their own). The region
+// grows until every variable declared in it has its last use in it, and back to the earlier
+// declaration of any name it declares again (a new variable there, where inside `if True:` it
+// would read as an update).
+std::vector<std::pair<size_t, size_t>> Printer::scopeRegions(const std::vector<Stmt> &stmts,
+                                                             size_t begin, size_t end) const {
+  // indices below are relative to `begin`
+  size_t n = end - begin;
+  std::vector<std::vector<VarId>> declared(n), refs(n);
+  std::vector<size_t> lastUse(p_.vars.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Stmt &st = stmts[begin + i];
+    for (VarId v : assigned(st))
+      if (v < firstAssign_.size() && firstAssign_[v] == &st)
+        declared[i].push_back(v);
+    references(st, refs[i]);
+    for (VarId v : refs[i])
+      if (v < lastUse.size())
+        lastUse[v] = i;
+  }
+  std::vector<std::pair<size_t, size_t>> regions;
+  for (size_t i = 0; i < n; ++i)
+    for (VarId v : declared[i]) {
+      bool conflict = false;
+      for (size_t k = lastUse[v] + 1; k < n && !conflict; ++k) {
+        std::vector<VarId> later;
+        nestedDeclarations(stmts[begin + k], later);
+        for (VarId w : later)
+          conflict = conflict || (w != v && p_.vars[w].name == p_.vars[v].name);
+      }
+      if (conflict)
+        regions.push_back({i, std::max(i, lastUse[v])});
+    }
+  if (regions.empty())
+    return regions;
+  // grow each region to closure, then merge the overlapping ones, until nothing changes
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto &[first, last] : regions) {
+      for (size_t x = first; x <= last; ++x)
+        for (VarId u : declared[x]) {
+          if (lastUse[u] > last) {
+            last = lastUse[u];
+            changed = true;
+          }
+          for (size_t y = 0; y < first; ++y)
+            for (VarId w : declared[y])
+              if (p_.vars[w].name == p_.vars[u].name && y < first) {
+                first = y; // also ends the loop over y
+                changed = true;
+              }
+        }
+    }
+    std::sort(regions.begin(), regions.end());
+    std::vector<std::pair<size_t, size_t>> merged;
+    for (const auto &r : regions) {
+      if (!merged.empty() && r.first <= merged.back().second) {
+        merged.back().second = std::max(merged.back().second, r.second);
+      } else {
+        merged.push_back(r);
+      }
+    }
+    changed = changed || merged.size() != regions.size();
+    regions = std::move(merged);
+  }
+  // in absolute indices; a region of the whole range is that range's own block already
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const auto &[first, last] : regions)
+    if (!(first == 0 && last + 1 == n))
+      out.push_back({begin + first, begin + last});
+  return out;
+}
+
 void Printer::program(std::string &out) const {
   out += "def " + p_.name + "<";
   for (size_t k = 0; k < p_.grid.size(); ++k)
@@ -119,6 +263,19 @@ void Printer::program(std::string &out) const {
   for (VarId v : p_.params)
     if (v < declIndent_.size())
       declIndent_[v] = 0;
+  // the first assignment of every variable, in printing order
+  std::vector<const Stmt *> &first = firstAssign_;
+  first.assign(p_.vars.size(), nullptr);
+  std::function<void(const std::vector<Stmt> &)> walk = [&](const std::vector<Stmt> &list) {
+    for (const Stmt &st : list) {
+      for (VarId v : assigned(st))
+        if (v < first.size() && !first[v])
+          first[v] = &st;
+      walk(st.body);
+      walk(st.orelse);
+    }
+  };
+  walk(p_.body);
   scopeBody(p_.body, 1, out);
 }
 
@@ -136,7 +293,22 @@ void Printer::statements(const std::vector<Stmt> &stmts, int indent, bool scopeT
     out += std::string(size_t(indent) * 4, ' ') + "pass\n";
     return;
   }
-  for (const Stmt &s : stmts) {
+  range(stmts, 0, stmts.size(), indent, scopeTop, out);
+}
+
+void Printer::range(const std::vector<Stmt> &stmts, size_t begin, size_t end, int indent,
+                    bool scopeTop, std::string &out) const {
+  std::vector<std::pair<size_t, size_t>> regions = scopeRegions(stmts, begin, end);
+  size_t next = 0; // the next region
+  for (size_t i = begin; i < end; ++i) {
+    if (next < regions.size() && regions[next].first == i) {
+      size_t last = regions[next++].second;
+      out += std::string(size_t(indent) * 4, ' ') + "if True:\n";
+      range(stmts, i, last + 1, indent + 1, false, out);
+      i = last;
+      continue;
+    }
+    const Stmt &s = stmts[i];
     if (shadowedUpdate(s, indent, scopeTop)) {
       out += std::string(size_t(indent) * 4, ' ') + "if True:\n";
       stmt(s, indent + 1, out);

@@ -155,6 +155,8 @@ Status ProgramLowering::statement(const AstStmt &s, std::vector<Stmt> &out) {
     return assignment(s, out);
   case AstStmtKind::Call:
     if (!isInstructionCall(*s.value)) {
+      if (const AstMacro *m = findMacro(s.value->text))
+        return expandMacro(s, *m, out);
       if (s.value->text == "min" || s.value->text == "max" || s.value->text == "cdiv" ||
           DataType::parse(s.value->text))
         return error(ErrorCode::UnknownInstruction, s.value->pos,
@@ -215,6 +217,12 @@ void ProgramLowering::declareAfterFailure(const std::vector<AstName> &targets, V
 }
 
 Status ProgramLowering::assignment(const AstStmt &s, std::vector<Stmt> &out) {
+  if (s.value->kind == AstKind::Call && !isInstructionCall(*s.value) && findMacro(s.value->text)) {
+    declareAfterFailure(s.targets, VarKind::Scalar);
+    return error(ErrorCode::Macro, s.value->pos,
+                 "macro '" + s.value->text +
+                     "' expands to statements and has no value: call it on a line of its own");
+  }
   if (isInstructionCall(*s.value)) {
     if (!s.annotation.name.empty())
       return error(ErrorCode::Syntax, s.annotation.pos,
@@ -292,6 +300,10 @@ Status ProgramLowering::specialization(const AstStmt &s, std::vector<Stmt> &out)
     declareAfterFailure(s.targets, VarKind::Scalar);
     return error(code, at, std::move(message));
   };
+  if (!expanding_.empty())
+    return fail(ErrorCode::Macro, s.pos,
+                "specialize inside macro '" + expanding_.back()->name.name +
+                    "': a specialized value belongs to the program body's prefix");
   bool first = &out == &program_.body;
   for (const Stmt &prev : out)
     first = first && (prev.kind == StmtKind::Assert || prev.kind == StmtKind::Specialize);

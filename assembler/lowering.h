@@ -9,11 +9,16 @@
 
 namespace tilus::tasm {
 
+/// The macros defined before a program (docs/isa.md, "Macros"), by name.
+using MacroTable = std::map<std::string, const AstMacro *, std::less<>>;
+
 class ProgramLowering {
 public:
   ProgramLowering(const std::string &fileName, const ConstTable &constants,
-                  const std::set<std::string> &reservedNames, Program &out)
-      : file_(fileName), program_(out), scopes_(out, constants, file_, reservedNames) {}
+                  const MacroTable &macros, const std::set<std::string> &reservedNames,
+                  Program &out)
+      : file_(fileName), program_(out), scopes_(out, constants, file_, reservedNames),
+        macros_(macros) {}
 
   /// Lower the whole program; the Status holds every error found (statements with errors are
   /// skipped, their targets declared so that later uses do not cascade).
@@ -42,6 +47,12 @@ private:
   /// After an error, declare the targets that do not exist yet, so that later statements using
   /// them do not report a cascade of undefined names.
   void declareAfterFailure(const std::vector<AstName> &targets, VarKind kind);
+
+  // lower_macro.cpp
+  /// The macro a call statement names, or nullptr.
+  const AstMacro *findMacro(const std::string &name) const;
+  /// Expand the macro call statement `s` in place: its body's statements go to `out`.
+  Status expandMacro(const AstStmt &s, const AstMacro &macro, std::vector<Stmt> &out);
 
   // lower_call.cpp
   /// Lower an instruction call. `targets` are the assignment targets (may be empty); for a
@@ -84,6 +95,8 @@ private:
   std::string file_;
   Program &program_;
   Scopes scopes_;
+  const MacroTable &macros_;
+  std::vector<const AstMacro *> expanding_; // the macro expansions being lowered, outermost first
   int loopDepth_ = 0;
   InferInput *record_ = nullptr;
   const LayoutDecisions *decisions_ = nullptr;

@@ -3,8 +3,9 @@
 // lowering's job (assembler/lower_*.cpp). That split keeps this file a direct transcription of
 // the grammar:
 //
-//   module     := (const_decl | 'assert' expr (',' STRING)? | program)*
+//   module     := (const_decl | 'assert' expr (',' STRING)? | macro | program)*
 //   const_decl := 'const' NAME (',' NAME)* '=' expr (',' expr)*
+//   macro      := 'macro' NAME '(' (NAME (',' NAME)*)? ')' ':' block
 //   program    := 'def' NAME '<' grid_expr (',' grid_expr){0,2} '>' '(' params? ')'
 //                 ('threads' '=' expr)? ':' block
 //   statement  := NAME (',' NAME)* '=' expr | NAME ':' DTYPE '=' expr | call
@@ -106,6 +107,7 @@ private:
   Status nameList(const char *what, std::vector<AstName> &out);
 
   Status constDecl(AstConst &out);
+  Status macro(AstMacro &out);
   Status program(AstProgram &out);
   Status param(AstParam &out);
   Status block(std::vector<AstStmt> &out);
@@ -204,12 +206,17 @@ Expected<AstModule> Parser::module() {
       TILUSVM_TRY(constDecl(item.constDecl));
     } else if (isName("def")) {
       TILUSVM_TRY(program(item.program));
+    } else if (isName("macro") && next().kind == TokenKind::Name) {
+      // `macro` is not a reserved word: at module level only a definition starts with it
+      item.isMacro = true;
+      TILUSVM_TRY(macro(item.macro));
     } else if (isName("assert")) {
       item.isAssert = true;
       item.assertion.pos = cur().pos;
       TILUSVM_TRY(assertStmt(item.assertion));
     } else {
-      return error("expected 'const', 'assert' or 'def' at module level, found " + describe(cur()));
+      return error("expected 'const', 'assert', 'macro' or 'def' at module level, found " +
+                   describe(cur()));
     }
     m.items.push_back(std::move(item));
   }
@@ -260,6 +267,20 @@ Status Parser::constDecl(AstConst &out) {
     return errorAt(eqPos, std::to_string(out.names.size()) + " constant names but " +
                               std::to_string(out.values.size()) + " values");
   return expectNewline();
+}
+
+Status Parser::macro(AstMacro &out) {
+  out.pos = cur().pos;
+  advance(); // macro
+  auto n = name("a macro name");
+  if (!n)
+    return n.takeStatus();
+  out.name = *n;
+  TILUSVM_TRY(expectOp("("));
+  if (!isOp(")"))
+    TILUSVM_TRY(nameList("a macro parameter", out.params));
+  TILUSVM_TRY(expectOp(")"));
+  return block(out.body);
 }
 
 Status Parser::program(AstProgram &out) {

@@ -544,4 +544,8 @@ Expected<int64_t> buildIntConstant(const AstExpr &ast, const ExprContext &ctx, E
   return toInt64(e->bits, e->dtype);
 }
 
+bool isScalarBuiltin(const std::string &name) {
+  return name == "min" || name == "max" || name == "cdiv" || isTypeBuiltin(name);
+}
+
 } // namespace tilus::tasm

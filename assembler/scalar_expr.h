@@ -73,6 +73,10 @@ bool isTypeExpr(const AstExpr &ast, const ExprContext &ctx);
 Expected<DataType> buildType(const AstExpr &ast, const ExprContext &ctx, ErrorCode code,
                              const std::string &notType);
 
+/// Whether `name` is a function of scalar expressions: min, max, cdiv or a type builtin (bits,
+/// is_float, is_int, is_signed, exponent_bits, mantissa_bits).
+bool isScalarBuiltin(const std::string &name);
+
 /// `e` converted to `to` (folded when `e` is constant; unchanged when already of type `to`).
 TypedExpr castTo(TypedExpr e, DataType to);
 

@@ -35,6 +35,15 @@ VarId Scopes::find(std::string_view name) const {
 }
 
 const ConstValue *Scopes::findConstant(std::string_view name) const {
+  for (auto o = overlays_.rbegin(); o != overlays_.rend(); ++o) {
+    auto it = (*o)->find(name);
+    if (it != (*o)->end())
+      return &it->second;
+  }
+  return findModuleConstant(name);
+}
+
+const ConstValue *Scopes::findModuleConstant(std::string_view name) const {
   auto it = constants_.find(name);
   return it == constants_.end() ? nullptr : &it->second;
 }

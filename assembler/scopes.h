@@ -35,7 +35,16 @@ public:
 
   /// The variable a name denotes here (innermost declaration wins), or kNoId.
   VarId find(std::string_view name) const;
+  /// The constant a name denotes here: a parameter of a macro being expanded (innermost
+  /// expansion first), else a module constant; nullptr for neither.
   const ConstValue *findConstant(std::string_view name) const;
+  /// Whether `name` is a module constant (not a macro parameter).
+  const ConstValue *findModuleConstant(std::string_view name) const;
+
+  /// Bind a macro expansion's parameters (docs/isa.md, "Macros") as constants until the
+  /// matching popConstants; `c` must outlive that.
+  void pushConstants(const ConstTable &c) { overlays_.push_back(&c); }
+  void popConstants() { overlays_.pop_back(); }
 
   /// Declare a variable in the innermost scope. Read-only variables (parameters, loop
   /// variables) cannot be assigned.
@@ -62,9 +71,10 @@ private:
   const std::string &file_;
   const std::set<std::string> &reserved_;
   std::vector<std::unordered_map<std::string, VarId>> scopes_;
-  std::vector<SrcPos> declPos_;   // by VarId
-  std::vector<uint8_t> readOnly_; // by VarId: 1 a parameter or loop variable, 2 a group
-                                  // index, 3 a specialized variable
+  std::vector<const ConstTable *> overlays_; // macro parameters, innermost expansion last
+  std::vector<SrcPos> declPos_;              // by VarId
+  std::vector<uint8_t> readOnly_;            // by VarId: 1 a parameter or loop variable, 2 a group
+                                             // index, 3 a specialized variable
   uint32_t nextTemp_ = 0;
 };
 

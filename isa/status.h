@@ -68,7 +68,9 @@ namespace tilus {
   /* Thread groups (docs/isa.md, "Thread groups: warp specialisation"). */                         \
   X(ThreadGroup, "thread-group")                                                                   \
   /* Thread-block clusters (docs/isa.md, "Thread-block clusters and TMA multicast"). */            \
-  X(Cluster, "cluster")
+  X(Cluster, "cluster")                                                                            \
+  /* Macros of the assembly language (docs/isa.md, "Macros"). */                                   \
+  X(Macro, "macro")
 
 enum class ErrorCode : uint8_t {
 #define TILUSVM_X(name, text) name,

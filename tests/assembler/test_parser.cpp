@@ -180,7 +180,7 @@ def q<1>():
 
 TEST_CASE("syntax errors point at the offending token") {
   CHECK(syntaxError("x = 1\n") ==
-        "1:1 expected 'const', 'assert' or 'def' at module level, found 'x'");
+        "1:1 expected 'const', 'assert', 'macro' or 'def' at module level, found 'x'");
   CHECK(syntaxError("  const A = 1\n") == "1:3 unexpected indent");
   CHECK(syntaxError("const A, B = 1\n") == "1:12 2 constant names but 1 values");
   CHECK(syntaxError("def k<1, 2, 3, 4>():\n    pass\n") == "1:16 a grid has at most 3 dimensions");

@@ -115,7 +115,7 @@ TEST_CASE("conformance suite") {
   // and for the codes of the Hopper instructions (docs/isa.md)
   for (ErrorCode c :
        {ErrorCode::Mbarrier, ErrorCode::WgmmaShape, ErrorCode::WgmmaDtype, ErrorCode::WgmmaLayout,
-        ErrorCode::Tma, ErrorCode::ThreadGroup, ErrorCode::Cluster}) {
+        ErrorCode::Tma, ErrorCode::ThreadGroup, ErrorCode::Cluster, ErrorCode::Macro}) {
     std::string code = errorCodeName(c);
     CAPTURE(code);
     CHECK(failingPerCode[code] >= 2);
