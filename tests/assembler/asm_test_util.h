@@ -3,6 +3,7 @@
 #pragma once
 
 #include "assembler/assembler.h"
+#include "isa/bytecode.h"
 #include "test_helpers.h"
 
 #include <algorithm>
@@ -75,6 +76,21 @@ inline std::string firstWhere(const Status &s) {
   REQUIRE(!s.ok());
   const Location &l = s.first().location;
   return l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.column);
+}
+
+/// Assemble `text`, print it, re-assemble the print, and compare bytecode (and print again: the
+/// printer must be a fixed point after one round); the print.
+inline std::string checkRoundTrip(const std::string &text,
+                                  std::map<std::string, std::string> defines = {}) {
+  auto first = asmText(text, defines);
+  REQUIRE_OK(first);
+  std::string printed = disassemble(*first);
+  INFO("disassembly:\n" << printed);
+  auto second = asmText(printed);
+  REQUIRE_OK(second);
+  CHECK(encodeModule(*first) == encodeModule(*second));
+  CHECK(disassemble(*second) == printed);
+  return printed;
 }
 
 } // namespace tilus::testing

@@ -44,18 +44,6 @@ std::string cat(std::initializer_list<std::string_view> pieces) {
   return out;
 }
 
-/// Assemble, disassemble, assemble again: identical bytes (ISA section 7).
-void checkRoundTrip(const std::string &text) {
-  auto first = asmText(text);
-  REQUIRE_OK(first);
-  std::string printed = disassemble(*first);
-  INFO("disassembly:\n" << printed);
-  auto second = asmText(printed);
-  REQUIRE_OK(second);
-  CHECK(encodeModule(*first) == encodeModule(*second));
-  CHECK(disassemble(*second) == printed);
-}
-
 // Type, float, int and bool parameters; a parameter in a layout, a shape and a constant `if`; a
 // nested macro whose parameter hides the outer one's of the same name; an update of the
 // caller's variable (acc) and a name first assigned in the body (x, y), assigned again by the

@@ -13,21 +13,6 @@ namespace {
 using namespace tilus;
 using namespace tilus::testing;
 
-/// Assemble `text`, print it, re-assemble the print, and compare bytecode (and print again: the
-/// printer must be a fixed point after one round); the print.
-std::string checkRoundTrip(const std::string &text,
-                           std::map<std::string, std::string> defines = {}) {
-  auto first = asmText(text, defines);
-  REQUIRE_OK(first);
-  std::string printed = disassemble(*first);
-  INFO("disassembly:\n" << printed);
-  auto second = asmText(printed);
-  REQUIRE_OK(second);
-  CHECK(encodeModule(*first) == encodeModule(*second));
-  CHECK(disassemble(*second) == printed);
-  return printed;
-}
-
 TEST_CASE("every example program assembles and passes the checker") {
   for (const std::string &path : examplePrograms()) {
     CAPTURE(path);
