@@ -15,7 +15,8 @@
 #include "assembler/expr_printer.h"
 
 #include <algorithm>
-#include <functional>
+#include <set>
+#include <string_view>
 
 namespace tilus {
 
@@ -129,37 +130,34 @@ void Printer::exprVars(ExprId id, std::vector<VarId> &out) const {
 }
 
 void Printer::references(const Stmt &s, std::vector<VarId> &out) const {
-  if (s.var != kNoId)
-    out.push_back(s.var);
-  for (ExprId e : {s.expr, s.stop, s.step})
-    exprVars(e, out);
-  if (s.kind == StmtKind::Instruction && s.index < p_.instructions.size()) {
-    const Instruction &inst = p_.instructions[s.index];
+  auto one = [&](const Stmt &st) {
+    if (st.var != kNoId)
+      out.push_back(st.var);
+    for (ExprId e : {st.expr, st.stop, st.step})
+      exprVars(e, out);
+    if (st.kind != StmtKind::Instruction || st.index >= p_.instructions.size())
+      return;
+    const Instruction &inst = p_.instructions[st.index];
     out.insert(out.end(), inst.results.begin(), inst.results.end());
     for (const Argument &a : inst.args) {
       if (a.var != kNoId)
         out.push_back(a.var);
-      exprVars(a.expr, out);
-      for (ExprId e : a.exprs)
-        exprVars(e, out);
-      for (const OffsetEntry &o : a.offsets)
-        exprVars(o.expr, out);
+      forEachArgumentExpr(a, [&](ExprId e) { exprVars(e, out); });
     }
-  }
-  for (const Stmt &b : s.body)
-    references(b, out);
-  for (const Stmt &b : s.orelse)
-    references(b, out);
+  };
+  one(s);
+  forEachStmt(s.body, one);
+  forEachStmt(s.orelse, one);
 }
 
 void Printer::nestedDeclarations(const Stmt &s, std::vector<VarId> &out) const {
-  for (const std::vector<Stmt> *list : {&s.body, &s.orelse})
-    for (const Stmt &b : *list) {
-      for (VarId v : assigned(b))
-        if (v < firstAssign_.size() && firstAssign_[v] == &b)
-          out.push_back(v);
-      nestedDeclarations(b, out);
-    }
+  auto one = [&](const Stmt &b) {
+    for (VarId v : assigned(b))
+      if (v < firstAssign_.size() && firstAssign_[v] == &b)
+        out.push_back(v);
+  };
+  forEachStmt(s.body, one);
+  forEachStmt(s.orelse, one);
 }
 
 // Statements that the assembler lowered in a block of their own whose statements it then
@@ -189,19 +187,21 @@ std::vector<std::pair<size_t, size_t>> Printer::scopeRegions(const std::vector<S
       if (v < lastUse.size())
         lastUse[v] = i;
   }
+  // nestedFrom[k]: the names that nested bodies of statements k.. declare (a variable declared
+  // at this level is never declared again there, so the same name is another variable)
+  std::vector<std::set<std::string_view>> nestedFrom(n + 1);
+  for (size_t k = n; k-- > 0;) {
+    nestedFrom[k] = nestedFrom[k + 1];
+    std::vector<VarId> nested;
+    nestedDeclarations(stmts[begin + k], nested);
+    for (VarId w : nested)
+      nestedFrom[k].insert(p_.vars[w].name);
+  }
   std::vector<std::pair<size_t, size_t>> regions;
   for (size_t i = 0; i < n; ++i)
-    for (VarId v : declared[i]) {
-      bool conflict = false;
-      for (size_t k = lastUse[v] + 1; k < n && !conflict; ++k) {
-        std::vector<VarId> later;
-        nestedDeclarations(stmts[begin + k], later);
-        for (VarId w : later)
-          conflict = conflict || (w != v && p_.vars[w].name == p_.vars[v].name);
-      }
-      if (conflict)
+    for (VarId v : declared[i])
+      if (nestedFrom[std::max(i, lastUse[v]) + 1].count(p_.vars[v].name))
         regions.push_back({i, std::max(i, lastUse[v])});
-    }
   if (regions.empty())
     return regions;
   // grow each region to closure, then merge the overlapping ones, until nothing changes
@@ -214,11 +214,12 @@ std::vector<std::pair<size_t, size_t>> Printer::scopeRegions(const std::vector<S
             last = lastUse[u];
             changed = true;
           }
-          for (size_t y = 0; y < first; ++y)
+          for (size_t y = 0; y < first; ++y) // the earliest such declaration
             for (VarId w : declared[y])
-              if (p_.vars[w].name == p_.vars[u].name && y < first) {
-                first = y; // also ends the loop over y
+              if (p_.vars[w].name == p_.vars[u].name) {
+                first = y; // ends the loop over y
                 changed = true;
+                break;
               }
         }
     }
@@ -266,16 +267,11 @@ void Printer::program(std::string &out) const {
   // the first assignment of every variable, in printing order
   std::vector<const Stmt *> &first = firstAssign_;
   first.assign(p_.vars.size(), nullptr);
-  std::function<void(const std::vector<Stmt> &)> walk = [&](const std::vector<Stmt> &list) {
-    for (const Stmt &st : list) {
-      for (VarId v : assigned(st))
-        if (v < first.size() && !first[v])
-          first[v] = &st;
-      walk(st.body);
-      walk(st.orelse);
-    }
-  };
-  walk(p_.body);
+  forEachStmt(p_.body, [&](const Stmt &st) {
+    for (VarId v : assigned(st))
+      if (v < first.size() && !first[v])
+        first[v] = &st;
+  });
   scopeBody(p_.body, 1, out);
 }
 

@@ -97,6 +97,27 @@ inline int64_t groupStartRegisters(uint32_t threads, uint32_t blocksPerSm) {
   return perThread < 256 ? perThread : 256;
 }
 
+/// Calls f on every statement of `body` and of the bodies nested in it, each before its own
+/// nested ones (program order).
+template <typename F> void forEachStmt(const std::vector<Stmt> &body, const F &f) {
+  for (const Stmt &s : body) {
+    f(s);
+    forEachStmt(s.body, f);
+    forEachStmt(s.orelse, f);
+  }
+}
+
+/// Calls f on the root of every scalar expression an argument holds (its value, a list's
+/// entries, an offset's entries).
+template <typename F> void forEachArgumentExpr(const Argument &a, const F &f) {
+  if (a.expr != kNoId)
+    f(a.expr);
+  for (ExprId e : a.exprs)
+    f(e);
+  for (const OffsetEntry &o : a.offsets)
+    f(o.expr);
+}
+
 struct Program {
   std::string name;
   std::vector<VarId> params; // in declaration order

@@ -96,14 +96,6 @@ std::string nodeTypeError(const Program &prog, const ExprNode &n) {
   return "unknown operator";
 }
 
-template <typename F> void forEachStmt(const std::vector<Stmt> &body, const F &f) {
-  for (const Stmt &s : body) {
-    f(s);
-    forEachStmt(s.body, f);
-    forEachStmt(s.orelse, f);
-  }
-}
-
 } // namespace
 
 std::string ProgramChecker::exprTypeName(ExprId id) const { return prog_.exprs[id].dtype.name(); }
@@ -248,14 +240,8 @@ void ProgramChecker::markRootUses(std::vector<uint8_t> &used) {
     root(g);
   for (const Instruction &inst : prog_.instructions)
     for (const Argument &a : inst.args) {
-      if (!a.present)
-        continue;
-      if (a.expr != kNoId)
-        root(a.expr);
-      for (ExprId e : a.exprs)
-        root(e);
-      for (const OffsetEntry &o : a.offsets)
-        root(o.expr);
+      if (a.present)
+        forEachArgumentExpr(a, root);
     }
   forEachStmt(prog_.body, [&](const Stmt &st) {
     switch (st.kind) {
