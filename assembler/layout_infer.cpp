@@ -1235,10 +1235,13 @@ std::vector<PerformanceLayout> Inference::performanceOnly() {
   for (auto [i, v] : views_)
     meaningful[find(v)] = true;
   // a call lowered more than once (the two copies of a loop whose unroll hint is a choice by a
-  // parameter) is listed once, and only where every instruction lowered from it qualifies
+  // parameter, a macro body expanded twice) is listed once, and only where every instruction
+  // lowered from it qualifies with a layout of the same shape (the shape= that replaces it is
+  // one list for all of them: a macro's expansions may give the tile other shapes)
   std::map<const AstExpr *, size_t> lowered, qualified;
+  std::map<const AstExpr *, std::vector<int64_t>> shapes;
   for (uint32_t i = 0; i < p_.instructions.size(); ++i)
-    ++lowered[in_.calls[i]];
+    ++lowered[in_.calls[i].call];
   std::vector<PerformanceLayout> out;
   for (uint32_t i = 0; i < p_.instructions.size(); ++i) {
     const Instruction &inst = p_.instructions[i];
@@ -1257,9 +1260,13 @@ std::vector<PerformanceLayout> Inference::performanceOnly() {
       continue;
     if (op == Opcode::AllocateShared && descriptorRoots_.count(r))
       continue; // a Wgmma operand or a TMA tile: its layout must fit a descriptor or a box
-    if (++qualified[in_.calls[i]] == lowered[in_.calls[i]])
-      out.push_back(
-          {in_.calls[i], op, l.regLayout ? l.regLayout->shape() : std::vector<int64_t>{}});
+    const AstExpr *call = in_.calls[i].call;
+    std::vector<int64_t> shape = l.regLayout ? l.regLayout->shape() : std::vector<int64_t>{};
+    auto [first, inserted] = shapes.emplace(call, shape);
+    if (!inserted && first->second != shape)
+      continue; // never all of them
+    if (++qualified[call] == lowered[call])
+      out.push_back({call, op, std::move(shape)});
   }
   return out;
 }

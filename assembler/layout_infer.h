@@ -19,10 +19,21 @@
 
 namespace tilus::tasm {
 
+/// One lowering of a call: the call and how many times it was lowered before in the program.
+/// A call is lowered more than once in a macro body expanded twice (docs/isa.md, "Macros"), whose
+/// expansions may need different layouts, and in a loop whose unroll hint is a choice by a
+/// parameter (two copies of its body); both lowerings of a program meet the same call sites in
+/// the same order.
+struct CallSite {
+  const AstExpr *call = nullptr;
+  uint32_t occurrence = 0;
+  friend auto operator<=>(const CallSite &, const CallSite &) = default;
+};
+
 /// What the first lowering of a program records for inference, per instruction of its IR.
 struct InferInput {
-  /// The call each instruction was lowered from.
-  std::vector<const AstExpr *> calls;
+  /// The call site each instruction was lowered from.
+  std::vector<CallSite> calls;
   /// The tile shape a hole's `shape=` gives (empty: none given).
   std::vector<std::vector<int64_t>> holeShapes;
   /// Whether the instruction's layout argument was left out and must be inferred (register
@@ -33,10 +44,10 @@ struct InferInput {
 
 /// What the second lowering applies.
 struct LayoutDecisions {
-  std::map<const AstExpr *, RegisterLayout> registerLayouts; // layout= of these calls
-  std::map<const AstExpr *, SharedLayout> sharedLayouts;     // layout= of these AllocateShared
-  /// ConvertLayout(operand, layout=L) around argument `slot` (table position) of the call.
-  std::map<std::pair<const AstExpr *, size_t>, RegisterLayout> conversions;
+  std::map<CallSite, RegisterLayout> registerLayouts; // layout= of these call sites
+  std::map<CallSite, SharedLayout> sharedLayouts;     // layout= of these AllocateShared
+  /// ConvertLayout(operand, layout=L) around argument `slot` (table position) of the call site.
+  std::map<std::pair<CallSite, size_t>, RegisterLayout> conversions;
   uint32_t threads = 0; // set when the program does not write threads=
 };
 

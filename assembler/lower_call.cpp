@@ -101,6 +101,7 @@ Status ProgramLowering::instruction(const AstExpr &call, const std::vector<AstNa
                         spec.resultKind == VarKind::None ? VarKind::Scalar : spec.resultKind);
     return s;
   };
+  const CallSite site{&call, lowered_[&call]++};
   std::vector<const AstArg *> slots;
   const AstArg *outArg = nullptr, *tileShape = nullptr;
   Status matched = matchArguments(spec, call, slots, outArg, tileShape);
@@ -120,7 +121,7 @@ Status ProgramLowering::instruction(const AstExpr &call, const std::vector<AstNa
   // ConvertLayouts that layout inference put around operands.
   if (decisions_) {
     for (size_t k = 0; k < spec.args.size(); ++k) {
-      auto it = decisions_->conversions.find({&call, k});
+      auto it = decisions_->conversions.find({site, k});
       if (it == decisions_->conversions.end() || !slots[k])
         continue;
       auto converted = conversion(*slots[k]->value, nested[k], it->second, out);
@@ -145,21 +146,21 @@ Status ProgramLowering::instruction(const AstExpr &call, const std::vector<AstNa
   }
   std::vector<int64_t> holeShape;
   bool hole = false;
-  Status layout = layoutHole(spec, call, slots, tileShape, inst, holeShape, hole);
+  Status layout = layoutHole(spec, call, site, slots, tileShape, inst, holeShape, hole);
   if (!layout.ok())
     return fail(layout);
   Status st = results(spec, call, outArg, targets, nestedResult, inst);
   if (!st.ok())
     return fail(st);
-  push(std::move(inst), call, stmtPos, out, std::move(holeShape), hole);
+  push(std::move(inst), site, stmtPos, out, std::move(holeShape), hole);
   return Status::success();
 }
 
-void ProgramLowering::push(Instruction inst, const AstExpr &call, SrcPos stmtPos,
+void ProgramLowering::push(Instruction inst, const CallSite &site, SrcPos stmtPos,
                            std::vector<Stmt> &out, std::vector<int64_t> holeShape, bool hole) {
   program_.instructions.push_back(std::move(inst));
   if (record_) {
-    record_->calls.push_back(&call);
+    record_->calls.push_back(site);
     record_->holeShapes.push_back(std::move(holeShape));
     record_->holes.push_back(hole);
   }
@@ -174,7 +175,7 @@ void ProgramLowering::push(Instruction inst, const AstExpr &call, SrcPos stmtPos
 // layout stays; otherwise the decision of the second lowering, or (first lowering) a hole with
 // the tile's shape. A layout and a shape= together must agree.
 Status ProgramLowering::layoutHole(const InstructionSpec &spec, const AstExpr &call,
-                                   const std::vector<const AstArg *> &slots,
+                                   const CallSite &site, const std::vector<const AstArg *> &slots,
                                    const AstArg *tileShape, Instruction &inst,
                                    std::vector<int64_t> &holeShape, bool &hole) {
   std::string op = std::string("'") + spec.name + "'";
@@ -206,7 +207,7 @@ Status ProgramLowering::layoutHole(const InstructionSpec &spec, const AstExpr &c
   }
   if (spec.args[size_t(li)].kind == ArgKind::SharedLayout) {
     if (decisions_) {
-      auto it = decisions_->sharedLayouts.find(&call);
+      auto it = decisions_->sharedLayouts.find(site);
       if (it != decisions_->sharedLayouts.end()) {
         arg.sharedLayout = it->second;
         arg.present = true;
@@ -216,7 +217,7 @@ Status ProgramLowering::layoutHole(const InstructionSpec &spec, const AstExpr &c
     return Status::success();
   }
   if (decisions_) {
-    auto it = decisions_->registerLayouts.find(&call);
+    auto it = decisions_->registerLayouts.find(site);
     if (it != decisions_->registerLayouts.end()) {
       arg.regLayout = it->second;
       arg.present = true;
@@ -255,7 +256,8 @@ Expected<VarId> ProgramLowering::conversion(const AstExpr &operand, VarId nested
   l.present = true;
   VarId temp = scopes_.declareTemporary(VarKind::Register, DataType::i32(), operand.pos);
   inst.results = {temp};
-  push(std::move(inst), operand, operand.pos, out, {}, false);
+  push(std::move(inst), CallSite{&operand}, operand.pos, out, {},
+       false); // second lowering only: not recorded
   return temp;
 }
 

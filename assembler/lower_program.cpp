@@ -189,6 +189,11 @@ Status ProgramLowering::statement(const AstStmt &s, std::vector<Stmt> &out) {
     inst.opcode = Opcode::Exit;
     inst.loc = loc(s.pos);
     program_.instructions.push_back(std::move(inst));
+    if (record_) { // one entry per instruction (no call, no layout)
+      record_->calls.push_back({});
+      record_->holeShapes.emplace_back();
+      record_->holes.push_back(false);
+    }
     Stmt st;
     st.kind = StmtKind::Instruction;
     st.loc = loc(s.pos);

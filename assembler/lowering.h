@@ -63,13 +63,13 @@ private:
                         std::vector<const AstArg *> &slots, const AstArg *&outArg,
                         const AstArg *&tileShape) const;
   /// The layout argument of an inferable instruction: a decision, a hole, or an error.
-  Status layoutHole(const InstructionSpec &spec, const AstExpr &call,
+  Status layoutHole(const InstructionSpec &spec, const AstExpr &call, const CallSite &site,
                     const std::vector<const AstArg *> &slots, const AstArg *tileShape,
                     Instruction &inst, std::vector<int64_t> &holeShape, bool &hole);
   /// ConvertLayout(operand, layout=L) into a temporary, for a conversion decision.
   Expected<VarId> conversion(const AstExpr &operand, VarId nested, const RegisterLayout &layout,
                              std::vector<Stmt> &out);
-  void push(Instruction inst, const AstExpr &call, SrcPos stmtPos, std::vector<Stmt> &out,
+  void push(Instruction inst, const CallSite &site, SrcPos stmtPos, std::vector<Stmt> &out,
             std::vector<int64_t> holeShape, bool hole);
   Expected<Argument> argument(const InstructionSpec &spec, size_t index, const AstExpr &value,
                               VarId nested);
@@ -98,6 +98,7 @@ private:
   const MacroTable &macros_;
   std::vector<const AstMacro *> expanding_; // the macro expansions being lowered, outermost first
   int loopDepth_ = 0;
+  std::map<const AstExpr *, uint32_t> lowered_; // per call: how often instruction() lowered it
   InferInput *record_ = nullptr;
   const LayoutDecisions *decisions_ = nullptr;
 };

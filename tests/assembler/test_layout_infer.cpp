@@ -419,3 +419,73 @@ TEST_CASE("stripping: a loop lowered twice (an unroll hint chosen by a parameter
   REQUIRE_OK(m);
   REQUIRE_OK(checkModule(std::move(m).value()));
 }
+
+TEST_CASE("inference: a return before a left-out layout") {
+  // the record for inference holds one entry per instruction, the Exit of `return` included
+  const std::string body = R"(
+    x = LoadGlobal(g, shape=[64], offset=[0:])
+    StoreGlobal(Add(x, x), g, offset=[0:])
+)";
+  Inferred with = infer("def k<1>(f32* p, i32 n) threads=32:\n"
+                        "    g = ViewGlobal(p, shape=[64])\n"
+                        "    if n == 0:\n"
+                        "        return" +
+                        body);
+  Inferred without = infer("def k<1>(f32* p, i32 n) threads=32:\n"
+                           "    g = ViewGlobal(p, shape=[64])" +
+                           body);
+  CHECK(layoutOf(with.module.programs[0], "x") == layoutOf(without.module.programs[0], "x"));
+}
+
+TEST_CASE("inference and stripping: a macro body expanded with tiles of other shapes") {
+  // each expansion's left-out layout is decided for its own tile (R rows)
+  Inferred twice = infer(R"(macro rows(R):
+    x = LoadGlobal(g, shape=[R, 32], offset=[0:, 0:])
+    StoreGlobal(Add(x, x), g, offset=[0:, 0:])
+def k<1>(f32* p) threads=32:
+    g = ViewGlobal(p, shape=[4, 32])
+    rows(1)
+    rows(4)
+)");
+  const Program &p = twice.module.programs[0];
+  std::vector<VarId> xs = varsNamed(p, "x");
+  REQUIRE(xs.size() == 2);
+  auto alone = [&](int r) {
+    Inferred one = infer("def k<1>(f32* p) threads=32:\n"
+                         "    g = ViewGlobal(p, shape=[4, 32])\n"
+                         "    x = LoadGlobal(g, shape=[" +
+                         std::to_string(r) +
+                         ", 32], offset=[0:, 0:])\n"
+                         "    StoreGlobal(Add(x, x), g, offset=[0:, 0:])\n");
+    return layoutOf(one.module.programs[0], "x");
+  };
+  auto layoutOfVar = [&](VarId v) {
+    for (const Instruction &inst : p.instructions)
+      if (!inst.results.empty() && inst.results[0] == v)
+        return *inst.arg(ArgName::layout).regLayout;
+    FAIL("no instruction writes the variable");
+    return RegisterLayout();
+  };
+  CHECK(layoutOfVar(xs[0]) == alone(1));
+  CHECK(layoutOfVar(xs[1]) == alone(4));
+  // a written layout whose shape differs between expansions stays (one shape= could not replace
+  // it); one of the same shape in every expansion goes
+  const std::string source = R"(macro rows(R):
+    x = LoadGlobal(g, layout=local(R, 1).spatial(1, 32), offset=[0:, 0:])
+    one = AllocateRegister(f32, layout=spatial(32), init=1.0)
+    StoreGlobal(Add(x, x), g, offset=[0:, 0:])
+    StoreGlobal(one, g, offset=[0, 0:])
+def k<1>(f32* p) threads=32:
+    g = ViewGlobal(p, shape=[4, 32])
+    rows(1)
+    rows(4)
+)";
+  Expected<std::string> stripped = stripPerformanceLayouts(source, AssembleOptions{});
+  REQUIRE_OK(stripped);
+  CHECK(stripped->find("x = LoadGlobal(g, layout=local(R, 1).spatial(1, 32), offset=[0:, 0:])") !=
+        std::string::npos);
+  CHECK(stripped->find("one = AllocateRegister(f32, shape=[32], init=1.0)") != std::string::npos);
+  Expected<Module> m = assemble(*stripped, AssembleOptions{});
+  REQUIRE_OK(m);
+  REQUIRE_OK(checkModule(std::move(m).value()));
+}
