@@ -188,17 +188,8 @@ Status ProgramLowering::statement(const AstStmt &s, std::vector<Stmt> &out) {
     Instruction inst;
     inst.opcode = Opcode::Exit;
     inst.loc = loc(s.pos);
-    program_.instructions.push_back(std::move(inst));
-    if (record_) { // one entry per instruction (no call, no layout)
-      record_->calls.push_back({});
-      record_->holeShapes.emplace_back();
-      record_->holes.push_back(false);
-    }
-    Stmt st;
-    st.kind = StmtKind::Instruction;
-    st.loc = loc(s.pos);
-    st.index = uint32_t(program_.instructions.size() - 1);
-    out.push_back(std::move(st));
+    // through push, as every instruction: the record for inference keeps one entry each
+    push(std::move(inst), CallSite{}, s.pos, out, {}, false);
     return Status::success();
   }
   case AstStmtKind::Pass:

@@ -69,6 +69,8 @@ private:
   /// ConvertLayout(operand, layout=L) into a temporary, for a conversion decision.
   Expected<VarId> conversion(const AstExpr &operand, VarId nested, const RegisterLayout &layout,
                              std::vector<Stmt> &out);
+  /// Append an instruction and its statement (and, in the first lowering, its entry in the
+  /// record for inference: every instruction goes through here).
   void push(Instruction inst, const CallSite &site, SrcPos stmtPos, std::vector<Stmt> &out,
             std::vector<int64_t> holeShape, bool hole);
   Expected<Argument> argument(const InstructionSpec &spec, size_t index, const AstExpr &value,
