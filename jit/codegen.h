@@ -222,6 +222,8 @@ public:
   /// (a lane of its one product per pair, `bits * 2^t`, exact) and `factor` the constant 2^-t:
   /// the lane of `bits` itself, the same value; nullptr otherwise (emit_dequant_pairs.cpp).
   llvm::Value *unscaledDequant(llvm::Value *slot, llvm::Value *factor);
+  /// Whether `slot` is a lane of a Cast's exact dequantised pair (what unscaledDequant reads).
+  bool isDequantLane(llvm::Value *slot) const;
   /// Register slots of f32, f16 or bf16 converted to f8e4m3 / f8e5m2 two at a time by the
   /// hardware's saturating pair conversion on sm_90 (emit_convert.cpp); nullopt elsewhere.
   /// Bit-exact with the ISA's conversion.
@@ -233,6 +235,15 @@ public:
   /// stays); nullopt elsewhere or for fewer than two slots. Bit-exact with convert().
   std::optional<std::vector<llvm::Value *>> narrowPairs(const std::vector<llvm::Value *> &slots,
                                                         DataType from, DataType to);
+  /// Add, Sub or Mul of f16 register slots two at a time: slots 2i and 2i + 1 (a 32-bit register
+  /// of a fragment or of a View of words) as one <2 x half> operation (`add/sub/mul.rn.f16x2`),
+  /// its NaNs made canonical by one marked select on the pair, so that values that arrive and
+  /// leave as pairs (dequantised words into an mma) are not split into halves around it; each
+  /// lane rounds exactly as applyOp's scalar operation does (exact in f32, then rounded once).
+  /// nullopt for other operations and types, fewer than two slots, or TILUSVM_JIT_PAIRS=0.
+  std::optional<std::vector<llvm::Value *>> arithmeticPairs(ExprOp op, DataType t,
+                                                            const std::vector<llvm::Value *> &xs,
+                                                            const std::vector<llvm::Value *> &ys);
 
   // ---- control flow inside a lowering (codegen.cpp) -------------------------------------------
   /// Emits `then` in a block that runs only when `cond` (i1) holds (blocks `name` and

@@ -119,6 +119,17 @@ Codegen::quantizeFp8(const std::vector<llvm::Value *> &slots, DataType from, Dat
   return out;
 }
 
+namespace {
+
+/// TILUSVM_JIT_PAIRS=0 converts and computes slot by slot, for experiments (part of
+/// compilerVersion): narrowPairs and arithmeticPairs.
+bool pairsOff() {
+  const char *v = std::getenv("TILUSVM_JIT_PAIRS");
+  return v && std::string(v) == "0";
+}
+
+} // namespace
+
 std::optional<std::vector<llvm::Value *>>
 Codegen::narrowPairs(const std::vector<llvm::Value *> &slots, DataType from, DataType to) {
   // PTX ISA, cvt: `cvt.rn.f16x2.f32 d, a, b` (sm_80) rounds a into d[31:16] and b into d[15:0]
@@ -126,11 +137,7 @@ Codegen::narrowPairs(const std::vector<llvm::Value *> &slots, DataType from, Dat
   // infinity); `.bf16x2` likewise. A NaN input gives a NaN half (pattern unspecified), which the
   // select after it makes the canonical NaN of the type; the select is checked by set.nan on the
   // pair (nan_canonical.cpp), which bf16x2 has from sm_90 on.
-  // TILUSVM_JIT_PAIRS=0 converts slot by slot, for experiments (part of compilerVersion)
-  static const bool off = [] {
-    const char *v = std::getenv("TILUSVM_JIT_PAIRS");
-    return v && std::string(v) == "0";
-  }();
+  bool off = pairsOff();
   bool f16 = to == DataType::f16() && opts.smVersion >= 80;
   bool bf16 = to == DataType::bf16() && opts.smVersion >= 90;
   if (off || from != DataType::f32() || !(f16 || bf16) || slots.size() < 2)
@@ -153,6 +160,42 @@ Codegen::narrowPairs(const std::vector<llvm::Value *> &slots, DataType from, Dat
   }
   if (k < slots.size())
     out.push_back(convert(slots[k], from, to));
+  return out;
+}
+
+std::optional<std::vector<llvm::Value *>>
+Codegen::arithmeticPairs(ExprOp op, DataType t, const std::vector<llvm::Value *> &xs,
+                         const std::vector<llvm::Value *> &ys) {
+  // PTX ISA, add/sub/mul (half precision): `.rn.f16x2` rounds each half to nearest even, keeps
+  // subnormals (no .ftz), as the scalar `.rn.f16` does; the scalar path computes in f32, which
+  // holds every sum, difference and product of two f16 values exactly, and rounds once: the same
+  // bits. A NaN half is made canonical by the select after it (lowerPairCanonicalizations).
+  bool arithmetic = op == ExprOp::Add || op == ExprOp::Sub || op == ExprOp::Mul;
+  if (pairsOff() || !arithmetic || t != DataType::f16() || xs.size() < 2 || xs.size() != ys.size())
+    return std::nullopt;
+  auto *pairType = llvm::FixedVectorType::get(b.getHalfTy(), 2);
+  llvm::Value *nan = llvm::ConstantVector::getSplat(
+      llvm::ElementCount::getFixed(2), llvm::cast<llvm::Constant>(constBits(t, canonicalNaN(t))));
+  auto pairOf = [&](const std::vector<llvm::Value *> &slots, size_t k) {
+    llvm::Value *v = llvm::PoisonValue::get(pairType);
+    v = b.CreateInsertElement(v, slots[k], uint64_t(0));
+    return b.CreateInsertElement(v, slots[k + 1], uint64_t(1));
+  };
+  std::vector<llvm::Value *> out;
+  out.reserve(xs.size());
+  size_t k = 0;
+  for (; k + 1 < xs.size(); k += 2) {
+    llvm::Value *x = pairOf(xs, k), *y = pairOf(ys, k);
+    llvm::Value *r = op == ExprOp::Add   ? b.CreateFAdd(x, y)
+                     : op == ExprOp::Sub ? b.CreateFSub(x, y)
+                                         : b.CreateFMul(x, y);
+    auto *select = llvm::cast<llvm::SelectInst>(b.CreateSelect(b.CreateFCmpUNO(r, r), nan, r));
+    markNaNCanonicalization(select);
+    out.push_back(b.CreateExtractElement(select, uint64_t(0)));
+    out.push_back(b.CreateExtractElement(select, uint64_t(1)));
+  }
+  if (k < xs.size())
+    out.push_back(applyOp(op, t, xs[k], ys[k]));
   return out;
 }
 

@@ -334,4 +334,9 @@ llvm::Value *Codegen::unscaledDequant(llvm::Value *slot, llvm::Value *factor) {
   return b.CreateExtractElement(it->second.bits, lane->getIndexOperand());
 }
 
+bool Codegen::isDequantLane(llvm::Value *slot) const {
+  auto *lane = llvm::dyn_cast<llvm::ExtractElementInst>(slot);
+  return lane && dequantProducts_.count(lane->getVectorOperand()) > 0;
+}
+
 } // namespace tilus::jit

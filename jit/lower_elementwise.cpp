@@ -198,6 +198,20 @@ Status ElementwiseLowering::visitElementwise(const Instruction &inst) {
     ys = std::move(*yv);
   }
   std::vector<llvm::Value *> out(xs->size());
+  if (std::optional<ExprOp> op = scalarOpOf(inst.opcode);
+      op && binary && category != InstructionCategory::Comparison) {
+    // f16 arithmetic two slots at a time, unless a Mul takes a Cast's dequantised pairs
+    // (unscaledDequant below folds those into the dequantisation instead)
+    bool folds = false;
+    for (size_t i = 0; i < out.size() && *op == ExprOp::Mul && !folds; ++i)
+      folds = cg.isDequantLane((*xs)[i]) || cg.isDequantLane(ys[i]);
+    if (!folds) {
+      if (std::optional<std::vector<llvm::Value *>> pairs = cg.arithmeticPairs(*op, ct, *xs, ys)) {
+        cg.writeRegister(r, *pairs);
+        return Status::success();
+      }
+    }
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     llvm::Value *x = (*xs)[i];
     std::optional<ExprOp> op = scalarOpOf(inst.opcode);

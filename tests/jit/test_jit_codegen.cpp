@@ -1076,10 +1076,13 @@ TEST_CASE("f32 into f16 and bf16 two slots at a time: cvt.rn.f16x2.f32, one NaN 
     CHECK(occurrences(odd, "cvt.rn.f16x2.f32") == 1);
     CHECK(occurrences(odd, "cvt.rn.f16.f32") == 1);
     CHECK(occurrences(odd, "setp.nan.f16") == 1);
-    // the Add's result is canonicalized, so the conversion's NaN fix-up goes
+    // the Add's result is canonicalized, so the conversion's NaN fix-up goes; the Add, two
+    // slots at a time (arithmeticPairs), keeps its own: one set.nan per pair
     std::string added = ptxOf(narrowing("f16", 4, true), "m", sm).ptx;
     CHECK(occurrences(added, "cvt.rn.f16x2.f32") == 2);
-    CHECK(occurrences(added, "set.nan.u32") == 0);
+    CHECK(occurrences(added, "add.rn.f16x2") == 2);
+    CHECK(occurrences(added, "set.nan.u32") == 2);
+    CHECK(occurrences(added, "setp.nan") == 0);
   }
   // bf16: the pair's set.nan needs sm_90; on sm_80 each slot keeps the scalar conversion
   std::string bf90 = ptxOf(narrowing("bf16", 4, false), "m", 90).ptx;
@@ -1097,6 +1100,29 @@ TEST_CASE("f32 into f16 and bf16 two slots at a time: ptxas accepts the kernels"
     checkPtxasAccepts(ptxOf(narrowing("f16", 3, true), "m", sm).ptx, sm);
     checkPtxasAccepts(ptxOf(narrowing("bf16", 4, false), "m", sm).ptx, sm);
   }
+}
+
+TEST_CASE("f16 Add, Sub and Mul two slots at a time: one f16x2 operation per 32-bit register") {
+  // jit/emit_convert.cpp arithmeticPairs: a word's two halves viewed as f16 and shifted by a
+  // constant stay one register (no scalar add.rn.f16 on its halves); a pair of constants is one
+  // register of constants; TILUSVM_JIT_PAIRS=0 computes slot by slot
+  const char *src = "def m<1>(u32* x_ptr, f16* y_ptr, f16* z_ptr) threads=32:\n"
+                    "    x = LoadGlobal(ViewGlobal(x_ptr, shape=[32, 4]), layout=spatial(32, "
+                    "1).local(1, 4))\n"
+                    "    h = View(Or(And(x, 0x00070007), 0x64006400), dtype=f16, "
+                    "layout=spatial(32, 1, 1).local(1, 4, 2))\n"
+                    "    StoreGlobal(Sub(h, 1024.0), ViewGlobal(y_ptr, shape=[32, 4, 2]))\n"
+                    "    StoreGlobal(Mul(Add(h, h), h), ViewGlobal(z_ptr, shape=[32, 4, 2]))\n";
+  VerifiedModule m = buildSource(src);
+  std::string ptx = ptxOf(m, "m").ptx;
+  CHECK(occurrences(ptx, "add.rn.f16x2") + occurrences(ptx, "sub.rn.f16x2") == 8);
+  CHECK(occurrences(ptx, "mul.rn.f16x2") == 4);
+  CHECK(occurrences(ptx, "add.rn.f16 ") + occurrences(ptx, "sub.rn.f16 ") == 0);
+  CHECK(occurrences(ptx, "mul.rn.f16 ") == 0);
+  setenv("TILUSVM_JIT_PAIRS", "0", 1);
+  std::string scalar = ptxOf(m, "m").ptx;
+  unsetenv("TILUSVM_JIT_PAIRS");
+  CHECK(occurrences(scalar, "f16x2 ") == 0);
 }
 
 TEST_CASE("bytes stored to shared memory from loaded words are packed by prmt, two per word") {
