@@ -689,19 +689,24 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   // decode_paged.tasm reads 4-bit keys, so that each f16 pair of codes lies at the same place of
   // a word's two halves: their weights and keys need no prmt (V's pairs span two keys: a decode
   // stage of 32 keys takes one prmt per word of two keys' 16-bit halves, 16 for its 64 pairs per
-  // lane as f16 subnormals, 32 with the JIT's Cast, SUBV = 0); 3-bit codes still take one per
-  // pair
+  // lane as f16 subnormals, 32 with the JIT's Cast, SUBV = 0). u3 into f16 too, in groups of
+  // three words (its `T3` layout); u3 into bf16 keeps the JIT's Cast, one prmt per pair
   const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
   for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
-    CAPTURE(wt);
-    // the loop as written (UR = UR1 = 1: one copy of it, rolled): unrolled, each copy of the
-    // body has its own prmt; unspecialised, the kernel holds both decode bodies (row tiles of BM
-    // and of BMN, the launch-time specialisation `narrow`), each with its 64
-    PtxKernel k =
-        ptxOf(buildFile(root + "quant/a16wx.tasm",
-                        {{"WT", wt}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}}),
-              "matmul");
-    CHECK(occurrences(k.ptx, "prmt.b32") == (std::string(wt) == "u3" ? 2 * 64 : 0));
+    for (const char *at : {"f16", "bf16"}) {
+      CAPTURE(wt);
+      CAPTURE(at);
+      // the loop as written (UR = UR1 = 1: one copy of it, rolled): unrolled, each copy of the
+      // body has its own prmt; unspecialised, the kernel holds both decode bodies (row tiles of
+      // BM and of BMN, the launch-time specialisation `narrow`), each with its 64
+      PtxKernel k = ptxOf(
+          buildFile(
+              root + "quant/a16wx.tasm",
+              {{"WT", wt}, {"AT", at}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}}),
+          "matmul");
+      bool permutes = std::string(wt) == "u3" && std::string(at) == "bf16";
+      CHECK(occurrences(k.ptx, "prmt.b32") == (permutes ? 2 * 64 : 0));
+    }
   }
   PtxKernel d = ptxOf(buildFile(root + "attention/decode_paged.tasm", {{"KT", "u4"}}), "decode");
   CHECK(occurrences(d.ptx, "prmt.b32") == 16);
@@ -1355,7 +1360,9 @@ TEST_CASE("the decode loop of a16wx: no register copies of the prefetch ring whe
   // 4-bit floats into f16, so that the ring of prefetched weight words and the next step's
   // activations alternate between two sets of registers: the unrolled loop has no copy between
   // registers, where the loop of UR = 1 has one per word of the ring and of the activations.
-  // Both copies of the body keep the held registers of the masks (no `or` with an immediate)
+  // Both copies of the body keep the held registers of the masks (no `or` with an immediate but
+  // u3's, whose pair 15 of each group of three words ors three masked bits and then its magic:
+  // four per step)
   const std::regex copy(R"(\s*mov\.u32\s+%r\d+, %r\d+;)");
   const std::regex orImmediate(R"(\s*or\.b32\s+%r\d+, %r\d+, -?\d+;)");
   for (const char *wt : {"u1", "u3", "f4e2m1"}) {
@@ -1383,8 +1390,9 @@ TEST_CASE("the decode loop of a16wx: no register copies of the prefetch ring whe
     CHECK(twice.size() > once.size() * 3 / 2);
     CHECK(count(once, copy) >= 32);
     CHECK(count(twice, copy) == 0);
-    CHECK(count(once, orImmediate) == 0);
-    CHECK(count(twice, orImmediate) == 0);
+    bool u3 = std::string(wt) == "u3";
+    CHECK(count(once, orImmediate) == (u3 ? 4 : 0));
+    CHECK(count(twice, orImmediate) == (u3 ? 8 : 0));
   }
 }
 
