@@ -1079,9 +1079,20 @@ void Inference::checkDerivations() {
 }
 
 void Inference::checkViews() {
+  // a class whose layout is written, or follows by Reduce or Permute from such a class (the
+  // words that a Reduce gathers from a written tile), fixes which bits mean which elements
+  std::vector<bool> fixed(cls_.size(), false);
+  for (size_t k = 0; k < cls_.size(); ++k)
+    fixed[k] = cls_[k].written;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const Derivation &d : derivations_)
+      if (d.kind != DeriveKind::Broadcast && fixed[find(d.from)] && !fixed[find(d.to)])
+        grew = fixed[find(d.to)] = true;
+  }
   for (auto [i, v] : views_) {
     const Class &c = cls_[find(v)];
-    if (c.written)
+    if (fixed[find(v)])
       continue;
     fail(i, "the View reinterprets the bits of " + name(v) +
                 ", so which bits mean which elements depends on its layout, but that layout is "
@@ -1234,6 +1245,14 @@ std::vector<PerformanceLayout> Inference::performanceOnly() {
   std::vector<bool> meaningful(cls_.size(), false);
   for (auto [i, v] : views_)
     meaningful[find(v)] = true;
+  // a Reduce or Permute result's layout follows from its operand's: where the result feeds a
+  // View (the bits of words gathered by a Reduce, then viewed), so does the operand's layout
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const Derivation &d : derivations_)
+      if (d.kind != DeriveKind::Broadcast && meaningful[find(d.to)] && !meaningful[find(d.from)])
+        grew = meaningful[find(d.from)] = true;
+  }
   // a call lowered more than once (the two copies of a loop whose unroll hint is a choice by a
   // parameter, a macro body expanded twice) is listed once, and only where every instruction
   // lowered from it qualifies with a layout of the same shape (the shape= that replaces it is

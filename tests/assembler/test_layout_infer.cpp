@@ -401,6 +401,28 @@ TEST_CASE("stripping: the old values of an atomic are in r's layout, so a View o
   REQUIRE_OK(checkModule(std::move(m).value()));
 }
 
+TEST_CASE("stripping: a Reduce's operand whose result a View reads keeps its layout") {
+  // the words `w` are the sum over dim 1 of `t`, whose layout only the Shl writes (its operands
+  // have other shapes): the View of w depends on it, so it stays; `add`'s goes
+  const std::string source = R"(def k<1>(u32* p, u8* q, f32* r) threads=32:
+    x = LoadGlobal(ViewGlobal(p, shape=[32, 1]), layout=spatial(32, 1))
+    j = Iota(layout=spatial(1, 1).local(1, 4), dim=1, dtype=u32)
+    t = Shl(x, Mul(j, 8), layout=spatial(32, 1).local(1, 4))
+    w = Reduce(t, dim=1, op=sum)
+    StoreGlobal(View(w, dtype=u8, layout=spatial(32).local(4)), ViewGlobal(q, shape=[128]))
+    add = AllocateRegister(f32, layout=spatial(32), init=1.0)
+    StoreGlobal(add, ViewGlobal(r, shape=[32]))
+)";
+  Expected<std::string> stripped = stripPerformanceLayouts(source, AssembleOptions{});
+  REQUIRE_OK(stripped);
+  CHECK(stripped->find("t = Shl(x, Mul(j, 8), layout=spatial(32, 1).local(1, 4))") !=
+        std::string::npos);
+  CHECK(stripped->find("add = AllocateRegister(f32, shape=[32], init=1.0)") != std::string::npos);
+  Expected<Module> m = assemble(*stripped, AssembleOptions{});
+  REQUIRE_OK(m);
+  REQUIRE_OK(checkModule(std::move(m).value()));
+}
+
 TEST_CASE("stripping: a loop lowered twice (an unroll hint chosen by a parameter) is edited once") {
   // the two copies of the loop list the same call's layout twice; its text is removed once
   const std::string source = R"(def k<1>(f32* p, i32 m, i32 n) threads=32:
