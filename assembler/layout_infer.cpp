@@ -174,6 +174,9 @@ private:
   void resolveElementwise();
   void checkDerivations();
   void checkViews();
+  /// `marks` (one per class) spread along the Reduce and Permute derivations, whose result's
+  /// layout follows from the operand's: from operands to results, or back (`toOperands`)
+  void spreadAlongDerivations(std::vector<bool> &marks, bool toOperands);
   void chooseShared();
   void emit(LayoutReport *report);
 
@@ -1078,18 +1081,26 @@ void Inference::checkDerivations() {
   }
 }
 
+void Inference::spreadAlongDerivations(std::vector<bool> &marks, bool toOperands) {
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const Derivation &d : derivations_) {
+      if (d.kind == DeriveKind::Broadcast)
+        continue;
+      VarId from = find(toOperands ? d.to : d.from), to = find(toOperands ? d.from : d.to);
+      if (marks[from] && !marks[to])
+        grew = marks[to] = true;
+    }
+  }
+}
+
 void Inference::checkViews() {
   // a class whose layout is written, or follows by Reduce or Permute from such a class (the
   // words that a Reduce gathers from a written tile), fixes which bits mean which elements
   std::vector<bool> fixed(cls_.size(), false);
   for (size_t k = 0; k < cls_.size(); ++k)
     fixed[k] = cls_[k].written;
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const Derivation &d : derivations_)
-      if (d.kind != DeriveKind::Broadcast && fixed[find(d.from)] && !fixed[find(d.to)])
-        grew = fixed[find(d.to)] = true;
-  }
+  spreadAlongDerivations(fixed, false);
   for (auto [i, v] : views_) {
     const Class &c = cls_[find(v)];
     if (fixed[find(v)])
@@ -1247,12 +1258,7 @@ std::vector<PerformanceLayout> Inference::performanceOnly() {
     meaningful[find(v)] = true;
   // a Reduce or Permute result's layout follows from its operand's: where the result feeds a
   // View (the bits of words gathered by a Reduce, then viewed), so does the operand's layout
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const Derivation &d : derivations_)
-      if (d.kind != DeriveKind::Broadcast && meaningful[find(d.to)] && !meaningful[find(d.from)])
-        grew = meaningful[find(d.from)] = true;
-  }
+  spreadAlongDerivations(meaningful, true);
   // a call lowered more than once (the two copies of a loop whose unroll hint is a choice by a
   // parameter, a macro body expanded twice) is listed once, and only where every instruction
   // lowered from it qualifies with a layout of the same shape (the shape= that replaces it is
