@@ -719,6 +719,28 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   CHECK(occurrences(f.ptx, "prmt.b32") == 64);
 }
 
+TEST_CASE("the library's decode kernel reads unsigned 1-, 2- and 4-bit codes as f16 subnormals") {
+  // programs/quant/a16wx.tasm (its constant SN): each pair masked in place is the f16 pair of
+  // its codes times a power of two, so the decode loop has no f16 arithmetic at all; with the
+  // JIT's Cast (SN = 0) each of the 64 pairs of a lane's step takes one add.rn.f16x2 (the magic
+  // exponent's subtraction), in each of the kernel's two decode bodies (row tiles of BM and BMN)
+  const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
+  for (const char *wt : {"u1", "u2", "u4"}) {
+    for (const char *sn : {"0", "1"}) {
+      CAPTURE(wt);
+      CAPTURE(sn);
+      PtxKernel k = ptxOf(
+          buildFile(
+              root + "quant/a16wx.tasm",
+              {{"WT", wt}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}, {"SN", sn}}),
+          "matmul");
+      CHECK(occurrences(k.ptx, "add.rn.f16x2") == (sn[0] == '1' ? 0 : 2 * 64));
+      CHECK(occurrences(k.ptx, "sub.rn.f16x2") == 0);
+      CHECK(occurrences(k.ptx, "fma.rn.f16x2") == 0);
+    }
+  }
+}
+
 namespace {
 
 /// The register lists of the A operands of every mma.sync in `ptx`.
@@ -835,9 +857,10 @@ TEST_CASE("held registers: the ten magic exponents of u1 pairs share one held ma
   // (the loop as written, UR = 1: unrolled twice, the copy of the body that LLVM puts outside the
   // loop for odd trip counts runs once and keeps its immediates; the unrolled loop's masks are
   // checked in "the decode loop of a16wx: no register copies ...")
-  VerifiedModule q =
-      buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
-                {{"WT", "u1"}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}});
+  // (SN = 0: the JIT's Cast, whose magics these are; by default a16wx reads u1 as subnormals)
+  VerifiedModule q = buildFile(
+      std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
+      {{"WT", "u1"}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}, {"SN", "0"}});
   std::vector<std::pair<uint32_t, uint32_t>> masks = orMasks(ptxWithHold(q, "matmul", "0").ptx);
   REQUIRE(masks.size() >= 64);
   std::set<uint32_t> magics;
@@ -878,7 +901,7 @@ TEST_CASE("held registers: the ten magic exponents of u1 pairs share one held ma
   // two magics (u4) keep one held register each (the test above): no lop3 of its own (the
   // epilogue's NaN fix-ups of f16 pairs are lop3s inside one-line statements)
   VerifiedModule q4 = buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm",
-                                {{"WT", "u4"}, {"N", "8192"}, {"K", "8192"}});
+                                {{"WT", "u4"}, {"N", "8192"}, {"K", "8192"}, {"SN", "0"}});
   CHECK_FALSE(contains(ptxWithHold(q4, "matmul", "").ptx, "\tlop3.b32"));
 }
 
