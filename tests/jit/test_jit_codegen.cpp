@@ -684,6 +684,18 @@ TEST_CASE("OCP FP8 pairs into f16 on sm_90: one cvt, their bytes gathered by one
   CHECK_FALSE(contains(d.ptx, "or.b16"));
 }
 
+namespace {
+
+/// The matmul of programs/quant/a16wx.tasm at N = K = 8192 with `defines`, its decode loop as
+/// written (UR = UR1 = 1: one copy of it, rolled).
+PtxKernel a16wxRolled(std::map<std::string, std::string> defines) {
+  defines.insert({{"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}});
+  return ptxOf(buildFile(std::string(TILUSVM_SOURCE_DIR) + "/programs/quant/a16wx.tasm", defines),
+               "matmul");
+}
+
+} // namespace
+
 TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in place") {
   // programs/quant/a16wx.tasm packs u1, u2, u4, i4 and 4-bit float codes, and programs/attention/
   // decode_paged.tasm reads 4-bit keys, so that each f16 pair of codes lies at the same place of
@@ -696,14 +708,10 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
     for (const char *at : {"f16", "bf16"}) {
       CAPTURE(wt);
       CAPTURE(at);
-      // the loop as written (UR = UR1 = 1: one copy of it, rolled): unrolled, each copy of the
-      // body has its own prmt; unspecialised, the kernel holds both decode bodies (row tiles of
-      // BM and of BMN, the launch-time specialisation `narrow`), each with its 64
-      PtxKernel k = ptxOf(
-          buildFile(
-              root + "quant/a16wx.tasm",
-              {{"WT", wt}, {"AT", at}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}}),
-          "matmul");
+      // unrolled, each copy of the body has its own prmt; unspecialised, the kernel holds both
+      // decode bodies (row tiles of BM and of BMN, the launch-time specialisation `narrow`),
+      // each with its 64
+      PtxKernel k = a16wxRolled({{"WT", wt}, {"AT", at}});
       bool permutes = std::string(wt) == "u3" && std::string(at) == "bf16";
       CHECK(occurrences(k.ptx, "prmt.b32") == (permutes ? 2 * 64 : 0));
     }
@@ -725,16 +733,11 @@ TEST_CASE("the library's decode kernel reads unsigned integers of 1 to 5 bits as
   // exponents (SN = 0: the JIT's Cast for u1, u2 and u4, the program's own masks for u3 and u5
   // in their groups of words) each of the 64 pairs of a lane's step takes one add.rn.f16x2 (the
   // magic's subtraction), in each of the kernel's two decode bodies (row tiles of BM and BMN)
-  const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
   for (const char *wt : {"u1", "u2", "u3", "u4", "u5"}) {
     for (const char *sn : {"0", "1"}) {
       CAPTURE(wt);
       CAPTURE(sn);
-      PtxKernel k = ptxOf(
-          buildFile(
-              root + "quant/a16wx.tasm",
-              {{"WT", wt}, {"N", "8192"}, {"K", "8192"}, {"UR", "1"}, {"UR1", "1"}, {"SN", sn}}),
-          "matmul");
+      PtxKernel k = a16wxRolled({{"WT", wt}, {"SN", sn}});
       CHECK(occurrences(k.ptx, "add.rn.f16x2") == (sn[0] == '1' ? 0 : 2 * 64));
       CHECK(occurrences(k.ptx, "sub.rn.f16x2") == 0);
       CHECK(occurrences(k.ptx, "fma.rn.f16x2") == 0);
