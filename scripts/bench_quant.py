@@ -7,8 +7,8 @@ device-to-device copy bandwidth it reaches (a copy that moves as many bytes, rea
 as the kernel reads: weights, scales, zero points, activations; timed with PyTorch here), and
 its speed-up over cuBLAS f16 (torch.matmul of A[M, K] by an f16 W[K, N]) at the same M. The
 "split" column is the number of split-K blocks per tile of C that the launch used (the grid's
-third dimension: the default SPLIT1 for M = 1 and SPLITK for 1 < M <= SPLITM, docs/quant.md);
--D SPLITK=1 -D SPLIT1=1 turns it off. "regs" is the kernel's registers per thread, with "+NB"
+third dimension: the default SPLIT1 for M = 1, SPLITK for 1 < M <= 8 and SPLITW for 8 < M <=
+SPLITM, docs/quant.md); -D SPLITK=1 -D SPLITW=1 -D SPLIT1=1 turns it off. "regs" is the kernel's registers per thread, with "+NB"
 when it spills N bytes of local memory per thread (vm-run's report).
 
     python3 scripts/bench_quant.py [--build DIR] [--wt u4,i4] [--m 1,16] [--shapes 8192x57344]

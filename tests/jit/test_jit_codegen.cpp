@@ -1350,9 +1350,12 @@ TEST_CASE("the decode loop of a16wx for m = 1: its own unroll hint, alone in the
   // program holds both loops (`unroll=UR1 if m == 1 else UR`). A launch with m = 1 compiles only
   // the first: its step's mmas four times (one block per tile at m = 1 here: 64 steps, no
   // remainder); m a multiple of 16 only the second (once); without the launch's facts both, the
-  // first with a remainder for trip counts that four does not divide (4 + 1 + 1 copies)
-  VerifiedModule m = buildFile(programPath("quant/a16wx.tasm"),
-                               {{"WT", "u5"}, {"K", "8192"}, {"N", "57344"}, {"G", "128"}});
+  // first with a remainder for trip counts that four does not divide (4 + 1 + 1 copies: two
+  // blocks per tile for m > 8, SPLITW = 2, make the trip count a run-time value there; with one,
+  // the default, every body but the narrow one walks all 64 steps and the remainder goes)
+  VerifiedModule m =
+      buildFile(programPath("quant/a16wx.tasm"),
+                {{"WT", "u5"}, {"K", "8192"}, {"N", "57344"}, {"G", "128"}, {"SPLITW", "2"}});
   size_t index = 0;
   while (m.module.programs[index].name != "matmul")
     ++index;

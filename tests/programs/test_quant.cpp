@@ -398,6 +398,18 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
   runConfig(Config{i6, false, 32, 256, 128, 9, true, split5});
   runConfig(Config{i6, false, 48, 256, 32, 3, true, split2});
   runConfig(Config{i6, true, 32, 256, 64, 7, false, split4});
+  // 1 < m <= BMN take SPLITK blocks per tile (the decode body of 8 rows), BMN < m <= SPLITM
+  // SPLITW (the body of 16 rows): three and two ranges of the 8 steps, or one (no split for
+  // m > 8, the store without the workspace); m = 1 SPLIT1. A grid that did not match its
+  // body's ranges would leave steps out or count them twice
+  for (const char *w : {"2", "1"}) {
+    INFO("SPLITW=" << w);
+    const std::map<std::string, std::string> splitW = {
+        {"KS", "2"}, {"SPLITK", "3"}, {"SPLITW", w}, {"SPLIT1", "4"}};
+    for (int64_t m : {1, 5, 8, 9, 16})
+      runConfig(Config{u4, false, 32, 256, 64, m, true, splitW});
+    runConfig(Config{floatType("f6e3m2", 3, 2), false, 32, 256, 128, 12, false, splitW});
+  }
   // m past SPLITM: no split (one block per tile), the same program
   runConfig(Config{u4, false, 32, 256, 128, 17, false, split4});
   // BM = 8 (two row tiles under SPLITM), several warps, two atoms per warp
@@ -647,6 +659,22 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "f4e2m1"}}, "SPLIT1") == 2);
   CHECK(constant({{"N", "57344"}, {"K", "8192"}, {"WT", "i6"}}, "SPLITK") == 2);
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WT", "u5"}}, "SPLIT1") == 8);
+  // BMN < m <= SPLITM there: one block per tile where the decode loop places the pairs itself
+  // (f16 subnormals, f4e2m1 and f6e3m2 with rearranged bits), SPLITK (two) for the JIT's
+  // dequantisation (i4, i6, u8, and u4 into bf16); 1 < m <= BMN keep SPLITK
+  for (auto [wt, at, w] :
+       {std::tuple{"u1", "f16", 1}, std::tuple{"u3", "f16", 1}, std::tuple{"u4", "f16", 1},
+        std::tuple{"u5", "f16", 1}, std::tuple{"f4e2m1", "f16", 1}, std::tuple{"f6e3m2", "f16", 1},
+        std::tuple{"i4", "f16", 2}, std::tuple{"i6", "f16", 2}, std::tuple{"u8", "f16", 2},
+        std::tuple{"u4", "bf16", 2}}) {
+    INFO("WT=" << wt << " AT=" << at);
+    std::map<std::string, std::string> d = {{"N", "57344"}, {"K", "8192"}, {"WT", wt}, {"AT", at}};
+    CHECK(constant(d, "SPLITW") == w);
+    CHECK(constant(d, "SPLITK") == 2);
+  }
+  // elsewhere SPLITW is SPLITK, an explicit one too
+  CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WT", "u5"}}, "SPLITW") == 8);
+  CHECK(constant({{"N", "64"}, {"K", "256"}, {"KS", "2"}, {"SPLITK", "3"}}, "SPLITW") == 3);
   // ... but not below 32 steps of K (16 per block)
   CHECK(constant({{"N", "57344"}, {"K", "2048"}, {"WT", "u5"}}, "SPLIT1") == 1);
   // no more blocks than steps of K (two steps of 128 here)
