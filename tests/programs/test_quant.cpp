@@ -410,6 +410,12 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
       runConfig(Config{u4, false, 32, 256, 64, m, true, splitW});
     runConfig(Config{floatType("f6e3m2", 3, 2), false, 32, 256, 128, 12, false, splitW});
   }
+  // the 16-row body without a workspace (SPLITW = SPLIT1 = 1, as u4 and u5 take where their
+  // tiles fill the GPU) beside the 8-row body with one
+  const std::map<std::string, std::string> narrowOnly = {
+      {"KS", "2"}, {"SPLITK", "3"}, {"SPLITW", "1"}, {"SPLIT1", "1"}};
+  for (int64_t m : {1, 6, 16})
+    runConfig(Config{u4, false, 32, 256, 128, m, true, narrowOnly});
   // m past SPLITM: no split (one block per tile), the same program
   runConfig(Config{u4, false, 32, 256, 128, 17, false, split4});
   // BM = 8 (two row tiles under SPLITM), several warps, two atoms per warp
