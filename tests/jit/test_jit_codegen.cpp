@@ -702,7 +702,7 @@ TEST_CASE("the library's low-bit programs dequantise 1-, 2- and 4-bit codes in p
   // a word's two halves: their weights and keys need no prmt (V's pairs span two keys: a decode
   // stage of 32 keys takes one prmt per word of two keys' 16-bit halves, 16 for its 64 pairs per
   // lane as f16 subnormals, 32 with the JIT's Cast, SUBV = 0). u3 into f16 too, in groups of
-  // three words (its `T3` layout); u3 into bf16 keeps the JIT's Cast, one prmt per pair
+  // three words (its constant OD); u3 into bf16 keeps the JIT's Cast, one prmt per pair
   const std::string root = std::string(TILUSVM_SOURCE_DIR) + "/programs/";
   for (const char *wt : {"u1", "u2", "u4", "i4", "f4e2m1", "u3"}) {
     for (const char *at : {"f16", "bf16"}) {
