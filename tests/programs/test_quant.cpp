@@ -410,6 +410,17 @@ TEST_CASE("a16wx: split-K (SPLITK blocks per tile, atomics and a ticket) for eve
       runConfig(Config{u4, false, 32, 256, 64, m, true, splitW});
     runConfig(Config{floatType("f6e3m2", 3, 2), false, 32, 256, 128, 12, false, splitW});
   }
+  // BO = 1: the SPLITW blocks of a tile numbered one after another (4 tiles in 3 ranges, 3
+  // tiles in 2); m = 1 and 1 < m <= 8 keep the grid's order. A block that took its tile and
+  // its range from different orders would leave steps out and count others twice
+  for (auto [n, w] : {std::pair{int64_t{128}, "3"}, std::pair{int64_t{96}, "2"}}) {
+    INFO("BO=1 SPLITW=" << w);
+    const std::map<std::string, std::string> ordered = {
+        {"KS", "2"}, {"SPLITK", "3"}, {"SPLITW", w}, {"SPLIT1", "4"}, {"BO", "1"}};
+    for (int64_t m : {1, 5, 9, 16})
+      runConfig(Config{u4, false, n, 256, 64, m, true, ordered});
+    runConfig(Config{floatType("f6e3m2", 3, 2), false, n, 256, 128, 12, false, ordered});
+  }
   // the 16-row body without a workspace (SPLITW = SPLIT1 = 1, as u4 and u5 take where their
   // tiles fill the GPU) beside the 8-row body with one
   const std::map<std::string, std::string> narrowOnly = {
@@ -677,6 +688,16 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
     std::map<std::string, std::string> d = {{"N", "57344"}, {"K", "8192"}, {"WT", wt}, {"AT", at}};
     CHECK(constant(d, "SPLITW") == w);
     CHECK(constant(d, "SPLITK") == 2);
+  }
+  // the 16-row body's blocks in the order of their tiles where its ranges are at least 4 of at
+  // least 16 steps (K = 28672: 224 steps, 8 ranges), but for i6; not with 8 ranges of 8 steps
+  // (K = 8192) or 1 (N = 57344)
+  for (auto [wt, n, k, bo] :
+       {std::tuple{"u4", "8192", "28672", 1}, std::tuple{"f6e3m2", "8192", "28672", 1},
+        std::tuple{"u8", "8192", "28672", 1}, std::tuple{"i6", "8192", "28672", 0},
+        std::tuple{"u4", "8192", "8192", 0}, std::tuple{"u4", "57344", "8192", 0}}) {
+    INFO("WT=" << wt << " N=" << n << " K=" << k);
+    CHECK(constant({{"N", n}, {"K", k}, {"WT", wt}}, "BO") == bo);
   }
   // elsewhere SPLITW is SPLITK, an explicit one too
   CHECK(constant({{"N", "8192"}, {"K", "8192"}, {"WT", "u5"}}, "SPLITW") == 8);
