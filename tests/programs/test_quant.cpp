@@ -689,14 +689,18 @@ TEST_CASE("a16wx: the split-K default for few column tiles, and preconditions") 
     CHECK(constant(d, "SPLITW") == w);
     CHECK(constant(d, "SPLITK") == 2);
   }
-  // the 16-row body's blocks in the order of their tiles where its ranges are at least 4 of at
-  // least 16 steps (K = 28672: 224 steps, 8 ranges), but for i6; not with 8 ranges of 8 steps
-  // (K = 8192) or 1 (N = 57344)
-  for (auto [wt, n, k, bo] :
-       {std::tuple{"u4", "8192", "28672", 1}, std::tuple{"f6e3m2", "8192", "28672", 1},
-        std::tuple{"u8", "8192", "28672", 1}, std::tuple{"i6", "8192", "28672", 0},
-        std::tuple{"u4", "8192", "8192", 0}, std::tuple{"u4", "57344", "8192", 0}}) {
+  // the 16-row body's blocks in the order of their tiles where its ranges (SPLITW) are at least
+  // 4 of at least 16 steps (K = 28672: 224 steps in 8 ranges), but for i6; not with 8 ranges of
+  // 8 steps (K = 8192) or 1 (N = 57344). The edges: N = 16384 has 512 tiles, so 4 ranges, of 16
+  // steps at K = 8192 and of 15 at K = 7936; N = 20480 (640 tiles) 3 ranges, however long
+  for (auto [wt, n, k, splitw, bo] :
+       {std::tuple{"u4", "8192", "28672", 8, 1}, std::tuple{"f6e3m2", "8192", "28672", 8, 1},
+        std::tuple{"u8", "8192", "28672", 8, 1}, std::tuple{"i6", "8192", "28672", 8, 0},
+        std::tuple{"u4", "8192", "8192", 8, 0}, std::tuple{"u4", "57344", "8192", 1, 0},
+        std::tuple{"u4", "16384", "8192", 4, 1}, std::tuple{"u4", "16384", "7936", 4, 0},
+        std::tuple{"u4", "20480", "28672", 3, 0}}) {
     INFO("WT=" << wt << " N=" << n << " K=" << k);
+    CHECK(constant({{"N", n}, {"K", k}, {"WT", wt}}, "SPLITW") == splitw);
     CHECK(constant({{"N", n}, {"K", k}, {"WT", wt}}, "BO") == bo);
   }
   // elsewhere SPLITW is SPLITK, an explicit one too
