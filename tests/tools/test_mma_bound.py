@@ -13,29 +13,14 @@ import tempfile
 
 from report import report
 
+# the quick start's reader of .npy files (scripts/quickstart_check.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from quickstart_check import read_npy  # noqa: E402
+
 
 def run(cmd):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return p.returncode, p.stdout
-
-
-def read_f32_npy(path):
-    """The values of a little-endian f32 .npy file (version 1 or 2 header), and its shape text."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:6] != b"\x93NUMPY":
-        raise ValueError(f"{path}: not an .npy file")
-    if data[6] == 1:
-        (hlen,) = struct.unpack("<H", data[8:10])
-        start = 10
-    else:
-        (hlen,) = struct.unpack("<I", data[8:12])
-        start = 12
-    header = data[start:start + hlen].decode("latin1")
-    if "'<f4'" not in header:
-        raise ValueError(f"{path}: not f32 ({header.strip()})")
-    body = data[start + hlen:]
-    return list(struct.unpack(f"<{len(body) // 4}f", body)), header
 
 
 def main():
@@ -64,9 +49,13 @@ def main():
             if rc != 0:
                 failures.append(f"{name}: vm-run failed: {text.strip()}")
                 continue
-            values, header = read_f32_npy(npy)
+            descr, shape, data = read_npy(npy)
+            if descr != "<f4":
+                failures.append(f"{name}: dtype {descr}, expected <f4")
+                continue
+            values = list(struct.unpack(f"<{len(data) // 4}f", data))
             if len(values) != count:
-                failures.append(f"{name}: {len(values)} elements, expected {count} ({header})")
+                failures.append(f"{name}: {len(values)} elements, expected {count} ({shape})")
             wrong = [v for v in values if v != value]
             if wrong:
                 failures.append(f"{name}: {len(wrong)} elements not {value}, e.g. {wrong[0]}")
