@@ -8,8 +8,9 @@ as the kernel reads: weights, scales, zero points, activations; timed with PyTor
 its speed-up over cuBLAS f16 (torch.matmul of A[M, K] by an f16 W[K, N]) at the same M. The
 "split" column is the number of split-K blocks per tile of C that the launch used (the grid's
 third dimension: the default SPLIT1 for M = 1, SPLITK for 1 < M <= 8 and SPLITW for 8 < M <=
-SPLITM, docs/quant.md); -D SPLITK=1 -D SPLITW=1 -D SPLIT1=1 turns it off. "regs" is the kernel's registers per thread, with "+NB"
-when it spills N bytes of local memory per thread (vm-run's report).
+SPLITM, docs/quant.md); -D SPLITK=1 -D SPLITW=1 -D SPLIT1=1 turns it off. "regs" is the kernel's
+registers per thread, with "+NB" when it spills N bytes of local memory per thread (vm-run's
+report).
 
     python3 scripts/bench_quant.py [--build DIR] [--wt u4,i4] [--m 1,16] [--shapes 8192x57344]
                                    [--prefill u4:4096:8192x8192] [--json FILE] [-D NAME=VALUE]...

@@ -2455,10 +2455,9 @@ void libraryPrograms() {
         std::tuple{"u4", "bf16", 8}, std::tuple{"i6", "f16", 2}}) {
     // the low-bit GEMM: pack, then matmul with scales and zero points (u4, u2, u1 and f4e2m1:
     // codes packed for in-place pairs; f4e2m1 into bf16 and f16, also in the split-K case;
-    // generic floats into f16 take their weights at 2^-WX and the scales at 2^WX; u1, u2 and
-    // u4 into f16 are f16 subnormals, each row's scale times its power of two (SN); u5 into
-    // f16: its masks share one held register, jit/held_registers.h; 1 < m <= 8 the decode body
-    // of BMN = 8 rows, m = 8 its last)
+    // generic floats into f16 take their weights at 2^-WX and the scales at 2^WX; unsigned
+    // integers of 1 to 5 bits into f16 are f16 subnormals, each row's scale times its power of
+    // two (SN); 1 < m <= 8 the decode body of BMN = 8 rows, m = 8 its last)
     std::map<std::string, std::string> d = {{"WT", wt},   {"AT", at},   {"N", "64"},
                                             {"K", "256"}, {"G", "128"}, {"ZERO", "1"}};
     if (std::string(wt) == "u4" || std::string(wt) == "u3") // warps sharing the activations
