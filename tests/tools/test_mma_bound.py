@@ -7,20 +7,14 @@ values, every one of them STEPS * 16 * KS (ones times ones), for the 16-row and 
 """
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 
-from report import report
+from report import report, run
 
 # the quick start's reader of .npy files (scripts/quickstart_check.py)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from quickstart_check import read_npy  # noqa: E402
-
-
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return p.returncode, p.stdout
 
 
 def main():

@@ -7,16 +7,10 @@ interpreter exactly as scripts/quickstart.sh runs it, then scripts/quickstart_ch
     test_quickstart_check.py TILUS_ASM VM_RUN SOURCE_ROOT
 """
 import os
-import subprocess
 import sys
 import tempfile
 
-from report import report
-
-
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return p.returncode, p.stdout
+from report import report, run
 
 
 def main():
